@@ -1,0 +1,1 @@
+"""The ``agent-mem-vault`` command line. Commands live in one module per face."""

@@ -1,0 +1,189 @@
+"""The storage contract that the harness and the run registry share.
+
+A persistence offers four small primitives, and every service is written in
+terms of them, so that a backend (memory, SQLite, PostgreSQL) is one class:
+
+* **Logs** — append-only, ordered records per stream (a thread's log). An
+  append may name the sequence number it expects to follow; if another writer
+  got there first it fails with ``LogConflictError`` and nothing is written.
+  That is how two hosts never interleave a turn.
+* **Documents** — JSON values under ``(collection, key)`` with a version
+  number. ``insert`` is put-if-absent and returns what is there, which is how
+  "at most once" is done (a handoff record keyed by the new run's TID, a
+  transfer keyed by its transfer id). ``put`` takes an expected version for
+  compare-and-set.
+* **Leases** — a named lease held by one owner until it expires; renewing is
+  acquiring again. Ownership of a thread's log across hosts rests on this.
+* **Watching** — ``watch`` yields a stream's records as they are appended, from
+  any process that shares the backend, for live event streams.
+
+All methods are coroutines; memory and SQLite finish without suspending for
+long, PostgreSQL really awaits the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from ..core.errors import ConflictError, InvalidInputError
+
+__all__ = [
+    "Doc",
+    "Lease",
+    "LogConflictError",
+    "LogRecord",
+    "Persistence",
+    "VersionConflictError",
+    "check_name",
+]
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One entry of a stream's log; ``seq`` starts at 1 and has no gaps."""
+
+    stream: str
+    seq: int
+    type: str
+    data: JSON
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """A stored document; ``version`` starts at 1 and grows by one per write."""
+
+    collection: str
+    key: str
+    value: JSON
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who holds a lease, and until when (per the backend's clock)."""
+
+    name: str
+    owner: str
+    expires_at: datetime
+    token: int = field(default=0)
+    """Grows each time the lease changes hands: a fencing token."""
+
+
+class LogConflictError(ConflictError):
+    """Another writer appended first; re-read the log and decide again."""
+
+    code = "log_conflict"
+
+
+class VersionConflictError(ConflictError):
+    """A document changed since it was read; re-read it and decide again."""
+
+    code = "version_conflict"
+
+
+def check_name(kind: str, value: str) -> str:
+    """Streams, collections and keys are non-empty text without NUL bytes."""
+    if not isinstance(value, str) or not value or "\x00" in value or len(value) > 1024:
+        raise InvalidInputError(
+            f"{kind} must be non-empty text of at most 1024 characters without NUL, got {value!r}",
+            field=kind,
+        )
+    return value
+
+
+@runtime_checkable
+class Persistence(Protocol):
+    """What every backend implements. See the module docstring for the model."""
+
+    # -- logs ---------------------------------------------------------------
+    async def append(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[LogRecord]:
+        """Append ``(type, data)`` records atomically, all or none.
+
+        With ``expected_seq`` the append succeeds only if the stream's last
+        sequence number is exactly that (0 for an empty stream); otherwise it
+        raises ``LogConflictError`` and writes nothing.
+        """
+        ...
+
+    async def read(
+        self, stream: str, *, after: int = 0, limit: int | None = None
+    ) -> list[LogRecord]:
+        """Records with ``seq > after``, in order."""
+        ...
+
+    async def last_seq(self, stream: str) -> int:
+        """The sequence number of the newest record, 0 for an empty stream."""
+        ...
+
+    def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
+        """Yield records with ``seq > after`` now and as they are appended, forever.
+
+        Appends by other processes on the same backend are seen too. The caller
+        stops it by leaving the ``async for`` (or closing the iterator).
+        """
+        ...
+
+    # -- documents ----------------------------------------------------------
+    async def get(self, collection: str, key: str) -> Doc | None: ...
+
+    async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
+        """Put-if-absent. Returns the stored document and whether this call created it."""
+        ...
+
+    async def put(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Doc:
+        """Write a document. ``expected_version=0`` means it must not exist yet;
+        another number means it must be at that version (compare-and-set);
+        ``None`` writes unconditionally. A mismatch raises ``VersionConflictError``.
+        """
+        ...
+
+    async def delete(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> bool:
+        """Remove a document; returns whether one was there."""
+        ...
+
+    async def scan(
+        self, collection: str, *, prefix: str = "", after: str | None = None, limit: int = 1000
+    ) -> list[Doc]:
+        """Documents whose key starts with ``prefix``, in key order, past ``after``."""
+        ...
+
+    # -- leases -------------------------------------------------------------
+    async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
+        """Take or renew the lease if it is free, expired or already ``owner``'s.
+
+        Returns the lease as it stands afterwards: if ``lease.owner != owner``
+        somebody else holds it and nothing changed.
+        """
+        ...
+
+    async def release_lease(self, name: str, owner: str) -> bool:
+        """Give the lease up if ``owner`` holds it; returns whether it did."""
+        ...
+
+    async def get_lease(self, name: str) -> Lease | None:
+        """The current unexpired holder, or None."""
+        ...
+
+    # -- life cycle ---------------------------------------------------------
+    async def close(self) -> None: ...

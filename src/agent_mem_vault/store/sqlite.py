@@ -1,0 +1,325 @@
+"""SQLite persistence: the embedded default, one file, safe for many processes.
+
+WAL mode with ``synchronous=FULL``: a write that returned is on disk, so a
+process killed right after an acknowledgement loses nothing. Every write runs
+in ``BEGIN IMMEDIATE`` so that the check (expected sequence, expected version,
+lease holder) and the write happen under one database lock, across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ..core.clock import SYSTEM_CLOCK, Clock
+from ..core.errors import DataError, UnavailableError
+from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
+from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
+
+__all__ = ["SqlitePersistence", "sqlite_persistence"]
+
+_POLL_SECONDS = 0.05
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _to_micros(value: datetime) -> int:
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def _from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _dump(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+class SqlitePersistence:
+    def __init__(
+        self, path: str | Path, *, clock: Clock = SYSTEM_CLOCK, busy_timeout: float = 5.0
+    ) -> None:
+        self.path = Path(path)
+        self._clock = clock
+        self._busy_timeout = busy_timeout
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
+        self._lock = threading.Lock()
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+        with self._write() as conn:
+            apply_sqlite_migrations(conn, SQLITE_MIGRATIONS)
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction under the database's write lock."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise UnavailableError(
+                        f"the database {self.path} stayed locked for more than "
+                        f"{self._busy_timeout:g}s; another process holds it — retry",
+                        code="lock_timeout",
+                    ) from exc
+                raise
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise DataError(f"could not read {self.path}: {exc}") from exc
+
+    # -- logs ---------------------------------------------------------------
+    async def append(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[LogRecord]:
+        check_name("stream", stream)
+        prepared = [(check_name("record type", t), dict(d), _dump(d)) for t, d in records]
+        now = self._clock.now()
+        with self._write() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,)
+            ).fetchone()
+            if expected_seq is not None and last != expected_seq:
+                raise LogConflictError(
+                    f"log {stream!r} is at {last}, not {expected_seq}: another writer "
+                    "appended first; re-read the log",
+                    stream=stream,
+                    expected_seq=expected_seq,
+                    last_seq=last,
+                )
+            conn.executemany(
+                "INSERT INTO logs (stream, seq, type, data, at) VALUES (?, ?, ?, ?, ?)",
+                [
+                    (stream, last + i + 1, t, text, _to_micros(now))
+                    for i, (t, _, text) in enumerate(prepared)
+                ],
+            )
+        self._wake(stream)
+        return [
+            LogRecord(stream, last + i + 1, t, json.loads(text), now)
+            for i, (t, _, text) in enumerate(prepared)
+        ]
+
+    async def read(
+        self, stream: str, *, after: int = 0, limit: int | None = None
+    ) -> list[LogRecord]:
+        rows = self._query(
+            "SELECT seq, type, data, at FROM logs WHERE stream = ? AND seq > ? ORDER BY seq"
+            + (" LIMIT ?" if limit is not None else ""),
+            (stream, after, limit) if limit is not None else (stream, after),
+        )
+        return [LogRecord(stream, s, t, json.loads(d), _from_micros(a)) for s, t, d, a in rows]
+
+    async def last_seq(self, stream: str) -> int:
+        (row,) = self._query("SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,))
+        return int(row[0])
+
+    async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
+        loop = asyncio.get_running_loop()
+        while True:
+            fut: asyncio.Future[None] = loop.create_future()
+            with self._lock:
+                self._waiters.setdefault(stream, []).append((loop, fut))
+            fresh = await self.read(stream, after=after)
+            for record in fresh:
+                after = record.seq
+                yield record
+            if not fresh:
+                # In-process appends wake us at once; other processes' appends
+                # are seen by polling, which is cheap on an indexed primary key.
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(fut), _POLL_SECONDS)
+            with self._lock:
+                waiters = self._waiters.get(stream, [])
+                if (loop, fut) in waiters:
+                    waiters.remove((loop, fut))
+
+    def _wake(self, stream: str) -> None:
+        with self._lock:
+            waiters = self._waiters.pop(stream, [])
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_wake, fut)
+
+    # -- documents ----------------------------------------------------------
+    async def get(self, collection: str, key: str) -> Doc | None:
+        rows = self._query(
+            "SELECT value, version FROM docs WHERE collection = ? AND key = ?", (collection, key)
+        )
+        if not rows:
+            return None
+        value, version = rows[0]
+        return Doc(collection, key, json.loads(value), version)
+
+    async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
+        check_name("collection", collection)
+        check_name("key", key)
+        text = _dump(value)
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT value, version FROM docs WHERE collection = ? AND key = ?",
+                (collection, key),
+            ).fetchone()
+            if row is not None:
+                return Doc(collection, key, json.loads(row[0]), row[1]), False
+            conn.execute(
+                "INSERT INTO docs (collection, key, value, version) VALUES (?, ?, ?, 1)",
+                (collection, key, text),
+            )
+        return Doc(collection, key, json.loads(text), 1), True
+
+    async def put(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Doc:
+        check_name("collection", collection)
+        check_name("key", key)
+        text = _dump(value)
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT version FROM docs WHERE collection = ? AND key = ?", (collection, key)
+            ).fetchone()
+            current = row[0] if row else 0
+            if expected_version is not None and expected_version != current:
+                raise VersionConflictError(
+                    f"{collection}/{key} is at version {current}, not {expected_version}; "
+                    "re-read it and try again",
+                    collection=collection,
+                    key=key,
+                )
+            conn.execute(
+                "INSERT INTO docs (collection, key, value, version) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (collection, key) DO UPDATE SET value = excluded.value, "
+                "version = excluded.version",
+                (collection, key, text, current + 1),
+            )
+        return Doc(collection, key, json.loads(text), current + 1)
+
+    async def delete(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> bool:
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT version FROM docs WHERE collection = ? AND key = ?", (collection, key)
+            ).fetchone()
+            current = row[0] if row else 0
+            if expected_version is not None and expected_version != current:
+                raise VersionConflictError(
+                    f"{collection}/{key} is at version {current}, not {expected_version}; "
+                    "re-read it and try again",
+                    collection=collection,
+                    key=key,
+                )
+            if row is None:
+                return False
+            conn.execute("DELETE FROM docs WHERE collection = ? AND key = ?", (collection, key))
+            return True
+
+    async def scan(
+        self, collection: str, *, prefix: str = "", after: str | None = None, limit: int = 1000
+    ) -> list[Doc]:
+        # Range bounds instead of LIKE so the primary key index serves the scan
+        # and '%' or '_' in a prefix mean themselves.
+        lower = max(prefix, after) if after is not None else prefix
+        op = ">" if after is not None and after >= prefix else ">="
+        rows = self._query(
+            f"SELECT key, value, version FROM docs WHERE collection = ? AND key {op} ? "
+            "ORDER BY key LIMIT ?",
+            (collection, lower, limit),
+        )
+        out = []
+        for key, value, version in rows:
+            if not key.startswith(prefix):
+                break
+            out.append(Doc(collection, key, json.loads(value), version))
+        return out
+
+    # -- leases -------------------------------------------------------------
+    async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
+        check_name("lease", name)
+        check_name("owner", owner)
+        now = self._clock.now()
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,)
+            ).fetchone()
+            if row is not None:
+                held_owner, held_until, token = row
+                if held_owner and held_owner != owner and held_until > _to_micros(now):
+                    return Lease(name, held_owner, _from_micros(held_until), token)
+                if held_owner != owner:
+                    token += 1
+            else:
+                token = 1
+            expires = now + timedelta(seconds=ttl)
+            conn.execute(
+                "INSERT INTO leases (name, owner, expires_at, token) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at, token = excluded.token",
+                (name, owner, _to_micros(expires), token),
+            )
+        return Lease(name, owner, expires, token)
+
+    async def release_lease(self, name: str, owner: str) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE leases SET owner = '', expires_at = ? WHERE name = ? AND owner = ?",
+                (_to_micros(self._clock.now()), name, owner),
+            )
+            return cur.rowcount > 0
+
+    async def get_lease(self, name: str) -> Lease | None:
+        rows = self._query("SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,))
+        if not rows:
+            return None
+        owner, until, token = rows[0]
+        if not owner or until <= _to_micros(self._clock.now()):
+            return None
+        return Lease(name, owner, _from_micros(until), token)
+
+    async def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def sqlite_persistence(
+    path: str | Path, *, clock: Clock = SYSTEM_CLOCK, busy_timeout: float = 5.0
+) -> SqlitePersistence:
+    """A persistence in one SQLite file, shared safely by many processes.
+
+    >>> store = sqlite_persistence("harness.db")  # doctest: +SKIP
+    """
+    return SqlitePersistence(path, clock=clock, busy_timeout=busy_timeout)

@@ -1,0 +1,54 @@
+"""Shared fixtures: real backends on real files (and real PostgreSQL where asked)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from agent_mem_vault.store import Persistence, memory_persistence, sqlite_persistence
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+INTEROP = Path(os.environ.get("AMV_INTEROP_TESTS", SHARED / "atproto-interop-tests"))
+
+# Backends every persistence-backed suite runs on. PostgreSQL joins when the
+# test run has a database for it (see tests/postgres_support.py).
+BACKENDS = ["memory", "sqlite"]
+
+
+def _postgres_dsn() -> str | None:
+    return os.environ.get("AMV_TEST_POSTGRES_DSN")
+
+
+if _postgres_dsn():
+    BACKENDS.append("postgres")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def persistence_factory(backend: str, tmp_path: Path) -> Callable[[], Persistence]:
+    """Opens a new handle on the same store each call, as a second host would."""
+    if backend == "memory":
+        shared = memory_persistence()
+        return lambda: shared
+    if backend == "sqlite":
+        db = tmp_path / "store.db"
+        return lambda: sqlite_persistence(db)
+    from tests.postgres_support import postgres_factory
+
+    return postgres_factory(tmp_path)
+
+
+@pytest.fixture
+async def persistence(
+    persistence_factory: Callable[[], Persistence],
+) -> AsyncIterator[Persistence]:
+    store = persistence_factory()
+    yield store
+    await store.close()

@@ -1,0 +1,183 @@
+"""The persistence contract, run on every backend (memory, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from agent_mem_vault.core.errors import InvalidInputError
+from agent_mem_vault.store import (
+    LogConflictError,
+    Persistence,
+    VersionConflictError,
+)
+
+
+async def test_append_assigns_gapless_sequence_numbers(persistence: Persistence) -> None:
+    first = await persistence.append("t1", [("a", {"n": 1}), ("b", {"n": 2})])
+    second = await persistence.append("t1", [("c", {"n": 3})])
+    assert [r.seq for r in first + second] == [1, 2, 3]
+    assert [r.type for r in await persistence.read("t1")] == ["a", "b", "c"]
+    assert await persistence.last_seq("t1") == 3
+    assert await persistence.last_seq("other") == 0
+
+
+async def test_read_after_and_limit(persistence: Persistence) -> None:
+    await persistence.append("s", [("x", {"i": i}) for i in range(5)])
+    got = await persistence.read("s", after=2, limit=2)
+    assert [r.data["i"] for r in got] == [2, 3]
+
+
+async def test_append_with_stale_expected_seq_conflicts_and_writes_nothing(
+    persistence: Persistence,
+) -> None:
+    await persistence.append("s", [("x", {})], expected_seq=0)
+    with pytest.raises(LogConflictError) as info:
+        await persistence.append("s", [("y", {}), ("z", {})], expected_seq=0)
+    assert info.value.code == "log_conflict"
+    assert [r.type for r in await persistence.read("s")] == ["x"]
+
+
+async def test_streams_are_independent(persistence: Persistence) -> None:
+    await persistence.append("a", [("x", {})])
+    await persistence.append("b", [("y", {})], expected_seq=0)
+    assert [r.type for r in await persistence.read("b")] == ["y"]
+
+
+async def test_values_round_trip_as_json(persistence: Persistence) -> None:
+    value = {"text": "héllo ✓", "nested": {"list": [1, 2.5, None, True]}}
+    [record] = await persistence.append("s", [("t", value)])
+    assert record.data == value
+    assert (await persistence.read("s"))[0].data == value
+    doc = await persistence.put("c", "k", value)
+    assert doc.value == value
+    fetched = await persistence.get("c", "k")
+    assert fetched is not None and fetched.value == value
+
+
+async def test_values_that_are_not_json_are_refused(persistence: Persistence) -> None:
+    with pytest.raises(TypeError):
+        await persistence.append("s", [("t", {"when": object()})])
+    assert await persistence.last_seq("s") == 0
+
+
+async def test_empty_names_are_refused(persistence: Persistence) -> None:
+    with pytest.raises(InvalidInputError):
+        await persistence.append("", [("t", {})])
+    with pytest.raises(InvalidInputError):
+        await persistence.put("c", "", {})
+
+
+async def test_insert_is_put_if_absent(persistence: Persistence) -> None:
+    doc, created = await persistence.insert("records", "k1", {"v": 1})
+    assert created and doc.version == 1
+    again, created_again = await persistence.insert("records", "k1", {"v": 2})
+    assert not created_again
+    assert again.value == {"v": 1}
+
+
+async def test_put_compare_and_set(persistence: Persistence) -> None:
+    d1 = await persistence.put("c", "k", {"v": 1}, expected_version=0)
+    assert d1.version == 1
+    with pytest.raises(VersionConflictError):
+        await persistence.put("c", "k", {"v": 9}, expected_version=0)
+    d2 = await persistence.put("c", "k", {"v": 2}, expected_version=1)
+    assert d2.version == 2
+    with pytest.raises(VersionConflictError):
+        await persistence.put("c", "k", {"v": 3}, expected_version=1)
+    got = await persistence.get("c", "k")
+    assert got is not None and got.value == {"v": 2} and got.version == 2
+
+
+async def test_delete(persistence: Persistence) -> None:
+    await persistence.put("c", "k", {})
+    assert await persistence.delete("c", "k")
+    assert not await persistence.delete("c", "k")
+    assert await persistence.get("c", "k") is None
+
+
+async def test_scan_by_prefix_in_key_order(persistence: Persistence) -> None:
+    for key in ["b/2", "a/1", "b/1", "b%", "c/1", "b/3"]:
+        await persistence.put("c", key, {"k": key})
+    got = await persistence.scan("c", prefix="b/")
+    assert [d.key for d in got] == ["b/1", "b/2", "b/3"]
+    page = await persistence.scan("c", prefix="b/", after="b/1", limit=1)
+    assert [d.key for d in page] == ["b/2"]
+    assert [d.key for d in await persistence.scan("other")] == []
+
+
+async def test_lease_is_held_by_one_owner(persistence: Persistence) -> None:
+    a = await persistence.acquire_lease("thread:1", "host-a", ttl=30)
+    assert a.owner == "host-a"
+    b = await persistence.acquire_lease("thread:1", "host-b", ttl=30)
+    assert b.owner == "host-a"  # host-b did not get it
+    renewed = await persistence.acquire_lease("thread:1", "host-a", ttl=30)
+    assert renewed.owner == "host-a" and renewed.token == a.token
+    assert await persistence.release_lease("thread:1", "host-a")
+    assert await persistence.get_lease("thread:1") is None
+    c = await persistence.acquire_lease("thread:1", "host-b", ttl=30)
+    assert c.owner == "host-b" and c.token > a.token
+
+
+async def test_expired_lease_can_be_taken_over(persistence: Persistence) -> None:
+    await persistence.acquire_lease("l", "host-a", ttl=0.05)
+    await asyncio.sleep(0.1)
+    assert await persistence.get_lease("l") is None
+    taken = await persistence.acquire_lease("l", "host-b", ttl=30)
+    assert taken.owner == "host-b"
+
+
+async def test_watch_yields_existing_then_new_records(persistence: Persistence) -> None:
+    await persistence.append("w", [("a", {})])
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for record in persistence.watch("w"):
+            seen.append(record.type)
+            if len(seen) == 3:
+                return
+
+    task = asyncio.create_task(consume())
+    await asyncio.sleep(0.01)
+    await persistence.append("w", [("b", {})])
+    await persistence.append("w", [("c", {})])
+    await asyncio.wait_for(task, 5)
+    assert seen == ["a", "b", "c"]
+
+
+async def test_watch_sees_appends_from_another_handle(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    reader, writer = persistence_factory(), persistence_factory()
+    got: list[int] = []
+
+    async def consume() -> None:
+        async for record in reader.watch("x", after=0):
+            got.append(record.seq)
+            if len(got) == 2:
+                return
+
+    task = asyncio.create_task(consume())
+    await writer.append("x", [("a", {}), ("b", {})])
+    await asyncio.wait_for(task, 5)
+    assert got == [1, 2]
+    await reader.close()
+    if writer is not reader:
+        await writer.close()
+
+
+async def test_concurrent_appends_with_expected_seq_let_exactly_one_win(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    handles = [persistence_factory() for _ in range(4)]
+    results = await asyncio.gather(
+        *(h.append("race", [("x", {"by": i})], expected_seq=0) for i, h in enumerate(handles)),
+        return_exceptions=True,
+    )
+    assert sum(1 for r in results if isinstance(r, list)) == 1
+    assert all(isinstance(r, list | LogConflictError) for r in results)
+    assert await handles[0].last_seq("race") == 1
+    for h in {id(h): h for h in handles}.values():
+        await h.close()
