@@ -11,3 +11,68 @@ if command -v pg_isready >/dev/null 2>&1; then
     fi
   fi
 fi
+
+# A fresh database for this test run (AMV_TEST_POSTGRES_DSN); the store and
+# harness suites then run on PostgreSQL too. Databases left by runs more than
+# a day old are dropped first. Without PostgreSQL the variable stays unset and
+# those suites run on memory and SQLite only.
+if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
+  if command -v psql >/dev/null 2>&1 && pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
+    amv_pg() { psql -h 127.0.0.1 -p 5432 -U postgres -d postgres -qAtX -v ON_ERROR_STOP=1 "$@"; }
+    for amv_old in $(amv_pg -c "SELECT datname FROM pg_database
+        WHERE datname ~ '^amv_test_[0-9]{14}_[0-9]+$'
+        AND to_timestamp(substr(datname, 10, 14), 'YYYYMMDDHH24MISS') < now() - interval '1 day'" 2>/dev/null); do
+      amv_pg -c "DROP DATABASE IF EXISTS \"$amv_old\"" >/dev/null 2>&1 || true
+    done
+    amv_db="amv_test_$(date -u +%Y%m%d%H%M%S)_$$"
+    if amv_pg -c "CREATE DATABASE \"$amv_db\"" >/dev/null; then
+      export AMV_TEST_POSTGRES_DSN="postgresql://postgres@127.0.0.1:5432/$amv_db"
+      echo "test-env: PostgreSQL tests use the fresh database $amv_db"
+    fi
+    unset -f amv_pg
+  fi
+  if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
+    echo "test-env: PostgreSQL is not reachable on 127.0.0.1:5432; store tests run on memory and SQLite only (PostgreSQL-only tests skip)"
+  fi
+else
+  echo "test-env: PostgreSQL tests use AMV_TEST_POSTGRES_DSN as given"
+fi
+
+# -- The reference AT Protocol PDS for the publishing tests (tests/pds/): an
+# npm install of the pinned @atproto/dev-env, once (again when package.json
+# changes). It needs Node 20+; without it the PDS tests skip with the reason.
+amv_pds_dir="tests/pds"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+    && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+  amv_pds_mark="$amv_pds_dir/node_modules/.amv-installed"
+  if [ ! -f "$amv_pds_mark" ] || [ "$amv_pds_dir/package.json" -nt "$amv_pds_mark" ]; then
+    echo "test-env: installing the reference PDS (@atproto/dev-env) in $amv_pds_dir; takes minutes, once"
+    if (cd "$amv_pds_dir" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null); then
+      touch "$amv_pds_mark"
+    else
+      echo "test-env: npm install failed in $amv_pds_dir; the PDS publishing tests will skip"
+    fi
+  fi
+  unset amv_pds_mark
+else
+  echo "test-env: Node 20+ with npm not found; the PDS publishing tests skip"
+fi
+unset amv_pds_dir
+
+# -- Chromium for the operator console tests (tests/console/): Debian's
+# `chromium` package, driven by Playwright with executable_path; never a
+# browser download. Installed with apt when missing (apt-get update once);
+# without apt (or root) the console tests skip with the reason.
+if [ ! -x /usr/bin/chromium ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
+    echo "test-env: installing chromium and chromium-driver with apt, once"
+    if DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null 2>&1; then
+      echo "test-env: chromium installed"
+    else
+      echo "test-env: apt could not install chromium; the console tests skip"
+    fi
+  else
+    echo "test-env: /usr/bin/chromium is missing and apt is not usable here; the console tests skip"
+  fi
+fi

@@ -1,0 +1,273 @@
+"""Publishing records to an AT Protocol repository (a PDS) over XRPC.
+
+Writing a record with a fixed key is not idempotent on the wire: a second
+``createRecord`` with the same key fails (the reference PDS answers 500, not a
+conflict code), and a timeout leaves us not knowing whether the first one
+landed. So after *any* failure :meth:`PdsClient.publish` reads the record
+back with ``getRecord`` and decides by content:
+
+* the same record is there → ``already_published`` (acknowledged by us earlier);
+* a different record is there → ``taken`` (another run acknowledged this key first);
+* nothing is there → :class:`PublishFailed` (nothing landed: retry).
+
+``putRecord`` with ``swapRecord: null`` ("only if absent") is the other way
+to write; the reference PDS answers 400 ``InvalidSwap`` when a different
+record is there and 200 without a commit when the identical one is. Records
+are sent without ``validate`` so that the PDS does not need our lexicon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from ..core.errors import RemoteError, UnauthenticatedError
+from .cbor import record_cid
+from .lexicon import validate_record
+
+__all__ = ["PdsClient", "PdsSession", "PublishFailed", "PublishResult", "XrpcError"]
+
+Outcome = Literal["created", "already_published", "taken"]
+
+
+class XrpcError(RemoteError):
+    """The PDS answered an XRPC call with an error status."""
+
+    code = "xrpc_error"
+
+    def __init__(self, method: str, status: int, error: str | None, message: str | None) -> None:
+        super().__init__(
+            f"{method} failed with HTTP {status}"
+            + (f" {error}" if error else "")
+            + (f": {message}" if message else ""),
+            method=method,
+            status=status,
+            error=error,
+        )
+        self.method = method
+        self.status = status
+        self.error = error
+
+
+class PublishFailed(RemoteError):
+    """The record is not in the repository after a failed write: publishing again is safe."""
+
+    code = "publish_failed"
+
+
+@dataclass(frozen=True, slots=True)
+class PdsSession:
+    """A logged-in session: whose repository (``did``) and the access token."""
+
+    did: str
+    handle: str
+    access_jwt: str
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """What happened to one record, and what is in the repository now."""
+
+    outcome: Outcome
+    """``created`` now, ``already_published`` earlier by us, or ``taken`` by another writer."""
+    uri: str
+    cid: str
+    """CID of the record that is in the repository (ours unless ``taken``)."""
+    record: dict[str, Any]
+    """The record that is in the repository under this key."""
+
+
+class PdsClient:
+    """A small async XRPC client for one PDS.
+
+    >>> async def publish(record, rkey):  # doctest: +SKIP
+    ...     async with PdsClient("https://pds.example") as pds:
+    ...         await pds.login("alice.example", "app-password")
+    ...         return await pds.publish(record, rkey)
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 15.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
+        self.session: PdsSession | None = None
+
+    async def __aenter__(self) -> PdsClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # -- XRPC plumbing -------------------------------------------------------
+    async def _call(
+        self,
+        method: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        params: Mapping[str, str] | None = None,
+        auth: bool = True,
+    ) -> dict[str, Any]:
+        headers = {}
+        if auth:
+            if self.session is None:
+                raise UnauthenticatedError(
+                    "not logged in to the PDS: call login() with an app password first"
+                )
+            headers["Authorization"] = f"Bearer {self.session.access_jwt}"
+        try:
+            if body is not None:
+                response = await self._http.post(f"/xrpc/{method}", json=body, headers=headers)
+            else:
+                response = await self._http.get(f"/xrpc/{method}", params=params, headers=headers)
+        except httpx.HTTPError as exc:
+            raise RemoteError(
+                f"{method}: could not reach the PDS at {self.base_url}: {exc}",
+                code="pds_unreachable",
+            ) from exc
+        data: dict[str, Any] = {}
+        if response.content:
+            try:
+                parsed = response.json()
+                data = parsed if isinstance(parsed, dict) else {}
+            except ValueError:
+                data = {}
+        if response.status_code >= 400:
+            raise XrpcError(method, response.status_code, data.get("error"), data.get("message"))
+        return data
+
+    # -- the calls -----------------------------------------------------------
+    async def login(self, identifier: str, password: str) -> PdsSession:
+        """``com.atproto.server.createSession`` with a handle or DID and an app password."""
+        try:
+            data = await self._call(
+                "com.atproto.server.createSession",
+                body={"identifier": identifier, "password": password},
+                auth=False,
+            )
+        except XrpcError as exc:
+            if exc.status in (400, 401):
+                raise UnauthenticatedError(
+                    f"the PDS refused the login for {identifier!r} ({exc.error}): check the "
+                    "identifier and use an app password",
+                    code="pds_login_failed",
+                ) from exc
+            raise
+        self.session = PdsSession(
+            did=str(data["did"]), handle=str(data.get("handle", "")), access_jwt=data["accessJwt"]
+        )
+        return self.session
+
+    def _repo(self) -> str:
+        if self.session is None:
+            raise UnauthenticatedError("not logged in to the PDS: call login() first")
+        return self.session.did
+
+    async def create_record(
+        self, collection: str, rkey: str, record: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``com.atproto.repo.createRecord`` under a chosen key; returns ``{uri, cid}``."""
+        return await self._call(
+            "com.atproto.repo.createRecord",
+            body={"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record},
+        )
+
+    async def put_record_if_absent(
+        self, collection: str, rkey: str, record: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``com.atproto.repo.putRecord`` with ``swapRecord: null``: only if the key is free."""
+        return await self._call(
+            "com.atproto.repo.putRecord",
+            body={
+                "repo": self._repo(),
+                "collection": collection,
+                "rkey": rkey,
+                "record": record,
+                "swapRecord": None,
+            },
+        )
+
+    async def get_record(
+        self, collection: str, rkey: str, *, repo: str | None = None
+    ) -> dict[str, Any] | None:
+        """``com.atproto.repo.getRecord``: ``{uri, cid, value}``, or None if there is none."""
+        try:
+            return await self._call(
+                "com.atproto.repo.getRecord",
+                params={"repo": repo or self._repo(), "collection": collection, "rkey": rkey},
+                auth=False,
+            )
+        except XrpcError as exc:
+            if exc.error == "RecordNotFound" or exc.status == 404:
+                return None
+            raise
+
+    async def publish(
+        self,
+        record: Mapping[str, Any],
+        rkey: str,
+        *,
+        mode: Literal["create", "put"] = "create",
+        check: Callable[[Mapping[str, Any], str], object] = validate_record,
+    ) -> PublishResult:
+        """Write ``record`` under ``rkey`` at most once, and say what the repository holds.
+
+        The record is checked first (by default against its lexicon; pass
+        ``check`` for rules of your own, such as "the key is toRun"): an
+        invalid one raises ``RecordValidationError`` and nothing is sent.
+        """
+        check(record, rkey)
+        collection = str(record["$type"])
+        ours = record_cid(record)
+        try:
+            if mode == "put":
+                written = await self.put_record_if_absent(collection, rkey, record)
+            else:
+                written = await self.create_record(collection, rkey, record)
+        except RemoteError as failure:
+            return await self._decide_after_failure(collection, rkey, record, ours, failure)
+        uri = str(written.get("uri", f"at://{self._repo()}/{collection}/{rkey}"))
+        # putRecord of an identical record answers 200 without a commit: say so.
+        outcome: Outcome = (
+            "created" if written.get("commit") or mode == "create" else ("already_published")
+        )
+        return PublishResult(outcome, uri, str(written.get("cid", ours)), dict(record))
+
+    async def _decide_after_failure(
+        self,
+        collection: str,
+        rkey: str,
+        record: Mapping[str, Any],
+        ours: str,
+        failure: RemoteError,
+    ) -> PublishResult:
+        try:
+            there = await self.get_record(collection, rkey)
+        except RemoteError as exc:
+            raise PublishFailed(
+                f"writing {collection}/{rkey} failed ({failure}) and reading it back failed "
+                f"too ({exc}); it may or may not be there — publish again, it is safe",
+                rkey=rkey,
+            ) from exc
+        if there is None:
+            raise PublishFailed(
+                f"writing {collection}/{rkey} failed ({failure}) and the record is not there: "
+                "publish again",
+                rkey=rkey,
+            ) from failure
+        value = dict(there.get("value") or {})
+        theirs = record_cid(value)
+        uri = str(there.get("uri", ""))
+        if theirs == ours:
+            return PublishResult("already_published", uri, theirs, value)
+        return PublishResult("taken", uri, theirs, value)

@@ -1,0 +1,249 @@
+"""``agent-mem-vault runs``: one run of an agent at a time, and its handoff records.
+
+Each command parses its options, makes one call on ``RunsHome`` (the runs
+service) under ``asyncio.run`` and prints the result. Runs live in a SQLite
+file, by default ``<vault>/.runs/runs.sqlite3`` (``--store`` to
+choose another); each handoff record is also a note in the vault under
+``agents/<agent>/runs/``. Errors propagate to ``cli/main.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ..runs.service import RunsHome
+
+DEFAULT_VAULT = "~/agent-mem-vault"
+_F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+
+
+def _home_options(func: _F) -> _F:
+    func = click.option(
+        "--store",
+        "store_path",
+        envvar="AGENT_MEM_VAULT_RUNS_STORE",
+        metavar="PATH",
+        help="SQLite file holding the runs (default: <vault>/.runs/runs.sqlite3).",
+    )(func)
+    func = click.option(
+        "--vault",
+        "vault_path",
+        envvar="AGENT_MEM_VAULT",
+        default=DEFAULT_VAULT,
+        show_default=True,
+        metavar="PATH",
+        help="The vault folder; handoff records appear there as notes (or set AGENT_MEM_VAULT).",
+    )(func)
+    return func
+
+
+def _json_option(func: _F) -> _F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
+
+
+def _home(vault_path: str, store_path: str | None) -> RunsHome:
+    from ..runs.service import RunsHome
+
+    return RunsHome.at(vault_path, store_path)
+
+
+def _run(coro: Coroutine[Any, Any, _T]) -> _T:
+    import asyncio  # here, not at the top: `agent-mem-vault --help` imports this module
+
+    return asyncio.run(coro)
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@click.group("runs")
+def runs() -> None:
+    """Runs of agents: one current run each; AT Protocol handoff records.
+
+    \b
+    Starting a run takes the agent over. The replaced run writes a
+    garden.engram.agents.handoff record keyed by the new run's TID, at most
+    once (or the registry writes it once the replaced run's lease lapsed).
+    """
+
+
+@runs.command("start")
+@click.argument("agent")
+@click.option(
+    "--lease",
+    "lease_seconds",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds the run counts as alive without a heartbeat (default 30).",
+)
+@click.option("--generator-name", help="The software doing the run (default agent-mem-vault).")
+@click.option("--generator-version", help="Its version (with --generator-name).")
+@click.option("--generator-url", help="Where to learn about it (optional).")
+@_home_options
+def start(
+    agent: str,
+    lease_seconds: float | None,
+    generator_name: str | None,
+    generator_version: str | None,
+    generator_url: str | None,
+    vault_path: str,
+    store_path: str | None,
+) -> None:
+    """Start a run of AGENT, taking it over; prints the new run's TID.
+
+    \b
+      RUN=$(agent-mem-vault runs start support-bot)
+    """
+    from ..runs import Generator
+
+    generator = None
+    if generator_name or generator_version or generator_url:
+        if not (generator_name and generator_version):
+            raise click.UsageError("--generator-name and --generator-version go together")
+        generator = Generator(generator_name, generator_version, generator_url)
+    home = _home(vault_path, store_path)
+    click.echo(_run(home.start(agent, generator=generator, lease_seconds=lease_seconds)))
+
+
+@runs.command("status")
+@click.argument("agent", required=False)
+@_home_options
+@_json_option
+def status(agent: str | None, vault_path: str, store_path: str | None, as_json: bool) -> None:
+    """Show the current run of AGENT (or of every agent), and whether it is alive."""
+    results = _run(_home(vault_path, store_path).status(agent))
+    if as_json:
+        _emit([s.to_json() for s in results])
+        return
+    if not results:
+        click.echo("no runs yet: start one with `agent-mem-vault runs start AGENT`")
+    for s in results:
+        cur = s.current
+        state = "none" if cur is None else f"{cur.info.run} ({'alive' if cur.alive else 'lapsed'})"
+        line = f"{s.agent}: current {state}, {s.runs} runs, {s.handoffs} handoffs"
+        if s.pending:
+            line += f", awaiting handoff from {', '.join(s.pending)}"
+        click.echo(line)
+
+
+@runs.command("list")
+@click.argument("agent")
+@_home_options
+@_json_option
+def list_(agent: str, vault_path: str, store_path: str | None, as_json: bool) -> None:
+    """List every run of AGENT, oldest first, with what became of it."""
+    states = _run(_home(vault_path, store_path).list_runs(agent))
+    if as_json:
+        _emit(
+            [
+                {
+                    **s.info.to_json(),
+                    "state": s.state,
+                    "alive": s.alive,
+                    "takenOverBy": s.taken_over_by,
+                    "handoffWritten": s.handoff_written,
+                }
+                for s in states
+            ]
+        )
+        return
+    for s in states:
+        if s.state == "current":
+            fate = "current" + (" (alive)" if s.alive else " (lapsed)")
+        else:
+            fate = f"taken over by {s.taken_over_by}" + (
+                "" if s.handoff_written else " (handoff pending)"
+            )
+        click.echo(f"{s.info.run}  {s.info.started_at}  {fate}")
+
+
+@runs.command("handoffs")
+@click.argument("agent")
+@_home_options
+@_json_option
+def handoffs(agent: str, vault_path: str, store_path: str | None, as_json: bool) -> None:
+    """List AGENT's handoff records (fromRun → toRun)."""
+    entries = _run(_home(vault_path, store_path).handoffs(agent))
+    if as_json:
+        _emit(
+            [
+                {"rkey": e.rkey, "cid": e.cid, "writtenBy": e.written_by, "record": e.record}
+                for e in entries
+            ]
+        )
+        return
+    for e in entries:
+        r = e.record
+        click.echo(f"{r['fromRun']} -> {r['toRun']}  {r['createdAt']}  {e.cid}")
+
+
+@runs.command("export")
+@click.argument("agent")
+@_home_options
+def export(agent: str, vault_path: str, store_path: str | None) -> None:
+    """Print AGENT's handoff records as AT Protocol JSON, one per line."""
+    for record in _run(_home(vault_path, store_path).export(agent)):
+        click.echo(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+
+
+@runs.command("publish")
+@click.argument("agent")
+@click.option("--pds", envvar="AGENT_MEM_VAULT_PDS", required=True, help="PDS base URL.")
+@click.option(
+    "--identifier",
+    envvar="AGENT_MEM_VAULT_PDS_IDENTIFIER",
+    required=True,
+    help="Handle or DID of the account (env AGENT_MEM_VAULT_PDS_IDENTIFIER).",
+)
+@click.option(
+    "--password",
+    envvar="AGENT_MEM_VAULT_PDS_PASSWORD",
+    required=True,
+    help="An app password (env AGENT_MEM_VAULT_PDS_PASSWORD; prefer the variable).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["create", "put"]),
+    default="create",
+    show_default=True,
+    help="createRecord with the key, or putRecord with swapRecord null.",
+)
+@_home_options
+@_json_option
+def publish(
+    agent: str,
+    pds: str,
+    identifier: str,
+    password: str,
+    mode: str,
+    vault_path: str,
+    store_path: str | None,
+    as_json: bool,
+) -> None:
+    """Publish AGENT's handoff records to an AT Protocol repository, each at most once."""
+    results = _run(
+        _home(vault_path, store_path).publish(
+            agent,
+            pds=pds,
+            identifier=identifier,
+            password=password,
+            mode="put" if mode == "put" else "create",
+        )
+    )
+    if as_json:
+        _emit(
+            [
+                {"rkey": p.entry.rkey, "outcome": p.outcome, "uri": p.uri, "cid": p.cid}
+                for p in results
+            ]
+        )
+        return
+    for p in results:
+        click.echo(f"{p.outcome:<18} {p.uri}  {p.cid}")

@@ -1,0 +1,419 @@
+"""The run registry: one current run per agent, takeovers, and at-most-once handoff records.
+
+Built only on the shared store primitives, so it runs unchanged on memory,
+SQLite and PostgreSQL:
+
+* **the agent's run log** (stream ``runs/<agent>``) is the truth about who is
+  current. Starting a run appends ``run.started`` with ``expected_seq`` = the
+  last position seen; if another process started a run in between, the append
+  fails and we re-read and try again. So takeovers are totally ordered, the
+  current run is the last entry, and the run that replaced run *n* is entry
+  *n+1*. A run checks it is still current with one ``last_seq`` read.
+* **handoff records** (collection ``runs.handoffs``, key ``<agent>/<toRun>``)
+  are written with ``insert`` — put-if-absent — so for each new run exactly
+  one record lands, whoever races; a loser gets the record that landed.
+  Nothing here updates or deletes them.
+* **leases** (``runs/<agent>/<run>``), renewed by ``run.heartbeat()``, say
+  whether a run is alive. When a new run takes over from a run whose lease
+  has expired (it crashed, or never heartbeats), the registry writes the
+  handoff record for it at once, since it will not.
+* ``runs.runs`` (run TID → where it is in the log) and ``runs.agents`` (the
+  list of agents) are indexes, rebuilt from the log when missing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from ..atproto.cbor import record_cid
+from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
+from ..core.errors import InvalidInputError, NotFoundError, UnavailableError
+from ..core.ids import TidGenerator
+from ..store.base import LogConflictError, Persistence
+from .errors import RunStillCurrent, RunTakenOver
+from .models import AgentStatus, HandoffEntry, RunInfo, RunState
+from .records import DEFAULT_GENERATOR, Generator, build_handoff_record, check_handoff_record
+
+__all__ = ["Run", "RunRegistry", "validate_agent"]
+
+AGENTS = "runs.agents"
+RUNS = "runs.runs"
+HANDOFFS = "runs.handoffs"
+STARTED = "run.started"
+_AGENT = re.compile(r"[A-Za-z0-9._~:-]{1,128}", re.ASCII)
+_START_ATTEMPTS = 100
+_PROBE_FROM, _PROBE_TO = "2222222222222", "2222222222223"
+
+# Called with each record that lands (not with records that were already
+# there); may be a plain function or a coroutine function.
+HandoffListener = Callable[[HandoffEntry], object]
+
+
+def validate_agent(agent: object) -> str:
+    """Agent names are 1–128 characters of ``A-Za-z0-9._~:-``: safe in keys, paths and URIs."""
+    if not isinstance(agent, str) or not _AGENT.fullmatch(agent) or agent in (".", ".."):
+        raise InvalidInputError(
+            f"agent {agent!r} is not a valid agent name: use 1-128 characters of "
+            "letters, digits and . _ ~ : -",
+            field="agent",
+        )
+    return agent
+
+
+def _stream(agent: str) -> str:
+    return f"runs/{agent}"
+
+
+def _lease(agent: str, run: str) -> str:
+    return f"runs/{agent}/{run}"
+
+
+class Run:
+    """A run of an agent, held by the code doing the agent's work.
+
+    Call :meth:`ensure_current` before each side effect and :meth:`heartbeat`
+    more often than the lease lasts; when either raises ``RunTakenOver``, stop
+    and call :meth:`write_handoff`.
+
+    >>> run = await registry.start_run("support-bot")  # doctest: +SKIP
+    >>> await run.ensure_current()  # doctest: +SKIP
+    """
+
+    def __init__(self, registry: RunRegistry, info: RunInfo) -> None:
+        self._registry = registry
+        self.info = info
+
+    @property
+    def tid(self) -> str:
+        """The run's TID: its id, and the record key of the handoff to it."""
+        return self.info.run
+
+    @property
+    def agent(self) -> str:
+        return self.info.agent
+
+    def __repr__(self) -> str:
+        return f"Run(agent={self.agent!r}, tid={self.tid!r})"
+
+    async def successor(self) -> str | None:
+        """The TID of the run that took over from this one, or None while it is current."""
+        return await self._registry._successor(self.info)
+
+    async def ensure_current(self) -> None:
+        """Return if this run is still the agent's current run; raise ``RunTakenOver`` if not."""
+        store = self._registry.store
+        if await store.last_seq(_stream(self.agent)) != self.info.seq:
+            by = await self.successor()
+            raise RunTakenOver(self.agent, self.tid, by or "?")
+
+    async def heartbeat(self) -> None:
+        """Renew this run's lease, so it counts as alive; raises ``RunTakenOver`` once replaced."""
+        await self.ensure_current()
+        await self._registry.store.acquire_lease(
+            _lease(self.agent, self.tid), self.tid, self.info.lease_seconds
+        )
+
+    async def write_handoff(self) -> dict[str, Any]:
+        """Write the handoff record to the run that took over; returns the record that landed.
+
+        At most once: if a record for that run is already there (a retry, a
+        second copy of this run, the registry writing it after a lapsed
+        lease), nothing is written and that record is returned.
+        """
+        to_run = await self.successor()
+        if to_run is None:
+            raise RunStillCurrent(
+                f"run {self.tid} of agent {self.agent!r} is still current: nobody took it "
+                "over, so there is no handoff to write",
+                agent=self.agent,
+                run=self.tid,
+            )
+        entry = await self._registry._write_handoff(self.info, to_run, "run")
+        await self._registry.store.release_lease(_lease(self.agent, self.tid), self.tid)
+        return entry.record
+
+
+class RunRegistry:
+    """Runs of agents over a :class:`~agent_mem_vault.store.Persistence`.
+
+    All methods are coroutines (the store is async, and so is PostgreSQL).
+
+    >>> registry = RunRegistry(memory_persistence())  # doctest: +SKIP
+    >>> old = await registry.start_run("support-bot")  # doctest: +SKIP
+    >>> new = await registry.start_run("support-bot")  # doctest: +SKIP
+    >>> await old.ensure_current()  # doctest: +SKIP
+    Traceback (most recent call last):
+    agent_mem_vault.runs.errors.RunTakenOver: run ... was taken over by run ...
+    >>> (await old.write_handoff())["toRun"] == new.tid  # doctest: +SKIP
+    True
+    """
+
+    def __init__(
+        self,
+        persistence: Persistence,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        lease_seconds: float = 30.0,
+        tids: TidGenerator | None = None,
+        on_handoff: HandoffListener | None = None,
+    ) -> None:
+        self.store = persistence
+        self._clock = clock
+        self.lease_seconds = lease_seconds
+        self._tids = tids or TidGenerator(clock)
+        self._on_handoff = on_handoff
+
+    # -- starting and taking over ---------------------------------------------
+    async def start_run(
+        self,
+        agent: str,
+        generator: Generator | Mapping[str, Any] | None = None,
+        *,
+        lease_seconds: float | None = None,
+    ) -> Run:
+        """Mint a run TID and make it the agent's current run, taking over from the last one.
+
+        ``generator`` names the software doing the run (it goes into the
+        handoff record this run writes when it is replaced); by default,
+        agent-mem-vault itself.
+        """
+        validate_agent(agent)
+        gen = _generator(generator)
+        ttl = self.lease_seconds if lease_seconds is None else float(lease_seconds)
+        if ttl < 0:
+            raise InvalidInputError("lease_seconds must be 0 or more", field="lease_seconds")
+        # Refuse a generator the lexicon would refuse now, not when the run is replaced.
+        build_handoff_record(
+            from_run=_PROBE_FROM, to_run=_PROBE_TO, created_at=self._clock.now(), generator=gen
+        )
+        tid = self._tids.next()
+        # The lease is taken before the run exists so that no observer ever
+        # sees a current run without one and takes it for crashed.
+        await self.store.acquire_lease(_lease(agent, tid), tid, ttl)
+        if await self.store.get(AGENTS, agent) is None:  # a read spares a write transaction
+            await self.store.insert(AGENTS, agent, {"agent": agent})
+        stream = _stream(agent)
+        for _ in range(_START_ATTEMPTS):
+            last = await self.store.last_seq(stream)
+            previous = await self._entry(agent, last) if last else None
+            data = {
+                "run": tid,
+                "previous": previous.run if previous else None,
+                "startedAt": format_datetime(self._clock.now()),
+                "generator": gen.to_json() if gen else None,
+                "leaseSeconds": ttl,
+            }
+            try:
+                (rec,) = await self.store.append(stream, [(STARTED, data)], expected_seq=last)
+            except LogConflictError:
+                continue  # another run started in between: take over from it instead
+            info = RunInfo.from_json(agent, rec.seq, rec.data)
+            await self.store.insert(RUNS, tid, {"agent": agent, "seq": rec.seq})
+            if previous is not None and not await self._alive(previous):
+                await self._write_handoff(previous, tid, "registry")
+            return Run(self, info)
+        raise UnavailableError(
+            f"could not start a run of {agent!r}: other runs kept starting at the same "
+            "moment; try again",
+            code="run_start_contention",
+        )
+
+    async def attach(self, agent: str, tid: str) -> Run:
+        """A handle on an existing run, e.g. from another process that knows its TID."""
+        info = await self._run_info(validate_agent(agent), tid)
+        if info is None:
+            raise NotFoundError(
+                f"agent {agent!r} has no run {tid!r}: list its runs with `runs list {agent}`",
+                code="run_not_found",
+            )
+        return Run(self, info)
+
+    # -- handoff records ------------------------------------------------------
+    async def record_handoff(
+        self, agent: str, record: Mapping[str, Any], rkey: str | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """Store a handoff record at most once; returns the record there and whether this landed it.
+
+        The record must be valid against the lexicon, keyed by its ``toRun``,
+        and describe a real takeover of this agent (``toRun`` took over from
+        ``fromRun``); otherwise ``RecordValidationError`` names the field and
+        nothing is stored.
+        """
+        validate_agent(agent)
+        to_run = check_handoff_record(record, rkey)
+        info = await self._run_info(agent, to_run)
+        if info is None:
+            raise InvalidInputError(
+                f"record field 'toRun' ({to_run}) is not a run of agent {agent!r}",
+                field="toRun",
+            )
+        if info.previous != record["fromRun"]:
+            raise InvalidInputError(
+                f"record field 'fromRun' ({record['fromRun']}) is not the run that "
+                f"{to_run} took over from ({info.previous})",
+                field="fromRun",
+            )
+        entry, created = await self._insert_handoff(agent, dict(record), "run")
+        return entry.record, created
+
+    async def _write_handoff(
+        self, stopped: RunInfo, to_run: str, written_by: Literal["run", "registry"]
+    ) -> HandoffEntry:
+        existing = await self.store.get(HANDOFFS, f"{stopped.agent}/{to_run}")
+        if existing is not None:
+            return _entry_from_doc(stopped.agent, existing.value)
+        record = build_handoff_record(
+            from_run=stopped.run,
+            to_run=to_run,
+            created_at=self._clock.now(),
+            generator=stopped.generator,
+        )
+        entry, _ = await self._insert_handoff(stopped.agent, record, written_by)
+        return entry
+
+    async def _insert_handoff(
+        self, agent: str, record: dict[str, Any], written_by: Literal["run", "registry"]
+    ) -> tuple[HandoffEntry, bool]:
+        rkey = str(record["toRun"])
+        value = {
+            "agent": agent,
+            "rkey": rkey,
+            "record": record,
+            "cid": record_cid(record),
+            "writtenBy": written_by,
+        }
+        doc, created = await self.store.insert(HANDOFFS, f"{agent}/{rkey}", value)
+        entry = _entry_from_doc(agent, doc.value)
+        if created and self._on_handoff is not None:
+            result = self._on_handoff(entry)
+            if inspect.isawaitable(result):
+                await result
+        return entry, created
+
+    async def reap(self, agent: str) -> list[HandoffEntry]:
+        """Write the handoff records that replaced runs owe but cannot write: their lease lapsed.
+
+        A run that was taken over while alive and then died (or a run started
+        from a shell that never heartbeats) would leave its takeover
+        unacknowledged forever; once its lease is gone the registry writes the
+        record for it. Returns the records written now.
+        """
+        written: list[HandoffEntry] = []
+        for state in await self.list_runs(agent):
+            if state.state == "taken_over" and not state.handoff_written and not state.alive:
+                assert state.taken_over_by is not None
+                written.append(
+                    await self._write_handoff(state.info, state.taken_over_by, "registry")
+                )
+        return written
+
+    async def handoffs(self, agent: str) -> list[HandoffEntry]:
+        """The agent's handoff records, in record-key (time) order."""
+        validate_agent(agent)
+        out: list[HandoffEntry] = []
+        after: str | None = None
+        while True:
+            docs = await self.store.scan(HANDOFFS, prefix=f"{agent}/", after=after, limit=500)
+            out += [_entry_from_doc(agent, d.value) for d in docs]
+            if len(docs) < 500:
+                return out
+            after = docs[-1].key
+
+    # -- looking ---------------------------------------------------------------
+    async def agents(self) -> list[str]:
+        """Every agent that ever had a run, in name order."""
+        names: list[str] = []
+        after: str | None = None
+        while True:
+            docs = await self.store.scan(AGENTS, after=after, limit=500)
+            names += [d.key for d in docs]
+            if len(docs) < 500:
+                return names
+            after = docs[-1].key
+
+    async def list_runs(self, agent: str) -> list[RunState]:
+        """All runs of an agent, oldest first, with what became of each."""
+        validate_agent(agent)
+        records = await self.store.read(_stream(agent))
+        written = {e.rkey for e in await self.handoffs(agent)}
+        infos = [RunInfo.from_json(agent, r.seq, r.data) for r in records]
+        out = []
+        for i, info in enumerate(infos):
+            lease = await self.store.get_lease(_lease(agent, info.run))
+            alive = lease is not None and lease.owner == info.run
+            expires = lease.expires_at if alive and lease else None
+            if i + 1 < len(infos):
+                by = infos[i + 1].run
+                out.append(RunState(info, "taken_over", alive, expires, by, by in written))
+            else:
+                out.append(RunState(info, "current", alive, expires))
+        return out
+
+    async def status(self, agent: str) -> AgentStatus:
+        """The agent's current run and liveness, and takeovers not yet acknowledged."""
+        runs = await self.list_runs(agent)
+        pending = [r.info.run for r in runs if r.state == "taken_over" and not r.handoff_written]
+        return AgentStatus(
+            agent=agent,
+            current=runs[-1] if runs else None,
+            runs=len(runs),
+            handoffs=sum(1 for r in runs if r.handoff_written),
+            pending=pending,
+        )
+
+    # -- internals -------------------------------------------------------------
+    async def _entry(self, agent: str, seq: int) -> RunInfo | None:
+        records = await self.store.read(_stream(agent), after=seq - 1, limit=1)
+        return RunInfo.from_json(agent, records[0].seq, records[0].data) if records else None
+
+    async def _successor(self, info: RunInfo) -> str | None:
+        nxt = await self._entry(info.agent, info.seq + 1)
+        return nxt.run if nxt else None
+
+    async def _run_info(self, agent: str, tid: str) -> RunInfo | None:
+        doc = await self.store.get(RUNS, tid)
+        if doc is not None:
+            if doc.value.get("agent") != agent:
+                return None
+            return await self._entry(agent, int(doc.value["seq"]))
+        # The index entry is written just after the append; rebuild it if a
+        # crash came in between.
+        for rec in await self.store.read(_stream(agent)):
+            if rec.data.get("run") == tid:
+                await self.store.insert(RUNS, tid, {"agent": agent, "seq": rec.seq})
+                return RunInfo.from_json(agent, rec.seq, rec.data)
+        return None
+
+    async def _alive(self, info: RunInfo) -> bool:
+        lease = await self.store.get_lease(_lease(info.agent, info.run))
+        return lease is not None and lease.owner == info.run
+
+
+def _generator(value: Generator | Mapping[str, Any] | None) -> Generator:
+    if value is None:
+        return DEFAULT_GENERATOR
+    if isinstance(value, Generator):
+        return value
+    try:
+        return Generator.from_json(value)
+    except KeyError as exc:
+        raise InvalidInputError(
+            f"generator needs {exc.args[0]!r}: give name and version (and optionally url)",
+            field=f"generator.{exc.args[0]}",
+        ) from None
+
+
+def _entry_from_doc(agent: str, value: Mapping[str, Any]) -> HandoffEntry:
+    written_by: Literal["run", "registry"] = (
+        "registry" if value.get("writtenBy") == "registry" else "run"
+    )
+    return HandoffEntry(
+        agent=agent,
+        rkey=str(value["rkey"]),
+        record=dict(value["record"]),
+        cid=str(value["cid"]),
+        written_by=written_by,
+    )

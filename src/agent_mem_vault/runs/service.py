@@ -1,0 +1,122 @@
+"""The runs operations as the CLI (and any other interface) calls them: one function each.
+
+Each opens the registry on a store, calls it, keeps the vault's handoff notes
+in step, and closes the store. Where runs live: a SQLite file, by default
+``<vault>/.runs/runs.sqlite3`` — not in the vault's ``.agent-mem-vault/`` folder,
+which holds only derived data that may be deleted, while the run history is the
+truth and cannot be rebuilt from the notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..store import sqlite_persistence
+from .models import AgentStatus, HandoffEntry, RunState
+from .notes import HandoffNotes
+from .records import Generator
+from .registry import RunRegistry, validate_agent
+
+if TYPE_CHECKING:
+    from .publish import Published
+
+__all__ = ["RunsHome", "default_store_path"]
+
+STORE_FILE = "runs.sqlite3"
+
+
+def default_store_path(vault: str | Path) -> Path:
+    """Where the CLI keeps runs when no ``--store`` is given."""
+    return Path(vault).expanduser().absolute() / ".runs" / STORE_FILE
+
+
+@dataclass(frozen=True)
+class RunsHome:
+    """Where runs are stored and which vault shows their handoff notes."""
+
+    store: Path
+    vault: Path
+
+    @classmethod
+    def at(cls, vault: str | Path, store: str | Path | None = None) -> RunsHome:
+        vault_path = Path(vault).expanduser().absolute()
+        store_path = Path(store).expanduser().absolute() if store else default_store_path(vault)
+        return cls(store_path, vault_path)
+
+    def _open(self) -> tuple[RunRegistry, HandoffNotes]:
+        notes = HandoffNotes(self.vault)
+        return RunRegistry(sqlite_persistence(self.store), on_handoff=notes.write), notes
+
+    async def _settle(self, registry: RunRegistry, notes: HandoffNotes, agent: str) -> None:
+        # Write what lapsed runs owe, and any note a crash left unwritten.
+        await registry.reap(agent)
+        notes.sync(await registry.handoffs(agent))
+
+    async def start(
+        self, agent: str, *, generator: Generator | None = None, lease_seconds: float | None = None
+    ) -> str:
+        """Start a run of ``agent`` (taking it over); returns the new run's TID."""
+        registry, notes = self._open()
+        try:
+            run = await registry.start_run(agent, generator, lease_seconds=lease_seconds)
+            await self._settle(registry, notes, agent)
+            return run.tid
+        finally:
+            await registry.store.close()
+
+    async def status(self, agent: str | None = None) -> list[AgentStatus]:
+        """The status of one agent, or of every agent."""
+        registry, notes = self._open()
+        try:
+            agents = [validate_agent(agent)] if agent else await registry.agents()
+            out = []
+            for name in agents:
+                await self._settle(registry, notes, name)
+                out.append(await registry.status(name))
+            return out
+        finally:
+            await registry.store.close()
+
+    async def list_runs(self, agent: str) -> list[RunState]:
+        registry, notes = self._open()
+        try:
+            await self._settle(registry, notes, validate_agent(agent))
+            return await registry.list_runs(agent)
+        finally:
+            await registry.store.close()
+
+    async def handoffs(self, agent: str) -> list[HandoffEntry]:
+        registry, notes = self._open()
+        try:
+            await self._settle(registry, notes, validate_agent(agent))
+            return await registry.handoffs(agent)
+        finally:
+            await registry.store.close()
+
+    async def export(self, agent: str) -> list[dict[str, Any]]:
+        """The agent's handoff records as AT Protocol JSON."""
+        return [entry.record for entry in await self.handoffs(agent)]
+
+    async def publish(
+        self,
+        agent: str,
+        *,
+        pds: str,
+        identifier: str,
+        password: str,
+        mode: Literal["create", "put"] = "create",
+    ) -> list[Published]:
+        """Log in to the PDS with an app password and publish the agent's handoff records."""
+        from ..atproto.pds import PdsClient
+        from .publish import publish_handoffs
+
+        registry, notes = self._open()
+        try:
+            await self._settle(registry, notes, validate_agent(agent))
+            async with PdsClient(pds) as client:
+                await client.login(identifier, password)
+                return await publish_handoffs(registry, client, agent, mode=mode)
+        finally:
+            await registry.store.close()

@@ -1,0 +1,102 @@
+"""``agent-mem-vault runs``, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_mem_vault.atproto import is_valid_tid, validate_record
+
+CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
+
+
+def _cli(*args: str, vault: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENT_MEM_VAULT": str(vault)}
+    env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
+    proc = subprocess.run([*CLI, "runs", *args], capture_output=True, text=True, env=env)
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_runs_start_prints_the_new_runs_tid(tmp_path: Path) -> None:
+    out = _cli("start", "bot", vault=tmp_path).stdout.strip()
+    assert is_valid_tid(out)
+    assert (tmp_path / ".runs" / "runs.sqlite3").exists()
+
+
+def test_runs_export_prints_the_records_as_json_lines(tmp_path: Path) -> None:
+    first = _cli("start", "bot", "--lease", "0", vault=tmp_path).stdout.strip()
+    second = _cli("start", "bot", "--lease", "0", vault=tmp_path).stdout.strip()
+    third = _cli("start", "bot", vault=tmp_path).stdout.strip()
+    lines = _cli("export", "bot", vault=tmp_path).stdout.splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [(r["fromRun"], r["toRun"]) for r in records] == [(first, second), (second, third)]
+    for record in records:
+        validate_record(record, rkey=record["toRun"])
+
+
+def test_each_handoff_record_is_also_a_note_under_the_agent_in_the_vault(tmp_path: Path) -> None:
+    first = _cli("start", "bot", "--lease", "0", vault=tmp_path).stdout.strip()
+    second = _cli("start", "bot", vault=tmp_path).stdout.strip()
+    note = tmp_path / "agents" / "bot" / "runs" / f"{second}.md"
+    text = note.read_text(encoding="utf-8")
+    assert text.startswith("---\ntype: run-handoff\n")
+    assert first in text and second in text
+    # A note lost (deleted by hand, or a crash before it was written) comes back.
+    note.unlink()
+    _cli("handoffs", "bot", vault=tmp_path)
+    assert note.read_text(encoding="utf-8") == text
+
+
+def test_runs_status_list_and_handoffs_show_the_takeover(tmp_path: Path) -> None:
+    first = _cli("start", "bot", "--lease", "60", vault=tmp_path).stdout.strip()
+    second = _cli("start", "bot", "--lease", "60", vault=tmp_path).stdout.strip()
+    [status] = json.loads(_cli("status", "--json", vault=tmp_path).stdout)
+    assert status["current"] == second
+    assert status["alive"] is True
+    assert status["pending"] == [first]
+    listed = json.loads(_cli("list", "bot", "--json", vault=tmp_path).stdout)
+    assert [(r["run"], r["state"], r["takenOverBy"]) for r in listed] == [
+        (first, "taken_over", second),
+        (second, "current", None),
+    ]
+    assert json.loads(_cli("handoffs", "bot", "--json", vault=tmp_path).stdout) == []
+    text = _cli("status", "bot", vault=tmp_path).stdout
+    assert f"awaiting handoff from {first}" in text
+
+
+def test_runs_store_option_puts_runs_in_another_file(tmp_path: Path) -> None:
+    store = tmp_path / "elsewhere" / "runs.db"
+    _cli("start", "bot", "--store", str(store), vault=tmp_path / "vault")
+    assert store.exists()
+    assert not (tmp_path / "vault" / ".runs" / "runs.sqlite3").exists()
+
+
+def test_runs_start_with_a_generator_records_it(tmp_path: Path) -> None:
+    args = ["--generator-name", "my-agent", "--generator-version", "2.0", "--lease", "0"]
+    _cli("start", "bot", *args, vault=tmp_path)
+    _cli("start", "bot", vault=tmp_path)
+    [record] = [json.loads(x) for x in _cli("export", "bot", vault=tmp_path).stdout.splitlines()]
+    assert record["generator"] == {"name": "my-agent", "version": "2.0"}
+
+
+@pytest.mark.parametrize("agent", ["a/b", "white space", ".."])
+def test_runs_start_with_a_bad_agent_name_exits_2_and_stores_nothing(
+    tmp_path: Path, agent: str
+) -> None:
+    proc = _cli("start", agent, vault=tmp_path, ok=False)
+    assert proc.returncode == 2
+    assert "agent" in proc.stderr
+    assert json.loads(_cli("status", "--json", vault=tmp_path).stdout) == []
+
+
+def test_runs_help_lists_every_command(tmp_path: Path) -> None:
+    text = _cli("--help", vault=tmp_path).stdout
+    for command in ("start", "status", "list", "handoffs", "export", "publish"):
+        assert command in text

@@ -1,0 +1,238 @@
+"""Runs and takeover, on every storage backend."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+
+from agent_mem_vault.atproto import is_valid_tid, parse_tid, record_cid, validate_record
+from agent_mem_vault.core.errors import InvalidInputError, NotFoundError
+from agent_mem_vault.runs import (
+    Generator,
+    HandoffEntry,
+    RunRegistry,
+    RunStillCurrent,
+    RunTakenOver,
+)
+from agent_mem_vault.store import Persistence
+
+GEN = Generator("test-agent", "1.2.3", "https://example.com/agent")
+
+
+async def test_start_run_mints_a_run_tid(persistence: Persistence) -> None:
+    run = await RunRegistry(persistence).start_run("bot")
+    assert is_valid_tid(run.tid)
+    assert run.agent == "bot"
+    await run.ensure_current()
+
+
+async def test_starting_a_new_run_takes_the_agent_over(persistence: Persistence) -> None:
+    registry = RunRegistry(persistence)
+    old = await registry.start_run("bot")
+    new = await registry.start_run("bot")
+    with pytest.raises(RunTakenOver) as info:
+        await old.ensure_current()
+    assert info.value.by == new.tid
+    assert info.value.code == "run_taken_over"
+    await new.ensure_current()
+
+
+async def test_one_run_is_current_per_agent_and_agents_are_independent(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence)
+    a = await registry.start_run("alpha")
+    b = await registry.start_run("beta")
+    await a.ensure_current()
+    await b.ensure_current()
+    assert await registry.agents() == ["alpha", "beta"]
+
+
+async def test_heartbeat_renews_the_lease_and_reports_a_takeover(persistence: Persistence) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot")
+    await old.heartbeat()
+    status = await registry.status("bot")
+    assert status.current is not None and status.current.alive
+    await registry.start_run("bot")
+    with pytest.raises(RunTakenOver):
+        await old.heartbeat()
+
+
+async def test_the_stopped_run_writes_the_handoff_keyed_by_the_new_runs_tid(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot", generator=GEN)
+    new = await registry.start_run("bot")
+    record = await old.write_handoff()
+    assert record["$type"] == "garden.engram.agents.handoff"
+    assert record["fromRun"] == old.tid
+    assert record["toRun"] == new.tid
+    assert record["generator"] == GEN.to_json()
+    validate_record(record, rkey=new.tid)
+    [entry] = await registry.handoffs("bot")
+    assert entry == HandoffEntry("bot", new.tid, record, record_cid(record), "run")
+
+
+async def test_a_retried_handoff_does_not_land_and_returns_the_record_that_did(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot")
+    await registry.start_run("bot")
+    first = await old.write_handoff()
+    again = await old.write_handoff()
+    assert again == first
+    assert len(await registry.handoffs("bot")) == 1
+
+
+async def test_a_second_stale_copy_of_the_run_gets_the_record_that_landed(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    one = RunRegistry(persistence_factory(), lease_seconds=60)
+    two = RunRegistry(persistence_factory(), lease_seconds=60)
+    old = await one.start_run("bot", generator=Generator("first-copy", "1"))
+    await one.start_run("bot")
+    copy = await two.attach("bot", old.tid)
+    landed = await old.write_handoff()
+    assert await copy.write_handoff() == landed
+    assert len(await two.handoffs("bot")) == 1
+
+
+async def test_a_current_run_has_no_handoff_to_write(persistence: Persistence) -> None:
+    run = await RunRegistry(persistence).start_run("bot")
+    with pytest.raises(RunStillCurrent):
+        await run.write_handoff()
+
+
+async def test_a_crashed_runs_handoff_is_written_by_the_registry_when_its_lease_lapsed(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence)
+    crashed = await registry.start_run("bot", generator=GEN, lease_seconds=0)
+    status = await registry.status("bot")
+    assert status.current is not None and not status.current.alive
+    new = await registry.start_run("bot")
+    [entry] = await registry.handoffs("bot")
+    assert entry.written_by == "registry"
+    assert entry.record["fromRun"] == crashed.tid
+    assert entry.record["toRun"] == new.tid
+    assert entry.record["generator"] == GEN.to_json()
+    # The crashed run, if it wakes up, gets the same record back.
+    assert await crashed.write_handoff() == entry.record
+
+
+async def test_an_alive_run_is_not_acknowledged_for_until_it_writes(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot")
+    await registry.start_run("bot")
+    status = await registry.status("bot")
+    assert status.pending == [old.tid]
+    assert await registry.handoffs("bot") == []
+    await old.write_handoff()
+    assert (await registry.status("bot")).pending == []
+
+
+async def test_takeovers_chain_and_list_runs_shows_each_runs_fate(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    runs = [await registry.start_run("bot") for _ in range(4)]
+    for run in runs[:-1]:
+        await run.write_handoff()
+    states = await registry.list_runs("bot")
+    assert [s.info.run for s in states] == [r.tid for r in runs]
+    assert [s.state for s in states] == ["taken_over"] * 3 + ["current"]
+    assert [s.taken_over_by for s in states[:-1]] == [r.tid for r in runs[1:]]
+    assert all(s.handoff_written for s in states[:-1])
+    records = [e.record for e in await registry.handoffs("bot")]
+    assert [(r["fromRun"], r["toRun"]) for r in records] == [
+        (a.tid, b.tid) for a, b in itertools.pairwise(runs)
+    ]
+    assert [parse_tid(r["toRun"]).timestamp for r in records] == sorted(
+        parse_tid(r["toRun"]).timestamp for r in records
+    )
+
+
+async def test_records_are_never_updated_or_deleted_through_the_api() -> None:
+    public = {name for name in dir(RunRegistry) if not name.startswith("_")}
+    assert not {n for n in public if any(w in n for w in ("update", "delete", "remove", "edit"))}
+
+
+async def test_attach_to_an_unknown_run_is_not_found(persistence: Persistence) -> None:
+    registry = RunRegistry(persistence)
+    await registry.start_run("bot")
+    with pytest.raises(NotFoundError):
+        await registry.attach("bot", "3kznmn7xqxl22")
+
+
+@pytest.mark.parametrize("agent", ["", "a/b", "..", "x" * 129, "white space", None])
+async def test_a_bad_agent_name_is_refused_and_nothing_is_stored(
+    persistence: Persistence, agent: object
+) -> None:
+    registry = RunRegistry(persistence)
+    with pytest.raises(InvalidInputError) as info:
+        await registry.start_run(agent)  # type: ignore[arg-type]
+    assert info.value.details["field"] == "agent"
+    assert await registry.agents() == []
+
+
+async def test_a_bad_generator_is_refused_at_start_naming_the_field(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence)
+    with pytest.raises(InvalidInputError) as info:
+        await registry.start_run("bot", generator={"name": "x"})
+    assert info.value.details["field"] == "generator.version"
+    with pytest.raises(InvalidInputError) as info:
+        await registry.start_run("bot", generator=Generator("", "1"))
+    assert info.value.details["field"] == "generator.name"
+    assert await registry.agents() == []
+
+
+async def test_reap_writes_the_handoff_for_a_replaced_run_whose_lease_lapsed(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence)
+    alive = await registry.start_run("bot", lease_seconds=60)
+    quiet = await registry.start_run("bot", lease_seconds=0)
+    newest = await registry.start_run("bot", lease_seconds=60)
+    # `quiet` lapsed at once: its handoff was written when `newest` took over.
+    # `alive` was replaced while alive and owes its own record; reap leaves it alone.
+    assert [e.record["fromRun"] for e in await registry.handoffs("bot")] == [quiet.tid]
+    assert await registry.reap("bot") == []
+    await persistence.release_lease(f"runs/bot/{alive.tid}", alive.tid)
+    [entry] = await registry.reap("bot")
+    assert (entry.record["fromRun"], entry.record["toRun"]) == (alive.tid, quiet.tid)
+    assert entry.written_by == "registry"
+    assert newest.tid not in {e.record["fromRun"] for e in await registry.handoffs("bot")}
+
+
+async def test_a_lost_run_index_entry_is_rebuilt_from_the_log(persistence: Persistence) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot")
+    new = await registry.start_run("bot")
+    # As if the process died between appending to the log and indexing the run.
+    assert await persistence.delete("runs.runs", new.tid)
+    record = await old.write_handoff()
+    assert record["toRun"] == new.tid
+    assert (await registry.attach("bot", new.tid)).info.previous == old.tid
+
+
+async def test_each_landed_record_is_given_to_the_listener_once(persistence: Persistence) -> None:
+    seen: list[HandoffEntry] = []
+
+    async def listener(entry: HandoffEntry) -> None:
+        seen.append(entry)
+
+    registry = RunRegistry(persistence, lease_seconds=60, on_handoff=listener)
+    old = await registry.start_run("bot")
+    await registry.start_run("bot")
+    await old.write_handoff()
+    await old.write_handoff()
+    assert [e.record for e in seen] == [e.record for e in await registry.handoffs("bot")]
