@@ -1,0 +1,103 @@
+"""Children: agents that an agent starts with ``ctx.spawn``.
+
+A child answers its parent, never the thread: its transcript is private, it
+gets no ``handoff`` tool, and ``ctx.harness`` is None for it; a tool it calls
+that tries ``ctx.run.handoff`` rejects with ``child_cannot_hand_off``. Its
+model usage still counts in the thread's log.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .context import AgentContext, _Part
+from .definitions import Agent
+from .log import USAGE
+from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .model import Model, ModelRequest
+from .tools import Tool
+from .turn import call_model
+
+if TYPE_CHECKING:
+    from .turn import Turn
+
+__all__ = ["ChildTurn"]
+
+
+class ChildTurn:
+    """A child agent an agent started: a private transcript, no handoffs, no log messages."""
+
+    def __init__(self, parent: Turn, agent: Agent) -> None:
+        self.parent = parent
+        self.agent = agent
+        self.thread_id = parent.thread_id
+        self.run_id = parent.run_id
+        self.user = parent.user
+        self._messages: list[Message] = []
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self._messages)
+
+    def request_handoff(self, source: str | None, to: Any, note: str | None, by: str) -> None:
+        _Part(source, child=True).check()
+
+    async def run(self, text: str) -> str:
+        self._messages.append(
+            Message(self.parent._next_id(), "user", (TextPart(text),), {}, self.parent._now())
+        )
+        part = _Part(self.agent.name, child=True)
+        ctx = AgentContext(self, self.agent, part)
+        result = self.agent.run(ctx)
+        if inspect.isawaitable(result):
+            result = await result
+        return result if isinstance(result, str) else (ctx.last_reply or "")
+
+    async def run_child(self, agent: Agent | str, text: str) -> str:
+        return await self.parent.run_child(agent, text)
+
+    async def chat(
+        self,
+        source: str | None,
+        model: Model | None,
+        system_prompts: Sequence[str],
+        tools: Sequence[Tool],
+        part: _Part,
+    ) -> str:
+        model = model or self.parent.harness.model
+        by_name = {t.name: t for t in tools}
+        texts: list[str] = []
+        while True:
+            request = ModelRequest(
+                system_prompts=tuple(system_prompts),
+                messages=self.messages,
+                tools=tuple(t.spec() for t in tools),
+                model=self.parent.harness.model_name,
+                keys=dict(self.user.keys) if self.user is not None else {},
+            )
+            reply = await call_model(model, request)
+            await self.parent._write(
+                [(USAGE, self.parent._usage(model, reply.usage, "child", self.agent.name))]
+            )
+            parts: list[Part] = [TextPart(reply.text)] if reply.text else []
+            parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
+            self._messages.append(
+                Message(self.parent._next_id(), "assistant", tuple(parts), {}, None)
+            )
+            if reply.text:
+                texts.append(reply.text)
+            if not reply.tool_calls:
+                return "\n\n".join(texts)
+            for call in reply.tool_calls:
+                output, failed = await self.parent._run_tool(by_name.get(call.name), call, part)
+                self._messages.append(
+                    Message(
+                        self.parent._next_id(),
+                        "tool",
+                        (ToolResultPart(call.id, call.name, output, failed),),
+                        {},
+                        None,
+                    )
+                )

@@ -1,0 +1,184 @@
+"""What agent code, tools and routers are handed while a turn runs.
+
+Each context is bound to one part of one turn (the main model's, or one
+agent's). When that part ends the context closes, and a late
+``handoff`` call rejects with ``handoff_outside_turn``: a handoff always
+belongs to the turn that made it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .definitions import Agent
+from .errors import ChildCannotHandOffError, HandoffOutsideTurnError
+from .messages import Message
+from .model import Model
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from .access import User
+
+__all__ = [
+    "AgentContext",
+    "HarnessAgentContext",
+    "HarnessRunContext",
+    "RouterContext",
+    "ToolContext",
+]
+
+
+class _Turn(Protocol):
+    """The part of a running turn that contexts reach (implemented in turn.py)."""
+
+    thread_id: str
+    run_id: str
+    user: User | None
+
+    @property
+    def messages(self) -> tuple[Message, ...]: ...
+
+    def request_handoff(self, source: str | None, to: Any, note: str | None, by: str) -> None: ...
+
+    async def chat(
+        self,
+        source: str | None,
+        model: Model | None,
+        system_prompts: Sequence[str],
+        tools: Sequence[Tool],
+        part: _Part,
+    ) -> str: ...
+
+    async def run_child(self, agent: Agent | str, text: str) -> str: ...
+
+
+class _Part:
+    """One part of a turn; open while it runs."""
+
+    def __init__(self, source: str | None, *, child: bool = False) -> None:
+        self.source = source
+        self.child = child
+        self.open = True
+
+    def check(self) -> None:
+        if self.child:
+            raise ChildCannotHandOffError(
+                "a child that an agent started cannot hand off; return a result to its parent"
+            )
+        if not self.open:
+            raise HandoffOutsideTurnError(
+                "this part of the turn has ended, so it cannot hand off; hand off while it runs"
+            )
+
+
+class HarnessRunContext:
+    """``ctx.run`` in a tool: ``await ctx.run.handoff(to="billing", note=...)``."""
+
+    def __init__(self, turn: _Turn, part: _Part) -> None:
+        self._turn = turn
+        self._part = part
+
+    @property
+    def run_id(self) -> str:
+        return self._turn.run_id
+
+    @property
+    def thread_id(self) -> str:
+        return self._turn.thread_id
+
+    async def handoff(self, *, to: Any, note: str | None = None) -> None:
+        """Hand the conversation over when this part ends; rejects if ``to`` is no root agent."""
+        self._part.check()
+        self._turn.request_handoff(self._part.source, to, note, "code")
+
+
+class HarnessAgentContext(HarnessRunContext):
+    """``ctx.harness`` in an agent that answers a turn of a harness."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool's ``run(args, ctx)`` gets."""
+
+    run: HarnessRunContext
+    agent: str | None
+    """The agent whose model called the tool (None: the main model)."""
+    user: User | None
+    thread_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RouterContext:
+    """What ``Routing.router`` sees at the start of a turn."""
+
+    thread_id: str
+    run_id: str
+    text: str | None
+    """The user's message of this turn (None for ``continue_without_message``)."""
+    active_agent: str | None
+    messages: tuple[Message, ...]
+    user: User | None
+
+
+class AgentContext:
+    """What an agent's ``run(ctx)`` gets.
+
+    ``await ctx.chat(model=, system_prompts=, tools=)`` asks a model with the
+    saved transcript and writes its reply; ``ctx.harness`` hands off (None
+    when the agent runs as a child); ``await ctx.spawn(agent, text)`` starts a
+    child agent and returns its text.
+    """
+
+    def __init__(self, turn: _Turn, agent: Agent, part: _Part) -> None:
+        self._turn = turn
+        self._part = part
+        self.agent = agent
+        self.harness: HarnessAgentContext | None = (
+            None if part.child else HarnessAgentContext(turn, part)
+        )
+        self.last_reply: str | None = None
+
+    @property
+    def user(self) -> User | None:
+        return self._turn.user
+
+    @property
+    def thread_id(self) -> str:
+        return self._turn.thread_id
+
+    @property
+    def run_id(self) -> str:
+        return self._turn.run_id
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The saved transcript, the same messages the members see."""
+        return self._turn.messages
+
+    @property
+    def keys(self) -> Mapping[str, str]:
+        """The provider keys of the user who sent the turn."""
+        user = self._turn.user
+        return dict(user.keys) if user is not None else {}
+
+    async def chat(
+        self,
+        *,
+        model: Model | None = None,
+        system_prompts: Sequence[str] = (),
+        tools: Sequence[Tool] = (),
+    ) -> str:
+        """Ask ``model`` (default: the harness's) and return the reply text."""
+        if isinstance(system_prompts, str):
+            system_prompts = (system_prompts,)
+        reply = await self._turn.chat(
+            self.agent.name, model, tuple(system_prompts), tuple(tools), self._part
+        )
+        self.last_reply = reply
+        return reply
+
+    async def spawn(self, agent: Agent | str, text: str) -> str:
+        """Start a child agent on ``text``; it answers its parent, never the thread."""
+        return await self._turn.run_child(agent, text)

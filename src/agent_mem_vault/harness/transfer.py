@@ -1,0 +1,425 @@
+"""Transfers: move a conversation to a thread of another harness, with only its envelope.
+
+A transfer is keyed by its ``transfer_id`` in the ``harness.transfers``
+collection (put-if-absent), and every step checks what the logs already hold
+before it writes, so a retry — also after a crash half way — makes no second
+thread and copies nothing twice:
+
+1. check the source (tenant, harness, ``transfer`` action) and an existing
+   target (harness, ``send``); record the plan (target thread id fixed here);
+2. own the target's and the source's logs (``LogOwnedElsewhereError`` if
+   another host does);
+3. ``summary``: the source harness's model writes it with the user's keys,
+   within ``host.summary_timeout``; its usage goes into the source log; the
+   text is kept in the plan so a retry does not ask again;
+4. target log: ``harness.transferred`` + the note + the envelope's messages,
+   in one append; index entry with the owner and ``harness:transferredFrom``;
+5. source log: ``harness.transferred``; index ``harness:transferredTo``;
+6. host stream: one ``transferred`` event; the plan is marked done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core.clock import format_datetime
+from ..core.errors import InvalidInputError
+from ..store.base import check_name
+from .access import User
+from .definitions import Harness
+from .errors import TransferConflictError, TransferTimeoutError, WrongHarnessError
+from .events import HOST_STREAM
+from .index import create_entry, get_entry, update_entry
+from .log import MESSAGE, TRANSFERRED, USAGE, Record
+from .messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .model import ModelRequest
+from .turn import call_model
+
+if TYPE_CHECKING:
+    from .host import HarnessHost
+    from .session import Session
+
+__all__ = [
+    "TRANSFERS",
+    "Endpoint",
+    "Envelope",
+    "TransferResult",
+    "run_fork",
+    "run_transfer",
+    "settled_messages",
+]
+
+TRANSFERS = "harness.transfers"
+SUMMARY_PROMPT = (
+    "Summarize the conversation so far for the team that takes it over. Keep the facts, "
+    "names, amounts and order numbers, what was done, and what the user still waits for."
+)
+EnvelopeMessages = Literal["none", "summary", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One side of a transfer: a harness and (for the source, or an existing target) a thread."""
+
+    harness: Harness
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What moves: ``note`` (the target's first message) and ``messages`` after it."""
+
+    note: str | None = None
+    messages: EnvelopeMessages = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class TransferResult:
+    thread_id: str
+    """The target thread."""
+    transfer_id: str
+    retried: bool = False
+    """True when this transfer id had already completed and nothing new was done."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threadId": self.thread_id, "transferId": self.transfer_id, "retried": self.retried}
+
+
+def settled_messages(messages: Sequence[Message]) -> list[Message]:
+    """The transcript without tool calls that have no result yet. Pure."""
+    answered = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolResultPart)}
+    settled = []
+    for message in messages:
+        parts = tuple(
+            p for p in message.parts if not (isinstance(p, ToolCallPart) and p.id not in answered)
+        )
+        if parts:
+            settled.append(
+                Message(message.id, message.role, parts, message.metadata, message.created_at)
+            )
+    return settled
+
+
+def copy_messages(
+    messages: Sequence[Message],
+    *,
+    new_id: Any,
+    thread_id: str,
+    created_at: str,
+    extra: dict[str, Any],
+) -> list[Message]:
+    """Copies with new ids; each file part is its own copy; the origin is noted."""
+    copies = []
+    for message in messages:
+        parts: tuple[Part, ...] = tuple(
+            FilePart(p.media_type, p.data, p.url, p.name) if isinstance(p, FilePart) else p
+            for p in message.parts
+        )
+        metadata = dict(message.metadata)
+        harness = dict(metadata.get("harness") or {})
+        harness["copiedFrom"] = {"threadId": thread_id, "messageId": message.id, **extra}
+        metadata["harness"] = harness
+        copies.append(
+            Message(new_id(), message.role, parts, metadata, message.created_at or created_at)
+        )
+    return copies
+
+
+def _check_envelope(envelope: Envelope) -> None:
+    if envelope.messages not in ("none", "summary", "all"):
+        raise InvalidInputError(
+            f"envelope messages must be 'none', 'summary' or 'all', got {envelope.messages!r}"
+        )
+    if envelope.note is not None and (
+        not isinstance(envelope.note, str) or len(envelope.note) > 20_000
+    ):
+        raise InvalidInputError("envelope note must be text of at most 20000 characters")
+
+
+async def run_transfer(
+    host: HarnessHost,
+    *,
+    from_: Endpoint,
+    to: Endpoint,
+    envelope: Envelope | None,
+    user: User | None,
+    transfer_id: str | None,
+) -> TransferResult:
+    envelope = envelope or Envelope()
+    _check_envelope(envelope)
+    tenant = host._tenant(user)
+    if from_.thread_id is None:
+        raise InvalidInputError("from_ needs the thread_id of the thread to transfer")
+    host._check_thread_id(from_.thread_id)
+    if to.thread_id is not None:
+        host._check_thread_id(to.thread_id)
+        if to.thread_id == from_.thread_id:
+            raise InvalidInputError(
+                "a thread cannot be transferred into itself; name another target"
+            )
+    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host._next_id()
+    p = host.persistence
+
+    source = await host._check(tenant, from_.thread_id, user, "transfer")
+    if source.harness != from_.harness.name:
+        raise WrongHarnessError(
+            f"thread {from_.thread_id!r} belongs to harness {source.harness!r}, not "
+            f"{from_.harness.name!r}; name its own harness in from_",
+        )
+    if to.thread_id is not None:
+        existing = await get_entry(p, tenant, to.thread_id)
+        if existing is not None:
+            _check_target(existing.harness, to)
+            await host._check(tenant, to.thread_id, user, "send")
+
+    plan = {
+        "tenant": tenant,
+        "from": {"harness": from_.harness.name, "threadId": from_.thread_id},
+        "to": {"harness": to.harness.name, "threadId": to.thread_id},
+        "envelope": {"note": envelope.note, "messages": envelope.messages},
+        "userId": user.id if user is not None else None,
+    }
+    doc, created = await p.insert(
+        TRANSFERS,
+        f"{tenant}/{transfer_id}",
+        {
+            **plan,
+            "targetThreadId": to.thread_id or host._next_id(),
+            "status": "started",
+            "hostSeq": await p.last_seq(HOST_STREAM),
+            "createdAt": format_datetime(host.clock.now()),
+        },
+    )
+    if not created and any(doc.value.get(k) != v for k, v in plan.items()):
+        raise TransferConflictError(
+            f"transfer {transfer_id!r} was already made with other endpoints or envelope; "
+            "use a new transfer id for a new transfer",
+            transfer_id=transfer_id,
+        )
+    target_id = str(doc.value["targetThreadId"])
+    if doc.value.get("status") == "done":
+        return TransferResult(target_id, transfer_id, retried=True)
+
+    # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
+    await host._log(host._stream(tenant, target_id)).own()
+    await host._log(host._stream(tenant, from_.thread_id)).own()
+    origin = {"threadId": from_.thread_id, "harness": from_.harness.name, "transferId": transfer_id}
+    destination = {"threadId": target_id, "harness": to.harness.name, "transferId": transfer_id}
+
+    summary = doc.value.get("summary")
+    if envelope.messages == "summary" and summary is None:
+        summary = await _summarize(host, tenant, from_, user, transfer_id)
+        await _remember_summary(host, tenant, transfer_id, summary)
+
+    # The target: entry (owner = the user), then one append with everything.
+    entry, _ = await create_entry(
+        p,
+        host._new_entry(
+            tenant, target_id, to.harness.name, user, {"harness:transferredFrom": origin}
+        ),
+    )
+    _check_target(entry.harness, to)
+    if entry.metadata.get("harness:transferredFrom") != origin:
+        await update_entry(
+            p,
+            tenant,
+            target_id,
+            lambda v: v.setdefault("metadata", {}).update({"harness:transferredFrom": origin}),
+        )
+    source_state = await host._read_state(tenant, from_.thread_id)
+    async with host._writing(tenant, target_id) as log:
+        if transfer_id not in log.state.transfers:
+            now = format_datetime(host.clock.now())
+            records: list[Record] = [
+                (
+                    TRANSFERRED,
+                    {
+                        "transferId": transfer_id,
+                        "role": "target",
+                        "from": origin,
+                        "to": destination,
+                    },
+                ),
+            ]
+            mark = {"transfer": {"transferId": transfer_id, "from": origin}}
+            if envelope.note:
+                note = Message(
+                    host._next_id(),
+                    "system",
+                    (TextPart(envelope.note),),
+                    {"harness": {**mark, "kind": "note"}},
+                    now,
+                )
+                records.append((MESSAGE, {"message": note.to_json()}))
+            if envelope.messages == "summary":
+                text = Message(
+                    host._next_id(),
+                    "assistant",
+                    (TextPart(str(summary)),),
+                    {"harness": {**mark, "kind": "summary"}},
+                    now,
+                )
+                records.append((MESSAGE, {"message": text.to_json()}))
+            elif envelope.messages == "all":
+                copies = copy_messages(
+                    settled_messages(source_state.messages),
+                    new_id=host._next_id,
+                    thread_id=from_.thread_id,
+                    created_at=now,
+                    extra={"transferId": transfer_id},
+                )
+                records.extend((MESSAGE, {"message": m.to_json()}) for m in copies)
+            await log.append(records)
+
+    # The source keeps running; it only learns where the conversation went.
+    async with host._writing(tenant, from_.thread_id) as log:
+        if transfer_id not in log.state.transfers:
+            await log.append_one(
+                TRANSFERRED,
+                {"transferId": transfer_id, "role": "source", "from": origin, "to": destination},
+            )
+    await update_entry(
+        p,
+        tenant,
+        from_.thread_id,
+        lambda v: v.setdefault("metadata", {}).update({"harness:transferredTo": destination}),
+    )
+    await _announce(
+        host, tenant, transfer_id, origin, destination, user, int(doc.value.get("hostSeq", 0))
+    )
+    return TransferResult(target_id, transfer_id)
+
+
+def _check_target(harness: str, to: Endpoint) -> None:
+    if harness != to.harness.name:
+        raise WrongHarnessError(
+            f"thread {to.thread_id!r} belongs to harness {harness!r}, not {to.harness.name!r}; "
+            "a target must belong to to.harness — name another thread or none",
+        )
+
+
+async def _summarize(
+    host: HarnessHost, tenant: str, from_: Endpoint, user: User | None, transfer_id: str
+) -> str:
+    state = await host._read_state(tenant, from_.thread_id or "")
+    model = from_.harness.model
+    request = ModelRequest(
+        system_prompts=(SUMMARY_PROMPT,),
+        messages=tuple(settled_messages(state.messages)),
+        model=from_.harness.model_name,
+        keys=dict(user.keys) if user is not None else {},
+    )
+    try:
+        async with asyncio.timeout(host.summary_timeout):
+            reply = await call_model(model, request)
+    except TimeoutError:
+        raise TransferTimeoutError(
+            f"the summary model did not answer within {host.summary_timeout:g}s, so transfer "
+            f"{transfer_id!r} failed and nothing moved; retry it, or transfer with messages='none'",
+            transfer_id=transfer_id,
+        ) from None
+    async with host._writing(tenant, from_.thread_id or "") as log:
+        await log.append_one(
+            USAGE,
+            {
+                "runId": None,
+                "source": "transfer",
+                "transferId": transfer_id,
+                "model": getattr(model, "name", None),
+                "inputTokens": reply.usage.input_tokens,
+                "outputTokens": reply.usage.output_tokens,
+            },
+        )
+    return reply.text
+
+
+async def _remember_summary(host: HarnessHost, tenant: str, transfer_id: str, summary: str) -> None:
+    key = f"{tenant}/{transfer_id}"
+    doc = await host.persistence.get(TRANSFERS, key)
+    assert doc is not None
+    await host.persistence.put(
+        TRANSFERS, key, {**doc.value, "summary": summary}, expected_version=doc.version
+    )
+
+
+async def _announce(
+    host: HarnessHost,
+    tenant: str,
+    transfer_id: str,
+    origin: dict[str, Any],
+    destination: dict[str, Any],
+    user: User | None,
+    host_seq: int,
+) -> None:
+    """One ``transferred`` host event per transfer, then the plan is done."""
+    p = host.persistence
+    seen = any(
+        r.type == "transferred"
+        and r.data.get("transferId") == transfer_id
+        and r.data.get("tenant") == tenant
+        for r in await p.read(HOST_STREAM, after=host_seq)
+    )
+    if not seen:
+        await p.append(
+            HOST_STREAM,
+            [
+                (
+                    "transferred",
+                    {
+                        "transferId": transfer_id,
+                        "tenant": tenant,
+                        "from": origin,
+                        "to": destination,
+                        "userId": user.id if user is not None else None,
+                    },
+                )
+            ],
+        )
+    key = f"{tenant}/{transfer_id}"
+    doc = await p.get(TRANSFERS, key)
+    assert doc is not None
+    await p.put(TRANSFERS, key, {**doc.value, "status": "done"}, expected_version=doc.version)
+
+
+async def run_fork(
+    host: HarnessHost,
+    harness: Harness,
+    *,
+    thread_id: str,
+    user: User | None,
+    new_thread_id: str | None,
+) -> Session:
+    """A fork stays in its harness: a thread of another harness raises ``wrong_harness``."""
+    tenant = host._tenant(user)
+    entry = await host._check(tenant, thread_id, user, "read")
+    if entry.harness != harness.name:
+        raise WrongHarnessError(
+            f"thread {thread_id!r} belongs to harness {entry.harness!r}; a fork stays in its "
+            f"harness, so use host.transfer to move it to {harness.name!r}",
+        )
+    state = await host._read_state(tenant, thread_id)
+    new_id = host._check_thread_id(new_thread_id) if new_thread_id else host._next_id()
+    if await get_entry(host.persistence, tenant, new_id) is not None:
+        raise InvalidInputError(f"thread {new_id!r} exists already; fork into a new thread id")
+    session = await host.open(harness, thread_id=new_id, user=user)
+    await update_entry(
+        host.persistence,
+        tenant,
+        new_id,
+        lambda v: v.setdefault("metadata", {}).update(
+            {"harness:forkedFrom": {"threadId": thread_id}}
+        ),
+    )
+    copies = copy_messages(
+        settled_messages(state.messages),
+        new_id=host._next_id,
+        thread_id=thread_id,
+        created_at=format_datetime(host.clock.now()),
+        extra={"fork": True},
+    )
+    async with host._writing(tenant, new_id) as log:
+        await log.append([(MESSAGE, {"message": m.to_json()}) for m in copies])
+    return session

@@ -1,0 +1,444 @@
+"""The turn runner: the main model and root agents answer, and hand off.
+
+A turn starts with the active agent from the log. The router may hand off
+first; then the answerer runs (the main model's tool loop, or an agent's
+``run``). A handoff — by the model's ``handoff`` tool, by code, by the router —
+takes effect when the part that made it ends, and the target answers next in
+the same turn, at most ``MAX_HANDOFFS_PER_TURN`` times. A handoff to a person
+opens a ``human`` wait and ends the turn ``interrupted``.
+
+Everything the turn does is appended to the thread's log as it happens.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..core.clock import Clock, format_datetime
+from ..core.errors import AgentMemVaultError, ConflictError, InvalidInputError, RemoteError
+from .access import User
+from .context import (
+    AgentContext,
+    HarnessRunContext,
+    RouterContext,
+    ToolContext,
+    _Part,
+)
+from .definitions import Agent, Harness
+from .errors import DuplicateToolError, NotARootAgentError
+from .handoff import (
+    Handoff,
+    handoff_event,
+    handoff_messages,
+    handoff_result_text,
+    handoff_tool_spec,
+    is_human,
+    resolve_target,
+    turn_text,
+)
+from .log import HANDOFF, MESSAGE, RUN_FINISHED, USAGE, WAIT_OPENED, Record
+from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
+from .model import (
+    Model,
+    ModelRequest,
+    TextDelta,
+    ToolCallRequest,
+    ToolSpec,
+    Usage,
+    UsageReport,
+)
+from .threadlog import ThreadLog
+from .tools import HANDOFF_TOOL, Tool
+
+__all__ = ["ModelReply", "Turn", "TurnOutcome", "call_model", "check_note"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    status: Literal["completed", "interrupted", "failed"]
+    text: str
+    code: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    text: str
+    tool_calls: tuple[ToolCallRequest, ...]
+    usage: Usage
+
+
+async def call_model(model: Model, request: ModelRequest) -> ModelReply:
+    """Drain one streamed reply into its text, tool calls and usage."""
+    chunks: list[str] = []
+    calls: list[ToolCallRequest] = []
+    usage = Usage()
+    try:
+        async for event in model.stream(request):
+            if isinstance(event, TextDelta):
+                chunks.append(event.text)
+            elif isinstance(event, ToolCallRequest):
+                calls.append(event)
+            elif isinstance(event, UsageReport):
+                usage = usage + event.usage
+    except AgentMemVaultError:
+        raise
+    except Exception as exc:
+        raise RemoteError(
+            f"model {getattr(model, 'name', model)!r} failed: {exc}; check the model "
+            "and its endpoint, then send again",
+            code="model_error",
+        ) from exc
+    return ModelReply("".join(chunks), tuple(calls), usage)
+
+
+class Turn:
+    """One turn of one thread, run by one host that owns the thread's log."""
+
+    def __init__(
+        self,
+        *,
+        harness: Harness,
+        log: ThreadLog,
+        thread_id: str,
+        run_id: str,
+        user: User | None,
+        text: str | None,
+        next_id: Callable[[], str],
+        clock: Clock,
+    ) -> None:
+        self.harness = harness
+        self.log = log
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.user = user
+        self.text = text
+        self._next_id = next_id
+        self._clock = clock
+        self.handoffs = 0
+        self._pending: Handoff | None = None
+        self._segments: list[tuple[str | None, str]] = []
+        # Records that may wait for the next append: a final reply goes out
+        # with run.finished, a handoff's tool result with the handoff. Fewer
+        # appends, fewer fsyncs; nothing deferred was acknowledged to anyone.
+        self._deferred: list[Record] = []
+        self._deferred_messages: list[Message] = []
+
+    # -- what contexts reach ------------------------------------------------
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return (*self.log.state.messages, *self._deferred_messages)
+
+    def request_handoff(self, source: str | None, to: Any, note: str | None, by: str) -> None:
+        if self._pending is not None:
+            raise ConflictError(
+                f"this part already handed off to {self._pending.target!r}; hand off once"
+            )
+        note = check_note(note)
+        target = resolve_target(self.harness, to, source=source, handoffs_so_far=self.handoffs)
+        self._pending = Handoff(source=source, target=target, note=note, by=by)  # type: ignore[arg-type]
+
+    async def chat(
+        self,
+        source: str | None,
+        model: Model | None,
+        system_prompts: Sequence[str],
+        tools: Sequence[Tool],
+        part: _Part,
+    ) -> str:
+        return await self._tool_loop(
+            source, model or self.harness.model, tuple(system_prompts), tuple(tools), part
+        )
+
+    async def run_child(self, agent: Agent | str, text: str) -> str:
+        found = self.harness.any_agent(agent) if isinstance(agent, str) else agent
+        if found is None:
+            raise NotARootAgentError(
+                f"harness {self.harness.name!r} has no agent {agent!r} to start as a child"
+            )
+        from .children import ChildTurn
+
+        return await ChildTurn(self, found).run(text)
+
+    # -- the turn -----------------------------------------------------------
+    async def run(self) -> TurnOutcome:
+        """Run to the end and append ``run.finished``; errors become a failed turn."""
+        try:
+            outcome = await self._run()
+        except AgentMemVaultError as exc:
+            outcome = TurnOutcome("failed", self._text(), exc.code, exc.message)
+        except Exception as exc:  # an app's agent or router raised
+            outcome = TurnOutcome(
+                "failed", self._text(), "turn_error", f"{type(exc).__name__}: {exc}"
+            )
+        finished: dict[str, Any] = {
+            "runId": self.run_id,
+            "status": outcome.status,
+            "text": outcome.text,
+        }
+        if outcome.code is not None:
+            finished.update(code=outcome.code, message=outcome.message)
+        await self._write([(RUN_FINISHED, finished)])
+        return outcome
+
+    async def _run(self) -> TurnOutcome:
+        self._check_tools(self.harness.tools)
+        current = self.log.state.active_agent
+        if current is not None and self.harness.root_agent(current) is None:
+            current = None  # the agent left the definition; the main model answers
+        routing = self.harness.routing
+        if routing is not None and routing.router is not None:
+            decision = routing.router(
+                RouterContext(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id,
+                    text=self.text,
+                    active_agent=current,
+                    messages=self.messages,
+                    user=self.user,
+                )
+            )
+            if inspect.isawaitable(decision):
+                decision = await decision
+            if decision is not None:
+                handoff = self._router_handoff(current, decision)
+                if handoff is not None:
+                    await self._take(handoff)
+                    if is_human(handoff.target):
+                        return TurnOutcome("interrupted", self._text())
+                    current = handoff.target  # type: ignore[assignment]
+        while True:
+            handoff = await self._answer(current)
+            if handoff is None:
+                return TurnOutcome("completed", self._text())
+            await self._take(handoff)
+            if is_human(handoff.target):
+                return TurnOutcome("interrupted", self._text())
+            current = handoff.target  # type: ignore[assignment]
+
+    def _text(self) -> str:
+        return turn_text(self._segments)
+
+    def _router_handoff(self, current: str | None, decision: Any) -> Handoff | None:
+        if not isinstance(decision, Mapping) or "handoff" not in decision:
+            raise InvalidInputError(
+                f"the router returned {decision!r}; return None or "
+                "{'handoff': <agent>, 'note': <text>}"
+            )
+        to = decision["handoff"]
+        if to == current or (to == "main" and current is None):
+            return None  # already answering: nothing to hand off
+        note = check_note(decision.get("note"))
+        target = resolve_target(self.harness, to, source=current, handoffs_so_far=self.handoffs)
+        return Handoff(source=current, target=target, note=note, by="router")
+
+    async def _answer(self, current: str | None) -> Handoff | None:
+        """Let ``current`` answer; returns the handoff it made, if any."""
+        part = _Part(current)
+        if current is None:
+            text = await self._tool_loop(
+                None, self.harness.model, self.harness.system_prompts, self.harness.tools, part
+            )
+        else:
+            agent = self.harness.root_agent(current)
+            assert agent is not None
+            ctx = AgentContext(self, agent, part)
+            result = agent.run(ctx)
+            if inspect.isawaitable(result):
+                result = await result
+            text = ctx.last_reply or ""
+            if isinstance(result, str) and result and result != ctx.last_reply:
+                await self._write_messages(
+                    [self._assistant(current, (TextPart(result),))], defer=True
+                )
+                text = f"{text}\n\n{result}" if text else result
+        part.open = False
+        self._segments.append((current, text))
+        pending, self._pending = self._pending, None
+        return pending
+
+    async def _take(self, handoff: Handoff) -> None:
+        """Record an accepted handoff (and, for a person, the wait it opens)."""
+        self.handoffs += 1
+        records: list[Record] = []
+        if handoff.by in ("router", "code"):
+            with_tool = bool(self.harness.routing and self.harness.routing.give_models_handoff_tool)
+            ids = [self._next_id(), self._next_id()]
+            for message in handoff_messages(
+                handoff, ids=ids, with_tool=with_tool, created_at=self._now()
+            ):
+                records.append((MESSAGE, {"message": message.to_json()}))
+        wait_id = self._next_id() if is_human(handoff.target) else None
+        records.append((HANDOFF, handoff_event(handoff, run_id=self.run_id, wait_id=wait_id)))
+        if wait_id is not None:
+            records.append(
+                (
+                    WAIT_OPENED,
+                    {
+                        "waitId": wait_id,
+                        "kind": "human",
+                        "message": handoff.note,
+                        "runId": self.run_id,
+                        "before": handoff.source,
+                        "createdAt": self._now(),
+                    },
+                )
+            )
+        await self._write(records)
+
+    # -- the tool loop --------------------------------------------------------
+    def _check_tools(self, tools: Sequence[Tool]) -> None:
+        routing = self.harness.routing
+        give = routing is not None and routing.give_models_handoff_tool
+        if give and any(t.name == HANDOFF_TOOL for t in tools):
+            raise DuplicateToolError(
+                f"an app tool is named {HANDOFF_TOOL!r}, the name of the harness's handoff "
+                "tool; rename it, or set Routing(give_models_handoff_tool=False)"
+            )
+
+    def _specs(self, source: str | None, tools: Sequence[Tool]) -> tuple[ToolSpec, ...]:
+        specs = [t.spec() for t in tools]
+        routing = self.harness.routing
+        if routing is not None and routing.give_models_handoff_tool:
+            specs.append(handoff_tool_spec(self.harness, source))
+        return tuple(specs)
+
+    async def _tool_loop(
+        self,
+        source: str | None,
+        model: Model,
+        system_prompts: tuple[str, ...],
+        tools: tuple[Tool, ...],
+        part: _Part,
+    ) -> str:
+        self._check_tools(tools)
+        if not part.open:
+            raise ConflictError("this part of the turn has ended; it cannot ask a model again")
+        specs = self._specs(source, tools)
+        by_name = {t.name: t for t in tools}
+        handoff_tool = any(s.name == HANDOFF_TOOL for s in specs) and HANDOFF_TOOL not in by_name
+        texts: list[str] = []
+        while self._pending is None:
+            request = ModelRequest(
+                system_prompts=system_prompts,
+                messages=self.messages,
+                tools=specs,
+                model=self.harness.model_name,
+                keys=dict(self.user.keys) if self.user is not None else {},
+            )
+            reply = await call_model(model, request)
+            parts: list[Part] = []
+            if reply.text:
+                parts.append(TextPart(reply.text))
+                texts.append(reply.text)
+            parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
+            message = self._assistant(source, tuple(parts))
+            records: list[Record] = [
+                (MESSAGE, {"message": message.to_json()}),
+                (USAGE, self._usage(model, reply.usage, "turn", source)),
+            ]
+            if not reply.tool_calls:
+                self._defer(records, [message])
+                break
+            if all(c.name == HANDOFF_TOOL and handoff_tool for c in reply.tool_calls):
+                # Only the harness's own handoff tool, which has no effect outside
+                # the log: the call can go out together with its result.
+                self._defer(records, [message])
+            else:
+                # An app tool may act on the world: the call is on disk before it runs.
+                await self._write(records)
+            results = []
+            for call in reply.tool_calls:
+                if call.name == HANDOFF_TOOL and handoff_tool:
+                    output, failed = self._tool_handoff(source, call)
+                else:
+                    output, failed = await self._run_tool(by_name.get(call.name), call, part)
+                results.append(
+                    self._tool_message(source, ToolResultPart(call.id, call.name, output, failed))
+                )
+            # A handoff's tool result goes out with the handoff record.
+            await self._write_messages(results, defer=self._pending is not None)
+        return "\n\n".join(texts)
+
+    def _tool_handoff(self, source: str | None, call: ToolCallRequest) -> tuple[Any, bool]:
+        try:
+            if self._pending is not None:
+                raise ConflictError("you already handed off in this reply; hand off once")
+            arguments = dict(call.arguments)
+            note = check_note(arguments.get("note"))
+            target = resolve_target(
+                self.harness, arguments.get("to"), source=source, handoffs_so_far=self.handoffs
+            )
+        except AgentMemVaultError as exc:
+            return exc.message, True
+        self._pending = Handoff(source, target, note, "tool", call.id)
+        return handoff_result_text(target), False
+
+    async def _run_tool(
+        self, found: Tool | None, call: ToolCallRequest, part: _Part
+    ) -> tuple[Any, bool]:
+        if found is None:
+            return f"there is no tool {call.name!r}; use one of the tools you were given", True
+        ctx = ToolContext(
+            run=HarnessRunContext(self, part),
+            agent=part.source,
+            user=self.user,
+            thread_id=self.thread_id,
+        )
+        try:
+            return await found.call(call.arguments, ctx), False
+        except AgentMemVaultError as exc:
+            return exc.message, True
+        except Exception as exc:  # the app's tool failed; the model hears why
+            return f"tool {call.name!r} failed: {type(exc).__name__}: {exc}", True
+
+    # -- message helpers ------------------------------------------------------
+    def _now(self) -> str:
+        return format_datetime(self._clock.now())
+
+    def _assistant(self, source: str | None, parts: tuple[Part, ...]) -> Message:
+        metadata: dict[str, Any] = {"harness": {"agent": source}} if source else {}
+        return Message(self._next_id(), "assistant", parts, metadata, self._now())
+
+    def _tool_message(self, source: str | None, part: ToolResultPart) -> Message:
+        metadata: dict[str, Any] = {"harness": {"agent": source}} if source else {}
+        return Message(self._next_id(), "tool", (part,), metadata, self._now())
+
+    async def _write_messages(self, messages: Sequence[Message], *, defer: bool = False) -> None:
+        records: list[Record] = [(MESSAGE, {"message": m.to_json()}) for m in messages]
+        if defer:
+            self._defer(records, messages)
+        else:
+            await self._write(records)
+
+    def _defer(self, records: Sequence[Record], messages: Sequence[Message]) -> None:
+        self._deferred.extend(records)
+        self._deferred_messages.extend(messages)
+
+    async def _write(self, records: Sequence[Record]) -> None:
+        """Append ``records`` after whatever was deferred, in one append."""
+        batch = [*self._deferred, *records]
+        self._deferred.clear()
+        self._deferred_messages.clear()
+        await self.log.append(batch)
+
+    def _usage(self, model: Model, usage: Usage, source: str, agent: str | None) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "source": source,
+            "agent": agent,
+            "model": getattr(model, "name", None),
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+        }
+
+
+def check_note(note: Any) -> str | None:
+    if note is None:
+        return None
+    if not isinstance(note, str) or len(note) > 10_000:
+        raise InvalidInputError("a handoff note must be text of at most 10000 characters")
+    return note

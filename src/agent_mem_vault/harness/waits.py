@@ -1,0 +1,48 @@
+"""How a person's wait ends, as pure functions: which answer gives the thread to whom.
+
+``{"resume": True}`` gives it back to the agent that answered before the
+handoff; ``{"handBack": "billing"}`` to that root agent; ``{"handBack": "main"}``
+to the main model. Resolve and cancel give it back like ``resume``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .definitions import MAIN, Harness
+from .errors import InvalidAnswerError, UnknownAgentError
+from .state import Wait
+
+__all__ = ["answer_target"]
+
+
+def answer_target(harness: Harness, wait: Wait, value: Any) -> str | None:
+    """The agent (None: main model) that gets the thread when ``value`` answers ``wait``."""
+    if isinstance(value, Mapping) and set(value) == {"resume"} and value["resume"] is True:
+        return wait.before if _still_root(harness, wait.before) else None
+    if isinstance(value, Mapping) and set(value) == {"handBack"}:
+        name = value["handBack"]
+        if name == MAIN:
+            return None
+        if isinstance(name, str) and harness.root_agent(name) is not None:
+            return name
+        roots = ", ".join((*harness.root_names, MAIN))
+        raise UnknownAgentError(
+            f"cannot hand back to {name!r}: harness {harness.name!r} has no such root agent; "
+            f"use one of {roots}",
+            agent=name if isinstance(name, str) else None,
+        )
+    raise InvalidAnswerError(
+        f"{value!r} does not answer a person's wait; answer {{'resume': True}}, "
+        f"{{'handBack': '<agent>'}} or {{'handBack': 'main'}}"
+    )
+
+
+def resume_target(harness: Harness, wait: Wait) -> str | None:
+    """Who gets the thread back on resolve or cancel: the agent before the handoff."""
+    return wait.before if _still_root(harness, wait.before) else None
+
+
+def _still_root(harness: Harness, name: str | None) -> bool:
+    return name is not None and harness.root_agent(name) is not None
