@@ -25,7 +25,11 @@ if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
       amv_pg -c "DROP DATABASE IF EXISTS \"$amv_old\"" >/dev/null 2>&1 || true
     done
     amv_db="amv_test_$(date -u +%Y%m%d%H%M%S)_$$"
-    if amv_pg -c "CREATE DATABASE \"$amv_db\"" >/dev/null; then
+    # An ICU en-US default collation where the server has ICU, as many
+    # production databases have: code that forgets COLLATE "C" then sorts
+    # differently from memory and SQLite, and the tests show it.
+    if amv_pg -c "CREATE DATABASE \"$amv_db\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'" >/dev/null 2>&1 \
+        || amv_pg -c "CREATE DATABASE \"$amv_db\"" >/dev/null; then
       export AMV_TEST_POSTGRES_DSN="postgresql://postgres@127.0.0.1:5432/$amv_db"
       echo "test-env: PostgreSQL tests use the fresh database $amv_db"
     fi

@@ -1,0 +1,227 @@
+"""The harness over HTTP: send throughput, and handoff → SSE event latency.
+
+Both run against a real uvicorn in its own process on loopback, as a
+deployment would; the load comes from this process with httpx.
+
+* send: requests per second for ``POST …/messages`` on a harness whose main
+  model is ``ScriptedModel`` (no model time), so what is measured is HTTP,
+  the host, the log and the persistence. Workers send one after another on
+  their own threads (a fresh thread every 20 turns); at 1 and 8 concurrent
+  workers; memory and SQLite.
+* handoff → SSE: K clients stream one thread's events (K = 1 and 100); a
+  router hands the thread to the other of two agents on every turn; the time
+  from the ``harness.handoff`` record's timestamp (taken when the log appended
+  it) to the moment each client has parsed the event. Timestamps have
+  millisecond resolution, so figures are ±1 ms.
+
+    .venv/bin/python benchmarks/bench_server.py            # full sizes
+    .venv/bin/python benchmarks/bench_server.py --quick    # small sizes
+
+Prints medians (and the 95th percentile for latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve()
+
+
+# -- the server process ---------------------------------------------------------
+def serve(scenario: str, backend: str, port: int, db: str) -> None:
+    import uvicorn
+
+    from agent_mem_vault.harness import HarnessHost, Routing, define_agent, define_harness
+    from agent_mem_vault.harness.testing import ScriptedModel, text
+    from agent_mem_vault.server import create_harness_app
+    from agent_mem_vault.store import memory_persistence, sqlite_persistence
+
+    persistence = memory_persistence() if backend == "memory" else sqlite_persistence(Path(db))
+    if scenario == "send":
+        harness = define_harness(
+            name="bench/plain", model=ScriptedModel([text("Done, thank you.")] * 1_000_000)
+        )
+    else:
+        agents = [
+            define_agent(name=name, description=name, run=lambda ctx, n=name: f"{n} here.")
+            for name in ("a", "b")
+        ]
+
+        def router(ctx: Any) -> dict[str, str]:
+            return {"handoff": "b" if ctx.active_agent == "a" else "a", "note": "ping"}
+
+        harness = define_harness(
+            name="bench/pingpong",
+            model=ScriptedModel([]),
+            agents=agents,
+            routing=Routing(router=router, give_models_handoff_tool=False),
+        )
+    app = create_harness_app(HarnessHost(persistence=persistence), {"h": harness})
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+@contextmanager
+def server(scenario: str, backend: str) -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE),
+                "--serve",
+                scenario,
+                "--backend",
+                backend,
+                "--port",
+                str(port),
+                "--db",
+                os.path.join(tmp, "bench.db"),
+            ],
+        )
+        url = f"http://127.0.0.1:{port}/api/h"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/api/harnesses", timeout=1)
+                    break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise RuntimeError("the benchmark server did not start") from None
+                    time.sleep(0.1)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+# -- send throughput ------------------------------------------------------------
+async def send_rps(url: str, workers: int, per_worker: int, round_no: int) -> float:
+    limits = httpx.Limits(max_connections=workers + 4)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+
+        async def worker(w: int) -> None:
+            for i in range(per_worker):
+                thread = f"r{round_no}-w{w}-t{i // 20}"
+                r = await client.post(f"{url}/threads/{thread}/messages", json={"text": "Hello"})
+                r.raise_for_status()
+
+        await worker(-1 - round_no)  # warm the connection and the host
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(w) for w in range(workers)))
+        elapsed = time.perf_counter() - start
+    return workers * per_worker / elapsed
+
+
+# -- handoff → SSE latency ----------------------------------------------------------
+def _parse_at(at: str) -> float:
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+
+
+async def handoff_latency(url: str, streams: int, turns: int) -> list[float]:
+    thread = f"{url}/threads/pingpong-{streams}"
+    limits = httpx.Limits(max_connections=streams + 8, max_keepalive_connections=streams + 8)
+    timeout = httpx.Timeout(30, read=None)
+    latencies: list[float] = []
+    async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        (await client.post(f"{thread}/messages", json={"text": "start"})).raise_for_status()
+        seen: dict[str, int] = {}
+        ready = asyncio.Event()
+        got = asyncio.Condition()
+        opened = 0
+
+        async def listen() -> None:
+            nonlocal opened
+            last = str((await client.get(thread)).json()["lastEventId"])
+            async with client.stream(
+                "GET", f"{thread}/events", headers={"last-event-id": last}
+            ) as response:
+                opened += 1
+                if opened == streams:
+                    ready.set()
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data.append(line[5:].strip())
+                    elif line == "" and data:
+                        event = json.loads("\n".join(data))
+                        data = []
+                        if event["name"] == "harness.handoff":
+                            latencies.append(time.time() - _parse_at(event["at"]))
+                            async with got:
+                                run = event["value"]["runId"]
+                                seen[run] = seen.get(run, 0) + 1
+                                got.notify_all()
+
+        tasks = [asyncio.create_task(listen()) for _ in range(streams)]
+        await asyncio.wait_for(ready.wait(), 60)
+        await asyncio.sleep(0.2)
+        for _ in range(turns):
+            r = await client.post(f"{thread}/messages", json={"text": "next"})
+            run = r.json()["runId"]
+            async with got:
+                await asyncio.wait_for(got.wait_for(lambda run=run: seen.get(run) == streams), 30)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument("--serve", choices=["send", "handoff"], help=argparse.SUPPRESS)
+    parser.add_argument("--backend", default="memory", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--db", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.backend, args.port, args.db)
+        return
+    rounds, per_worker, turns = (3, 40, 10) if args.quick else (5, 200, 40)
+
+    print("send over HTTP (ScriptedModel, real uvicorn on loopback), requests/second")
+    print(f"{'backend':<8} {'workers':>7} {'median rps':>11}  rounds")
+    for backend in ("memory", "sqlite"):
+        with server("send", backend) as url:
+            for workers in (1, 8):
+                results = [
+                    asyncio.run(send_rps(url, workers, per_worker // workers or 1, r))
+                    for r in range(rounds)
+                ]
+                print(f"{backend:<8} {workers:>7} {statistics.median(results):>11.0f}  {rounds}")
+
+    print("\nhandoff → SSE client latency, milliseconds (±1 ms)")
+    print(f"{'backend':<8} {'streams':>7} {'median':>8} {'p95':>8}  events")
+    for backend in ("memory", "sqlite"):
+        with server("handoff", backend) as url:
+            for streams in (1, 100):
+                lat = asyncio.run(handoff_latency(url, streams, turns))
+                ms = sorted(x * 1000 for x in lat)
+                p95 = ms[int(len(ms) * 0.95) - 1] if len(ms) > 1 else ms[0]
+                print(
+                    f"{backend:<8} {streams:>7} {statistics.median(ms):>8.1f} {p95:>8.1f}  "
+                    f"{len(ms)}"
+                )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``agent-mem-vault demo support``: the seed's support desk with the operator console.
+
+Thin on purpose: build the demo (:func:`agent_mem_vault.server.support_demo.build_support_demo`),
+print where it is and how to sign in, and serve it with uvicorn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def demo() -> None:
+    """Runnable demos of the harness."""
+
+
+@demo.command()
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--host",
+    "bind",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; the default keeps the demo on this machine.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("support-demo.db"),
+    show_default=True,
+    help="SQLite file that keeps the threads.",
+)
+def support(port: int, bind: str, db: Path) -> None:
+    """Start the support desk: main model, billing agent, a person, a billing team harness.
+
+    \b
+    Models: offline rule-based unless AGENT_MEM_VAULT_MODEL names a model of an
+    OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).
+    """
+    import uvicorn
+
+    from ..server.support_demo import DEMO_USERS, build_support_demo
+
+    built = build_support_demo(db)
+    url = f"http://{bind}:{port}"
+    click.echo(f"Support desk demo at {url}  (threads in {db}; models: {built.model_description})")
+    click.echo(f"  Operator console:  {url}/console/#token=token-olga")
+    click.echo(f"  Customer chat:     {url}/console/chat.html#token=token-ada&operator=olga")
+    click.echo(f"  API (OpenAPI):     {url}/openapi.json")
+    click.echo("  Logins (Authorization: Bearer <token>):")
+    roles = {"ada": "customer", "olga": "operator", "bob": "another tenant"}
+    for token, user in DEMO_USERS.items():
+        click.echo(
+            f"    {token:<12} {user.id} ({roles.get(user.id, 'user')}, tenant {user.tenant_id})"
+        )
+    click.echo("Press Ctrl+C to stop.", err=False)
+    uvicorn.run(built.app, host=bind, port=port, log_level="warning")

@@ -1,0 +1,253 @@
+"""The harness service as the HTTP routes call it: harness keys, users, one call each.
+
+This module is the seam between the wire (pydantic bodies, string ids) and
+the harness service (``HarnessHost`` and its sessions). It holds no state of
+its own: every call opens the session it needs from the host, so any number
+of app processes can serve the same persistence.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core.errors import InvalidInputError, UnauthenticatedError
+from ..harness.access import DEFAULT_TENANT
+from ..harness.errors import ThreadNotFoundError
+from ..harness.index import get_entry
+from . import schemas as s
+from .errors import BadEventIdError, UnknownHarnessError
+
+__all__ = ["HarnessService"]
+
+
+class HarnessService:
+    """Routes' view of a host and the harnesses an app serves, by URL key."""
+
+    def __init__(self, host: Any, harnesses: Mapping[str, Any] | Sequence[Any]) -> None:
+        self.host = host
+        self._by_key: dict[str, Any] = {}
+        items = (
+            list(harnesses.items())
+            if isinstance(harnesses, Mapping)
+            else [(h.name.rsplit("/", 1)[-1], h) for h in harnesses]
+        )
+        if not items:
+            raise InvalidInputError("create_harness_app needs at least one harness")
+        for key, harness in items:
+            if not key or not all(c.isalnum() or c in "._-" for c in key):
+                raise InvalidInputError(
+                    f"harness key {key!r} is not URL-safe: use letters, digits, '.', '_', '-'"
+                )
+            if key in self._by_key:
+                raise InvalidInputError(
+                    f"two harnesses have the key {key!r}; pass a mapping {{key: harness}}"
+                )
+            self._by_key[key] = harness
+
+    # -- harnesses ---------------------------------------------------------
+    def keys(self) -> list[str]:
+        return list(self._by_key)
+
+    def harness(self, key: str) -> Any:
+        try:
+            return self._by_key[key]
+        except KeyError:
+            raise UnknownHarnessError(
+                f"this app serves no harness {key!r}; it serves {', '.join(self._by_key)}",
+                harness=key,
+            ) from None
+
+    def key_of(self, harness: Any) -> str:
+        for key, known in self._by_key.items():
+            if known is harness or known.name == getattr(harness, "name", harness):
+                return key
+        return str(getattr(harness, "name", harness))
+
+    def harness_infos(self) -> list[s.HarnessInfo]:
+        infos = []
+        for key, harness in self._by_key.items():
+            routing = harness.routing
+            infos.append(
+                s.HarnessInfo(
+                    key=key,
+                    name=harness.name,
+                    agents=[a.name for a in harness.agents],
+                    allowHandoffToHuman=bool(routing and routing.allow_handoff_to_human),
+                )
+            )
+        return infos
+
+    # -- users -------------------------------------------------------------
+    async def user_of(self, request: Any, *, required: bool = True) -> Any:
+        """The user of ``request`` per the host's access; 401 when access finds none."""
+        if getattr(self.host, "access", None) is None:
+            return None
+        user = self.host.get_user_of_request(request)
+        if inspect.isawaitable(user):
+            user = await user
+        if user is None and required:
+            raise UnauthenticatedError(
+                "no user for this request: send the Authorization header your login gives you"
+            )
+        return user
+
+    @staticmethod
+    def render_user(user: Any) -> s.UserBody:
+        if user is None:
+            return s.UserBody(id=None, tenantId=None)
+        return s.UserBody(id=user.id, tenantId=getattr(user, "tenant_id", None))
+
+    # -- sessions ----------------------------------------------------------
+    async def open(self, key: str, thread_id: str, user: Any) -> Any:
+        return await self.host.open(self.harness(key), thread_id=thread_id, user=user)
+
+    async def open_existing(self, key: str, thread_id: str, user: Any) -> Any:
+        """Open a thread that must exist already (reads, answers, streams).
+
+        ``host.open`` creates a thread it does not know; a GET or an answer must
+        not, so the index is asked first and an unknown thread is a 404.
+        """
+        harness = self.harness(key)
+        tenant = user.tenant_id if user is not None else DEFAULT_TENANT
+        if await get_entry(self.host.persistence, tenant, thread_id) is None:
+            raise ThreadNotFoundError(
+                f"no thread {thread_id!r} here; send a message to start it",
+                thread_id=thread_id,
+            )
+        return await self.host.open(harness, thread_id=thread_id, user=user)
+
+    async def snapshot(self, key: str, thread_id: str, user: Any) -> s.SnapshotBody:
+        session = await self.open_existing(key, thread_id, user)
+        return self.render_snapshot(key, thread_id, await session.snapshot())
+
+    def render_snapshot(self, key: str, thread_id: str, snap: Any) -> s.SnapshotBody:
+        return s.SnapshotBody(
+            threadId=thread_id,
+            harness=key,
+            messages=[s.MessageBody.model_validate(m.to_json()) for m in snap.messages],
+            activeAgent=snap.active_agent,
+            pendingWaits=[
+                s.WaitBody(waitId=w.wait_id, kind=w.kind, message=w.message)
+                for w in snap.pending_waits
+            ],
+            status=snap.status,
+            metadata=dict(snap.metadata),
+            lastEventId=str(snap.seq),
+        )
+
+    async def send(self, key: str, thread_id: str, user: Any, body: s.SendBody) -> s.TurnResultBody:
+        from ..harness.messages import FilePart
+
+        session = await self.open(key, thread_id, user)
+        files = tuple(
+            FilePart(media_type=f.media_type, data=f.data, url=f.url, name=f.name)
+            for f in body.files
+        )
+        result = await session.send(body.text, as_=body.as_, files=files, input_id=body.input_id)
+        return self.render_turn(result)
+
+    @staticmethod
+    def render_turn(result: Any) -> s.TurnResultBody:
+        return s.TurnResultBody(
+            text=result.text or "",
+            status=result.status,
+            runId=result.run_id,
+            inputId=result.input_id,
+            code=result.code,
+            message=result.message,
+        )
+
+    async def answer(
+        self, key: str, thread_id: str, user: Any, question_id: str, value: Any
+    ) -> None:
+        session = await self.open_existing(key, thread_id, user)
+        await session.answer(question_id=question_id, value=value)
+
+    async def end_wait(
+        self, key: str, thread_id: str, user: Any, wait_id: str, how: str, value: Any
+    ) -> None:
+        session = await self.open_existing(key, thread_id, user)
+        if how == "resolve":
+            await session.resolve(wait_id)
+        else:
+            await session.cancel(wait_id)
+
+    async def continue_without_message(
+        self, key: str, thread_id: str, user: Any
+    ) -> s.TurnResultBody:
+        session = await self.open_existing(key, thread_id, user)
+        return self.render_turn(await session.continue_without_message())
+
+    async def share(self, key: str, thread_id: str, user: Any, member: str, role: str) -> None:
+        self.harness(key)
+        await self.host.sessions.share(thread_id=thread_id, user_id=member, role=role, user=user)
+
+    async def transfer(
+        self, key: str, thread_id: str, user: Any, body: s.TransferBody
+    ) -> s.TransferResultBody:
+        from ..harness.transfer import Endpoint, Envelope
+
+        source = self.harness(key)
+        target = self.harness(body.to)
+        result = await self.host.transfer(
+            from_=Endpoint(source, thread_id),
+            to=Endpoint(target, body.thread_id),
+            envelope=Envelope(note=body.note, messages=body.messages),
+            user=user,
+            transfer_id=body.transfer_id,
+        )
+        return s.TransferResultBody(threadId=result.thread_id, harness=body.to)
+
+    async def waiting(self, key: str, user: Any) -> list[s.WaitingThreadBody]:
+        """Threads of harness ``key`` that wait for a person and that ``user`` may answer."""
+        harness = self.harness(key)
+        access = self.host.access
+        rows = []
+        for summary in await self.host.sessions.list(
+            user=user, harness=harness.name, waiting_for_human=True
+        ):
+            role = summary.entry.members.get(user.id) if user is not None else None
+            if access is not None and not access.rules.allows(role, "operator"):
+                continue  # the user who waits sees the thread, but is not its person
+            session = await self.host.open(harness, thread_id=summary.thread_id, user=user)
+            snap = await session.snapshot()
+            for wait in snap.pending_waits:
+                if wait.kind == "human":
+                    rows.append(
+                        s.WaitingThreadBody(
+                            threadId=summary.thread_id,
+                            harness=key,
+                            waitId=wait.wait_id,
+                            message=wait.message,
+                            activeAgent=snap.active_agent,
+                        )
+                    )
+        return rows
+
+    # -- events ------------------------------------------------------------
+    async def open_for_events(
+        self, key: str, thread_id: str, user: Any, raw_after: str | None
+    ) -> tuple[Any, int]:
+        """Open the session to stream and check ``raw_after`` before the stream starts.
+
+        Access and the event id are checked here, while an error can still be a
+        4xx answer: once the SSE response has begun, its status is sent.
+        """
+        session = await self.open_existing(key, thread_id, user)
+        snap = await session.snapshot()
+        return session, parse_event_id(raw_after, snap.seq)
+
+
+def parse_event_id(raw: str | None, newest: int) -> int:
+    """Event ids are the log's sequence numbers (up to ``newest``); else ``bad_event_id``."""
+    if raw is None or raw == "":
+        return 0
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18 or int(raw) > newest:
+        raise BadEventIdError(
+            f"event id {raw[:40]!r} is not an id of this stream (ids are the numbers sent as "
+            f"`id:`, up to {newest} now); resume with the last one you received",
+            lastEventId=raw[:40],
+        )
+    return int(raw)

@@ -1,0 +1,264 @@
+"""The OpenAPI 3.1 document of the harness app, generated from the pydantic bodies.
+
+Written out by hand per route (it is short) so that every status a route can
+answer, and the error body that goes with it, is in the document: clients and
+the schemathesis fuzz test read it as the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from .. import __version__
+from . import schemas as s
+
+__all__ = ["openapi_document"]
+
+_REF = "#/components/schemas/{model}"
+_ID_PATTERN = r"^[A-Za-z0-9._:~-]{1,256}$"
+_MODELS: list[type[BaseModel]] = [
+    s.SendBody,
+    s.TurnResultBody,
+    s.SnapshotBody,
+    s.AnswerBody,
+    s.ResolveBody,
+    s.ShareBody,
+    s.ShareResultBody,
+    s.TransferBody,
+    s.TransferResultBody,
+    s.OkBody,
+    s.EventBody,
+    s.UserBody,
+    s.HarnessInfo,
+    s.WaitingThreadBody,
+    s.ErrorBody,
+]
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    reasons = {
+        400: "Bad input: malformed JSON, a body or id that does not validate.",
+        401: "No user could be found for the request.",
+        403: "The user lacks the access action.",
+        404: "Unknown harness, thread, wait or agent.",
+        409: "The thread's state forbids it (e.g. `no_human_wait`, `wrong_harness`).",
+        413: "The body is larger than the limit.",
+    }
+    return {str(code): _json(_ref(s.ErrorBody), reasons[code]) for code in statuses}
+
+
+def _op(
+    summary: str,
+    ok: dict[str, Any],
+    *,
+    body: type[BaseModel] | None = None,
+    body_required: bool = True,
+    errors: tuple[int, ...] = (400, 401, 403, 404, 409),
+    params: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {"200": ok, **_errors(*errors)}}
+    if params:
+        op["parameters"] = params
+    if body is not None:
+        op["requestBody"] = {
+            "required": body_required,
+            "content": {"application/json": {"schema": _ref(body)}},
+        }
+        op["responses"].update(_errors(413))
+    return op
+
+
+def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
+    """The document for an app that serves ``harness_keys``."""
+    _, defs = models_json_schema(
+        [(m, "validation") for m in _MODELS], by_alias=True, ref_template=_REF
+    )
+    harness = {
+        "name": "harness",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "enum": harness_keys},
+        "description": "The key of a harness this app serves.",
+    }
+    thread = {
+        "name": "threadId",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": _ID_PATTERN},
+    }
+    wait = {
+        "name": "waitId",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": _ID_PATTERN},
+    }
+    thread_params = [harness, thread]
+    base = "/api/{harness}/threads/{threadId}"
+    ok = _json(_ref(s.OkBody), "Done.")
+    turn = _json(_ref(s.TurnResultBody), "The turn's text, status and run id.")
+    paths: dict[str, Any] = {
+        "/api/me": {
+            "get": _op("The user of the request", _json(_ref(s.UserBody), "The user."), errors=())
+        },
+        "/api/harnesses": {
+            "get": _op(
+                "The harnesses this app serves",
+                _json({"type": "array", "items": _ref(s.HarnessInfo)}, "The harnesses."),
+                errors=(),
+            )
+        },
+        "/api/{harness}/waiting": {
+            "get": _op(
+                "Threads waiting for a person that the user may act on as operator",
+                _json({"type": "array", "items": _ref(s.WaitingThreadBody)}, "The threads."),
+                params=[harness],
+                errors=(401, 404),
+            )
+        },
+        base: {
+            "get": _op(
+                "Snapshot: messages (each with its agent), active agent, pending waits",
+                _json(_ref(s.SnapshotBody), "The snapshot."),
+                params=thread_params,
+            )
+        },
+        f"{base}/messages": {
+            "post": _op(
+                'Send a message; `as: "operator"` replies as the person who took over',
+                turn,
+                body=s.SendBody,
+                params=thread_params,
+            )
+        },
+        f"{base}/answer": {
+            "post": _op(
+                "Answer a wait (`questionId` from the snapshot's pendingWaits)",
+                ok,
+                body=s.AnswerBody,
+                params=thread_params,
+            )
+        },
+        f"{base}/waits/{{waitId}}/resolve": {
+            "post": _op(
+                "Resolve a wait; the agent before the handoff gets the thread back",
+                ok,
+                body=s.ResolveBody,
+                body_required=False,
+                params=[*thread_params, wait],
+            )
+        },
+        f"{base}/waits/{{waitId}}/cancel": {
+            "post": _op(
+                "Cancel a wait; the agent before the handoff gets the thread back",
+                ok,
+                body=s.ResolveBody,
+                body_required=False,
+                params=[*thread_params, wait],
+            )
+        },
+        f"{base}/continue": {
+            "post": _op(
+                "Run a turn on the held user messages without a new message",
+                turn,
+                body=s.ResolveBody,
+                body_required=False,
+                params=thread_params,
+            )
+        },
+        f"{base}/members": {
+            "post": _op(
+                "Share the thread: add a member with a role (`member`, `operator`, …)",
+                _json(_ref(s.ShareResultBody), "The member was added."),
+                body=s.ShareBody,
+                params=thread_params,
+            )
+        },
+        f"{base}/transfer": {
+            "post": _op(
+                "Move the conversation to a thread of another harness",
+                _json(_ref(s.TransferResultBody), "The target thread."),
+                body=s.TransferBody,
+                params=thread_params,
+            )
+        },
+        "/api/{harness}/move-to-{target}": {
+            "post": _op(
+                "Transfer in the seed's form: answers the target thread id as text",
+                {
+                    "description": "The target thread id.",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+                params=[
+                    harness,
+                    {**harness, "name": "target"},
+                    {
+                        "name": "threadId",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": _ID_PATTERN},
+                    },
+                    {"name": "note", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "messages",
+                        "in": "query",
+                        "schema": {"type": "string", "enum": ["none", "summary", "all"]},
+                    },
+                    {
+                        "name": "transferId",
+                        "in": "query",
+                        "schema": {"type": "string", "pattern": _ID_PATTERN},
+                    },
+                ],
+            )
+        },
+        f"{base}/events": {
+            "get": _op(
+                "Server-sent events of the thread; resume with Last-Event-ID",
+                {
+                    "description": "An endless `text/event-stream`; each `data:` is an EventBody.",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                },
+                params=[
+                    *thread_params,
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "schema": {"type": "string", "pattern": r"^[0-9]{1,18}$"},
+                        "description": "The last event id received; the stream continues after it.",
+                    },
+                    {
+                        "name": "lastEventId",
+                        "in": "query",
+                        "schema": {"type": "string", "pattern": r"^[0-9]{1,18}$"},
+                        "description": "The same, for clients that cannot set headers.",
+                    },
+                ],
+            )
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": title,
+            "version": __version__,
+            "description": "A conversation handed between agents, to a person and back, and "
+            "moved to another harness. Errors answer with an ErrorBody carrying a stable code.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    }

@@ -1,0 +1,124 @@
+"""Helpers for the HTTP tests: the demo desk, logins, and a real uvicorn on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+ADA = {"authorization": "Bearer token-ada"}
+OLGA = {"authorization": "Bearer token-olga"}
+BOB = {"authorization": "Bearer token-bob"}
+
+REFUND = "I want a refund for order 42."
+PERSON = "I want to talk to a person, please."
+
+
+@contextlib.asynccontextmanager
+async def serve(app: Any, port: int = 0) -> AsyncIterator[str]:
+    """Run ``app`` under a real uvicorn on 127.0.0.1 (a free port) in this event loop."""
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):
+        if server.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def demo_process(db: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """Run ``agent-mem-vault demo support`` as a real process; yields (url, its output so far)."""
+    port = free_port()
+    cli = Path(sys.executable).parent / "agent-mem-vault"
+    proc = subprocess.Popen(
+        [str(cli), "demo", "support", "--port", str(port), "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )
+    url = f"http://127.0.0.1:{port}"
+    banner: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the banner ends before the server starts
+            banner.append(line)
+            if line.startswith("Press Ctrl+C"):
+                break
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"demo exited early: {proc.stdout.read() if proc.stdout else ''}"
+                )
+            try:
+                if httpx.get(url + "/api/harnesses", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("the demo did not start within 20 s")
+            time.sleep(0.1)
+        yield url, "".join(banner)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+
+
+async def start_case(client: httpx.AsyncClient, thread_id: str = "case-42") -> str:
+    """Ada asks for a refund (billing answers), shares with Olga, then asks for a person."""
+    r = await client.post(
+        f"/api/desk/threads/{thread_id}/messages", json={"text": REFUND}, headers=ADA
+    )
+    assert r.status_code == 200, r.text
+    r = await client.post(
+        f"/api/desk/threads/{thread_id}/members",
+        json={"userId": "olga", "role": "operator"},
+        headers=ADA,
+    )
+    assert r.status_code == 200, r.text
+    r = await client.post(
+        f"/api/desk/threads/{thread_id}/messages", json={"text": PERSON}, headers=ADA
+    )
+    assert r.json()["status"] == "interrupted", r.text
+    snap = (await client.get(f"/api/desk/threads/{thread_id}", headers=OLGA)).json()
+    return str(snap["pendingWaits"][0]["waitId"])

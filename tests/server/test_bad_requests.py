@@ -1,0 +1,186 @@
+"""Bad requests get a 4xx with a rejection code, never a 500, and change nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.server.support import ADA, BOB, OLGA, start_case
+
+DESK = "/api/desk/threads/case-42"
+
+# (name, method, path, headers, body, status, code)
+CASES: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
+    ("malformed json", "POST", f"{DESK}/messages", ADA, b'{"text": ', 400, "malformed_json"),
+    ("json not an object", "POST", f"{DESK}/messages", ADA, b"[1, 2]", 400, "malformed_json"),
+    ("empty body", "POST", f"{DESK}/messages", ADA, b"", 400, "malformed_json"),
+    ("not utf-8", "POST", f"{DESK}/messages", ADA, b'{"text": "\xff"}', 400, "malformed_json"),
+    (
+        "unknown field",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "hi", "x": 1}',
+        400,
+        "invalid_body",
+    ),
+    ("wrong type", "POST", f"{DESK}/messages", ADA, b'{"text": 42}', 400, "invalid_body"),
+    (
+        "bad as",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "hi", "as": "god"}',
+        400,
+        "invalid_body",
+    ),
+    ("empty text", "POST", f"{DESK}/messages", ADA, b'{"text": "  "}', 400, "invalid_body"),
+    (
+        "share the owner role",
+        "POST",
+        f"{DESK}/members",
+        ADA,
+        b'{"userId": "eve", "role": "owner"}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "share a user id with a slash",
+        "POST",
+        f"{DESK}/members",
+        ADA,
+        b'{"userId": "a/b", "role": "member"}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "answer without a value",
+        "POST",
+        f"{DESK}/answer",
+        OLGA,
+        b'{"questionId": "w"}',
+        400,
+        "invalid_body",
+    ),
+    ("unknown thread", "GET", "/api/desk/threads/nope", ADA, None, 404, "thread_not_found"),
+    (
+        "unknown thread answer",
+        "POST",
+        "/api/desk/threads/nope/answer",
+        OLGA,
+        b'{"questionId": "w", "value": {"resume": true}}',
+        404,
+        "thread_not_found",
+    ),
+    (
+        "unknown wait",
+        "POST",
+        f"{DESK}/answer",
+        OLGA,
+        b'{"questionId": "nowait", "value": {"resume": true}}',
+        404,
+        "wait_not_found",
+    ),
+    ("unknown harness", "GET", "/api/nope/threads/case-42", ADA, None, 404, "unknown_harness"),
+    ("wrong harness", "GET", "/api/billing/threads/case-42", ADA, None, 409, "wrong_harness"),
+    ("bad thread id", "GET", "/api/desk/threads/a%20b", ADA, None, 400, "invalid_id"),
+    (
+        "transfer to unknown harness",
+        "POST",
+        f"{DESK}/transfer",
+        ADA,
+        b'{"to": "nope"}',
+        404,
+        "unknown_harness",
+    ),
+    ("no user", "GET", DESK, {}, None, 401, "unauthenticated"),
+    ("unknown token", "GET", DESK, {"authorization": "Bearer nope"}, None, 401, "unauthenticated"),
+    ("other tenant", "GET", DESK, BOB, None, 404, "thread_not_found"),
+    (
+        "member as operator",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "x", "as": "operator"}',
+        403,
+        "forbidden",
+    ),
+    ("unknown route", "GET", "/api/desk/nothing/here", ADA, None, 404, "route_not_found"),
+    ("wrong method", "DELETE", DESK, ADA, None, 405, "method_not_allowed"),
+    (
+        "event id not a number",
+        "GET",
+        f"{DESK}/events",
+        {**OLGA, "last-event-id": "abc"},
+        None,
+        400,
+        "bad_event_id",
+    ),
+    (
+        "event id from the future",
+        "GET",
+        f"{DESK}/events?lastEventId=99999",
+        OLGA,
+        None,
+        400,
+        "bad_event_id",
+    ),
+    (
+        "event id negative",
+        "GET",
+        f"{DESK}/events",
+        {**OLGA, "last-event-id": "-1"},
+        None,
+        400,
+        "bad_event_id",
+    ),
+]
+
+
+@pytest.fixture
+async def case(http: httpx.AsyncClient) -> httpx.AsyncClient:
+    await start_case(http)
+    return http
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "body", "status", "code"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+async def test_bad_request_gets_4xx_with_its_code_and_changes_nothing(
+    case: httpx.AsyncClient,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    status: int,
+    code: str,
+) -> None:
+    before = (await case.get(DESK, headers=OLGA)).json()
+    r = await case.request(method, path, content=body, headers=headers)
+    assert (r.status_code, r.json()["code"]) == (status, code), r.text
+    assert r.json()["message"]
+    assert (await case.get(DESK, headers=OLGA)).json() == before
+
+
+async def test_oversized_body_is_413_by_its_declared_length(case: httpx.AsyncClient) -> None:
+    big = b'{"text": "' + b"x" * 1_100_000 + b'"}'
+    r = await case.post(f"{DESK}/messages", content=big, headers=ADA)
+    assert (r.status_code, r.json()["code"]) == (413, "body_too_large")
+
+
+async def test_oversized_body_is_413_when_streamed_without_a_length(
+    case: httpx.AsyncClient,
+) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"text": "'
+        for _ in range(20):
+            yield b"x" * 100_000
+        yield b'"}'
+
+    r = await case.post(f"{DESK}/messages", content=chunks(), headers=ADA)
+    assert "content-length" not in r.request.headers
+    assert (r.status_code, r.json()["code"]) == (413, "body_too_large")

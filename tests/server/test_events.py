@@ -1,0 +1,99 @@
+"""The SSE stream over a real uvicorn on loopback: events, and resuming after a drop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_mem_vault.client.sse import SseParser
+from agent_mem_vault.server.support_demo import SupportDemo
+from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, serve
+
+DESK = "/api/desk/threads/case-42"
+
+
+@pytest.fixture
+async def live(demo: SupportDemo) -> AsyncIterator[httpx.AsyncClient]:
+    async with serve(demo.app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        yield client
+
+
+async def read_events(
+    client: httpx.AsyncClient, headers: dict[str, str], until: Any, path: str = DESK
+) -> list[tuple[str, dict[str, Any]]]:
+    """Open the stream, collect (id, event) until ``until(events)`` holds, then drop it."""
+    got: list[tuple[str, dict[str, Any]]] = []
+    parser = SseParser()
+    async with client.stream("GET", f"{path}/events", headers=headers) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for line in response.aiter_lines():
+            message = parser.feed(line)
+            if message is not None:
+                got.append((str(message.id), json.loads(message.data)))
+                if until(got):
+                    break
+    return got
+
+
+async def test_event_stream_carries_the_handoff_event(live: httpx.AsyncClient) -> None:
+    await live.post(f"{DESK}/messages", json={"text": "hello"}, headers=ADA)
+
+    async def reader() -> list[tuple[str, dict[str, Any]]]:
+        return await read_events(
+            live, ADA, lambda got: any(e["name"] == "harness.handoff" for _, e in got)
+        )
+
+    task = asyncio.create_task(reader())
+    await asyncio.sleep(0.2)
+    await live.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
+    events = await asyncio.wait_for(task, 10)
+    (handoff,) = [e for _, e in events if e["name"] == "harness.handoff"]
+    assert handoff["value"]["from"] is None
+    assert handoff["value"]["to"] == "billing"
+    assert handoff["value"]["by"] == "tool"
+    assert handoff["value"]["runId"]
+    assert [i for i, _ in events] == [e["id"] for _, e in events]
+
+
+async def test_dropped_stream_resumes_from_last_event_id_without_loss_or_repeat(
+    live: httpx.AsyncClient,
+) -> None:
+    await live.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
+    await live.post(f"{DESK}/members", json={"userId": "olga", "role": "operator"}, headers=ADA)
+    first = await read_events(live, OLGA, lambda got: len(got) == 5)
+    # While nobody listens, the thread moves on.
+    await live.post(f"{DESK}/messages", json={"text": PERSON}, headers=ADA)
+    await live.post(f"{DESK}/messages", json={"text": "Olga here.", "as": "operator"}, headers=OLGA)
+    newest = int((await live.get(DESK, headers=OLGA)).json()["lastEventId"])
+    rest = await read_events(
+        live, {**OLGA, "last-event-id": first[-1][0]}, lambda got: int(got[-1][0]) >= newest
+    )
+    ids = [int(i) for i, _ in first + rest]
+    assert ids == list(range(1, newest + 1))
+    assert rest[-1][1]["value"]["message"]["metadata"]["harness"]["operator"] == "olga"
+
+
+async def test_query_last_event_id_resumes_like_the_header(live: httpx.AsyncClient) -> None:
+    await live.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
+    got = await read_events(live, ADA, lambda got: True)
+    assert got[0][0] == "1"
+    async with live.stream("GET", f"{DESK}/events?lastEventId=3", headers=ADA) as response:
+        parser = SseParser()
+        async for line in response.aiter_lines():
+            message = parser.feed(line)
+            if message is not None:
+                assert message.id == "4"
+                break
+
+
+async def test_stream_without_access_is_refused_before_it_starts(live: httpx.AsyncClient) -> None:
+    await live.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
+    for headers, status, code in ((BOB, 404, "thread_not_found"), ({}, 401, "unauthenticated")):
+        r = await live.get(f"{DESK}/events", headers=headers)
+        assert (r.status_code, r.json()["code"]) == (status, code)
