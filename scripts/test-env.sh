@@ -24,7 +24,7 @@ if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
         AND to_timestamp(substr(datname, 10, 14), 'YYYYMMDDHH24MISS') < now() - interval '1 day'" 2>/dev/null); do
       amv_pg -c "DROP DATABASE IF EXISTS \"$amv_old\"" >/dev/null 2>&1 || true
     done
-    amv_db="amv_test_$(date -u +%Y%m%d%H%M%S)_$$"
+    amv_db="amv_test_$(date -u +%Y%m%d%H%M%S)_$$${RANDOM}"
     # An ICU en-US default collation where the server has ICU, as many
     # production databases have: code that forgets COLLATE "C" then sorts
     # differently from memory and SQLite, and the tests show it.
@@ -32,10 +32,12 @@ if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
         || amv_pg -c "CREATE DATABASE \"$amv_db\"" >/dev/null; then
       export AMV_TEST_POSTGRES_DSN="postgresql://postgres@127.0.0.1:5432/$amv_db"
       echo "test-env: PostgreSQL tests use the fresh database $amv_db"
+    else
+      echo "test-env: could not create the database $amv_db as user postgres; store tests run on memory and SQLite only (PostgreSQL-only tests skip)"
     fi
     unset -f amv_pg
-  fi
-  if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
+    unset amv_db amv_old
+  elif [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
     echo "test-env: PostgreSQL is not reachable on 127.0.0.1:5432; store tests run on memory and SQLite only (PostgreSQL-only tests skip)"
   fi
 else

@@ -32,17 +32,24 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def persistence_factory(backend: str, tmp_path: Path) -> Callable[[], Persistence]:
+async def persistence_factory(
+    backend: str, tmp_path: Path
+) -> AsyncIterator[Callable[[], Persistence]]:
     """Opens a new handle on the same store each call, as a second host would."""
     if backend == "memory":
         shared = memory_persistence()
-        return lambda: shared
-    if backend == "sqlite":
+        yield lambda: shared
+    elif backend == "sqlite":
         db = tmp_path / "store.db"
-        return lambda: sqlite_persistence(db)
-    from tests.postgres_support import postgres_factory
+        yield lambda: sqlite_persistence(db)
+    else:
+        from tests.postgres_support import postgres_factory
 
-    return postgres_factory(tmp_path)
+        factory = postgres_factory(tmp_path)
+        yield factory
+        # Handles a test forgot to close would hold server connections
+        # (max_connections is finite) until garbage collection.
+        await factory.aclose()
 
 
 @pytest.fixture

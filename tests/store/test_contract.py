@@ -63,6 +63,20 @@ async def test_values_that_are_not_json_are_refused(persistence: Persistence) ->
     assert await persistence.last_seq("s") == 0
 
 
+async def test_non_finite_numbers_are_refused_as_not_json(persistence: Persistence) -> None:
+    with pytest.raises(ValueError):
+        await persistence.append("s", [("t", {"x": float("nan")})])
+    with pytest.raises(ValueError):
+        await persistence.put("c", "k", {"x": float("inf")})
+    assert await persistence.last_seq("s") == 0
+    assert await persistence.get("c", "k") is None
+
+
+async def test_read_with_negative_after_reads_from_the_start(persistence: Persistence) -> None:
+    await persistence.append("s", [("a", {}), ("b", {}), ("c", {})])
+    assert [r.seq for r in await persistence.read("s", after=-2)] == [1, 2, 3]
+
+
 async def test_empty_names_are_refused(persistence: Persistence) -> None:
     with pytest.raises(InvalidInputError):
         await persistence.append("", [("t", {})])
@@ -108,6 +122,16 @@ async def test_scan_by_prefix_in_key_order(persistence: Persistence) -> None:
     assert [d.key for d in await persistence.scan("other")] == []
 
 
+async def test_scan_orders_keys_by_code_point_on_every_backend(persistence: Persistence) -> None:
+    # Not by a locale's collation: "B" < "a" < "z" < "ä" < "é" < "😀", as Python sorts.
+    keys = ["é", "a", "😀", "B", "z", "ä", "a b", "a-b"]
+    for key in keys:
+        await persistence.put("c", key, {})
+    assert [d.key for d in await persistence.scan("c")] == sorted(keys)
+    assert [d.key for d in await persistence.scan("c", prefix="a")] == ["a", "a b", "a-b"]
+    assert [d.key for d in await persistence.scan("c", after="z")] == ["ä", "é", "😀"]
+
+
 async def test_lease_is_held_by_one_owner(persistence: Persistence) -> None:
     a = await persistence.acquire_lease("thread:1", "host-a", ttl=30)
     assert a.owner == "host-a"
@@ -119,6 +143,13 @@ async def test_lease_is_held_by_one_owner(persistence: Persistence) -> None:
     assert await persistence.get_lease("thread:1") is None
     c = await persistence.acquire_lease("thread:1", "host-b", ttl=30)
     assert c.owner == "host-b" and c.token > a.token
+
+
+async def test_releasing_with_an_empty_owner_is_refused(persistence: Persistence) -> None:
+    await persistence.acquire_lease("l", "host-a", ttl=30)
+    await persistence.release_lease("l", "host-a")
+    with pytest.raises(InvalidInputError):
+        await persistence.release_lease("l", "")
 
 
 async def test_expired_lease_can_be_taken_over(persistence: Persistence) -> None:

@@ -23,7 +23,8 @@ __all__ = ["MemoryPersistence", "memory_persistence"]
 def _frozen_copy(value: Mapping[str, Any]) -> dict[str, Any]:
     # A JSON round trip both copies and proves the value would survive a real
     # backend: a test that stores a datetime fails here as it would on SQLite.
-    return dict(json.loads(json.dumps(value)))
+    # NaN and Infinity are not JSON (PostgreSQL's json type refuses them).
+    return dict(json.loads(json.dumps(value, allow_nan=False)))
 
 
 class MemoryPersistence:
@@ -69,6 +70,9 @@ class MemoryPersistence:
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
     ) -> list[LogRecord]:
+        # A negative ``after`` means "from the start", as ``seq > after`` does
+        # on the SQL backends; as a slice index it would count from the end.
+        after = max(after, 0)
         with self._lock:
             log = self._logs.get(stream, [])
             picked = log[after:] if limit is None else log[after : after + limit]
@@ -80,6 +84,7 @@ class MemoryPersistence:
 
     async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
         loop = asyncio.get_running_loop()
+        after = max(after, 0)
         while True:
             with self._lock:
                 log = self._logs.get(stream, [])
@@ -188,6 +193,7 @@ class MemoryPersistence:
             return lease
 
     async def release_lease(self, name: str, owner: str) -> bool:
+        check_name("owner", owner)
         with self._lock:
             held = self._leases.get(name)
             if held is None or held.owner != owner:

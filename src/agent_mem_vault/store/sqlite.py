@@ -38,7 +38,9 @@ def _from_micros(value: int) -> datetime:
 
 
 def _dump(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # allow_nan=False: NaN and Infinity are not JSON; other readers of the
+    # file (and the PostgreSQL backend) would refuse them.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 class SqlitePersistence:
@@ -79,8 +81,14 @@ class SqlitePersistence:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            else:
+            try:
                 self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                # A failed COMMIT (disk full, I/O error) leaves the transaction
+                # open; without this every later BEGIN on this handle would fail.
+                with suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                raise
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -289,6 +297,8 @@ class SqlitePersistence:
         return Lease(name, owner, expires, token)
 
     async def release_lease(self, name: str, owner: str) -> bool:
+        # An empty owner is what a released lease holds; it must not "release" it.
+        check_name("owner", owner)
         with self._write() as conn:
             cur = conn.execute(
                 "UPDATE leases SET owner = '', expires_at = ? WHERE name = ? AND owner = ?",

@@ -1,0 +1,623 @@
+"""PostgreSQL persistence: one database shared by many hosts.
+
+The contract is the one in :mod:`.base`; what PostgreSQL adds is how it holds
+across machines:
+
+* **Appends** are one autocommit statement. A per-stream counter row in
+  ``streams`` is bumped with ``UPDATE``/upsert, which row-locks it until the
+  statement commits, so two appends on one stream serialize and the second
+  sees the first's counter: sequence numbers have no gaps and no duplicates,
+  and commits become visible in sequence order. The ``(stream, seq)`` primary
+  key of ``logs`` is the belt to those braces.
+* **Time** for leases and log records comes from the database (``now()``), so
+  hosts whose clocks disagree still agree on who holds a lease. A caller that
+  injects its own clock (a ``ManualClock`` in tests) gets that clock instead,
+  exactly as on the other backends.
+* **Watching** uses ``LISTEN``/``NOTIFY``: each append notifies in the same
+  transaction (so only committed appends are announced), one listening
+  connection per handle wakes the watches, and every wake-up is followed by a
+  catch-up read from the last sequence number seen. A lost notification (a
+  dropped connection) is covered by a slow safety poll.
+* **Schema** is versioned (:data:`.migrations.POSTGRES_MIGRATIONS`) and brought
+  up to date on first use under an advisory lock, or by
+  ``agent-mem-vault db upgrade``.
+
+The pool opens lazily on first use, so the constructor needs no running loop.
+The schema lives in the first schema of the connection's ``search_path``
+(``public`` unless the DSN says ``options=-csearch_path=...``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ..core.clock import SYSTEM_CLOCK, Clock, SystemClock
+from ..core.errors import InvalidInputError, UnavailableError
+from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
+from .migrations import (
+    POSTGRES_MIGRATIONS,
+    SchemaStatus,
+    apply_postgres_migrations,
+    postgres_schema_version,
+)
+
+__all__ = [
+    "PostgresPersistence",
+    "postgres_persistence",
+    "postgres_schema_status",
+    "upgrade_postgres_schema",
+]
+
+# A watch re-reads this often (by default) even when no notification came: it
+# bounds how late a record can be seen if a notification is lost with its
+# connection ...
+_SAFETY_POLL_SECONDS = 5.0
+# ... and this often while the listening connection is down.
+_FALLBACK_POLL_SECONDS = 0.25
+_WATCH_BATCH = 500
+
+# The time a statement uses: the caller's clock if it injected one, else the
+# database's.
+_NOW = "COALESCE(%(now)s::timestamptz, now())"
+
+# An append is one statement: bump the stream's counter (row-locking it until
+# commit), insert the records numbered from the old counter, notify. When the
+# expected sequence does not match, the counter statement returns no row and
+# nothing else happens. Two shapes, because an absent stream may only be
+# created when nothing (or 0) was expected.
+_APPEND_UPSERT = """
+WITH alloc AS (
+    INSERT INTO streams AS s (stream, last_seq) VALUES (%(stream)s, %(n)s)
+    ON CONFLICT (stream) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
+    WHERE %(expected)s::bigint IS NULL OR s.last_seq = %(expected)s::bigint
+    RETURNING last_seq
+), ins AS (
+    INSERT INTO logs (stream, seq, type, data, at)
+    SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
+    FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
+)
+SELECT last_seq, {at},
+       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
+FROM alloc
+""".replace("{at}", _NOW)
+_APPEND_EXPECTING = """
+WITH alloc AS (
+    UPDATE streams SET last_seq = last_seq + %(n)s
+    WHERE stream = %(stream)s AND last_seq = %(expected)s::bigint
+    RETURNING last_seq
+), ins AS (
+    INSERT INTO logs (stream, seq, type, data, at)
+    SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
+    FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
+)
+SELECT last_seq, {at},
+       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
+FROM alloc
+""".replace("{at}", _NOW)
+
+# Always updates (so it always returns the row as it stands after the row
+# lock), but changes nothing while somebody else holds an unexpired lease.
+_ACQUIRE = f"""
+INSERT INTO leases AS l (name, owner, expires_at, token)
+VALUES (%(name)s, %(owner)s, {_NOW} + make_interval(secs => %(ttl)s), 1)
+ON CONFLICT (name) DO UPDATE SET
+    owner = CASE WHEN l.owner IN ('', EXCLUDED.owner) OR l.expires_at <= {_NOW}
+                 THEN EXCLUDED.owner ELSE l.owner END,
+    expires_at = CASE WHEN l.owner IN ('', EXCLUDED.owner) OR l.expires_at <= {_NOW}
+                      THEN EXCLUDED.expires_at ELSE l.expires_at END,
+    token = CASE WHEN l.owner = EXCLUDED.owner THEN l.token
+                 WHEN l.owner = '' OR l.expires_at <= {_NOW} THEN l.token + 1
+                 ELSE l.token END
+RETURNING owner, expires_at, token
+"""
+
+
+def _dump(value: Mapping[str, Any]) -> str:
+    # allow_nan=False: NaN and Infinity are not JSON, and the json column
+    # would refuse them after the fact.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _prefix_end(prefix: str) -> str | None:
+    """The smallest string greater than every string starting with ``prefix``.
+
+    Keys use the "C" collation (code point order, as Python sorts), so this
+    turns a prefix into an index range.
+    """
+    while prefix:
+        following = ord(prefix[-1]) + 1
+        if following == 0xD800:  # surrogates cannot be stored; skip past them
+            following = 0xE000
+        if following <= 0x10FFFF:
+            return prefix[:-1] + chr(following)
+        prefix = prefix[:-1]
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def describe_dsn(dsn: str) -> str:
+    """The DSN for messages, without its password."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable DSN>"
+    host = parts.get("host") or "localhost"
+    return (
+        f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
+    )
+
+
+class PostgresPersistence:
+    """The :class:`~.base.Persistence` contract on PostgreSQL (psycopg 3, async, pooled)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        min_size: int = 1,
+        max_size: int = 10,
+        connect_timeout: float = 10.0,
+        migrate: bool = True,
+        safety_poll: float = _SAFETY_POLL_SECONDS,
+    ) -> None:
+        self.dsn = dsn
+        self._safety_poll = safety_poll
+        self._clock = clock
+        # The system clock means "real time", and real time is the database's.
+        self._own_clock = not isinstance(clock, SystemClock)
+        self._min_size = min_size
+        self._max_size = max_size
+        self._connect_timeout = connect_timeout
+        self._migrate = migrate
+        self._pool: AsyncConnectionPool | None = None
+        self._open_lock = asyncio.Lock()
+        self._closed = False
+        self._channel = "amv_log"
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._listen_task: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+
+    # -- connections --------------------------------------------------------
+    async def _ready(self) -> AsyncConnectionPool:
+        if self._pool is not None:
+            return self._pool
+        async with self._open_lock:
+            if self._closed:
+                raise UnavailableError(
+                    "this PostgreSQL persistence was closed; open a new one", code="store_closed"
+                )
+            if self._pool is None:
+                self._pool = await self._open_pool()
+        return self._pool
+
+    async def _open_pool(self) -> AsyncConnectionPool:
+        pool: AsyncConnectionPool = AsyncConnectionPool(
+            self.dsn,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            timeout=self._connect_timeout,
+            num_workers=2,
+            name="agent-mem-vault",
+        )
+        try:
+            await pool.open(wait=True, timeout=self._connect_timeout)
+            async with pool.connection() as conn:
+                if self._migrate:
+                    await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
+                else:
+                    await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=True)
+                cur = await conn.execute("SELECT current_schema()")
+                row = await cur.fetchone()
+        except PoolTimeout as exc:
+            await pool.close()
+            raise self._unavailable(exc) from exc
+        except BaseException:
+            await pool.close()
+            raise
+        # Channels are per database; naming the schema in the channel keeps
+        # hosts on other schemas of the same database from waking our watches.
+        schema = str(row[0]) if row else "public"
+        self._channel = "amv_log_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
+        return pool
+
+    def _unavailable(self, exc: BaseException) -> UnavailableError:
+        return UnavailableError(
+            f"PostgreSQL at {describe_dsn(self.dsn)} did not answer ({_one_line(exc)}); "
+            "check that the server runs and the DSN is right, then retry",
+            code="database_unavailable",
+        )
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        pool = await self._ready()
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
+            # A value the server cannot hold (a name too long for an index,
+            # a number out of range): the caller's to fix, and nothing was written.
+            raise InvalidInputError(
+                f"PostgreSQL refused the value: {_one_line(exc)}; shorten or correct it"
+            ) from exc
+        except (PoolTimeout, psycopg.OperationalError) as exc:
+            raise self._unavailable(exc) from exc
+        except psycopg.InterfaceError as exc:
+            if self._closed:
+                raise UnavailableError(
+                    "this PostgreSQL persistence was closed; open a new one", code="store_closed"
+                ) from exc
+            raise self._unavailable(exc) from exc
+
+    async def _fetch(self, query: str, params: Mapping[str, Any] | Sequence[Any]) -> list[Any]:
+        async with self._connection() as conn:
+            # Bytes: the queries are built from constants, not from input.
+            cur = await conn.execute(query.encode(), params)
+            return await cur.fetchall()
+
+    def _now_param(self) -> datetime | None:
+        return self._clock.now() if self._own_clock else None
+
+    # -- logs ---------------------------------------------------------------
+    async def append(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[LogRecord]:
+        check_name("stream", stream)
+        types = [check_name("record type", t) for t, _ in records]
+        datas = [_dump(d) for _, d in records]
+        await self._ready()
+        # Only "nothing expected" and "expected empty" may create the stream.
+        query = _APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING
+        params = {
+            "stream": stream,
+            "n": len(types),
+            "expected": expected_seq,
+            "types": types,
+            "datas": datas,
+            "channel": self._channel,
+            "now": self._now_param(),
+        }
+        rows = await self._fetch(query, params)
+        if not rows:
+            last = await self.last_seq(stream)
+            raise LogConflictError(
+                f"log {stream!r} is at {last}, not {expected_seq}: another writer "
+                "appended first; re-read the log",
+                stream=stream,
+                expected_seq=expected_seq,
+                last_seq=last,
+            )
+        last_seq, at, _ = rows[0]
+        base = last_seq - len(types)
+        self._wake(stream)
+        return [
+            LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
+            for i, (t, text) in enumerate(zip(types, datas, strict=True))
+        ]
+
+    async def read(
+        self, stream: str, *, after: int = 0, limit: int | None = None
+    ) -> list[LogRecord]:
+        rows = await self._fetch(
+            "SELECT seq, type, data, at FROM logs WHERE stream = %s AND seq > %s "
+            "ORDER BY seq LIMIT %s",
+            (stream, after, limit),
+        )
+        return [LogRecord(stream, s, t, d, _utc(a)) for s, t, d, a in rows]
+
+    async def last_seq(self, stream: str) -> int:
+        # The logs, not the counter row: the counter may run ahead of what a
+        # reader can see only inside an uncommitted append.
+        rows = await self._fetch(
+            "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = %s", (stream,)
+        )
+        return int(rows[0][0])
+
+    async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
+        check_name("stream", stream)
+        await self._ready()
+        await self._start_listening()
+        loop = asyncio.get_running_loop()
+        while True:
+            # Register before the catch-up read: a notification that arrives
+            # while we read still wakes the next round, so nothing is missed;
+            # reading past ``after`` means nothing is yielded twice.
+            fut: asyncio.Future[None] = loop.create_future()
+            waiters = self._waiters.setdefault(stream, set())
+            waiters.add(fut)
+            try:
+                fresh = await self.read(stream, after=after, limit=_WATCH_BATCH)
+                for record in fresh:
+                    after = record.seq
+                    yield record
+                if not fresh:
+                    timeout = (
+                        self._safety_poll if self._listening.is_set() else _FALLBACK_POLL_SECONDS
+                    )
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(fut, timeout)
+            finally:
+                waiters.discard(fut)
+                if not waiters and self._waiters.get(stream) is waiters:
+                    del self._waiters[stream]
+
+    def _wake(self, stream: str) -> None:
+        for fut in self._waiters.get(stream, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def _wake_all(self) -> None:
+        for stream in list(self._waiters):
+            self._wake(stream)
+
+    async def _start_listening(self) -> None:
+        if self._listen_task is None or self._listen_task.done():
+            self._listen_task = asyncio.create_task(self._listen(), name="amv-postgres-listen")
+        # If LISTEN does not come up quickly the watches poll; they still see
+        # everything, only later.
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._listening.wait(), self._connect_timeout)
+
+    async def _listen(self) -> None:
+        """Hold one LISTEN connection for this handle, reconnecting when it drops."""
+        delay = 0.1
+        while not self._closed:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self.dsn,
+                    autocommit=True,
+                    connect_timeout=max(1, int(self._connect_timeout)),
+                    application_name="agent-mem-vault listen",
+                )
+                async with conn:
+                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    self._listening.set()
+                    delay = 0.1
+                    # Anything appended while we were not listening is picked
+                    # up by the catch-up read this triggers.
+                    self._wake_all()
+                    async for note in conn.notifies():
+                        self._wake(note.payload)
+            except (psycopg.Error, OSError):
+                pass  # the server went away or refused us: wake everyone, retry
+            self._listening.clear()
+            self._wake_all()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    # -- documents ----------------------------------------------------------
+    async def get(self, collection: str, key: str) -> Doc | None:
+        rows = await self._fetch(
+            "SELECT value, version FROM docs WHERE collection = %s AND key = %s",
+            (collection, key),
+        )
+        if not rows:
+            return None
+        value, version = rows[0]
+        return Doc(collection, key, value, version)
+
+    async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
+        check_name("collection", collection)
+        check_name("key", key)
+        text = _dump(value)
+        while True:
+            # One statement: the insert, or else what is there. When a rival's
+            # insert commits while ours waits on it, the second half's snapshot
+            # (taken before) cannot see that row, and nothing returns: go again.
+            rows = await self._fetch(
+                "WITH ins AS (INSERT INTO docs (collection, key, value, version) "
+                "VALUES (%(c)s, %(k)s, %(v)s::json, 1) ON CONFLICT DO NOTHING "
+                "RETURNING value, version) "
+                "SELECT value, version, true FROM ins "
+                "UNION ALL SELECT value, version, false FROM docs "
+                "WHERE collection = %(c)s AND key = %(k)s AND NOT EXISTS (SELECT FROM ins)",
+                {"c": collection, "k": key, "v": text},
+            )
+            if rows:
+                stored, version, created = rows[0]
+                return Doc(collection, key, stored, version), bool(created)
+
+    async def put(
+        self,
+        collection: str,
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Doc:
+        check_name("collection", collection)
+        check_name("key", key)
+        text = _dump(value)
+        args = {"c": collection, "k": key, "v": text, "e": expected_version}
+        if expected_version is None:
+            query = (
+                "INSERT INTO docs AS d (collection, key, value, version) "
+                "VALUES (%(c)s, %(k)s, %(v)s::json, 1) ON CONFLICT (collection, key) "
+                "DO UPDATE SET value = EXCLUDED.value, version = d.version + 1 RETURNING version"
+            )
+        elif expected_version == 0:
+            query = (
+                "INSERT INTO docs (collection, key, value, version) "
+                "VALUES (%(c)s, %(k)s, %(v)s::json, 1) ON CONFLICT DO NOTHING RETURNING version"
+            )
+        else:
+            query = (
+                "UPDATE docs SET value = %(v)s::json, version = version + 1 "
+                "WHERE collection = %(c)s AND key = %(k)s AND version = %(e)s RETURNING version"
+            )
+        rows = await self._fetch(query, args)
+        if not rows:
+            raise await self._version_conflict(collection, key, expected_version)
+        return Doc(collection, key, json.loads(text), rows[0][0])
+
+    async def delete(
+        self, collection: str, key: str, *, expected_version: int | None = None
+    ) -> bool:
+        if expected_version == 0:
+            # "Must not exist": deleting nothing succeeds, finding one conflicts.
+            if await self.get(collection, key) is not None:
+                raise await self._version_conflict(collection, key, expected_version)
+            return False
+        rows = await self._fetch(
+            "DELETE FROM docs WHERE collection = %(c)s AND key = %(k)s "
+            "AND (%(e)s::bigint IS NULL OR version = %(e)s::bigint) RETURNING version",
+            {"c": collection, "k": key, "e": expected_version},
+        )
+        if not rows and expected_version is not None:
+            raise await self._version_conflict(collection, key, expected_version)
+        return bool(rows)
+
+    async def _version_conflict(
+        self, collection: str, key: str, expected: int | None
+    ) -> VersionConflictError:
+        current = await self.get(collection, key)
+        version = current.version if current else 0
+        return VersionConflictError(
+            f"{collection}/{key} is at version {version}, not {expected}; re-read it and try again",
+            collection=collection,
+            key=key,
+        )
+
+    async def scan(
+        self, collection: str, *, prefix: str = "", after: str | None = None, limit: int = 1000
+    ) -> list[Doc]:
+        lower = max(prefix, after) if after is not None else prefix
+        op = ">" if after is not None and after >= prefix else ">="
+        upper = _prefix_end(prefix)
+        rows = await self._fetch(
+            f"SELECT key, value, version FROM docs WHERE collection = %s AND key {op} %s "
+            "AND (%s::text IS NULL OR key < %s::text) ORDER BY key LIMIT %s",
+            (collection, lower, upper, upper, limit),
+        )
+        return [Doc(collection, k, v, ver) for k, v, ver in rows]
+
+    # -- leases -------------------------------------------------------------
+    async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
+        check_name("lease", name)
+        check_name("owner", owner)
+        rows = await self._fetch(
+            _ACQUIRE, {"name": name, "owner": owner, "ttl": float(ttl), "now": self._now_param()}
+        )
+        held_by, until, token = rows[0]
+        return Lease(name, held_by, _utc(until), token)
+
+    async def release_lease(self, name: str, owner: str) -> bool:
+        check_name("owner", owner)
+        # Expire rather than forget, so the fencing token keeps growing.
+        rows = await self._fetch(
+            f"UPDATE leases SET owner = '', expires_at = {_NOW} "
+            "WHERE name = %(name)s AND owner = %(owner)s AND owner <> '' RETURNING token",
+            {"name": name, "owner": owner, "now": self._now_param()},
+        )
+        return bool(rows)
+
+    async def get_lease(self, name: str) -> Lease | None:
+        rows = await self._fetch(
+            "SELECT owner, expires_at, token FROM leases "
+            f"WHERE name = %(name)s AND owner <> '' AND expires_at > {_NOW}",
+            {"name": name, "now": self._now_param()},
+        )
+        if not rows:
+            return None
+        owner, until, token = rows[0]
+        return Lease(name, owner, _utc(until), token)
+
+    # -- life cycle ---------------------------------------------------------
+    async def close(self) -> None:
+        """Stop the listener, close the pool; watches on this handle then fail."""
+        async with self._open_lock:
+            self._closed = True
+            task, self._listen_task = self._listen_task, None
+            pool, self._pool = self._pool, None
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+        if pool is not None:
+            await pool.close()
+        self._wake_all()
+
+
+def postgres_persistence(
+    dsn: str,
+    *,
+    clock: Clock = SYSTEM_CLOCK,
+    min_size: int = 1,
+    max_size: int = 10,
+    connect_timeout: float = 10.0,
+    safety_poll: float = _SAFETY_POLL_SECONDS,
+) -> PostgresPersistence:
+    """A persistence in a PostgreSQL database, shared by many hosts.
+
+    Nothing connects until the first call; the schema is brought up to date
+    then (under an advisory lock, so hosts starting together do not race).
+    ``clock``: leave it alone in production (lease and record times then come
+    from the database, which all hosts share); inject one only in tests.
+    ``safety_poll``: seconds a watch waits for a notification before it
+    re-reads anyway.
+
+    >>> store = postgres_persistence("postgresql://app@db.internal/agents")  # doctest: +SKIP
+    >>> await store.append("thread:1", [("message", {"text": "hi"})])  # doctest: +SKIP
+    """
+    return PostgresPersistence(
+        dsn,
+        clock=clock,
+        min_size=min_size,
+        max_size=max_size,
+        connect_timeout=connect_timeout,
+        safety_poll=safety_poll,
+    )
+
+
+@asynccontextmanager
+async def _one_connection(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    try:
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.OperationalError as exc:
+        raise UnavailableError(
+            f"could not connect to PostgreSQL at {describe_dsn(dsn)} ({_one_line(exc)}); "
+            "check that the server runs and the DSN is right",
+            code="database_unavailable",
+        ) from exc
+    async with conn:
+        yield conn
+
+
+async def upgrade_postgres_schema(dsn: str) -> SchemaStatus:
+    """Apply every pending migration; returns where the schema stands afterwards.
+
+    >>> asyncio.run(upgrade_postgres_schema("postgresql:///agents")).current  # doctest: +SKIP
+    1
+    """
+    async with _one_connection(dsn) as conn:
+        return await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
+
+
+async def postgres_schema_status(dsn: str) -> SchemaStatus:
+    """Where the schema stands, without changing it."""
+    async with _one_connection(dsn) as conn:
+        return await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=False)
