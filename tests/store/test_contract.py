@@ -212,3 +212,12 @@ async def test_concurrent_appends_with_expected_seq_let_exactly_one_win(
     assert await handles[0].last_seq("race") == 1
     for h in {id(h): h for h in handles}.values():
         await h.close()
+
+
+async def test_names_are_limited_in_utf8_bytes_on_every_backend(persistence: Persistence) -> None:
+    wide = "é" * 600  # 600 characters, 1200 UTF-8 bytes
+    with pytest.raises(InvalidInputError, match="UTF-8 bytes"):
+        await persistence.put("c", wide, {})
+    assert await persistence.get("c", wide) is None
+    doc = await persistence.put("c", "é" * 512, {})
+    assert doc.version == 1

@@ -5,7 +5,29 @@
 
 A host keeps, per thread, the state folded from its log and an asyncio lock
 so that one process runs one operation on a thread at a time; across
-processes and hosts, the log's lease and ``expected_seq`` do that job.
+processes and hosts, the log's lease and ``expected_seq`` do that job
+(:mod:`.threadlog`).
+
+Many hosts on one database (``postgres_persistence(dsn)``):
+
+* **One writer per thread.** The host that writes a thread's log owns it
+  for ``lease_ttl`` after its last write, renewing while a turn runs. Any
+  host may *read* any thread (snapshots, ``session.events()``, which see
+  other hosts' appends live).
+* **A send to a host that does not own the thread raises**
+  ``LogOwnedElsewhereError`` (code ``log_owned_elsewhere``, HTTP 409, with
+  ``owner`` and ``expires_at`` in its details) and writes nothing; it is not
+  forwarded. Hosts know no addresses of each other, and forwarding through
+  the database would write the user's provider keys there and add a second
+  queue that must itself be exactly-once. Route requests by thread id
+  (affinity) in front of the hosts; on ``log_owned_elsewhere`` send to the
+  owner, or retry with the same ``input_id`` once the lease lapses — an
+  input id runs at most once, whichever host takes it.
+* **Failover.** When the owner dies its lease lapses after at most
+  ``lease_ttl``; the next host that writes the thread takes it over and
+  first closes a turn the log shows in flight, exactly as the log says
+  (:mod:`.takeover`): never runs it again. ``host.close()`` gives the
+  leases up at once, for a restart without the wait.
 """
 
 from __future__ import annotations
@@ -20,15 +42,16 @@ from typing import TYPE_CHECKING, Any
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import InvalidInputError, UserError
 from ..core.ids import TidGenerator
-from ..store import Persistence, memory_persistence
+from ..store import LogConflictError, Persistence, memory_persistence
 from .access import DEFAULT_TENANT, Access, Action, User, as_user, authorize, require_user
 from .definitions import Harness
 from .errors import ThreadNotFoundError, WrongHarnessError
 from .events import HOST_STREAM, HostEvent
 from .index import ThreadEntry, create_entry, get_entry, list_entries, update_entry
-from .log import RUN_FINISHED, stream_name
+from .log import stream_name
 from .session import Session
 from .state import ThreadState
+from .takeover import close_interrupted_turn
 from .threadlog import ThreadLog
 
 if TYPE_CHECKING:
@@ -38,6 +61,7 @@ __all__ = ["HarnessHost", "Sessions", "ThreadSummary"]
 
 _THREAD_ID = re.compile(r"^[A-Za-z0-9._:~\-]{1,200}$")
 ROLES_HINT = "owner, member, operator"
+_TAKEOVER_ATTEMPTS = 5
 
 
 class ThreadSummary:
@@ -240,22 +264,31 @@ class HarnessHost:
         lock = self._locks.setdefault(stream, asyncio.Lock())
         async with lock:
             log = self._log(stream)
-            await log.refresh()
+            # The lease first, then the read: what we decide from is then
+            # what the log held once nobody else could (rightly) write.
             await log.own()
-            running = log.state.running
-            if running is not None:
-                # We hold the thread, so nobody runs this turn any more: a host
-                # stopped in the middle of it. Close it as failed, once, in the log.
-                await log.append_one(
-                    RUN_FINISHED,
-                    {
-                        "runId": running,
-                        "status": "failed",
-                        "text": "",
-                        "code": "turn_abandoned",
-                        "message": "the host running this turn stopped before it ended; send again",
-                    },
+            for attempt in range(_TAKEOVER_ATTEMPTS):
+                await log.refresh()
+                running = log.state.running
+                if running is None:
+                    break
+                # We hold the thread and no turn of ours runs on it (the lock),
+                # so nobody runs this turn any more: a host stopped in the
+                # middle of it. Close it, once, as the log says.
+                records = close_interrupted_turn(
+                    log.state,
+                    running,
+                    next_id=self._next_id,
+                    now=format_datetime(self.clock.now()),
                 )
+                try:
+                    await log.append(records)
+                    break
+                except LogConflictError:
+                    # The stalled host wrote after all (it may have finished
+                    # its turn): look again.
+                    if attempt == _TAKEOVER_ATTEMPTS - 1:
+                        raise
             yield log
 
     # -- host-level -------------------------------------------------------------

@@ -112,7 +112,9 @@ def _message(state: ThreadState, data: Mapping[str, Any]) -> None:
 
 def _run_started(state: ThreadState, data: Mapping[str, Any]) -> None:
     run_id = data["runId"]
-    state.runs[run_id] = RunRecord(run_id=run_id, agent=data.get("agent"))
+    state.runs[run_id] = RunRecord(
+        run_id=run_id, agent=data.get("agent"), start=len(state.messages)
+    )
     state.running = run_id
 
 
@@ -155,6 +157,7 @@ def _run_finished(state: ThreadState, data: Mapping[str, Any]) -> None:
         text=data.get("text", ""),
         code=data.get("code"),
         message=data.get("message"),
+        start=old.start,
     )
     if state.running == run_id:
         state.running = None

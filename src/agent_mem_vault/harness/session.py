@@ -13,9 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.clock import format_datetime
 from ..core.errors import ConflictError, InvalidInputError
+from ..store import LogConflictError
 from .access import User
 from .definitions import Harness
-from .errors import InputConflictError, NoHumanWaitError, ThreadPausedError, WaitNotFoundError
+from .errors import (
+    InputConflictError,
+    LogOwnedElsewhereError,
+    NoHumanWaitError,
+    ThreadPausedError,
+    WaitNotFoundError,
+)
 from .events import Event
 from .handoff import HUMAN, Handoff, handoff_event
 from .log import HANDOFF, INPUT, MESSAGE, RUN_STARTED, WAIT_CLOSED, Record, input_hash
@@ -190,8 +197,19 @@ class Session:
             next_id=self.host._next_id,
             clock=self.host.clock,
         )
-        async with log.renewing():
-            outcome = await turn.run()
+        try:
+            async with log.renewing():
+                outcome = await turn.run()
+        except (LogConflictError, LogOwnedElsewhereError):
+            # Another host took the thread over mid-turn and closes this turn
+            # in the log; its verdict is the result. Until it has, the caller
+            # learns who owns the thread, and a retry with this input id
+            # returns the verdict without running anything.
+            await log.refresh()
+            run = log.state.runs.get(run_id)
+            if run is None or run.status == "running":
+                raise
+            return TurnResult(run.text, run.status, run_id, input_id, run.code, run.message)
         return TurnResult(
             outcome.text, outcome.status, run_id, input_id, outcome.code, outcome.message
         )

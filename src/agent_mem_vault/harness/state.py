@@ -67,6 +67,8 @@ class RunRecord:
     text: str = ""
     code: str | None = None
     message: str | None = None
+    start: int = 0
+    """Where the turn's messages begin in ``ThreadState.messages`` (for closing it later)."""
 
 
 @dataclass(slots=True)

@@ -1,15 +1,33 @@
-"""The one place a thread's log is read and written.
+"""The one place a thread's log is read and written, and who may write it.
 
-Appends always name the sequence number they follow (``expected_seq``), so
-two writers can never interleave. Writing also needs the log's lease: one
-host owns a thread's log at a time, renews the lease as it writes, and
-releases it when it closes. A host that finds the lease held by another
-raises ``LogOwnedElsewhereError`` and writes nothing.
+Ownership across hosts (many hosts on one PostgreSQL, or processes on one
+SQLite file) rests on two things, and needs both:
+
+* **A lease** ``log-owner:<stream>``, held by ``host.host_id`` with a TTL.
+  A host takes it before it writes, keeps it for ``lease_ttl`` after its
+  last write (so a thread stays with the host that serves it), renews it
+  every ``lease_ttl / 3`` while a turn runs (a model call may outlast the
+  TTL), and gives it up in ``host.close()``. Another host that wants to
+  write meanwhile gets ``LogOwnedElsewhereError`` and writes nothing — for
+  a plain ``send`` too: a send is not forwarded to the owner (see
+  :mod:`.host` for why), the caller sends it there or retries once the
+  lease lapses.
+* **Fencing by sequence number.** A lease alone cannot stop a host that
+  *believes* it still owns the thread (its process stalled, its database
+  connection hung) from writing after the lease lapsed and another host
+  took over. So every append names ``expected_seq``, the last record this
+  host folded in, and a host that takes over a thread whose log shows a
+  turn in flight closes that turn in the log before anything else. The
+  stale host's next append then fails with ``LogConflictError``; the turn
+  treats that (and a lost lease) as "this thread is no longer mine" and
+  stops writing — it never re-reads and carries on. So no turn writes after
+  another host closed it, and no turn runs twice.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -22,8 +40,12 @@ from .state import ThreadState
 
 __all__ = ["ThreadLog", "lease_name"]
 
+_log = logging.getLogger(__name__)
+_NEVER = float("-inf")
+
 
 def lease_name(stream: str) -> str:
+    """The lease that says which host owns (may write) a thread's log."""
     return f"log-owner:{stream}"
 
 
@@ -39,7 +61,15 @@ class ThreadLog:
         self.lease_ttl = lease_ttl
         self._clock = clock
         self.state = ThreadState()
-        self._lease_until = float("-inf")
+        # Until when (on this host's monotonic clock) the lease is surely ours:
+        # measured from *before* the acquire that granted it, so it never runs
+        # past the expiry the store recorded.
+        self._lease_until = _NEVER
+
+    @property
+    def renew_every(self) -> float:
+        """Seconds between renewals while a turn runs: two may fail before the lease lapses."""
+        return self.lease_ttl / 3
 
     async def refresh(self) -> ThreadState:
         """Fold in whatever was appended since this host last read."""
@@ -48,20 +78,28 @@ class ThreadLog:
         return self.state
 
     async def own(self) -> None:
-        """Hold the log's lease (renewed once half of it has passed)."""
+        """Hold the log's lease, or raise ``LogOwnedElsewhereError``.
+
+        Within the first half of a lease nothing is asked of the store: the
+        lease cannot have moved yet. Later, the lease is renewed (or taken).
+        """
         now = self._clock.monotonic()
         if now < self._lease_until - self.lease_ttl / 2:
             return
+        await self._acquire(now)
+
+    async def _acquire(self, now: float) -> None:
         lease = await self.persistence.acquire_lease(
             lease_name(self.stream), self.owner, self.lease_ttl
         )
         if lease.owner != self.owner:
-            self._lease_until = float("-inf")
+            self._lease_until = _NEVER
             raise LogOwnedElsewhereError(
                 f"another host ({lease.owner}) owns the log of this thread until "
                 f"{lease.expires_at.isoformat()}; send through that host or retry after it lapses",
                 stream=self.stream,
                 owner=lease.owner,
+                expires_at=lease.expires_at.isoformat(),
             )
         self._lease_until = now + self.lease_ttl
 
@@ -70,20 +108,25 @@ class ThreadLog:
         """Keep renewing the lease while a long step (a turn, a model call) runs.
 
         A model call may take longer than the lease; without renewal another
-        host could take the thread over in the middle of a live turn.
+        host could take the thread over in the middle of a live turn. A renewal
+        that fails (the database is briefly away) is retried sooner; one that
+        finds another owner stops renewing, and the turn's next append fails.
         """
 
         async def beat() -> None:
+            delay = self.renew_every
             while True:
-                await asyncio.sleep(self.lease_ttl / 3)
-                lease = await self.persistence.acquire_lease(
-                    lease_name(self.stream), self.owner, self.lease_ttl
-                )
-                if lease.owner != self.owner:
+                await asyncio.sleep(delay)
+                delay = self.renew_every
+                try:
+                    await self._acquire(self._clock.monotonic())
+                except LogOwnedElsewhereError:
                     return  # lost it; the next append raises LogOwnedElsewhereError
-                self._lease_until = self._clock.monotonic() + self.lease_ttl
+                except Exception as exc:  # the store is briefly away: never kill the turn
+                    _log.warning("renewing the lease of %s failed: %s", self.stream, exc)
+                    delay = max(self.renew_every / 4, 0.01)
 
-        task = asyncio.create_task(beat())
+        task = asyncio.create_task(beat(), name=f"renew {lease_name(self.stream)}")
         try:
             yield
         finally:
@@ -92,12 +135,18 @@ class ThreadLog:
                 await task
 
     async def release(self) -> None:
-        if self._lease_until != float("-inf"):
+        """Give the lease up (when this host closes), so another host need not wait it out."""
+        if self._lease_until != _NEVER:
+            self._lease_until = _NEVER
             await self.persistence.release_lease(lease_name(self.stream), self.owner)
-            self._lease_until = float("-inf")
 
     async def append(self, records: Sequence[Record]) -> ThreadState:
-        """Append after the last record this host saw, or fail with nothing written."""
+        """Append after the last record this host saw, or fail with nothing written.
+
+        On ``LogConflictError`` the state is refreshed (so the caller can see
+        what the other writer did) and the error is raised: the caller decides
+        again from the new state; it must not simply append once more.
+        """
         if not records:
             return self.state
         await self.own()

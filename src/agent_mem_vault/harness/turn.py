@@ -8,6 +8,10 @@ the same turn, at most ``MAX_HANDOFFS_PER_TURN`` times. A handoff to a person
 opens a ``human`` wait and ends the turn ``interrupted``.
 
 Everything the turn does is appended to the thread's log as it happens.
+A turn whose append meets another writer (``LogConflictError``) or another
+owner (``LogOwnedElsewhereError``) has lost its thread to another host, which
+closes it in the log: from then on it writes nothing, not even its own
+``run.finished`` (see :mod:`.threadlog`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any, Literal
 
 from ..core.clock import Clock, format_datetime
 from ..core.errors import AgentMemVaultError, ConflictError, InvalidInputError, RemoteError
+from ..store import LogConflictError
 from .access import User
 from .context import (
     AgentContext,
@@ -28,7 +33,7 @@ from .context import (
     _Part,
 )
 from .definitions import Agent, Harness
-from .errors import DuplicateToolError, NotARootAgentError
+from .errors import DuplicateToolError, LogOwnedElsewhereError, NotARootAgentError
 from .handoff import (
     Handoff,
     handoff_event,
@@ -126,6 +131,9 @@ class Turn:
         # appends, fewer fsyncs; nothing deferred was acknowledged to anyone.
         self._deferred: list[Record] = []
         self._deferred_messages: list[Message] = []
+        # Set once an append finds the thread taken by another host; every
+        # later write re-raises it, even if app code swallowed the first.
+        self._lost: LogConflictError | LogOwnedElsewhereError | None = None
 
     # -- what contexts reach ------------------------------------------------
     @property
@@ -181,6 +189,8 @@ class Turn:
         }
         if outcome.code is not None:
             finished.update(code=outcome.code, message=outcome.message)
+        if self._lost is not None:
+            raise self._lost  # another host closes this turn; write nothing more
         await self._write([(RUN_FINISHED, finished)])
         return outcome
 
@@ -420,10 +430,16 @@ class Turn:
 
     async def _write(self, records: Sequence[Record]) -> None:
         """Append ``records`` after whatever was deferred, in one append."""
+        if self._lost is not None:
+            raise self._lost
         batch = [*self._deferred, *records]
         self._deferred.clear()
         self._deferred_messages.clear()
-        await self.log.append(batch)
+        try:
+            await self.log.append(batch)
+        except (LogConflictError, LogOwnedElsewhereError) as exc:
+            self._lost = exc
+            raise
 
     def _usage(self, model: Model, usage: Usage, source: str, agent: str | None) -> dict[str, Any]:
         return {

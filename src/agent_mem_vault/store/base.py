@@ -88,10 +88,20 @@ class VersionConflictError(ConflictError):
 
 
 def check_name(kind: str, value: str) -> str:
-    """Streams, collections and keys are non-empty text without NUL bytes."""
-    if not isinstance(value, str) or not value or "\x00" in value or len(value) > 1024:
+    """Streams, collections and keys are non-empty text without NUL bytes.
+
+    The limit is in UTF-8 bytes, not characters, so that a collection and a key
+    together always fit a PostgreSQL b-tree index entry, on every backend alike.
+    """
+    if (
+        not isinstance(value, str)
+        or not value
+        or "\x00" in value
+        or len(value.encode("utf-8", "surrogatepass")) > 1024
+    ):
         raise InvalidInputError(
-            f"{kind} must be non-empty text of at most 1024 characters without NUL, got {value!r}",
+            f"{kind} must be non-empty text of at most 1024 UTF-8 bytes without NUL, "
+            f"got {value[:80]!r}",
             field=kind,
         )
     return value
