@@ -1,0 +1,439 @@
+"""Harness overhead per turn, side by side with LangGraph and the OpenAI Agents SDK.
+
+Every framework plays the same scenario with the same scripted model replies,
+so no time goes to a model and what is measured is the framework itself:
+
+* plain turn: the main agent answers a user message with text (one model call);
+  threads of 10 turns, every turn measured.
+* chain turn: main hands off to a1, a1 to a2, ... a9 to a10 (10 handoffs in
+  one turn, the most a turn of ours may have), a10 answers; a new thread each turn.
+
+Each runs in memory and on a SQLite file:
+
+* agent-mem-vault: ``HarnessHost`` on ``memory_persistence()`` / ``sqlite_persistence``,
+  with ``ScriptedModel`` (``session.send`` is timed).
+* LangGraph: ``langgraph-swarm`` handoff tools between ``create_agent`` agents,
+  a fake chat model, ``InMemorySaver`` / ``AsyncSqliteSaver`` (``ainvoke`` is timed).
+* OpenAI Agents SDK: ``handoffs`` between agents, a fake ``Model``,
+  ``SQLiteSession`` on ``:memory:`` / a file (``Runner.run`` is timed, tracing off).
+
+On SQLite all three run in WAL mode with ``synchronous=FULL`` (SQLite's
+default, and ours on purpose: an acknowledged write is on disk), so a commit
+costs one fsync and the number of commits per turn decides those figures.
+
+The competitors' fakes are minimal (they return the next reply and record
+nothing) and the competitors run non-streamed, their cheapest path, while ours
+streams; so the comparison leans their way. They are installed only for this:
+``pip install -e '.[bench]'``; a missing one is skipped with a message.
+
+    .venv/bin/python benchmarks/bench_harness.py            # full sizes
+    .venv/bin/python benchmarks/bench_harness.py --quick    # small sizes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import itertools
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+AGENTS = [f"a{i}" for i in range(1, 11)]
+USER_PLAIN = "Hello, what can you do?"
+USER_CHAIN = "I want a refund for order 42."
+ANSWER = "Here is your answer."
+
+# The script, framework-neutral: ("text", words) or ("handoff", target).
+Step = tuple[str, str]
+PLAIN: list[Step] = [("text", ANSWER)]
+CHAIN: list[Step] = [("handoff", name) for name in AGENTS] + [("text", ANSWER)]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    plain_threads: int
+    turns_per_thread: int
+    chain_turns: int
+    warmup: int
+
+
+@dataclass
+class Row:
+    framework: str
+    backend: str
+    scenario: str
+    samples: list[float]
+    """Seconds per timed turn; empty when the framework was skipped."""
+    note: str = ""
+
+    @property
+    def median_ms(self) -> float | None:
+        return statistics.median(self.samples) * 1000 if self.samples else None
+
+
+def scripted_steps(script: list[Step], turns: int) -> list[Step]:
+    return script * turns
+
+
+# --------------------------------------------------------------------------- timing
+
+
+async def time_turns(turns: int, warmup: int, turn: Callable[[int], Awaitable[Any]]) -> list[float]:
+    """Runs ``warmup + turns`` turns (``turn(i)``) and returns the timed ones in seconds."""
+    samples: list[float] = []
+    gc.collect()
+    for i in range(warmup + turns):
+        start = time.perf_counter()
+        await turn(i)
+        elapsed = time.perf_counter() - start
+        if i >= warmup:
+            samples.append(elapsed)
+    return samples
+
+
+# --------------------------------------------------------------------------- LangGraph
+
+
+async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
+    try:
+        from langchain.agents import create_agent
+        from langchain_core.language_models.chat_models import BaseChatModel
+        from langchain_core.messages import AIMessage, BaseMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        from langgraph_swarm import create_handoff_tool, create_swarm
+    except ImportError as exc:
+        return _skipped("LangGraph", exc)
+
+    class FakeChatModel(BaseChatModel):
+        """Returns the next scripted message; shared by every agent of the swarm."""
+
+        script: Any
+
+        @property
+        def _llm_type(self) -> str:
+            return "bench-fake"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+        ) -> ChatResult:
+            return ChatResult(generations=[ChatGeneration(message=next(self.script))])
+
+        async def _agenerate(
+            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+        ) -> ChatResult:
+            return self._generate(messages, stop)
+
+    def messages(script: list[Step]) -> Iterator[AIMessage]:
+        ids = itertools.count()
+        for kind, value in itertools.cycle(script):
+            if kind == "text":
+                yield AIMessage(content=value)
+            else:
+                call = {"name": f"transfer_to_{value}", "args": {}, "id": f"call_{next(ids)}"}
+                yield AIMessage(content="", tool_calls=[call])
+
+    def build(script: list[Step], checkpointer: Any) -> Any:
+        model = FakeChatModel(script=messages(script))
+        names = ["main", *AGENTS]
+        agents = [
+            create_agent(
+                model,
+                tools=[create_handoff_tool(agent_name=names[i + 1])] if i + 1 < len(names) else [],
+                system_prompt=f"You are {name}.",
+                name=name,
+            )
+            for i, name in enumerate(names)
+        ]
+        return create_swarm(agents, default_active_agent="main").compile(checkpointer=checkpointer)
+
+    async def run(backend: str, checkpointer: Any) -> list[Row]:
+        rows = []
+        app = build(PLAIN, checkpointer)
+
+        async def plain(i: int) -> None:
+            thread = f"plain-{i // sizes.turns_per_thread}"
+            config = {"configurable": {"thread_id": thread}, "recursion_limit": 100}
+            out = await app.ainvoke({"messages": [{"role": "user", "content": USER_PLAIN}]}, config)
+            if out["messages"][-1].content != ANSWER:
+                raise AssertionError(f"LangGraph answered {out['messages'][-1]!r}")
+
+        samples = await time_turns(
+            sizes.plain_threads * sizes.turns_per_thread, sizes.warmup, plain
+        )
+        rows.append(Row("LangGraph", backend, "plain", samples))
+        app = build(CHAIN, checkpointer)
+
+        async def chain(i: int) -> None:
+            config = {"configurable": {"thread_id": f"chain-{i}"}, "recursion_limit": 100}
+            out = await app.ainvoke({"messages": [{"role": "user", "content": USER_CHAIN}]}, config)
+            if out.get("active_agent") != "a10":
+                raise AssertionError(f"LangGraph chain ended at {out.get('active_agent')!r}")
+
+        samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
+        rows.append(Row("LangGraph", backend, "chain10", samples))
+        return rows
+
+    rows = await run("memory", InMemorySaver())
+    async with AsyncSqliteSaver.from_conn_string(str(tmp / "langgraph.db")) as saver:
+        rows += await run("sqlite", saver)
+    return rows
+
+
+# --------------------------------------------------------------------------- Agents SDK
+
+
+async def bench_agents_sdk(sizes: Sizes, tmp: Path) -> list[Row]:
+    try:
+        from agents import Agent, Runner, SQLiteSession, set_tracing_disabled
+        from agents.items import ModelResponse
+        from agents.models.interface import Model
+        from agents.testing import assistant_message, function_call
+        from agents.usage import Usage
+    except ImportError as exc:
+        return _skipped("OpenAI Agents SDK", exc)
+
+    set_tracing_disabled(True)
+
+    class FakeModel(Model):
+        """Returns the next scripted output; shared by every agent."""
+
+        def __init__(self, script: list[Step]) -> None:
+            self._next = self._outputs(script)
+
+        @staticmethod
+        def _outputs(script: list[Step]) -> Iterator[list[Any]]:
+            ids = itertools.count()
+            for kind, value in itertools.cycle(script):
+                if kind == "text":
+                    yield [assistant_message(value, item_id=f"msg_{next(ids)}")]
+                else:
+                    yield [function_call(f"transfer_to_{value}", {}, call_id=f"call_{next(ids)}")]
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            return ModelResponse(output=next(self._next), usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the benchmark runs the Agents SDK non-streamed")
+
+    def build(script: list[Step]) -> Any:
+        model = FakeModel(script)
+        agent = Agent(name="a10", instructions="You are a10.", model=model)
+        for name in reversed(["main", *AGENTS[:-1]]):
+            agent = Agent(name=name, instructions=f"You are {name}.", model=model, handoffs=[agent])
+        return agent
+
+    async def run(backend: str, db: str) -> list[Row]:
+        rows = []
+        main = build(PLAIN)
+        sessions: dict[int, Any] = {}
+
+        async def plain(i: int) -> None:
+            n = i // sizes.turns_per_thread
+            if n not in sessions:
+                sessions.clear()
+                sessions[n] = SQLiteSession(f"plain-{n}", db_path=db)
+            result = await Runner.run(main, USER_PLAIN, session=sessions[n])
+            if result.final_output != ANSWER:
+                raise AssertionError(f"Agents SDK answered {result.final_output!r}")
+
+        samples = await time_turns(
+            sizes.plain_threads * sizes.turns_per_thread, sizes.warmup, plain
+        )
+        rows.append(Row("Agents SDK", backend, "plain", samples))
+        main = build(CHAIN)
+
+        async def chain(i: int) -> None:
+            session = SQLiteSession(f"chain-{i}", db_path=db)
+            result = await Runner.run(main, USER_CHAIN, session=session, max_turns=30)
+            if result.last_agent.name != "a10":
+                raise AssertionError(f"Agents SDK chain ended at {result.last_agent.name!r}")
+
+        samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
+        rows.append(Row("Agents SDK", backend, "chain10", samples))
+        return rows
+
+    return await run("memory", ":memory:") + await run("sqlite", str(tmp / "agents.db"))
+
+
+# --------------------------------------------------------------------------- ours
+
+
+async def bench_ours(sizes: Sizes, tmp: Path) -> list[Row]:
+    try:
+        from agent_mem_vault.harness import (
+            HarnessHost,
+            Routing,
+            define_agent,
+            define_harness,
+            memory_persistence,
+            sqlite_persistence,
+        )
+        from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
+    except ImportError as exc:
+        return _skipped("agent-mem-vault", exc)
+
+    def replies(script: list[Step], turns: int) -> list[Any]:
+        out = []
+        for kind, value in scripted_steps(script, turns):
+            if kind == "text":
+                out.append(text(value))
+            else:
+                out.append(tool_call("handoff", {"to": value, "note": f"Over to {value}."}))
+        return out
+
+    def build(script: list[Step], turns: int) -> Any:
+        model = ScriptedModel(replies(script, turns))
+
+        def agent(name: str) -> Any:
+            async def run(ctx: Any) -> str:
+                return str(await ctx.chat(model=model, system_prompts=[f"You are {name}."]))
+
+            return define_agent(name=name, description=f"Agent {name}", run=run)
+
+        return define_harness(
+            name="bench/desk",
+            model=model,
+            system_prompts=["You are main."],
+            agents=[agent(name) for name in AGENTS],
+            routing=Routing(),
+        )
+
+    async def run(backend: str, make: Callable[[], Any]) -> list[Row]:
+        rows = []
+        host = HarnessHost(persistence=make())
+        total = sizes.plain_threads * sizes.turns_per_thread + sizes.warmup
+        harness = build(PLAIN, total)
+        sessions: dict[int, Any] = {}
+
+        async def plain(i: int) -> None:
+            n = i // sizes.turns_per_thread
+            session = sessions.get(n)
+            if session is None:
+                sessions.clear()
+                session = sessions[n] = await host.open(harness, thread_id=f"plain-{n}")
+            result = await session.send(USER_PLAIN)
+            if result.text != ANSWER:
+                raise AssertionError(f"agent-mem-vault answered {result!r}")
+
+        samples = await time_turns(total - sizes.warmup, sizes.warmup, plain)
+        rows.append(Row("agent-mem-vault", backend, "plain", samples))
+        harness = build(CHAIN, sizes.chain_turns + sizes.warmup)
+
+        async def chain(i: int) -> None:
+            session = await host.open(harness, thread_id=f"chain-{i}")
+            result = await session.send(USER_CHAIN)
+            if not result.text.startswith("a10:"):
+                raise AssertionError(f"agent-mem-vault chain ended with {result!r}")
+
+        samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
+        rows.append(Row("agent-mem-vault", backend, "chain10", samples))
+        await host.close()
+        return rows
+
+    db = tmp / "amv.db"
+    return await run("memory", memory_persistence) + await run(
+        "sqlite", lambda: sqlite_persistence(db)
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def _skipped(framework: str, exc: ImportError) -> list[Row]:
+    print(
+        f"skipping {framework}: {exc}. Install the competitors with: pip install -e '.[bench]'",
+        file=sys.stderr,
+    )
+    return [Row(framework, "-", "-", [], note=f"not installed ({exc.name})")]
+
+
+def pool(rows: list[Row]) -> list[Row]:
+    """Joins the samples of the same framework, backend and scenario over all rounds."""
+    pooled: dict[tuple[str, str, str], Row] = {}
+    for r in rows:
+        key = (r.framework, r.backend, r.scenario)
+        if key in pooled:
+            pooled[key].samples.extend(r.samples)
+        else:
+            pooled[key] = Row(r.framework, r.backend, r.scenario, list(r.samples), r.note)
+    order = {"agent-mem-vault": 0, "LangGraph": 1, "Agents SDK": 2}
+    return sorted(pooled.values(), key=lambda r: (r.backend, r.scenario, order.get(r.framework, 9)))
+
+
+def report(rows: list[Row]) -> None:
+    ours = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "agent-mem-vault"}
+    print()
+    header = f"{'backend':<8} {'scenario':<9} {'framework':<16} {'median ms/turn':>15} {'turns':>6}"
+    print(f"{header} {'vs ours':>8}")
+    print("-" * 66)
+    for r in rows:
+        if r.median_ms is None:
+            print(f"{'':<8} {'':<9} {r.framework:<16} {'skipped':>15}        {r.note}")
+            continue
+        base = ours.get((r.backend, r.scenario))
+        ratio = f"{r.median_ms / base:.1f}x" if base and r.framework != "agent-mem-vault" else ""
+        print(
+            f"{r.backend:<8} {r.scenario:<9} {r.framework:<16} {r.median_ms:>15.3f} "
+            f"{len(r.samples):>6} {ratio:>8}"
+        )
+    print()
+    print("vs ours: the competitor's median divided by ours (higher means ours is faster).")
+
+
+async def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        help="run the frameworks in turn this many times and pool the samples, so that "
+        "slow phases of the machine hit all of them alike (default 5, 1 with --quick)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["ours", "langgraph", "agents"],
+        action="append",
+        help="run only these frameworks (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    sizes = (
+        Sizes(plain_threads=2, turns_per_thread=5, chain_turns=5, warmup=2)
+        if args.quick
+        else Sizes(plain_threads=2, turns_per_thread=10, chain_turns=8, warmup=2)
+    )
+    rounds = args.rounds or (1 if args.quick else 5)
+    chosen = args.only or ["ours", "langgraph", "agents"]
+    benches = {"ours": bench_ours, "langgraph": bench_langgraph, "agents": bench_agents_sdk}
+    print(
+        f"plain: {sizes.plain_threads} threads x {sizes.turns_per_thread} turns; "
+        f"chain of {len(AGENTS)} handoffs: {sizes.chain_turns} turns; warmup {sizes.warmup}; "
+        f"{rounds} round(s); Python {sys.version.split()[0]}"
+    )
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        # Competitors warn about their own deprecations; that is not what is measured.
+        warnings.simplefilter("ignore")
+        for round_no in range(rounds):
+            for name in chosen:
+                folder = Path(tmp) / f"{name}-{round_no}"
+                folder.mkdir()
+                rows += await benches[name](sizes, folder)
+    report(pool(rows))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

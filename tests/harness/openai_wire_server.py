@@ -1,0 +1,242 @@
+"""A local chat-completions server for adapter tests: the real wire protocol, scripted replies.
+
+It answers ``POST /v1/chat/completions`` the way OpenAI, Ollama or vLLM do:
+with ``stream: true`` a ``text/event-stream`` of ``chat.completion.chunk``
+objects ending in ``data: [DONE]`` (tool calls split into fragments keyed by
+``index``, usage in a last chunk with no choices when ``stream_options.
+include_usage`` is set); without it one ``chat.completion``; failures as an
+HTTP status with an ``{"error": {...}}`` body. Each request takes the next
+scripted reply and is recorded (headers and JSON body) so that tests can check
+what the adapter sent. It runs under uvicorn in a thread on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+@dataclass(frozen=True)
+class ScriptedCall:
+    """A tool call the server streams, its JSON arguments cut into ``pieces`` fragments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    pieces: int = 3
+    raw_arguments: str | None = None
+    """Sent instead of ``arguments`` as JSON: lets a test send arguments that do not parse."""
+
+    @property
+    def wire_arguments(self) -> str:
+        return self.raw_arguments if self.raw_arguments is not None else json.dumps(self.arguments)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: streamed text pieces and/or tool calls, or an HTTP error."""
+
+    text: Sequence[str] = ()
+    calls: Sequence[ScriptedCall] = ()
+    usage: tuple[int, int] = (11, 7)
+    status: int = 200
+    error: str = ""
+    stream_error: str = ""
+    """Sent as an ``{"error": ...}`` event after the text, as vLLM does when it fails mid-reply."""
+
+
+def text_reply(*pieces: str, usage: tuple[int, int] = (11, 7)) -> Reply:
+    return Reply(text=pieces, usage=usage)
+
+
+def tool_call_reply(*calls: ScriptedCall, usage: tuple[int, int] = (11, 7)) -> Reply:
+    return Reply(calls=calls, usage=usage)
+
+
+def error_reply(status: int, message: str) -> Reply:
+    return Reply(status=status, error=message)
+
+
+@dataclass
+class RecordedRequest:
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def _split(text: str, pieces: int) -> list[str]:
+    size = max(1, -(-len(text) // max(1, pieces)))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-wire",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "wire-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def stream_chunks(reply: Reply, include_usage: bool) -> Iterator[dict[str, Any]]:
+    """The chunks a real server sends for ``reply``, fragments interleaved across calls."""
+    yield _chunk({"role": "assistant", "content": ""})
+    for piece in reply.text:
+        yield _chunk({"content": piece})
+    # First fragment of every call: id, type and name, with no arguments yet.
+    for index, call in enumerate(reply.calls):
+        yield _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    # Then the arguments, piece by piece, alternating between the calls; the
+    # last round sends the remaining pieces of all calls in ONE chunk, as
+    # servers that batch fragments do.
+    split = [_split(call.wire_arguments, call.pieces) for call in reply.calls]
+    rounds = max((len(s) for s in split), default=0)
+    for r in range(rounds):
+        fragments = [
+            {"index": i, "function": {"arguments": s[r]}} for i, s in enumerate(split) if r < len(s)
+        ]
+        if r == rounds - 1:
+            yield _chunk({"tool_calls": fragments})
+        else:
+            for fragment in fragments:
+                yield _chunk({"tool_calls": [fragment]})
+    yield _chunk({}, finish="tool_calls" if reply.calls else "stop")
+    if include_usage:
+        prompt, completion = reply.usage
+        yield {
+            "id": "chatcmpl-wire",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": "wire-model",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+
+def whole_completion(reply: Reply) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.text) or None}
+    if reply.calls:
+        message["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.wire_arguments},
+            }
+            for c in reply.calls
+        ]
+    prompt, completion = reply.usage
+    return {
+        "id": "chatcmpl-wire",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "wire-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+@dataclass
+class WireServer:
+    """Scripted chat-completions endpoint; ``base_url`` is what an SDK client is given."""
+
+    replies: deque[Reply] = field(default_factory=deque)
+    requests: list[RecordedRequest] = field(default_factory=list)
+    base_url: str = ""
+    _server: uvicorn.Server | None = None
+    _thread: threading.Thread | None = None
+
+    def script(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    @property
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
+
+    async def _complete(self, request: Request) -> Response:
+        body = await request.json()
+        self.requests.append(RecordedRequest(dict(request.headers), body))
+        if not self.replies:
+            return _error(500, "wire server: no scripted reply left for this request")
+        reply = self.replies.popleft()
+        if reply.status != 200:
+            return _error(reply.status, reply.error)
+        if not body.get("stream"):
+            return JSONResponse(whole_completion(reply))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+
+        async def events() -> AsyncIterator[bytes]:
+            if reply.stream_error:
+                yield f"data: {json.dumps(_chunk({'content': ''.join(reply.text)}))}\n\n".encode()
+                failure = {"error": {"message": reply.stream_error, "type": "server_error"}}
+                yield f"data: {json.dumps(failure)}\n\n".encode()
+                return
+            for chunk in stream_chunks(reply, include_usage):
+                yield f"data: {json.dumps(chunk)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    def start(self) -> WireServer:
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
+        )
+        self._server = server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=server.run, name="openai-wire-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the wire server did not start")
+            time.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "param": None, "code": None}},
+        status_code=status,
+    )

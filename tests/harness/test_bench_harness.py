@@ -1,0 +1,45 @@
+"""The harness benchmark script runs (no timings are asserted: figures go to the README)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_harness.py"
+
+
+@pytest.mark.slow
+def test_benchmark_runs_our_harness_in_quick_mode() -> None:
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", "ours"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if "agent-mem-vault" in line]
+    assert {(r[0], r[1]) for r in rows} == {
+        ("memory", "plain"),
+        ("memory", "chain10"),
+        ("sqlite", "plain"),
+        ("sqlite", "chain10"),
+    }
+
+
+def test_benchmark_skips_a_competitor_that_is_not_installed_with_a_clear_message() -> None:
+    # A None entry in sys.modules makes the import fail as if the package were absent.
+    code = (
+        "import asyncio, runpy, sys\n"
+        "sys.modules['langchain'] = None\n"
+        f"ns = runpy.run_path({str(SCRIPT)!r})\n"
+        "asyncio.run(ns['main'](['--quick', '--only', 'langgraph']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "skipping LangGraph" in done.stderr
+    assert "pip install -e '.[bench]'" in done.stderr
+    assert "skipped" in done.stdout
