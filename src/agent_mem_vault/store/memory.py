@@ -7,11 +7,11 @@ leases), so code tested on it behaves the same on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.clock import SYSTEM_CLOCK, Clock
@@ -20,18 +20,34 @@ from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError,
 __all__ = ["MemoryPersistence", "memory_persistence"]
 
 
-def _frozen_copy(value: Mapping[str, Any]) -> dict[str, Any]:
-    # A JSON round trip both copies and proves the value would survive a real
-    # backend: a test that stores a datetime fails here as it would on SQLite.
-    # NaN and Infinity are not JSON (PostgreSQL's json type refuses them).
-    return dict(json.loads(json.dumps(value, allow_nan=False)))
+def _freeze(value: Mapping[str, Any]) -> str:
+    # Values are kept as JSON text: that proves they would survive a real
+    # backend (a datetime fails here as it would on SQLite; NaN and Infinity are
+    # refused as PostgreSQL refuses them), and each read parses a fresh copy, so
+    # callers can never mutate what is stored. One parse is much cheaper than
+    # the deep copies it replaces.
+    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    seq: int
+    type: str
+    text: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class _StoredDoc:
+    text: str
+    version: int
 
 
 class MemoryPersistence:
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
-        self._logs: dict[str, list[LogRecord]] = {}
-        self._docs: dict[str, dict[str, Doc]] = {}
+        self._logs: dict[str, list[_Entry]] = {}
+        self._docs: dict[str, dict[str, _StoredDoc]] = {}
         self._leases: dict[str, Lease] = {}
         self._lock = threading.Lock()
         self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
@@ -45,7 +61,7 @@ class MemoryPersistence:
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
         check_name("stream", stream)
-        prepared = [(check_name("record type", t), _frozen_copy(d)) for t, d in records]
+        prepared = [(check_name("record type", t), _freeze(d)) for t, d in records]
         with self._lock:
             log = self._logs.setdefault(stream, [])
             if expected_seq is not None and len(log) != expected_seq:
@@ -58,14 +74,14 @@ class MemoryPersistence:
                 )
             now = self._clock.now()
             added = [
-                LogRecord(stream=stream, seq=len(log) + i + 1, type=t, data=d, at=now)
-                for i, (t, d) in enumerate(prepared)
+                _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
+                for i, (t, text) in enumerate(prepared)
             ]
             log.extend(added)
             waiters = self._waiters.pop(stream, [])
         for loop, fut in waiters:
             loop.call_soon_threadsafe(_wake, fut)
-        return [_copy_record(r) for r in added]
+        return [_thaw(stream, e) for e in added]
 
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
@@ -76,7 +92,7 @@ class MemoryPersistence:
         with self._lock:
             log = self._logs.get(stream, [])
             picked = log[after:] if limit is None else log[after : after + limit]
-            return [_copy_record(r) for r in picked]
+            return [_thaw(stream, e) for e in picked]
 
     async def last_seq(self, stream: str) -> int:
         with self._lock:
@@ -88,7 +104,7 @@ class MemoryPersistence:
         while True:
             with self._lock:
                 log = self._logs.get(stream, [])
-                fresh = [_copy_record(r) for r in log[after:]]
+                fresh = [_thaw(stream, e) for e in log[after:]]
                 fut: asyncio.Future[None] | None = None
                 if not fresh:
                     fut = loop.create_future()
@@ -103,20 +119,19 @@ class MemoryPersistence:
     async def get(self, collection: str, key: str) -> Doc | None:
         with self._lock:
             doc = self._docs.get(collection, {}).get(key)
-            return _copy_doc(doc) if doc else None
+            return _doc(collection, key, doc) if doc else None
 
     async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
         check_name("collection", collection)
         check_name("key", key)
-        stored = _frozen_copy(value)
+        stored = _freeze(value)
         with self._lock:
             docs = self._docs.setdefault(collection, {})
             existing = docs.get(key)
             if existing is not None:
-                return _copy_doc(existing), False
-            doc = Doc(collection, key, stored, 1)
-            docs[key] = doc
-            return _copy_doc(doc), True
+                return _doc(collection, key, existing), False
+            doc = docs[key] = _StoredDoc(stored, 1)
+            return _doc(collection, key, doc), True
 
     async def put(
         self,
@@ -128,7 +143,7 @@ class MemoryPersistence:
     ) -> Doc:
         check_name("collection", collection)
         check_name("key", key)
-        stored = _frozen_copy(value)
+        stored = _freeze(value)
         with self._lock:
             docs = self._docs.setdefault(collection, {})
             existing = docs.get(key)
@@ -140,9 +155,8 @@ class MemoryPersistence:
                     collection=collection,
                     key=key,
                 )
-            doc = Doc(collection, key, stored, current + 1)
-            docs[key] = doc
-            return _copy_doc(doc)
+            doc = docs[key] = _StoredDoc(stored, current + 1)
+            return _doc(collection, key, doc)
 
     async def delete(
         self, collection: str, key: str, *, expected_version: int | None = None
@@ -172,7 +186,7 @@ class MemoryPersistence:
         with self._lock:
             docs = self._docs.get(collection, {})
             keys = sorted(k for k in docs if k.startswith(prefix) and (after is None or k > after))
-            return [_copy_doc(docs[k]) for k in keys[:limit]]
+            return [_doc(collection, k, docs[k]) for k in keys[:limit]]
 
     # -- leases -------------------------------------------------------------
     async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
@@ -217,12 +231,12 @@ def _wake(fut: asyncio.Future[None]) -> None:
         fut.set_result(None)
 
 
-def _copy_record(r: LogRecord) -> LogRecord:
-    return LogRecord(r.stream, r.seq, r.type, copy.deepcopy(r.data), r.at)
+def _thaw(stream: str, e: _Entry) -> LogRecord:
+    return LogRecord(stream, e.seq, e.type, json.loads(e.text), e.at)
 
 
-def _copy_doc(d: Doc) -> Doc:
-    return Doc(d.collection, d.key, copy.deepcopy(d.value), d.version)
+def _doc(collection: str, key: str, d: _StoredDoc) -> Doc:
+    return Doc(collection, key, json.loads(d.text), d.version)
 
 
 def memory_persistence(*, clock: Clock = SYSTEM_CLOCK) -> MemoryPersistence:
