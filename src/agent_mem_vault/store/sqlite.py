@@ -4,6 +4,11 @@ WAL mode with ``synchronous=FULL``: a write that returned is on disk, so a
 process killed right after an acknowledgement loses nothing. Every write runs
 in ``BEGIN IMMEDIATE`` so that the check (expected sequence, expected version,
 lease holder) and the write happen under one database lock, across processes.
+
+Writes run on a worker thread with their own connection: waiting for the file
+lock (up to ``busy_timeout``) or for fsync then never stalls the event loop,
+which may be serving other threads' events. Reads use a second connection on
+the loop; in WAL mode they never wait for a writer.
 """
 
 from __future__ import annotations
@@ -12,11 +17,11 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.errors import DataError, UnavailableError
@@ -26,6 +31,7 @@ from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
 __all__ = ["SqlitePersistence", "sqlite_persistence"]
 
 _POLL_SECONDS = 0.05
+T = TypeVar("T")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -51,16 +57,32 @@ class SqlitePersistence:
         self._clock = clock
         self._busy_timeout = busy_timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=busy_timeout
-        )
+        self._conn = self._connect()
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
         self._lock = threading.Lock()
-        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
         with self._write() as conn:
             apply_sqlite_migrations(conn, SQLITE_MIGRATIONS)
+        self._rconn = self._connect()
+        self._rlock = threading.Lock()
+        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+        self._waiters_lock = threading.Lock()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_timeout
+        )
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+        return conn
+
+    async def _transact(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in one write transaction on the writer thread."""
+
+        def run() -> T:
+            with self._write() as conn:
+                return body(conn)
+
+        return await asyncio.to_thread(run)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -91,9 +113,9 @@ class SqlitePersistence:
                 raise
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with self._lock:
+        with self._rlock:
             try:
-                return self._conn.execute(sql, args).fetchall()
+                return self._rconn.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise DataError(f"could not read {self.path}: {exc}") from exc
 
@@ -108,7 +130,8 @@ class SqlitePersistence:
         check_name("stream", stream)
         prepared = [(check_name("record type", t), dict(d), _dump(d)) for t, d in records]
         now = self._clock.now()
-        with self._write() as conn:
+
+        def tx(conn: sqlite3.Connection) -> int:
             (last,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,)
             ).fetchone()
@@ -127,6 +150,9 @@ class SqlitePersistence:
                     for i, (t, _, text) in enumerate(prepared)
                 ],
             )
+            return int(last)
+
+        last = await self._transact(tx)
         self._wake(stream)
         return [
             LogRecord(stream, last + i + 1, t, json.loads(text), now)
@@ -151,7 +177,7 @@ class SqlitePersistence:
         loop = asyncio.get_running_loop()
         while True:
             fut: asyncio.Future[None] = loop.create_future()
-            with self._lock:
+            with self._waiters_lock:
                 self._waiters.setdefault(stream, []).append((loop, fut))
             fresh = await self.read(stream, after=after)
             for record in fresh:
@@ -162,13 +188,13 @@ class SqlitePersistence:
                 # are seen by polling, which is cheap on an indexed primary key.
                 with suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(fut), _POLL_SECONDS)
-            with self._lock:
+            with self._waiters_lock:
                 waiters = self._waiters.get(stream, [])
                 if (loop, fut) in waiters:
                     waiters.remove((loop, fut))
 
     def _wake(self, stream: str) -> None:
-        with self._lock:
+        with self._waiters_lock:
             waiters = self._waiters.pop(stream, [])
         for loop, fut in waiters:
             loop.call_soon_threadsafe(_wake, fut)
@@ -187,7 +213,8 @@ class SqlitePersistence:
         check_name("collection", collection)
         check_name("key", key)
         text = _dump(value)
-        with self._write() as conn:
+
+        def tx(conn: sqlite3.Connection) -> tuple[Doc, bool]:
             row = conn.execute(
                 "SELECT value, version FROM docs WHERE collection = ? AND key = ?",
                 (collection, key),
@@ -198,7 +225,9 @@ class SqlitePersistence:
                 "INSERT INTO docs (collection, key, value, version) VALUES (?, ?, ?, 1)",
                 (collection, key, text),
             )
-        return Doc(collection, key, json.loads(text), 1), True
+            return Doc(collection, key, json.loads(text), 1), True
+
+        return await self._transact(tx)
 
     async def put(
         self,
@@ -211,7 +240,8 @@ class SqlitePersistence:
         check_name("collection", collection)
         check_name("key", key)
         text = _dump(value)
-        with self._write() as conn:
+
+        def tx(conn: sqlite3.Connection) -> Doc:
             row = conn.execute(
                 "SELECT version FROM docs WHERE collection = ? AND key = ?", (collection, key)
             ).fetchone()
@@ -229,12 +259,14 @@ class SqlitePersistence:
                 "version = excluded.version",
                 (collection, key, text, current + 1),
             )
-        return Doc(collection, key, json.loads(text), current + 1)
+            return Doc(collection, key, json.loads(text), current + 1)
+
+        return await self._transact(tx)
 
     async def delete(
         self, collection: str, key: str, *, expected_version: int | None = None
     ) -> bool:
-        with self._write() as conn:
+        def tx(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
                 "SELECT version FROM docs WHERE collection = ? AND key = ?", (collection, key)
             ).fetchone()
@@ -250,6 +282,8 @@ class SqlitePersistence:
                 return False
             conn.execute("DELETE FROM docs WHERE collection = ? AND key = ?", (collection, key))
             return True
+
+        return await self._transact(tx)
 
     async def scan(
         self, collection: str, *, prefix: str = "", after: str | None = None, limit: int = 1000
@@ -275,7 +309,8 @@ class SqlitePersistence:
         check_name("lease", name)
         check_name("owner", owner)
         now = self._clock.now()
-        with self._write() as conn:
+
+        def tx(conn: sqlite3.Connection) -> Lease:
             row = conn.execute(
                 "SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,)
             ).fetchone()
@@ -294,17 +329,23 @@ class SqlitePersistence:
                 "expires_at = excluded.expires_at, token = excluded.token",
                 (name, owner, _to_micros(expires), token),
             )
-        return Lease(name, owner, expires, token)
+            return Lease(name, owner, expires, token)
+
+        return await self._transact(tx)
 
     async def release_lease(self, name: str, owner: str) -> bool:
         # An empty owner is what a released lease holds; it must not "release" it.
         check_name("owner", owner)
-        with self._write() as conn:
+        now = _to_micros(self._clock.now())
+
+        def tx(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE leases SET owner = '', expires_at = ? WHERE name = ? AND owner = ?",
-                (_to_micros(self._clock.now()), name, owner),
+                (now, name, owner),
             )
             return cur.rowcount > 0
+
+        return await self._transact(tx)
 
     async def get_lease(self, name: str) -> Lease | None:
         rows = self._query("SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,))
@@ -318,6 +359,8 @@ class SqlitePersistence:
     async def close(self) -> None:
         with self._lock:
             self._conn.close()
+        with self._rlock:
+            self._rconn.close()
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
