@@ -1,0 +1,462 @@
+"""Vault commands: handoffs and memories in a Markdown vault.
+
+Each command parses its options, makes one ``Vault`` call and prints the
+result, as text for people or as JSON with ``--json`` for scripts. Errors
+propagate to ``cli/main.py``, which turns them into exit statuses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ..vault import Handoff, Vault
+
+DEFAULT_VAULT = "~/agent-mem-vault"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def vault_options(func: _F) -> _F:
+    """``--vault`` and ``--json``, on every vault command."""
+    func = click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text."
+    )(func)
+    func = click.option(
+        "--vault",
+        "vault_path",
+        envvar="AGENT_MEM_VAULT",
+        default=DEFAULT_VAULT,
+        show_default=True,
+        metavar="PATH",
+        help="The vault folder (or set AGENT_MEM_VAULT).",
+    )(func)
+    return func
+
+
+def namespace_option(required: bool = True) -> Callable[[_F], _F]:
+    return click.option(
+        "--namespace",
+        "-n",
+        required=required,
+        metavar="NS",
+        help="Path-like namespace, e.g. project/harbor-api.",
+    )
+
+
+def _open(path: str) -> Vault:
+    from ..vault import Vault
+
+    return Vault(path)
+
+
+def _emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _read_text(value: str) -> str:
+    """``-`` means: read the text from standard input."""
+    return sys.stdin.read() if value == "-" else value
+
+
+def _handoff_text(h: Handoff) -> str:
+    lines = [
+        f"id:            {h.id}",
+        f"namespace:     {h.namespace}",
+        f"from:          {h.sender}",
+        f"to:            {h.recipient}",
+        f"status:        {h.status}",
+        f"created_at:    {h.created_at}",
+    ]
+    if h.read_at:
+        lines.append(f"read_at:       {h.read_at}")
+    if h.supersedes:
+        lines.append(f"supersedes:    {', '.join(h.supersedes)}")
+    if h.superseded_by:
+        lines.append(f"superseded_by: {h.superseded_by}")
+    lines.append(f"path:          {h.path}")
+    return "\n".join(lines) + "\n\n" + h.text
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:
+    """A plain text table; the last column is cut to keep lines within ``width``."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    room = max(20, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    out = []
+    for row in [list(headers), *[list(r) for r in rows]]:
+        last = " ".join(row[-1].split())
+        if len(last) > room:
+            last = last[: room - 1] + "…"
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [last]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def _short_time(stamp: str) -> str:
+    return stamp[:16].replace("T", " ") if stamp else ""
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+@click.command()
+@vault_options
+def init(vault_path: str, as_json: bool) -> None:
+    """Create a vault (a folder Obsidian can open); safe to run again.
+
+    \b
+    Example:
+      agent-mem-vault init --vault ~/agent-mem-vault
+    """
+    vault = _open(vault_path)
+    report = vault.init()
+    if as_json:
+        _emit({"path": str(vault.path), **report.to_dict()})
+    else:
+        click.echo(
+            f"Vault ready at {vault.path} ({report.handoffs} handoffs, {report.memories} memories)."
+        )
+
+
+@click.command()
+@click.option("--to", "to", required=True, help="The agent it is for (matched exactly).")
+@click.option("--summary", "-s", required=True, help="One line: what should happen next.")
+@click.option(
+    "--context", "-c", required=True, help="The full context; '-' reads it from standard input."
+)
+@namespace_option()
+@click.option("--from", "from_", default="unknown", show_default=True, help="Your agent name.")
+@click.option(
+    "--supersedes",
+    multiple=True,
+    metavar="ID",
+    help="Id of an older handoff this one replaces (repeatable).",
+)
+@vault_options
+def create(
+    to: str,
+    summary: str,
+    context: str,
+    namespace: str,
+    from_: str,
+    supersedes: tuple[str, ...],
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """Leave a handoff for another agent.
+
+    \b
+    Example:
+      agent-mem-vault create --from claude-code --to codex -n project/harbor-api \\
+        -s "Batch the orders backfill" \\
+        -c "The backfill in migrations/0007 needs batching. Start with 1000 rows."
+    """
+    handoff = _open(vault_path).create_handoff(
+        to=to,
+        summary=summary,
+        context=_read_text(context),
+        namespace=namespace,
+        supersedes=supersedes,
+        from_=from_,
+    )
+    if as_json:
+        _emit(handoff.to_dict())
+    else:
+        click.echo(handoff.id)
+
+
+def _take(take: bool, agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+    vault = _open(vault_path)
+    if take:
+        handoff = vault.read_handoff(agent=agent, namespace=namespace)
+    else:
+        handoff = vault.peek_handoff(agent=agent, namespace=namespace)
+    if as_json:
+        _emit(None if handoff is None else handoff.to_dict())
+    elif handoff is None:
+        click.echo(f"No pending handoff for {agent} in {namespace}.", err=True)
+    else:
+        click.echo(handoff.text)
+
+
+@click.command()
+@click.option("--agent", "-a", required=True, help="Your agent name, e.g. codex.")
+@namespace_option()
+@vault_options
+def read(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+    """Take the newest pending handoff for AGENT and mark it read.
+
+    Prints "## Summary … ## Full Context …"; prints nothing (and a note on
+    standard error) when nothing is pending.
+
+    \b
+    Example:
+      agent-mem-vault read --agent codex -n project/harbor-api
+    """
+    _take(True, agent, namespace, vault_path, as_json)
+
+
+@click.command()
+@click.option("--agent", "-a", required=True, help="The agent whose queue to look at.")
+@namespace_option()
+@vault_options
+def peek(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+    """Show the handoff 'read' would take, without marking it read.
+
+    \b
+    Example:
+      agent-mem-vault peek --agent codex -n project/harbor-api
+    """
+    _take(False, agent, namespace, vault_path, as_json)
+
+
+@click.command()
+@namespace_option(required=False)
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "read", "all"]),
+    default="pending",
+    show_default=True,
+    help="Which handoffs to list.",
+)
+@click.option("--agent", "--to", "agent", help="Only handoffs to this agent.")
+@click.option("--from", "sender", help="Only handoffs from this agent.")
+@click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
+@vault_options
+def handoffs(
+    namespace: str | None,
+    status: str,
+    agent: str | None,
+    sender: str | None,
+    limit: int,
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """List handoffs as a table, newest first.
+
+    \b
+    Examples:
+      agent-mem-vault handoffs --namespace project/harbor-api --status pending
+      agent-mem-vault handoffs --status all --from claude-code --json
+    """
+    found = _open(vault_path).list_handoffs(
+        namespace=namespace,
+        status=status,  # type: ignore[arg-type]  # click.Choice checked it
+        agent=agent,
+        sender=sender,
+        limit=limit,
+    )
+    if as_json:
+        _emit([h.to_dict() for h in found])
+        return
+    if not found:
+        where = f" in {namespace}" if namespace else ""
+        label = "" if status == "all" else f"{status} "
+        click.echo(f"No {label}handoffs{where}.")
+        return
+    rows = [
+        [h.id, _short_time(h.created_at), h.sender, h.recipient, h.status, h.summary] for h in found
+    ]
+    if namespace is None:
+        rows = [[*r[:4], h.namespace, *r[4:]] for r, h in zip(rows, found, strict=True)]
+        headers = ["ID", "CREATED", "FROM", "TO", "NAMESPACE", "STATUS", "SUMMARY"]
+    else:
+        headers = ["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"]
+    click.echo(render_table(headers, rows))
+
+
+@click.command()
+@click.argument("id")
+@vault_options
+def show(id: str, vault_path: str, as_json: bool) -> None:
+    """Show one handoff by ID, without changing it.
+
+    \b
+    Example:
+      agent-mem-vault show 3l6qyvzp7ns2c
+    """
+    handoff = _open(vault_path).get_handoff(id)
+    if as_json:
+        _emit(handoff.to_dict())
+    else:
+        click.echo(_handoff_text(handoff))
+
+
+@click.command()
+@click.argument("id")
+@vault_options
+def ack(id: str, vault_path: str, as_json: bool) -> None:
+    """Mark handoff ID read without taking it (it was handled elsewhere).
+
+    Acknowledging a handoff that is already read changes nothing.
+
+    \b
+    Example:
+      agent-mem-vault ack 3l6qyvzp7ns2c
+    """
+    handoff = _open(vault_path).ack_handoff(id)
+    if as_json:
+        _emit(handoff.to_dict())
+    else:
+        click.echo(f"{handoff.id} is read (read_at {handoff.read_at}).")
+
+
+@click.command()
+@click.argument("id")
+@vault_options
+def reopen(id: str, vault_path: str, as_json: bool) -> None:
+    """Make handoff ID pending again. A superseded handoff cannot be reopened.
+
+    \b
+    Example:
+      agent-mem-vault reopen 3l6qyvzp7ns2c
+    """
+    handoff = _open(vault_path).reopen_handoff(id)
+    if as_json:
+        _emit(handoff.to_dict())
+    else:
+        click.echo(f"{handoff.id} is pending again.")
+
+
+@click.group()
+def memory() -> None:
+    """Save and search memories: decisions, notes, tasks and risks."""
+
+
+@memory.command("save")
+@namespace_option()
+@click.option("--title", "-t", required=True, help="One line.")
+@click.option("--content", "-c", required=True, help="The text; '-' reads standard input.")
+@click.option(
+    "--kind", "-k", default="note", show_default=True, help="decision, note, task, risk, …"
+)
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--agent", "-a", help="Who is saving it.")
+@vault_options
+def memory_save(
+    namespace: str,
+    title: str,
+    content: str,
+    kind: str,
+    tags: tuple[str, ...],
+    agent: str | None,
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """Save a memory note.
+
+    \b
+    Example:
+      agent-mem-vault memory save -n project/harbor-api -k decision \\
+        -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
+    """
+    saved = _open(vault_path).save_memory(
+        namespace=namespace,
+        title=title,
+        content=_read_text(content),
+        kind=kind,
+        tags=tags,
+        agent=agent,
+    )
+    if as_json:
+        _emit(saved.to_dict())
+    else:
+        click.echo(saved.id)
+
+
+@memory.command("search")
+@click.argument("query")
+@namespace_option(required=False)
+@click.option("--limit", default=10, show_default=True, help="At most this many results.")
+@vault_options
+def memory_search(
+    query: str, namespace: str | None, limit: int, vault_path: str, as_json: bool
+) -> None:
+    """Full-text search of memories, best match first.
+
+    \b
+    Example:
+      agent-mem-vault memory search "backfill batches" -n project/harbor-api
+    """
+    hits = _open(vault_path).search_memory(query=query, namespace=namespace, limit=limit)
+    if as_json:
+        _emit([hit.to_dict() for hit in hits])
+        return
+    if not hits:
+        click.echo("No memories match.")
+        return
+    rows = [
+        [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
+        for h in hits
+    ]
+    click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+
+
+@click.command()
+@namespace_option()
+@vault_options
+def brief(namespace: str, vault_path: str, as_json: bool) -> None:
+    """Print the project brief: the brief note, recent decisions, pending handoffs.
+
+    \b
+    Example:
+      agent-mem-vault brief -n project/harbor-api
+    """
+    result = _open(vault_path).get_project_brief(namespace=namespace)
+    if as_json:
+        _emit(result.to_dict())
+    else:
+        click.echo(result.text)
+
+
+@click.command()
+@vault_options
+def reindex(vault_path: str, as_json: bool) -> None:
+    """Rebuild the index from the notes (run after big changes made by hand)."""
+    report = _open(vault_path).reindex()
+    if as_json:
+        _emit(report.to_dict())
+    else:
+        click.echo(
+            f"Indexed {report.handoffs} handoffs and {report.memories} memories; "
+            f"{len(report.broken)} broken notes."
+        )
+
+
+@click.command()
+@vault_options
+def doctor(vault_path: str, as_json: bool) -> None:
+    """Check the vault: broken notes, dangling links, leftovers. Changes no note.
+
+    Exits 7 when it finds a problem.
+    """
+    from ..core.errors import DataError
+
+    report = _open(vault_path).doctor()
+    if as_json:
+        _emit(report.to_dict())
+    else:
+        click.echo(
+            f"{report.path}: {report.handoffs} handoffs ({report.pending} pending), "
+            f"{report.memories} memories."
+        )
+        for note in report.broken:
+            click.echo(f"broken: {note.path}: {note.problem}")
+        for problem in report.problems:
+            click.echo(f"problem: {problem}")
+        if report.ok:
+            click.echo("No problems found.")
+    if not report.ok:
+        count = len(report.broken) + len(report.problems)
+        raise DataError(
+            f"the vault has {count} problem(s); see above, fix the notes by hand, "
+            "then run 'agent-mem-vault doctor' again",
+            code="vault_unhealthy",
+        )

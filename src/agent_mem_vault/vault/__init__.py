@@ -1,0 +1,30 @@
+"""The vault face: handoffs and memories as Markdown notes, with a derived index.
+
+>>> from agent_mem_vault.vault import Vault, Handoff  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from .models import (
+    Brief,
+    BrokenNote,
+    DoctorReport,
+    Handoff,
+    HandoffStatus,
+    Memory,
+    ReindexReport,
+    SearchHit,
+)
+from .service import Vault
+
+__all__ = [
+    "Brief",
+    "BrokenNote",
+    "DoctorReport",
+    "Handoff",
+    "HandoffStatus",
+    "Memory",
+    "ReindexReport",
+    "SearchHit",
+    "Vault",
+]

@@ -1,0 +1,617 @@
+"""The derived SQLite index in ``.agent-mem-vault/index.sqlite3``.
+
+Markdown notes are the truth; this index only makes reads fast. It remembers,
+for every note file, the size and mtime it was read at, and for every folder
+its mtime, so that a rescan touches only what changed (see ``scan.py``). It
+can be deleted at any time: the next call rebuilds it.
+
+Schema changes are named migrations, applied in order and recorded in the
+``migrations`` table. An index written by a newer version (a migration name
+this code does not know) is rebuilt rather than trusted.
+
+All index writes happen while the caller holds the vault lock, so SQLite
+never sees two writers; readers use WAL and never block.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .models import BrokenNote, Handoff, Memory
+from .records import FileRecord
+
+__all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged"]
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_initial",
+        """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE dirs(
+            path TEXT PRIMARY KEY, parent TEXT, mtime_ns INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX dirs_parent ON dirs(parent);
+        CREATE TABLE files(
+            path TEXT PRIMARY KEY, dir TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL, kind TEXT NOT NULL, note_id TEXT, problem TEXT
+        ) WITHOUT ROWID;
+        CREATE INDEX files_dir ON files(dir, mtime_ns, size);
+        CREATE INDEX files_kind ON files(kind);
+        CREATE TABLE handoffs(
+            id TEXT PRIMARY KEY, namespace TEXT NOT NULL, sender TEXT NOT NULL,
+            recipient TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL,
+            read_at TEXT, supersedes TEXT NOT NULL, superseded_by TEXT,
+            summary TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL
+        );
+        CREATE INDEX handoffs_queue ON handoffs(namespace, recipient, status, created_at, id);
+        CREATE INDEX handoffs_ns_status ON handoffs(namespace, status, created_at, id);
+        CREATE INDEX handoffs_ns ON handoffs(namespace, created_at, id);
+        CREATE INDEX handoffs_recipient ON handoffs(recipient, status, created_at, id);
+        CREATE INDEX handoffs_sender ON handoffs(sender, created_at, id);
+        CREATE INDEX handoffs_status ON handoffs(status, created_at, id);
+        CREATE TABLE memories(
+            rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
+            title TEXT NOT NULL, kind TEXT NOT NULL, tags TEXT NOT NULL, agent TEXT,
+            created_at TEXT NOT NULL, path TEXT NOT NULL
+        );
+        CREATE INDEX memories_ns_kind ON memories(namespace, kind, created_at);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            title, content, tags, namespace UNINDEXED,
+            tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE briefs(namespace TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
+        """,
+    ),
+]
+
+RANK_WINDOW = 5000
+"""Search ranks at most this many of the newest matching memories."""
+
+_HANDOFF_COLUMNS = (
+    "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
+    "superseded_by, summary, context, path"
+)
+
+
+class IndexDamaged(Exception):
+    """The index file is unreadable or from a newer version; the caller rebuilds it."""
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    if isinstance(exc, sqlite3.OperationalError):
+        text = str(exc)
+        return "malformed" in text or "no such table" in text or "not a database" in text
+    return True
+
+
+def _handoff(row: Sequence[Any]) -> Handoff:
+    return Handoff(
+        id=row[0],
+        namespace=row[1],
+        sender=row[2],
+        recipient=row[3],
+        status="read" if row[4] == "read" else "pending",
+        created_at=row[5],
+        read_at=row[6],
+        supersedes=tuple(json.loads(row[7])),
+        superseded_by=row[8],
+        summary=row[9],
+        context=row[10],
+        path=row[11],
+    )
+
+
+class Index:
+    """One connection to a vault's index. Not shared between threads without a lock."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+        try:
+            self.conn = sqlite3.connect(
+                db_path, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # The index is derived: after a power cut it is checked against the
+            # notes' sizes and mtimes, so it does not pay for its own fsyncs.
+            self.conn.execute("PRAGMA synchronous=OFF")
+            self.conn.execute("PRAGMA temp_store=MEMORY")
+            self.conn.execute("PRAGMA cache_size=-32000")
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamaged(str(exc)) from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- schema ------------------------------------------------------------------
+
+    def pending_migrations(self) -> list[tuple[str, str]]:
+        """Migrations not yet applied; ``IndexDamaged`` if the index is from a newer version."""
+        try:
+            has_table = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='migrations'"
+            ).fetchone()
+            applied: set[str] = set()
+            if has_table:
+                applied = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamaged(str(exc)) from exc
+        known = {name for name, _ in MIGRATIONS}
+        if applied - known:
+            raise IndexDamaged(f"index has unknown migrations {sorted(applied - known)}")
+        return [(name, sql) for name, sql in MIGRATIONS if name not in applied]
+
+    def migrate(self, now: str) -> None:
+        """Apply pending migrations; the caller holds the vault lock."""
+        todo = self.pending_migrations()
+        if not todo:
+            return
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at TEXT)"
+            )
+            for name, sql in todo:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        self.conn.execute(statement)
+                self.conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, now))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- meta ----------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- folders and files ----------------------------------------------------------
+
+    def dirs(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall())
+
+    def child_dirs(self, parent: str) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT path FROM dirs WHERE parent=?", (parent,))]
+
+    def set_dir(self, path: str, mtime_ns: int) -> None:
+        parent = None if path == "" else path.rpartition("/")[0]
+        self.conn.execute(
+            "INSERT OR REPLACE INTO dirs(path, parent, mtime_ns) VALUES (?, ?, ?)",
+            (path, parent, mtime_ns),
+        )
+
+    def remove_dir_tree(self, path: str) -> int:
+        """Forget a folder that is gone, with everything under it; returns files forgotten."""
+        like = "%" if path == "" else path.replace("%", r"\%").replace("_", r"\_") + "/%"
+        rows = self.conn.execute(
+            "SELECT path FROM files WHERE dir=? OR dir LIKE ? ESCAPE '\\'", (path, like)
+        ).fetchall()
+        for (file_path,) in rows:
+            self.remove_file(file_path)
+        self.conn.execute("DELETE FROM dirs WHERE path=? OR path LIKE ? ESCAPE '\\'", (path, like))
+        return len(rows)
+
+    def files_in(self, directory: str) -> dict[str, tuple[int, int]]:
+        rows = self.conn.execute(
+            "SELECT path, mtime_ns, size FROM files WHERE dir=?", (directory,)
+        ).fetchall()
+        return {path: (mtime, size) for path, mtime, size in rows}
+
+    def file_stamp(self, path: str) -> tuple[int, int] | None:
+        row = self.conn.execute("SELECT mtime_ns, size FROM files WHERE path=?", (path,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def remove_file(self, path: str) -> None:
+        row = self.conn.execute("SELECT kind, note_id FROM files WHERE path=?", (path,)).fetchone()
+        if row is None:
+            return
+        kind, note_id = row
+        if kind == "handoff":
+            self.conn.execute("DELETE FROM handoffs WHERE id=? AND path=?", (note_id, path))
+        elif kind == "memory":
+            found = self.conn.execute(
+                "SELECT rowid FROM memories WHERE id=? AND path=?", (note_id, path)
+            ).fetchone()
+            if found is not None:
+                self.conn.execute("DELETE FROM memories_fts WHERE rowid=?", (found[0],))
+                self.conn.execute("DELETE FROM memories WHERE rowid=?", (found[0],))
+        elif kind == "brief":
+            self.conn.execute("DELETE FROM briefs WHERE path=?", (path,))
+        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+
+    def put(self, record: FileRecord, *, fresh: bool = False) -> FileRecord:
+        """Store what ``record`` says about its file, replacing what was known.
+
+        A second note with an id already held by another file is stored as
+        broken (a copied note), so the first keeps its place.
+        ``fresh=True`` skips removing old rows, for a rebuild of an empty index.
+        """
+        if not fresh:
+            self.remove_file(record.path)
+        note_id = record.note_id
+        if record.handoff is not None and record.kind == "handoff":
+            h = record.handoff
+            cur = self.conn.execute(
+                f"INSERT OR IGNORE INTO handoffs({_HANDOFF_COLUMNS}) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    h.id,
+                    h.namespace,
+                    h.sender,
+                    h.recipient,
+                    h.status,
+                    h.created_at,
+                    h.read_at,
+                    json.dumps(list(h.supersedes)),
+                    h.superseded_by,
+                    h.summary,
+                    h.context,
+                    h.path,
+                ),
+            )
+            if cur.rowcount == 0:
+                record = self._duplicate(record, "handoffs")
+        elif record.memory is not None and record.kind == "memory":
+            m = record.memory
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO memories(id, namespace, title, kind, tags, agent, "
+                "created_at, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    m.id,
+                    m.namespace,
+                    m.title,
+                    m.kind,
+                    json.dumps(list(m.tags)),
+                    m.agent,
+                    m.created_at,
+                    m.path,
+                ),
+            )
+            if cur.rowcount == 0:
+                record = self._duplicate(record, "memories")
+            else:
+                self.conn.execute(
+                    "INSERT INTO memories_fts(rowid, title, content, tags, namespace) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (cur.lastrowid, m.title, m.content, " ".join(m.tags), m.namespace),
+                )
+        elif record.kind == "brief" and record.namespace is not None:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)",
+                (record.namespace, record.path),
+            )
+        self.conn.execute(
+            "INSERT INTO files(path, dir, mtime_ns, size, kind, note_id, problem) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.path,
+                record.dir,
+                record.mtime_ns,
+                record.size,
+                record.kind,
+                record.note_id if record.kind in ("handoff", "memory") else None,
+                record.problem,
+            ),
+        )
+        del note_id
+        return record
+
+    def _duplicate(self, record: FileRecord, table: str) -> FileRecord:
+        """A second note carrying an id another file already has: stored as broken."""
+        row = self.conn.execute(
+            f"SELECT path FROM {table} WHERE id=?", (record.note_id,)
+        ).fetchone()
+        other = row[0] if row else "another note"
+        return FileRecord(
+            record.path,
+            record.mtime_ns,
+            record.size,
+            "broken",
+            problem=f"duplicate id {record.note_id}: {other} has the same id",
+        )
+
+    def dir_signatures(self) -> dict[str, tuple[int, int]]:
+        """Per folder: (notes, a sum over their mtimes and sizes), to skip unchanged folders."""
+        rows = self.conn.execute(
+            "SELECT dir, count(*), sum(mtime_ns % 4294967291 + size * 65537) "
+            "FROM files GROUP BY dir"
+        ).fetchall()
+        return {d: (n, int(sig)) for d, n, sig in rows}
+
+    @contextmanager
+    def bulk(self) -> Iterator[BulkLoader]:
+        """Load many records into an empty index fast (inside the caller's transaction).
+
+        The secondary indexes are dropped while loading and built once at the
+        end, which is much cheaper than updating six B-trees per note.
+        """
+        secondary = self.conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type='index' AND sql IS NOT NULL "
+            "AND tbl_name IN ('handoffs', 'memories')"
+        ).fetchall()
+        for name, _sql in secondary:
+            self.conn.execute(f"DROP INDEX {name}")
+        loader = BulkLoader(self)
+        yield loader
+        loader.flush()
+        for _name, sql in secondary:
+            self.conn.execute(sql)
+
+    # -- queries ----------------------------------------------------------------------
+
+    def handoff(self, id: str) -> Handoff | None:
+        row = self.conn.execute(
+            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE id=?", (id,)
+        ).fetchone()
+        return None if row is None else _handoff(row)
+
+    def newest_pending(
+        self, namespace: str, agent: str, skip: Sequence[str] = ()
+    ) -> Handoff | None:
+        sql = (
+            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE namespace=? AND recipient=? "
+            "AND status='pending'"
+        )
+        args: list[Any] = [namespace, agent]
+        if skip:
+            sql += f" AND id NOT IN ({','.join('?' * len(skip))})"
+            args.extend(skip)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT 1"
+        row = self.conn.execute(sql, args).fetchone()
+        return None if row is None else _handoff(row)
+
+    def list_handoffs(
+        self,
+        *,
+        namespace: str | None,
+        status: str,
+        agent: str | None,
+        sender: str | None,
+        limit: int,
+    ) -> list[Handoff]:
+        where: list[str] = []
+        args: list[Any] = []
+        for column, value in (("namespace", namespace), ("recipient", agent), ("sender", sender)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
+        if status != "all":
+            where.append("status=?")
+            args.append(status)
+        sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+        args.append(limit)
+        return [_handoff(row) for row in self.conn.execute(sql, args)]
+
+    def count_handoffs(self, status: str | None = None) -> int:
+        if status is None:
+            return int(self.conn.execute("SELECT count(*) FROM handoffs").fetchone()[0])
+        return int(
+            self.conn.execute("SELECT count(*) FROM handoffs WHERE status=?", (status,)).fetchone()[
+                0
+            ]
+        )
+
+    def count_memories(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+
+    def memory(self, id: str) -> Memory | None:
+        row = self.conn.execute(
+            "SELECT m.id, m.namespace, m.title, f.content, m.kind, m.created_at, m.tags, "
+            "m.agent, m.path FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+            "WHERE m.id=?",
+            (id,),
+        ).fetchone()
+        return None if row is None else _memory(row)
+
+    def recent_memories(self, namespace: str, kind: str, limit: int) -> list[Memory]:
+        rows = self.conn.execute(
+            "SELECT m.id, m.namespace, m.title, f.content, m.kind, m.created_at, m.tags, "
+            "m.agent, m.path FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+            "WHERE m.namespace=? AND m.kind=? ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            (namespace, kind, limit),
+        ).fetchall()
+        return [_memory(r) for r in rows]
+
+    def search(
+        self, match: str, namespace: str | None, limit: int
+    ) -> list[tuple[Memory, float, str]]:
+        """Best ``limit`` memories for an FTS5 ``match``: ranked inside FTS5 first,
+        then only those rows are joined and given a snippet."""
+        where = "WHERE memories_fts MATCH ?"
+        args: list[Any] = [match]
+        if namespace is not None:
+            where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
+            args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
+        # BM25 is computed for every match, so a word found in most of 100,000
+        # memories would cost ~100 ms. Only the newest RANK_WINDOW matches are
+        # ranked: FTS5 walks rowids newest first and stops, then ranks that range.
+        bound = self.conn.execute(
+            f"SELECT rowid FROM memories_fts {where} ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            [*args, RANK_WINDOW - 1],
+        ).fetchone()
+        if bound is not None:
+            where += " AND rowid >= ?"
+            args.append(bound[0])
+        top = self.conn.execute(
+            "SELECT rowid, bm25(memories_fts, 5.0, 1.0, 2.0) AS score FROM memories_fts "
+            f"{where} ORDER BY score LIMIT ?",
+            [*args, limit],
+        ).fetchall()
+        if not top:
+            return []
+        rowids = [r[0] for r in top]
+        rows = self.conn.execute(
+            "SELECT f.rowid, m.id, m.namespace, m.title, f.content, m.kind, m.created_at, "
+            "m.tags, m.agent, m.path, snippet(memories_fts, -1, '[', ']', '…', 12) "
+            "FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE memories_fts MATCH ? AND f.rowid IN ({','.join('?' * len(rowids))})",
+            [match, *rowids],
+        ).fetchall()
+        by_rowid = {r[0]: r for r in rows}
+        out = []
+        for rowid, score in top:
+            row = by_rowid.get(rowid)
+            if row is not None:
+                out.append((_memory(row[1:10]), -float(score), str(row[10])))
+        return out
+
+    def brief_path(self, namespace: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT path FROM briefs WHERE namespace=?", (namespace,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def broken(self) -> list[BrokenNote]:
+        rows = self.conn.execute(
+            "SELECT path, problem FROM files WHERE kind='broken' ORDER BY path"
+        ).fetchall()
+        return [BrokenNote(path=p, problem=problem or "unreadable") for p, problem in rows]
+
+    def handoffs_with_supersedes(self) -> list[tuple[str, str]]:
+        return [
+            (r[0], r[1])
+            for r in self.conn.execute("SELECT id, supersedes FROM handoffs WHERE supersedes!='[]'")
+        ]
+
+
+class BulkLoader:
+    """Buffers records and writes them with ``executemany``; only for an empty index."""
+
+    BATCH = 2000
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.records: list[FileRecord] = []
+        self.seen: dict[tuple[str, str], str] = {}
+        row = index.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
+        self.next_rowid = int(row[0]) + 1
+
+    def add(self, record: FileRecord) -> None:
+        note_id = record.note_id
+        if note_id is not None:
+            key = (record.kind, note_id)
+            other = self.seen.get(key)
+            if other is not None:
+                record = FileRecord(
+                    record.path,
+                    record.mtime_ns,
+                    record.size,
+                    "broken",
+                    problem=f"duplicate id {note_id}: {other} has the same id",
+                )
+            else:
+                self.seen[key] = record.path
+        self.records.append(record)
+        if len(self.records) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        conn = self.index.conn
+        handoffs, memories, fts, files, briefs = [], [], [], [], []
+        for r in self.records:
+            kind = r.kind
+            if kind == "handoff" and r.handoff is not None:
+                h = r.handoff
+                handoffs.append(
+                    (
+                        h.id,
+                        h.namespace,
+                        h.sender,
+                        h.recipient,
+                        h.status,
+                        h.created_at,
+                        h.read_at,
+                        json.dumps(list(h.supersedes)),
+                        h.superseded_by,
+                        h.summary,
+                        h.context,
+                        h.path,
+                    )
+                )
+            elif kind == "memory" and r.memory is not None:
+                m = r.memory
+                rowid = self.next_rowid
+                self.next_rowid += 1
+                memories.append(
+                    (
+                        rowid,
+                        m.id,
+                        m.namespace,
+                        m.title,
+                        m.kind,
+                        json.dumps(list(m.tags)),
+                        m.agent,
+                        m.created_at,
+                        m.path,
+                    )
+                )
+                fts.append((rowid, m.title, m.content, " ".join(m.tags), m.namespace))
+            elif kind == "brief" and r.namespace is not None:
+                briefs.append((r.namespace, r.path))
+            files.append(
+                (
+                    r.path,
+                    r.dir,
+                    r.mtime_ns,
+                    r.size,
+                    kind,
+                    r.note_id if kind in ("handoff", "memory") else None,
+                    r.problem,
+                )
+            )
+        conn.executemany(
+            f"INSERT INTO handoffs({_HANDOFF_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", handoffs
+        )
+        conn.executemany(
+            "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, "
+            "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            memories,
+        )
+        conn.executemany(
+            "INSERT INTO memories_fts(rowid, title, content, tags, namespace) "
+            "VALUES (?, ?, ?, ?, ?)",
+            fts,
+        )
+        conn.executemany("INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)", briefs)
+        conn.executemany(
+            "INSERT INTO files(path, dir, mtime_ns, size, kind, note_id, problem) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            files,
+        )
+        self.records = []
+
+
+def _memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[0],
+        namespace=row[1],
+        title=row[2],
+        content=row[3],
+        kind=row[4],
+        created_at=row[5],
+        tags=tuple(json.loads(row[6])),
+        agent=row[7],
+        path=row[8],
+    )
+
+
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """True when ``exc`` means the index file itself is damaged (rebuild), not busy."""
+    return _is_damage(exc)

@@ -1,0 +1,83 @@
+"""Handoff lifecycle rules, as pure functions over values.
+
+    [*] --> pending: create_handoff
+    pending --> read: read_handoff or ack_handoff
+    read --> pending: reopen_handoff
+    pending --> read: superseded by a newer handoff
+
+Each function returns the new value (or the same value when nothing changes)
+and raises a ``UserError`` subclass when the transition is not allowed. The
+service writes only what these return, so a refused transition writes nothing.
+
+The cases the seed leaves open are decided here:
+
+- ``ack`` of a handoff that is already read: nothing changes, the handoff is
+  returned as it is (``read_at`` keeps the first reading). Acknowledging is
+  idempotent, so a retried call is harmless.
+- ``reopen`` of a pending handoff: nothing changes (idempotent).
+- ``reopen`` of a superseded handoff: refused, ``handoff_superseded``
+  (ConflictError). The newer handoff is the live thread; reopen that one.
+- ``supersedes`` naming an unknown id: refused, ``handoff_not_found``.
+- ``supersedes`` naming a handoff in another namespace: refused,
+  ``supersedes_other_namespace`` (InvalidInputError).
+- ``supersedes`` naming a handoff that is already superseded: refused,
+  ``handoff_superseded``; supersede its replacement instead.
+- ``supersedes`` naming a handoff that was already read: allowed; it stays
+  read (its ``read_at`` is kept) and gains ``superseded_by``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.errors import ConflictError, InvalidInputError
+from .models import Handoff
+
+__all__ = ["check_supersedable", "mark_read", "reopen", "supersede"]
+
+
+def mark_read(handoff: Handoff, now: str) -> Handoff:
+    """read_handoff / ack_handoff: pending becomes read with ``read_at``; read stays as is."""
+    if handoff.status == "read":
+        return handoff
+    return replace(handoff, status="read", read_at=now)
+
+
+def reopen(handoff: Handoff) -> Handoff:
+    """reopen_handoff: read becomes pending and ``read_at`` is removed."""
+    if handoff.superseded_by is not None:
+        raise ConflictError(
+            f"handoff {handoff.id} was superseded by {handoff.superseded_by}; "
+            f"reopen {handoff.superseded_by} instead",
+            code="handoff_superseded",
+            id=handoff.id,
+            superseded_by=handoff.superseded_by,
+        )
+    if handoff.status == "pending":
+        return handoff
+    return replace(handoff, status="pending", read_at=None)
+
+
+def check_supersedable(older: Handoff, namespace: str) -> None:
+    """Refuse a ``supersedes`` entry that cannot be superseded by a handoff in ``namespace``."""
+    if older.namespace != namespace:
+        raise InvalidInputError(
+            f"supersedes names {older.id}, which is in namespace {older.namespace!r}, "
+            f"not {namespace!r}; a handoff can only replace one in its own namespace",
+            code="supersedes_other_namespace",
+            id=older.id,
+            namespace=older.namespace,
+        )
+    if older.superseded_by is not None:
+        raise ConflictError(
+            f"handoff {older.id} is already superseded by {older.superseded_by}; "
+            f"supersede {older.superseded_by} instead",
+            code="handoff_superseded",
+            id=older.id,
+            superseded_by=older.superseded_by,
+        )
+
+
+def supersede(older: Handoff, newer_id: str, now: str) -> Handoff:
+    """The older handoff becomes read (if it was not) and gets ``superseded_by``."""
+    return replace(mark_read(older, now), superseded_by=newer_id)

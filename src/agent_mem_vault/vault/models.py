@@ -1,0 +1,213 @@
+"""The values the vault hands out: frozen dataclasses, no I/O.
+
+Every interface (CLI, MCP, HTTP) renders these; ``to_dict`` gives the JSON
+shape they share so that the three faces agree on field names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Brief",
+    "BrokenNote",
+    "DoctorReport",
+    "Handoff",
+    "HandoffStatus",
+    "Memory",
+    "ReindexReport",
+    "SearchHit",
+]
+
+HandoffStatus = Literal["pending", "read"]
+"""A handoff is ``pending`` until read, acknowledged or superseded; then ``read``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """One handoff note.
+
+    >>> h = Handoff(id="3l6qyvzp7ns2c", namespace="project/harbor-api", sender="claude-code",
+    ...             recipient="codex", summary="Batch it", context="Start with 1000 rows.",
+    ...             status="pending", created_at="2026-01-01T00:00:00.000Z")
+    >>> print(h.text)
+    ## Summary
+    Batch it
+    <BLANKLINE>
+    ## Full Context
+    Start with 1000 rows.
+    """
+
+    id: str
+    """A TID; also the note's file name (``<id>.md``)."""
+    namespace: str
+    """Path-like, e.g. ``project/harbor-api``; the folder the note lives under."""
+    sender: str
+    """The agent that wrote it (frontmatter ``from``)."""
+    recipient: str
+    """The agent it is for (frontmatter ``to``), matched exactly."""
+    summary: str
+    context: str
+    status: HandoffStatus
+    created_at: str
+    """RFC 3339, UTC, milliseconds, ``Z``."""
+    read_at: str | None = None
+    """When it became read; absent while pending (reopen removes it)."""
+    supersedes: tuple[str, ...] = ()
+    """Ids of older handoffs this one replaces."""
+    superseded_by: str | None = None
+    """Id of the newer handoff that replaced this one."""
+    path: str = ""
+    """The note's path relative to the vault, with ``/`` separators."""
+
+    @property
+    def read(self) -> bool:
+        """Frontmatter ``read``: true once read, acknowledged or superseded."""
+        return self.status == "read"
+
+    @property
+    def text(self) -> str:
+        """What ``read_handoff`` gives an agent: ``## Summary\\n…\\n\\n## Full Context\\n…``."""
+        return f"## Summary\n{self.summary}\n\n## Full Context\n{self.context}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape shared by the CLI's ``--json``, MCP and HTTP (``from``/``to`` as on disk)."""
+        return {
+            "id": self.id,
+            "namespace": self.namespace,
+            "from": self.sender,
+            "to": self.recipient,
+            "status": self.status,
+            "read": self.read,
+            "created_at": self.created_at,
+            "read_at": self.read_at,
+            "supersedes": list(self.supersedes),
+            "superseded_by": self.superseded_by,
+            "summary": self.summary,
+            "context": self.context,
+            "path": self.path,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One memory note: a decision, note, task or risk worth keeping."""
+
+    id: str
+    namespace: str
+    title: str
+    content: str
+    kind: str
+    """``decision``, ``note``, ``task``, ``risk``, or another lowercase word."""
+    created_at: str
+    tags: tuple[str, ...] = ()
+    agent: str | None = None
+    """Who saved it, if known."""
+    path: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A memory found by ``search_memory``, best first."""
+
+    memory: Memory
+    score: float
+    """BM25 relevance from SQLite FTS5; higher is better."""
+    snippet: str
+    """A short excerpt with the matched words between ``[`` and ``]``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_dict(), "score": self.score, "snippet": self.snippet}
+
+
+@dataclass(frozen=True, slots=True)
+class Brief:
+    """What an agent loads at the start of a session for one namespace."""
+
+    namespace: str
+    notes: str
+    """The human-editable part: the body of ``<namespace>/_brief.md`` (may be empty)."""
+    decisions: tuple[Memory, ...]
+    """The most recent ``decision`` memories, newest first."""
+    pending: tuple[Handoff, ...]
+    """Pending handoffs in the namespace, newest first."""
+    path: str = ""
+
+    @property
+    def text(self) -> str:
+        """The brief as Markdown, short enough to put in a prompt."""
+        from .brief import render_brief
+
+        return render_brief(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "notes": self.notes,
+            "decisions": [m.to_dict() for m in self.decisions],
+            "pending": [h.to_dict() for h in self.pending],
+            "path": self.path,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenNote:
+    """A note the vault could not use; it is skipped, reported, and never overwritten."""
+
+    path: str
+    problem: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "problem": self.problem}
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexReport:
+    """What a rescan or reindex found."""
+
+    handoffs: int
+    memories: int
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    broken: tuple[BrokenNote, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["broken"] = [b.to_dict() for b in self.broken]
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """The health of a vault: counts and every problem found, each with a path."""
+
+    path: str
+    handoffs: int
+    memories: int
+    pending: int
+    broken: tuple[BrokenNote, ...] = ()
+    problems: tuple[str, ...] = field(default=())
+    """Other problems: dangling ``supersedes`` links, a missing dashboard, …"""
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken and not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "ok": self.ok,
+            "handoffs": self.handoffs,
+            "memories": self.memories,
+            "pending": self.pending,
+            "broken": [b.to_dict() for b in self.broken],
+            "problems": list(self.problems),
+        }

@@ -1,0 +1,229 @@
+"""Validation of what callers name: namespaces, agents, ids, kinds, tags, sizes.
+
+Namespaces become folders, so a bad one could escape the vault (``..``, an
+absolute path) or collide with the vault's own folders. Everything is checked
+before anything is written, and each error names the field and the rule.
+
+Limits (documented in the README):
+
+- namespace: 1–8 segments joined by ``/``, each 1–64 of ``A-Z a-z 0-9 . _ -``,
+  starting with a letter or digit, not ``handoffs``/``memories`` and not ending
+  in ``.md``; 200 characters in all.
+- agent name: 1–64 of ``A-Z a-z 0-9 . _ - @ :``, starting with a letter or digit.
+- summary: 1–2,000 characters; handoff context: up to 200,000 characters.
+- memory title: 1–200 characters, one line; content: up to 200,000 characters.
+- kind: a lowercase word (``decision``, ``note``, ``task``, ``risk``, …), up to 32.
+- tags: at most 20, each 1–64 of ``A-Z a-z 0-9 _ - /``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..core.errors import InvalidInputError
+from ..core.ids import decode_tid
+
+__all__ = [
+    "MAX_CONTENT",
+    "MAX_SUMMARY",
+    "MAX_TITLE",
+    "validate_agent",
+    "validate_id",
+    "validate_kind",
+    "validate_namespace",
+    "validate_summary",
+    "validate_tags",
+    "validate_text",
+    "validate_title",
+]
+
+MAX_SUMMARY = 2_000
+MAX_CONTENT = 200_000
+MAX_TITLE = 200
+MAX_TAGS = 20
+MAX_NAMESPACE = 200
+MAX_SEGMENTS = 8
+RESERVED_SEGMENTS = frozenset({"handoffs", "memories"})
+
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_AGENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}")
+_KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+_TAG = re.compile(r"[A-Za-z0-9_/-]{1,64}")
+
+
+def validate_namespace(value: object, *, field: str = "namespace") -> str:
+    """Return ``value`` if it is a safe, path-like namespace.
+
+    >>> validate_namespace("project/harbor-api")
+    'project/harbor-api'
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(
+            f"{field} is missing: give a path-like name such as 'project/harbor-api'",
+            code="invalid_namespace",
+            field=field,
+        )
+    if len(value) > MAX_NAMESPACE:
+        raise InvalidInputError(
+            f"{field} is {len(value)} characters; the limit is {MAX_NAMESPACE}",
+            code="invalid_namespace",
+            field=field,
+        )
+    if value.startswith("/") or "\\" in value:
+        raise InvalidInputError(
+            f"{field} {value!r} must be relative, with '/' between segments "
+            "(e.g. 'project/harbor-api')",
+            code="invalid_namespace",
+            field=field,
+        )
+    segments = value.split("/")
+    if len(segments) > MAX_SEGMENTS:
+        raise InvalidInputError(
+            f"{field} {value!r} has {len(segments)} segments; the limit is {MAX_SEGMENTS}",
+            code="invalid_namespace",
+            field=field,
+        )
+    for segment in segments:
+        if not segment:
+            raise InvalidInputError(
+                f"{field} {value!r} has an empty segment; remove the doubled or trailing '/'",
+                code="invalid_namespace",
+                field=field,
+            )
+        if segment in (".", ".."):
+            raise InvalidInputError(
+                f"{field} {value!r} may not contain '.' or '..' segments",
+                code="invalid_namespace",
+                field=field,
+            )
+        if not _SEGMENT.fullmatch(segment):
+            raise InvalidInputError(
+                f"{field} segment {segment!r} is not allowed: use 1-64 letters, digits, "
+                "'.', '_' or '-', starting with a letter or digit",
+                code="invalid_namespace",
+                field=field,
+            )
+        if segment in RESERVED_SEGMENTS or segment.lower().endswith(".md"):
+            raise InvalidInputError(
+                f"{field} segment {segment!r} is reserved for the vault's own folders and files; "
+                "pick another name",
+                code="invalid_namespace",
+                field=field,
+            )
+    return value
+
+
+def validate_agent(value: object, *, field: str = "agent") -> str:
+    """Return ``value`` if it is a valid agent name (matched exactly, case included)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(
+            f"{field} is missing: give an agent name such as 'codex' or 'claude-code'",
+            code="invalid_agent",
+            field=field,
+        )
+    if not _AGENT.fullmatch(value):
+        raise InvalidInputError(
+            f"{field} {value!r} is not a valid agent name: use 1-64 letters, digits, "
+            "'.', '_', '-', '@' or ':', starting with a letter or digit",
+            code="invalid_agent",
+            field=field,
+        )
+    return value
+
+
+def validate_id(value: object, *, field: str = "id") -> str:
+    """Return ``value`` if it is a TID (13 characters of base32-sortable)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a string id", code="invalid_id", field=field)
+    try:
+        decode_tid(value)
+    except ValueError:
+        raise InvalidInputError(
+            f"{field} {value!r} is not a handoff or memory id (ids are 13-character TIDs, "
+            "as 'agent-mem-vault handoffs' shows them)",
+            code="invalid_id",
+            field=field,
+        ) from None
+    return value
+
+
+def validate_text(value: object, *, field: str, limit: int = MAX_CONTENT) -> str:
+    """Strip surrounding whitespace and check the size; empty is an error."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError(f"{field} is missing or empty", code="missing_field", field=field)
+    value = value.strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{field} is not valid Unicode text (it has a lone surrogate)",
+            code="invalid_text",
+            field=field,
+        ) from None
+    if len(value) > limit:
+        raise InvalidInputError(
+            f"{field} is {len(value):,} characters; the limit is {limit:,}. "
+            "Shorten it or move the detail into a file and refer to it",
+            code="too_large",
+            field=field,
+            limit=limit,
+        )
+    return value
+
+
+def validate_summary(value: object, *, field: str = "summary") -> str:
+    """A summary: non-empty, at most ``MAX_SUMMARY``, and no ``## `` heading line of its own.
+
+    A heading line would make the note's ``## Summary`` / ``## Full Context``
+    sections ambiguous when it is read back.
+    """
+    text = validate_text(value, field=field, limit=MAX_SUMMARY)
+    if any(line.startswith("## ") for line in text.splitlines()):
+        raise InvalidInputError(
+            f"{field} may not contain a '## ' heading line; put structure in the context",
+            code="invalid_summary",
+            field=field,
+        )
+    return text
+
+
+def validate_title(value: object, *, field: str = "title") -> str:
+    text = validate_text(value, field=field, limit=MAX_TITLE)
+    if "\n" in text or "\r" in text:
+        raise InvalidInputError(f"{field} must be one line", code="invalid_title", field=field)
+    return text
+
+
+def validate_kind(value: object) -> str:
+    if not isinstance(value, str) or not _KIND.fullmatch(value):
+        raise InvalidInputError(
+            f"kind {value!r} is not valid: use a lowercase word such as "
+            "'decision', 'note', 'task' or 'risk'",
+            code="invalid_kind",
+            field="kind",
+        )
+    return value
+
+
+def validate_tags(values: Iterable[object] | None) -> tuple[str, ...]:
+    """Tags in the order given, duplicates dropped."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str) or not _TAG.fullmatch(value):
+            raise InvalidInputError(
+                f"tag {value!r} is not valid: use 1-64 letters, digits, '_', '-' or '/'",
+                code="invalid_tag",
+                field="tags",
+            )
+        if value not in out:
+            out.append(value)
+    if len(out) > MAX_TAGS:
+        raise InvalidInputError(
+            f"{len(out)} tags given; the limit is {MAX_TAGS}", code="too_large", field="tags"
+        )
+    return tuple(out)

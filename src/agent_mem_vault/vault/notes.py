@@ -1,0 +1,401 @@
+"""Notes as text: flat YAML frontmatter plus a ``## Summary`` / ``## Full Context`` body.
+
+Pure functions, no I/O. Markdown is the source of truth, so parsing must
+accept what Obsidian writes back (any valid YAML), while rendering writes one
+plain, stable style. The frontmatter we write is parsed by a small fast path
+(it matters when 200,000 notes are reindexed); anything else goes to PyYAML.
+
+A lifecycle change rewrites only the frontmatter values it owns and keeps the
+body and any properties a person added, byte for byte.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import yaml
+
+from ..core.clock import format_datetime
+from ..core.ids import decode_tid
+from .models import Handoff, Memory
+
+__all__ = [
+    "NoteError",
+    "ParsedNote",
+    "handoff_from_note",
+    "handoff_meta",
+    "memory_from_note",
+    "memory_meta",
+    "parse_note",
+    "render_body",
+    "render_note",
+    "split_body",
+]
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_PLAIN_SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9._/@-]*")
+_INT = re.compile(r"[-+]?[0-9]+")
+_YAML_WORDS = frozenset(
+    {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+)  # YAML 1.1 reads these as booleans or null, so strings equal to them are quoted
+# Characters YAML does not allow raw in a file; JSON-style escapes work in both.
+_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+_SUMMARY = "## Summary"
+_CONTEXT = "## Full Context"
+
+try:  # the C loader is ~10x faster; fall back where libyaml is absent
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+
+class NoteError(ValueError):
+    """A note that cannot be used as it stands; ``str()`` says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    """A note split into its properties (in file order) and its body."""
+
+    meta: dict[str, Any]
+    body: str
+
+
+# -- frontmatter ------------------------------------------------------------------
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if _PLAIN_SAFE.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return _UNPRINTABLE.sub(_escape, json.dumps(text, ensure_ascii=False))
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def render_note(meta: dict[str, Any], body: str) -> str:
+    """Frontmatter (flat: scalars and lists of scalars) between ``---`` lines, then the body.
+
+    >>> print(render_note({"type": "handoff", "tags": ["a"]}, "hi\\n"), end="")
+    ---
+    type: handoff
+    tags:
+      - a
+    ---
+    hi
+    """
+    lines = ["---"]
+    for key, value in meta.items():
+        if isinstance(value, list | tuple):
+            if value:
+                lines.append(f"{key}:")
+                lines.extend(f"  - {_scalar(item)}" for item in value)
+            else:
+                lines.append(f"{key}: []")
+        else:
+            lines.append(f"{key}: {_scalar(value)}")
+    lines.append("---")
+    return "\n".join(lines) + "\n" + body
+
+
+def _fast_value(raw: str) -> tuple[bool, Any]:
+    """Parse one scalar the way we write them; (False, None) means 'not ours, ask YAML'."""
+    if not raw:
+        return True, None
+    first = raw[0]
+    if first == '"':
+        if "\\" not in raw and raw[-1] == '"' and '"' not in raw[1:-1]:
+            return True, raw[1:-1]
+        try:
+            return True, json.loads(raw)
+        except ValueError:
+            return False, None
+    if raw in ("true", "false"):
+        return True, raw == "true"
+    if raw in ("null", "~"):
+        return True, None
+    if raw == "[]":
+        return True, []
+    if _INT.fullmatch(raw):
+        return True, int(raw)
+    if _PLAIN_SAFE.fullmatch(raw) and raw.lower() not in _YAML_WORDS:
+        return True, raw
+    return False, None
+
+
+def _fast_frontmatter(lines: list[str]) -> dict[str, Any] | None:
+    meta: dict[str, Any] = {}
+    current_list: list[Any] | None = None
+    bare: list[str] = []
+    for line in lines:
+        if line[0] == " " or line[0] == "-":
+            if current_list is None or not (line.startswith("  - ") or line.startswith("- ")):
+                return None
+            ok, value = _fast_value(line.split("- ", 1)[1].strip())
+            if not ok:
+                return None
+            current_list.append(value)
+            continue
+        key, sep, rest = line.partition(":")
+        if not sep or key in meta or not _KEY.fullmatch(key):
+            return None
+        rest = rest.strip()
+        if not rest:
+            current_list = []
+            meta[key] = current_list
+            bare.append(key)
+            continue
+        current_list = None
+        ok, value = _fast_value(rest)
+        if not ok:
+            return None
+        meta[key] = value
+    for key in bare:
+        # A key with no value and no items is YAML null, not an empty list.
+        if not meta[key]:
+            meta[key] = None
+    return meta
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_datetime(value) if value.tzinfo else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    return value
+
+
+def parse_note(text: str) -> ParsedNote | None:
+    """Split ``text`` into properties and body; ``None`` if it has no frontmatter at all.
+
+    Raises ``NoteError`` when the frontmatter is there but broken.
+    """
+    if not text.startswith("---"):
+        return None
+    text = text.replace("\r\n", "\n")
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].strip() != "---":
+        return None
+    end = text.find("\n---", first_end)
+    while end >= 0:
+        after = end + 4
+        if after == len(text) or text[after] == "\n":
+            break
+        end = text.find("\n---", after)
+    if end < 0:
+        raise NoteError("frontmatter has no closing '---' line")
+    block = text[first_end + 1 : end]
+    body = text[end + 5 :] if end + 4 < len(text) else ""
+    lines = [line for line in block.split("\n") if line.strip() and not line.startswith("#")]
+    meta = _fast_frontmatter(lines)
+    if meta is None:
+        try:
+            loaded = yaml.load(block, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            problem = str(exc).splitlines()[0]
+            raise NoteError(f"frontmatter is not valid YAML: {problem}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise NoteError("frontmatter is not a set of properties (key: value lines)")
+        meta = {str(k): _normalise(v) for k, v in loaded.items()}
+    return ParsedNote(meta=meta, body=body)
+
+
+# -- body ---------------------------------------------------------------------------
+
+
+def render_body(summary: str, context: str) -> str:
+    """The body we write: exactly ``Handoff.text`` plus a final newline."""
+    return f"{_SUMMARY}\n{summary}\n\n{_CONTEXT}\n{context}\n"
+
+
+def split_body(body: str) -> tuple[str, str]:
+    """(summary, context) from a body; lenient, since people edit bodies by hand.
+
+    Without a ``## Summary`` heading the summary is empty; without a
+    ``## Full Context`` heading the context is everything after the summary.
+    """
+    text = body.replace("\r\n", "\n")
+    head = text.find(_SUMMARY + "\n")
+    if head < 0 and text.rstrip("\n").endswith(_SUMMARY):
+        head = text.rfind(_SUMMARY)
+    if head < 0:
+        marker = text.find(_CONTEXT + "\n")
+        if marker < 0:
+            return "", text.strip("\n")
+        return "", text[marker + len(_CONTEXT) + 1 :].rstrip("\n")
+    rest = text[head + len(_SUMMARY) + 1 :]
+    marker = rest.find("\n" + _CONTEXT + "\n")
+    if marker < 0 and rest.rstrip("\n").endswith("\n" + _CONTEXT):
+        marker = rest.rstrip("\n").rfind("\n" + _CONTEXT)
+    if marker < 0:
+        return rest.strip("\n"), ""
+    summary = rest[:marker].strip("\n")
+    context = rest[marker + len(_CONTEXT) + 2 :].rstrip("\n")
+    return summary, context
+
+
+# -- typed notes --------------------------------------------------------------------
+
+
+def handoff_meta(handoff: Handoff) -> dict[str, Any]:
+    """The properties of a handoff note, in the order Obsidian shows them."""
+    meta: dict[str, Any] = {
+        "type": "handoff",
+        "id": handoff.id,
+        "namespace": handoff.namespace,
+        "from": handoff.sender,
+        "to": handoff.recipient,
+        "status": handoff.status,
+        "read": handoff.read,
+        "created_at": handoff.created_at,
+    }
+    if handoff.read_at is not None:
+        meta["read_at"] = handoff.read_at
+    meta["supersedes"] = list(handoff.supersedes)
+    if handoff.superseded_by is not None:
+        meta["superseded_by"] = handoff.superseded_by
+    meta["tags"] = ["handoff"]
+    return meta
+
+
+def apply_handoff(meta: dict[str, Any], handoff: Handoff) -> dict[str, Any]:
+    """``meta`` with the lifecycle properties of ``handoff``; properties a person added are kept."""
+    out = handoff_meta(handoff)
+    if "tags" in meta:
+        out["tags"] = meta["tags"]
+    owned = {"read_at", "superseded_by"}
+    for key, value in meta.items():
+        if key not in out and key not in owned:
+            out[key] = value
+    return out
+
+
+def memory_meta(memory: Memory) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "type": "memory",
+        "id": memory.id,
+        "namespace": memory.namespace,
+        "title": memory.title,
+        "kind": memory.kind,
+        "created_at": memory.created_at,
+    }
+    if memory.agent is not None:
+        meta["agent"] = memory.agent
+    meta["tags"] = list(memory.tags)
+    return meta
+
+
+def _str(meta: dict[str, Any], key: str, *, required: bool = True) -> str | None:
+    value = meta.get(key)
+    if value is None or value == "":
+        if required:
+            raise NoteError(f"property {key!r} is missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise NoteError(f"property {key!r} must be text, not {type(value).__name__}")
+    return str(value)
+
+
+def _str_list(meta: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = meta.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise NoteError(f"property {key!r} must be a list of text values")
+    return tuple(value)
+
+
+def _tid(meta: dict[str, Any], key: str) -> str:
+    value = _str(meta, key)
+    assert value is not None
+    try:
+        decode_tid(value)
+    except ValueError:
+        raise NoteError(f"property {key!r} is not a TID: {value!r}") from None
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_namespace(value: str) -> str | None:
+    """The problem with a namespace property, or None; cached, since notes share namespaces."""
+    from ..core.errors import InvalidInputError
+    from .namespaces import validate_namespace
+
+    try:
+        validate_namespace(value)
+    except InvalidInputError as exc:
+        return str(exc)
+    return None
+
+
+def _namespace(meta: dict[str, Any]) -> str:
+    value = _str(meta, "namespace")
+    assert value is not None
+    problem = _checked_namespace(value)
+    if problem is not None:
+        raise NoteError(f"property 'namespace': {problem}")
+    return value
+
+
+def handoff_from_note(note: ParsedNote, path: str) -> Handoff:
+    """A ``Handoff`` from a parsed note; ``NoteError`` naming the property that is wrong."""
+    meta = note.meta
+    status = _str(meta, "status")
+    if status not in ("pending", "read"):
+        raise NoteError(f"property 'status' must be pending or read, not {status!r}")
+    read = meta.get("read", status == "read")
+    if read is not (status == "read"):
+        raise NoteError(f"properties disagree: status is {status} but read is {read!r}")
+    summary, context = split_body(note.body)
+    return Handoff(
+        id=_tid(meta, "id"),
+        namespace=_namespace(meta),
+        sender=_str(meta, "from") or "",
+        recipient=_str(meta, "to") or "",
+        summary=summary,
+        context=context,
+        status="read" if status == "read" else "pending",
+        created_at=_str(meta, "created_at") or "",
+        read_at=_str(meta, "read_at", required=False),
+        supersedes=_str_list(meta, "supersedes"),
+        superseded_by=_str(meta, "superseded_by", required=False),
+        path=path,
+    )
+
+
+def memory_from_note(note: ParsedNote, path: str) -> Memory:
+    meta = note.meta
+    _summary, content = split_body(note.body)
+    kind = _str(meta, "kind", required=False) or "note"
+    return Memory(
+        id=_tid(meta, "id"),
+        namespace=_namespace(meta),
+        title=_str(meta, "title") or "",
+        content=content,
+        kind=kind,
+        created_at=_str(meta, "created_at") or "",
+        tags=_str_list(meta, "tags"),
+        agent=_str(meta, "agent", required=False),
+        path=path,
+    )

@@ -1,0 +1,81 @@
+"""Reading one note file into what the index stores about it.
+
+A file is one of: a handoff, a memory, a namespace brief, some other Markdown
+note (ignored), or broken (reported by ``doctor``, skipped by listings, never
+written over).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .models import Handoff, Memory
+from .notes import NoteError, _namespace, handoff_from_note, memory_from_note, parse_note
+
+__all__ = ["FileRecord", "read_record"]
+
+Kind = Literal["handoff", "memory", "brief", "other", "broken"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileRecord:
+    """What one ``.md`` file is, as of the given size and mtime."""
+
+    path: str
+    """Relative to the vault, ``/``-separated."""
+    mtime_ns: int
+    size: int
+    kind: Kind
+    handoff: Handoff | None = None
+    memory: Memory | None = None
+    namespace: str | None = None
+    """For a brief: the namespace it describes."""
+    problem: str | None = None
+    """For a broken note: what is wrong with it."""
+
+    @property
+    def dir(self) -> str:
+        head, _, _ = self.path.rpartition("/")
+        return head
+
+    @property
+    def note_id(self) -> str | None:
+        if self.handoff is not None:
+            return self.handoff.id
+        if self.memory is not None:
+            return self.memory.id
+        return None
+
+
+def read_record(root: Path, path: str, st: os.stat_result | None = None) -> FileRecord | None:
+    """Read and classify ``root/path``; ``None`` if the file has gone."""
+    try:
+        with open(f"{root}/{path}", "rb") as fh:
+            if st is None:
+                st = os.fstat(fh.fileno())
+            raw = fh.read()
+    except FileNotFoundError:
+        return None
+    mtime, size = st.st_mtime_ns, st.st_size
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileRecord(path, mtime, size, "broken", problem=f"not UTF-8 text ({exc.reason})")
+    try:
+        note = parse_note(text)
+        if note is None:
+            return FileRecord(path, mtime, size, "other")
+        kind = note.meta.get("type")
+        if kind == "handoff":
+            return FileRecord(path, mtime, size, "handoff", handoff=handoff_from_note(note, path))
+        if kind == "memory":
+            return FileRecord(path, mtime, size, "memory", memory=memory_from_note(note, path))
+        if kind == "brief":
+            namespace = _namespace(note.meta)
+            return FileRecord(path, mtime, size, "brief", namespace=namespace)
+        return FileRecord(path, mtime, size, "other")
+    except NoteError as exc:
+        return FileRecord(path, mtime, size, "broken", problem=str(exc))

@@ -1,0 +1,171 @@
+"""Keeping one process's index handle usable and in step with the folder.
+
+The service asks for the index through ``IndexUpkeep`` and never opens it
+itself, so that one place decides when to migrate, when to rebuild (missing,
+damaged, or written by a newer version), when a cheap folder check is enough
+and when a full rescan is due. A forked child gets a fresh connection.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from ..core.clock import Clock, format_datetime
+from .index import Index, IndexDamaged, is_damage
+from .records import read_record
+from .scan import ScanStats, changed_dirs, rebuild_tree, scan_tree, sync_changed
+
+__all__ = ["IndexUpkeep"]
+
+_T = TypeVar("_T")
+
+
+class IndexUpkeep:
+    """The index of one vault, for one process.
+
+    ``locked`` is the vault's lock as a context manager (re-entrant within a
+    thread); every change to the index happens inside it.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        db_path: Path,
+        clock: Clock,
+        locked: Callable[[], AbstractContextManager[None]],
+        rescan_interval: float | None,
+    ) -> None:
+        self.root = root
+        self.db_path = db_path
+        self.clock = clock
+        self.locked = locked
+        self.rescan_interval = rescan_interval
+        self._index: Index | None = None
+        self._pid = os.getpid()
+        self._last_full_scan: datetime | None = None
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def handle(self) -> Index:
+        """The open index, migrated; rebuilt if missing, damaged or from a newer version."""
+        if self._index is not None and self._pid == os.getpid():
+            return self._index
+        if self._pid != os.getpid():
+            # A forked child must not use its parent's SQLite connection.
+            self._pid = os.getpid()
+            self._index = None
+        try:
+            idx = Index(self.db_path)
+            if idx.pending_migrations():
+                with self.locked():
+                    idx.migrate(format_datetime(self.clock.now()))
+                    if not idx.dirs():
+                        with idx.transaction():
+                            rebuild_tree(self.root, idx, ScanStats())
+                            self.mark_full_scan(idx)
+        except (IndexDamaged, sqlite3.DatabaseError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
+                raise
+            with self.locked():
+                return self.rebuild()
+        self._index = idx
+        return idx
+
+    def rebuild(self) -> Index:
+        """Delete the index and build it again from the notes (the caller holds the lock)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+        idx = Index(self.db_path)
+        idx.migrate(format_datetime(self.clock.now()))
+        with idx.transaction():
+            rebuild_tree(self.root, idx, ScanStats())
+            self.mark_full_scan(idx)
+        self._index = idx
+        return idx
+
+    def query(self, run: Callable[[Index], _T]) -> _T:
+        """Run a query; if the index turns out damaged, rebuild it and run it on the new one."""
+        try:
+            return run(self.handle())
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+        with self.locked():
+            return run(self.rebuild())
+
+    def sync(self) -> Index:
+        """Bring the index up to date cheaply: changed folders now, a full rescan when due."""
+        idx = self.handle()
+        try:
+            if self.full_scan_due(idx):
+                with self.locked():
+                    if self.full_scan_due(idx):
+                        self.full_scan(idx, ScanStats())
+                return idx
+            dirs = changed_dirs(self.root, idx)
+            if dirs is None or dirs:
+                with self.locked():
+                    dirs = changed_dirs(self.root, idx)
+                    if dirs is None:
+                        self.full_scan(idx, ScanStats())
+                    elif dirs:
+                        with idx.transaction():
+                            sync_changed(self.root, idx, dirs, ScanStats())
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            with self.locked():
+                idx = self.rebuild()
+        return idx
+
+    def full_scan(self, idx: Index, stats: ScanStats) -> None:
+        """One ``stat`` per note; reads only notes whose size or mtime changed (under the lock)."""
+        with idx.transaction():
+            scan_tree(self.root, idx, "", stats)
+            self.mark_full_scan(idx)
+
+    def full_scan_due(self, idx: Index) -> bool:
+        if self.rescan_interval is None:
+            return False
+        now = self.clock.now()
+        last = self._last_full_scan
+        if last is not None and (now - last).total_seconds() < self.rescan_interval:
+            return False
+        # Another process may have scanned since this one last looked.
+        stored = idx.get_meta("last_full_scan")
+        if stored is None:
+            return True
+        self._last_full_scan = datetime.fromisoformat(stored.replace("Z", "+00:00"))
+        return (now - self._last_full_scan).total_seconds() >= self.rescan_interval
+
+    def mark_full_scan(self, idx: Index) -> None:
+        now = self.clock.now()
+        self._last_full_scan = now
+        idx.set_meta("last_full_scan", format_datetime(now))
+
+    def stamp_matches(self, idx: Index, path: str) -> bool:
+        """True if the note at ``path`` has the size and mtime the index read it at."""
+        try:
+            st = os.stat(self.root / path)
+        except FileNotFoundError:
+            return False
+        return idx.file_stamp(path) == (st.st_mtime_ns, st.st_size)
+
+    def refresh(self, idx: Index, path: str) -> None:
+        """Read one note again and store what it says now (the caller holds the lock)."""
+        record = read_record(self.root, path)
+        with idx.transaction():
+            if record is None:
+                idx.remove_file(path)
+            else:
+                idx.put(record)

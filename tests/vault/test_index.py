@@ -1,0 +1,196 @@
+"""The derived index: rebuilt when missing or damaged, and following edits made by hand."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from agent_mem_vault.vault import Handoff, Vault
+from agent_mem_vault.vault.index import MIGRATIONS
+from agent_mem_vault.vault.notes import handoff_meta, render_body, render_note
+
+from .conftest import NS, TickingClock
+
+INDEX = Path(".agent-mem-vault") / "index.sqlite3"
+
+
+def _hand_written(vault: Vault, id: str, summary: str, folder: str = f"{NS}/handoffs") -> Path:
+    """A handoff note written the way a person (or another tool) would: straight to disk."""
+    h = Handoff(
+        id=id,
+        namespace=NS,
+        sender="person",
+        recipient="codex",
+        summary=summary,
+        context="written by hand",
+        status="pending",
+        created_at="2030-01-01T00:00:00.000Z",
+    )
+    path = vault.path / folder / f"{id}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_note(handoff_meta(h), render_body(h.summary, h.context)))
+    return path
+
+
+def _state(vault: Vault) -> list[tuple[str, str, str | None, str]]:
+    return [
+        (h.id, h.status, h.read_at, h.summary)
+        for h in vault.list_handoffs(status="all", limit=1000)
+    ]
+
+
+def test_the_index_is_rebuilt_when_missing(vault: Vault, vault_path: Path) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    vault.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{vault_path / INDEX}{suffix}").unlink(missing_ok=True)
+    again = Vault(vault_path)
+    assert again.get_handoff(h.id).summary == "s"
+
+
+def test_the_index_is_rebuilt_when_corrupt(vault: Vault, vault_path: Path) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    vault.close()
+    for suffix in ("-wal", "-shm"):
+        Path(f"{vault_path / INDEX}{suffix}").unlink(missing_ok=True)
+    (vault_path / INDEX).write_bytes(b"this is not a database" * 100)
+    again = Vault(vault_path)
+    got = again.read_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.id == h.id
+
+
+def test_reindex_round_trip_gives_the_same_answers(vault: Vault) -> None:
+    a = vault.create_handoff(to="codex", summary="a", context="c", namespace=NS, from_="x")
+    vault.create_handoff(to="codex", summary="b", context="c", namespace=NS, from_="x")
+    vault.read_handoff(agent="codex", namespace=NS)
+    vault.create_handoff(to="codex", summary="c", context="c", namespace=NS, supersedes=[a.id])
+    vault.save_memory(namespace=NS, title="m", content="searchable words")
+    before = (_state(vault), [h.memory for h in vault.search_memory(query="searchable")])
+    report = vault.reindex()
+    assert (report.handoffs, report.memories) == (3, 1)
+    after = (_state(vault), [h.memory for h in vault.search_memory(query="searchable")])
+    assert after == before
+
+
+def test_migrations_are_named_and_recorded(vault: Vault, vault_path: Path) -> None:
+    vault.list_handoffs()
+    conn = sqlite3.connect(vault_path / INDEX)
+    names = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY name")]
+    conn.close()
+    assert names == [name for name, _ in MIGRATIONS]
+
+
+def test_an_index_from_a_newer_version_is_rebuilt(vault: Vault, vault_path: Path) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    vault.close()
+    conn = sqlite3.connect(vault_path / INDEX)
+    conn.execute("INSERT INTO migrations VALUES ('9999_future', 'x')")
+    conn.commit()
+    conn.close()
+    assert Vault(vault_path).get_handoff(h.id).id == h.id
+    conn = sqlite3.connect(vault_path / INDEX)
+    assert conn.execute("SELECT count(*) FROM migrations WHERE name='9999_future'").fetchone() == (
+        0,
+    )
+    conn.close()
+
+
+def test_a_note_added_by_hand_is_picked_up(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _hand_written(vault, "3zzzzzzzzzzz2", "added in Obsidian")
+    got = vault.peek_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.summary == "added in Obsidian"
+
+
+def test_a_new_namespace_folder_made_by_hand_is_picked_up(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _hand_written(vault, "3zzzzzzzzzzz2", "new folder", folder="team/x/handoffs")
+    assert vault.list_handoffs(agent="codex")[0].summary == "new folder"
+
+
+def test_a_note_deleted_by_hand_is_dropped(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    (vault.path / h.path).unlink()
+    assert vault.list_handoffs(status="all") == []
+    assert vault.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_a_note_edited_in_place_is_picked_up(vault: Vault) -> None:
+    vault.rescan_interval = None
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    note = vault.path / h.path
+    # Edit in place (no rename, so the folder's mtime does not change), as Obsidian does.
+    with open(note, "r+", encoding="utf-8") as fh:
+        text = fh.read().replace("## Summary\ns\n", "## Summary\nedited by a person\n")
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    got = vault.peek_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.summary == "edited by a person"
+    assert vault.get_handoff(h.id).summary == "edited by a person"
+
+
+def test_an_in_place_edit_marking_it_read_is_honoured_by_read_handoff(vault: Vault) -> None:
+    vault.rescan_interval = None
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    note = vault.path / h.path
+    text = (
+        note.read_text()
+        .replace("status: pending", "status: read")
+        .replace("read: false", "read: true")
+    )
+    with open(note, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    assert vault.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_a_full_rescan_runs_when_the_interval_has_passed(
+    vault_path: Path, clock: TickingClock
+) -> None:
+    v = Vault(vault_path, clock=clock, durable=False, rescan_interval=60)
+    v.init()
+    h = v.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    note = vault_path / h.path
+    st = note.stat()
+    with open(note, "r+", encoding="utf-8") as fh:
+        text = fh.read().replace("## Summary\ns\n", "## Summary\nS\n")
+        fh.seek(0)
+        fh.write(text)
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert v.list_handoffs()[0].summary == "s"  # not yet: only folders were checked
+    clock.advance(61)
+    assert v.list_handoffs()[0].summary == "S"
+
+
+def test_rescan_reports_what_changed(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _hand_written(vault, "3zzzzzzzzzzz2", "new")
+    (vault.path / h.path).unlink()
+    report = vault.rescan()
+    assert (report.added, report.removed, report.handoffs) == (1, 1, 1)
+    again = vault.rescan()
+    assert (again.added, again.changed, again.removed) == (0, 0, 0)
+
+
+def test_other_markdown_and_dot_folders_are_ignored(vault: Vault) -> None:
+    (vault.path / "notes.md").write_text("# my own note\n")
+    (vault.path / ".obsidian").mkdir()
+    (vault.path / ".obsidian" / "x.md").write_text("---\ntype: handoff\n---\n")
+    report = vault.rescan()
+    assert report.broken == () and report.handoffs == 0
+
+
+def test_an_index_damaged_under_an_open_vault_is_rebuilt_on_the_next_call(
+    vault: Vault, vault_path: Path
+) -> None:
+    vault.rescan_interval = None
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    assert vault.list_handoffs()[0].id == h.id
+    with open(vault_path / INDEX, "r+b") as fh:
+        fh.seek(0)
+        fh.write(b"\0" * 4096 * 4)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{vault_path / INDEX}{suffix}").unlink(missing_ok=True)
+    other = Vault(vault_path, rescan_interval=None)
+    assert [x.id for x in other.list_handoffs()] == [h.id]
