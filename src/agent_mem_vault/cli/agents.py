@@ -1,0 +1,289 @@
+"""Commands that connect agents to the vault: ``serve``, ``install``, ``uninstall``,
+``hook session-start`` and ``instructions``.
+
+Thin as every command here: parse, call one function, render. The MCP SDK is
+imported only by ``serve``, so the other commands (a session hook runs at every
+session start) stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+DEFAULT_VAULT = "~/agent-mem-vault"
+AGENTS = ("claude-code", "codex")
+
+vault_option = click.option(
+    "--vault",
+    "vault_path",
+    envvar="AGENT_MEM_VAULT",
+    default=DEFAULT_VAULT,
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="The vault folder (env AGENT_MEM_VAULT).",
+)
+namespace_option = click.option(
+    "--namespace",
+    default=None,
+    help="Namespace to use; default: found from the working directory "
+    "(.agent-mem-vault.toml, else the git repository's name).",
+)
+
+
+def _open_vault(path: str) -> Any:
+    from ..vault import Vault
+
+    return Vault(Path(path).expanduser())
+
+
+@click.command()
+@click.option(
+    "--agent",
+    envvar="AGENT_MEM_VAULT_AGENT",
+    required=True,
+    help="This server's agent name, e.g. claude-code or codex: the 'from' of its handoffs "
+    "and the default reader.",
+)
+@namespace_option
+@vault_option
+@click.option("--http", "use_http", is_flag=True, help="Speak streamable HTTP instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
+@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port to bind.")
+@click.option(
+    "--token",
+    envvar="AGENT_MEM_VAULT_TOKEN",
+    default=None,
+    help="HTTP: bearer token clients must send (env AGENT_MEM_VAULT_TOKEN); required "
+    "when --host is not loopback.",
+)
+def serve(
+    agent: str,
+    namespace: str | None,
+    vault_path: str,
+    use_http: bool,
+    host: str,
+    port: int,
+    token: str | None,
+) -> None:
+    """Run the MCP server (stdio; or streamable HTTP with --http).
+
+    \b
+    Claude Code and Codex launch it themselves once `install` has registered it:
+      agent-mem-vault serve --agent codex
+    For agents on other machines:
+      AGENT_MEM_VAULT_TOKEN=... agent-mem-vault serve --agent codex --http --host 0.0.0.0
+    """
+    from ..integrations.namespace import discover_namespace
+    from ..vault.namespaces import validate_agent
+
+    validate_agent(agent, field="--agent")
+    if use_http:
+        from ..mcp.transport import check_http_exposure
+
+        check_http_exposure(host, token)
+    from ..mcp import ServerSettings, build_server
+
+    settings = ServerSettings(agent=agent, namespace=namespace or discover_namespace(Path.cwd()))
+    vault = _open_vault(vault_path)
+    if not vault.path.is_dir():
+        # First start after `install`: make the vault rather than fail every tool call.
+        vault.init()
+    if not use_http:
+        build_server(vault, settings).run("stdio")
+        return
+    url = f"http://{host}:{port}"
+    server = build_server(vault, settings, token=token, url=url)
+    click.echo(f"agent-mem-vault: serving MCP at {url}/mcp as {agent}", err=True)
+    server.run("streamable-http", host=host, port=port)
+
+
+def _default_command() -> tuple[str, ...]:
+    found = shutil.which("agent-mem-vault")
+    if found:
+        return (str(Path(found).resolve()),)
+    return (sys.executable, "-m", "agent_mem_vault.cli.main")
+
+
+def _install_options(fn: Any) -> Any:
+    for option in reversed(
+        [
+            click.argument("tool", type=click.Choice(AGENTS)),
+            click.option(
+                "--scope",
+                type=click.Choice(["project", "user"]),
+                default="project",
+                show_default=True,
+                help="Claude Code: .mcp.json + .claude/settings.json in the repository, "
+                "or ~/.claude.json + ~/.claude/settings.json. (Codex is always user-wide.)",
+            ),
+            click.option(
+                "--repo",
+                type=click.Path(file_okay=False),
+                default=None,
+                help="Repository folder; default: the git repository around the working directory.",
+            ),
+            click.option(
+                "--vault",
+                "vault_path",
+                default=None,
+                help="Pin this vault in the registered commands; default: use "
+                "$AGENT_MEM_VAULT or ~/agent-mem-vault when they run.",
+            ),
+            click.option(
+                "--agent",
+                default=None,
+                help="Agent name to register; default: the tool's name (claude-code, codex).",
+            ),
+            click.option(
+                "--command",
+                "command",
+                default=None,
+                help="Executable the tools should run; default: this agent-mem-vault.",
+            ),
+            click.option(
+                "--dry-run", is_flag=True, help="Show the changes as a diff; write nothing."
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def _plan(
+    tool: str,
+    scope: str,
+    repo: str | None,
+    vault_path: str | None,
+    agent: str | None,
+    command: str | None,
+    *,
+    remove: bool,
+) -> list[Any]:
+    from ..integrations.namespace import find_repo_root
+    from ..integrations.targets import Launch, codex_home, plan_claude_code, plan_codex
+    from ..vault.namespaces import validate_agent
+
+    name = validate_agent(agent or tool, field="--agent")
+    launch = Launch(
+        command=(command,) if command else _default_command(),
+        agent=name,
+        vault=str(Path(vault_path).expanduser().resolve()) if vault_path else None,
+    )
+    home = Path.home()
+    if tool == "codex":
+        return plan_codex(launch, codex_home=codex_home(home), remove=remove)
+    root = Path(repo).resolve() if repo else (find_repo_root(Path.cwd()) or Path.cwd())
+    return plan_claude_code(launch, scope=scope, repo=root, home=home, remove=remove)  # type: ignore[arg-type]
+
+
+def _report(changes: list[Any], dry_run: bool) -> None:
+    from ..integrations.config_files import apply_changes
+
+    if dry_run:
+        for change in changes:
+            click.echo(change.diff(), nl=False)
+        click.echo("dry run: nothing was written", err=True)
+        return
+    apply_changes(changes)
+    for change in changes:
+        if not change.changed:
+            verb = "unchanged"
+        elif change.before is None:
+            verb = "created"
+        elif change.after is None:
+            verb = "removed"
+        else:
+            verb = "updated"
+        click.echo(f"{verb:<9} {change.path}")
+
+
+@click.command()
+@_install_options
+def install(
+    tool: str,
+    scope: str,
+    repo: str | None,
+    vault_path: str | None,
+    agent: str | None,
+    command: str | None,
+    dry_run: bool,
+) -> None:
+    """Register the MCP server and the session-start hook with Claude Code or Codex.
+
+    \b
+    Re-running changes nothing; existing settings are merged, never lost.
+      agent-mem-vault install claude-code            # this repository
+      agent-mem-vault install claude-code --scope user
+      agent-mem-vault install codex --dry-run
+    """
+    _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
+
+
+@click.command()
+@_install_options
+def uninstall(
+    tool: str,
+    scope: str,
+    repo: str | None,
+    vault_path: str | None,
+    agent: str | None,
+    command: str | None,
+    dry_run: bool,
+) -> None:
+    """Remove what `install` added (and nothing else)."""
+    _report(_plan(tool, scope, repo, vault_path, agent, command, remove=True), dry_run)
+
+
+@click.group()
+def hook() -> None:
+    """Hooks that Claude Code and Codex run (registered by `install`)."""
+
+
+@hook.command("session-start")
+@click.option("--agent", required=True, help="The agent whose session starts, e.g. codex.")
+@namespace_option
+@vault_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: plain context; json: the hookSpecificOutput object the tools accept.",
+)
+@click.option("--max-chars", default=8000, show_default=True, type=click.IntRange(500, 100_000))
+def session_start(
+    agent: str, namespace: str | None, vault_path: str, fmt: str, max_chars: int
+) -> None:
+    """Print the project brief and pending handoffs for AGENT (hook JSON on stdin)."""
+    from ..integrations.session_hook import hook_json, parse_hook_input, render_session_start
+
+    raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    hook_input = parse_hook_input(raw)
+    text = render_session_start(
+        _open_vault(vault_path), hook_input, agent=agent, namespace=namespace, limit=max_chars
+    )
+    if fmt == "json":
+        click.echo(hook_json(text))
+    elif text:
+        click.echo(text)
+
+
+@click.command()
+@namespace_option
+def instructions(namespace: str | None) -> None:
+    """Print the line to add to AGENTS.md / CLAUDE.md.
+
+    \b
+      agent-mem-vault instructions >> AGENTS.md
+    """
+    from ..integrations.instructions import instructions_text
+    from ..integrations.namespace import discover_namespace
+
+    click.echo(instructions_text(namespace or discover_namespace(os.getcwd())))

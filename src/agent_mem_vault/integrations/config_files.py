@@ -1,0 +1,133 @@
+"""Editing other tools' configuration files without losing anything in them.
+
+An installer computes ``FileChange`` values (text before and after) with pure
+functions, so ``--dry-run`` can show a diff of exactly what ``apply`` would
+write. A file whose meaning does not change keeps its bytes: a re-run writes
+nothing. A file that does not parse is never overwritten.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import DataError
+
+__all__ = ["FileChange", "apply_changes", "dump_json", "json_change", "load_json", "read_text"]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file's content before and after; ``None`` means the file does not exist."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        """A unified diff, as ``--dry-run`` prints it ('' when nothing changes)."""
+        if not self.changed:
+            return ""
+        old = (self.before or "").splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
+        name = str(self.path)
+        lines = difflib.unified_diff(
+            old,
+            new,
+            fromfile="/dev/null" if self.before is None else f"a{name}",
+            tofile="/dev/null" if self.after is None else f"b{name}",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def load_json(path: Path, text: str | None) -> dict[str, Any]:
+    """The JSON object in ``text`` (``{}`` when the file is missing or empty)."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it and run "
+            "again. Nothing was changed",
+            path=str(path),
+        ) from exc
+    if not isinstance(data, dict):
+        raise DataError(
+            f"{path} holds a JSON {type(data).__name__}, not an object; fix it and run again. "
+            "Nothing was changed",
+            path=str(path),
+        )
+    return data
+
+
+def dump_json(data: dict[str, Any], like: str | None = None) -> str:
+    """JSON with a final newline, indented as ``like`` was (else two spaces, as Claude
+    Code writes its own files)."""
+    return json.dumps(data, indent=_indent_of(like), ensure_ascii=False) + "\n"
+
+
+def _indent_of(text: str | None) -> int | str:
+    for line in (text or "").splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            return line[: len(line) - len(stripped)]
+    return 2
+
+
+def json_change(path: Path, before: str | None, data: dict[str, Any]) -> FileChange:
+    """The change that makes ``path`` hold ``data``; unchanged meaning keeps the old bytes."""
+    if before is not None and before.strip() and load_json(path, before) == data:
+        return FileChange(path, before, before)
+    if not data and before is not None:
+        # Everything in it was ours: the file goes, as it came.
+        return FileChange(path, before, None)
+    if not data:
+        return FileChange(path, before, before)
+    return FileChange(path, before, dump_json(data, like=before))
+
+
+def apply_changes(changes: list[FileChange]) -> None:
+    """Write each changed file atomically (temp file, fsync, replace) or delete it."""
+    for change in changes:
+        if not change.changed:
+            continue
+        if change.after is None:
+            change.path.unlink(missing_ok=True)
+            continue
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        mode = change.path.stat().st_mode & 0o7777 if change.path.exists() else _new_file_mode()
+        fd, tmp = tempfile.mkstemp(prefix=f".{change.path.name}.", dir=change.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(change.after)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, change.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _new_file_mode() -> int:
+    """What ``open()`` would give a new file (mkstemp's 0600 would hide it from the tools)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

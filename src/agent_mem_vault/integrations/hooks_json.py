@@ -1,0 +1,94 @@
+"""The ``hooks`` object shared by Claude Code's settings.json and Codex's hooks.json.
+
+Both tools read ``{"hooks": {"SessionStart": [{"matcher": …, "hooks": [{"type":
+"command", "command": …, "timeout": …}]}]}}``. Our entry is recognised by its
+command (``… hook session-start …`` of agent-mem-vault), so install can update a
+stale one in place and uninstall removes ours and nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from itertools import pairwise
+from typing import Any
+
+__all__ = ["add_session_hook", "is_our_hook", "remove_session_hooks"]
+
+EVENT = "SessionStart"
+TIMEOUT_SECONDS = 10
+
+
+def is_our_hook(hook: Any) -> bool:
+    """True for a hook entry that runs ``agent-mem-vault … hook session-start``."""
+    if not isinstance(hook, dict) or not isinstance(hook.get("command"), str):
+        return False
+    try:
+        words = shlex.split(hook["command"])
+    except ValueError:
+        return False
+    ours = bool(words) and ("agent-mem-vault" in words[0] or "agent_mem_vault" in hook["command"])
+    return ours and any(a == "hook" and b == "session-start" for a, b in pairwise(words))
+
+
+def add_session_hook(data: dict[str, Any], *, command: str, matcher: str) -> dict[str, Any]:
+    """``data`` with our SessionStart hook present exactly once, everything else kept."""
+    out = copy.deepcopy(data)
+    entry = {"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}
+    groups = out.setdefault("hooks", {}).setdefault(EVENT, [])
+    for group in groups:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(hooks, list):
+            continue
+        for i, hook in enumerate(hooks):
+            if is_our_hook(hook):
+                # Update a stale entry in place (say, a moved executable).
+                hooks[i] = {**hook, **entry}
+                return _dedupe(out)
+    groups.append({"matcher": matcher, "hooks": [entry]})
+    return out
+
+
+def remove_session_hooks(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without our hook entries; containers only ours filled are dropped."""
+    out = copy.deepcopy(data)
+    hooks_obj = out.get("hooks")
+    if not isinstance(hooks_obj, dict) or not isinstance(hooks_obj.get(EVENT), list):
+        return out
+    kept_groups = []
+    for group in hooks_obj[EVENT]:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(hooks, list) or not any(is_our_hook(h) for h in hooks):
+            kept_groups.append(group)
+            continue
+        rest = [h for h in hooks if not is_our_hook(h)]
+        if rest:
+            kept_groups.append({**group, "hooks": rest})
+    if kept_groups:
+        hooks_obj[EVENT] = kept_groups
+    else:
+        del hooks_obj[EVENT]
+    if not hooks_obj:
+        del out["hooks"]
+    return out
+
+
+def _dedupe(data: dict[str, Any]) -> dict[str, Any]:
+    """Keep only the first of our entries, should a hand edit have doubled it."""
+    seen = False
+    for group in data["hooks"][EVENT]:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(hooks, list):
+            continue
+        kept = []
+        for hook in hooks:
+            if is_our_hook(hook):
+                if seen:
+                    continue
+                seen = True
+            kept.append(hook)
+        group["hooks"] = kept
+    data["hooks"][EVENT] = [
+        g for g in data["hooks"][EVENT] if not isinstance(g, dict) or g.get("hooks") != []
+    ]
+    return data

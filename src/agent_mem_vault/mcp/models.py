@@ -1,0 +1,136 @@
+"""What the MCP tools return: pydantic models at the edge, the source of each ``outputSchema``.
+
+The vault hands back frozen dataclasses whose ``to_dict`` is the shared JSON shape;
+these models describe that shape, and the SDK checks every result against them.
+Every field is documented where it is declared, because the schema is what a model
+(and a client) reads.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, WithJsonSchema
+
+
+class HandoffOut(BaseModel):
+    """One handoff, as stored in its note."""
+
+    id: str = Field(description="TID of the handoff; pass it to ack_handoff or reopen_handoff.")
+    namespace: str = Field(description="Path-like project namespace, e.g. project/harbor-api.")
+    from_: str = Field(alias="from", description="Agent that wrote the handoff.")
+    to: str = Field(description="Agent the handoff is for (matched exactly).")
+    status: str = Field(description="pending or read.")
+    read: bool = Field(description="True once read_handoff or ack_handoff consumed it.")
+    created_at: str = Field(description="When it was created (RFC 3339, UTC).")
+    read_at: str | None = Field(description="When it was read, or null while pending.")
+    summary: str = Field(description="One-line summary of the work to continue.")
+    context: str = Field(description="Full context: what happened and what to do next.")
+    supersedes: list[str] = Field(description="Ids of older handoffs this one replaces.")
+    superseded_by: str | None = Field(description="Id of the newer handoff that replaced it.")
+    path: str = Field(description="The note's path inside the vault (open it in Obsidian).")
+
+    model_config = {"populate_by_name": True}
+
+
+def _inline(model: type[BaseModel], nullable: bool = False) -> WithJsonSchema:
+    """The model's schema written in place instead of as a ``$ref``.
+
+    Clients validate structured content against the output schema on every call;
+    the Python SDK's validator spends most of a 50-item list resolving ``$ref``s,
+    and a schema with none validates several times faster. Same meaning.
+    """
+    schema: dict[str, Any] = _simplify(model.model_json_schema(by_alias=True))
+    return WithJsonSchema({"anyOf": [schema, {"type": "null"}]} if nullable else schema)
+
+
+def _simplify(node: Any) -> Any:
+    """``anyOf: [{type: string}, {type: null}]`` as ``type: [string, null]`` (cheaper to check)."""
+    if isinstance(node, list):
+        return [_simplify(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _simplify(value) for key, value in node.items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and all(set(o) == {"type"} for o in options):
+        del out["anyOf"]
+        out["type"] = [o["type"] for o in options]
+    return out
+
+
+HandoffJson = Annotated[HandoffOut, _inline(HandoffOut)]
+
+
+class HandoffResult(BaseModel):
+    """Result of create, ack and reopen: the handoff as it is now."""
+
+    handoff: HandoffJson = Field(description="The handoff after the operation.")
+
+
+class NextHandoffResult(BaseModel):
+    """Result of read_handoff and peek_handoff."""
+
+    handoff: Annotated[HandoffOut | None, _inline(HandoffOut, nullable=True)] = Field(
+        description="The newest pending handoff for the agent, or null when none is waiting."
+    )
+    text: str = Field(
+        description="The handoff as '## Summary\\n…\\n\\n## Full Context\\n…', or a note that "
+        "nothing is pending."
+    )
+
+
+class HandoffListResult(BaseModel):
+    """Result of list_handoffs, newest first."""
+
+    handoffs: list[HandoffJson] = Field(description="Matching handoffs, newest first.")
+    count: int = Field(description="Number of handoffs returned.")
+
+
+class MemoryOut(BaseModel):
+    """One memory note (a decision, note, task or risk)."""
+
+    id: str = Field(description="TID of the memory.")
+    namespace: str = Field(description="Project namespace the memory belongs to.")
+    title: str = Field(description="Title of the note.")
+    kind: str = Field(description="decision, note, task, risk or another lowercase word.")
+    content: str = Field(description="Body of the note.")
+    tags: list[str] = Field(description="Tags, without '#'.")
+    agent: str | None = Field(description="Agent that saved it.")
+    created_at: str = Field(description="When it was saved (RFC 3339, UTC).")
+    path: str = Field(description="The note's path inside the vault.")
+
+
+MemoryJson = Annotated[MemoryOut, _inline(MemoryOut)]
+
+
+class MemoryResult(BaseModel):
+    """Result of save_memory."""
+
+    memory: MemoryJson = Field(description="The memory as saved.")
+
+
+class SearchHit(BaseModel):
+    """One search result."""
+
+    memory: MemoryJson = Field(description="The matching memory.")
+    snippet: str = Field(description="Matching excerpt of the memory.")
+    score: float = Field(description="Relevance; higher is better.")
+
+
+class SearchResult(BaseModel):
+    """Result of search_memory, best match first."""
+
+    hits: list[Annotated[SearchHit, _inline(SearchHit)]] = Field(
+        description="Matching memories, best first."
+    )
+    count: int = Field(description="Number of hits returned.")
+
+
+class BriefResult(BaseModel):
+    """Result of get_project_brief."""
+
+    namespace: str = Field(description="The namespace the brief is for.")
+    notes: str = Field(description="The human-editable brief note (may be empty).")
+    decisions: list[MemoryJson] = Field(description="Most recent decisions, newest first.")
+    pending: list[HandoffJson] = Field(description="Pending handoffs, newest first.")
+    text: str = Field(description="All of it as Markdown, short enough for a prompt.")

@@ -1,0 +1,112 @@
+"""Streamable HTTP: a real ``serve --http`` process, the SDK's HTTP client, a bearer token."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp import Client
+
+from .conftest import NS, free_port
+
+TOKEN = "test-token-0123456789abcdef"
+SERVE = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
+
+
+@pytest.fixture
+def http_server(vault_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path), "AGENT_MEM_VAULT_TOKEN": TOKEN}
+    proc = subprocess.Popen(
+        [*SERVE, "--namespace", NS, "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx2.get(url, timeout=1)
+                break
+            except httpx2.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        proc.stderr.read().decode() if proc.stderr else ""
+                    ) from None
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+@pytest.mark.slow
+async def test_http_transport_with_a_bearer_token(http_server: str) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    http = httpx2.AsyncClient(headers=headers, timeout=30)
+    async with http, Client(streamable_http_client(http_server, http_client=http)) as client:
+        created = await client.call_tool(
+            "create_handoff", {"to": "codex", "summary": "over http", "context": "ctx"}
+        )
+        read = await client.call_tool("read_handoff", {})
+    assert not created.is_error, created
+    assert created.structured_content["handoff"]["from"] == "codex"
+    assert read.structured_content["handoff"]["summary"] == "over http"
+    assert "## Summary\nover http" in read.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_http_refuses_a_request_without_the_token_or_with_a_wrong_one(http_server: str) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    missing = httpx2.post(http_server, json=body, headers=headers, timeout=10)
+    wrong = httpx2.post(
+        http_server,
+        json=body,
+        headers={**headers, "Authorization": "Bearer not-the-token-at-all"},
+        timeout=10,
+    )
+    assert missing.status_code == 401
+    assert wrong.status_code == 401
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::"])
+def test_serve_refuses_to_listen_beyond_loopback_without_a_token(
+    vault_path: Path, host: str
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT_TOKEN"}
+    proc = subprocess.run(
+        [*SERVE, "--http", "--host", host],
+        env={**env, "AGENT_MEM_VAULT": str(vault_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert f"listening on {host} needs a bearer token" in proc.stderr
+
+
+def test_serve_refuses_a_short_token(vault_path: Path) -> None:
+    proc = subprocess.run(
+        [*SERVE, "--http", "--token", "short"],
+        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "token is too short" in proc.stderr

@@ -1,0 +1,139 @@
+"""The server as Claude Code and Codex run it: a real subprocess speaking stdio."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agent_mem_vault.vault import Vault
+from mcp import Client
+
+from .conftest import NS, serve_params
+
+SEED_CONTEXT = (
+    "The backfill in migrations/0007 needs batching. Start with 1000 rows and measure lock time."
+)
+
+
+def text_of(result: Any) -> str:
+    return "".join(block.text for block in result.content)
+
+
+@pytest.mark.slow
+async def test_the_seeds_typical_exchange_between_two_server_processes(vault_path: Path) -> None:
+    claude = Client(serve_params(vault_path, "claude-code"))
+    codex = Client(serve_params(vault_path, "codex"))
+    async with claude, codex:
+        # Claude Code finishes for the day.
+        first = await claude.call_tool(
+            "create_handoff",
+            {
+                "to": "codex",
+                "summary": "Batch the orders backfill",
+                "context": SEED_CONTEXT,
+                "namespace": NS,
+            },
+        )
+        assert not first.is_error, text_of(first)
+        assert first.structured_content["handoff"]["from"] == "claude-code"
+        # The plan changes before anyone reads it: a new handoff replaces it.
+        second = await claude.call_tool(
+            "create_handoff",
+            {
+                "to": "codex",
+                "summary": "Batch the orders backfill in 500-row batches",
+                "context": "1000 rows held the lock too long on staging. Use 500.",
+                "namespace": NS,
+                "supersedes": [first.structured_content["handoff"]["id"]],
+            },
+        )
+        assert not second.is_error, text_of(second)
+        # Next morning, Codex starts a session and checks for handoffs.
+        pending = await codex.call_tool(
+            "list_handoffs", {"namespace": NS, "status": "pending", "agent": "codex"}
+        )
+        read = await codex.call_tool("read_handoff", {"agent": "codex", "namespace": NS})
+        after = await codex.call_tool("peek_handoff", {"agent": "codex", "namespace": NS})
+
+    new_id = second.structured_content["handoff"]["id"]
+    assert [h["id"] for h in pending.structured_content["handoffs"]] == [new_id]
+    assert text_of(read) == (
+        "## Summary\nBatch the orders backfill in 500-row batches\n\n"
+        "## Full Context\n1000 rows held the lock too long on staging. Use 500."
+    )
+    assert read.structured_content["handoff"]["read"] is True
+    assert after.structured_content["handoff"] is None
+    old = Vault(vault_path).get_handoff(first.structured_content["handoff"]["id"])
+    assert old.status == "read" and old.superseded_by == new_id
+
+
+@pytest.mark.slow
+async def test_four_servers_started_together_each_writing_100_handoffs_store_all_400(
+    vault_path: Path,
+) -> None:
+    failures: list[str] = []
+    created: list[str] = []
+
+    async def writer(n: int) -> None:
+        async with Client(serve_params(vault_path, f"agent-{n}")) as client:
+            for i in range(100):
+                result = await client.call_tool(
+                    "create_handoff",
+                    {"to": "codex", "summary": f"w{n} #{i}", "context": "x", "namespace": NS},
+                )
+                if result.is_error:
+                    failures.append(text_of(result))
+                else:
+                    created.append(result.structured_content["handoff"]["id"])
+
+    async with anyio.create_task_group() as group:
+        for n in range(4):
+            group.start_soon(writer, n)
+
+    assert failures == []
+    assert len(set(created)) == 400
+    stored = Vault(vault_path).list_handoffs(namespace=NS, status="all", limit=1000)
+    assert {h.id for h in stored} == set(created)
+    notes = await anyio.to_thread.run_sync(lambda: list(vault_path.rglob("*.md")))
+    assert len([p for p in notes if p.stem in set(created)]) == 400
+
+
+def test_serve_rejects_a_bad_agent_name_with_the_cli_message(vault_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "bad name"],
+        capture_output=True,
+        text=True,
+        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "--agent 'bad name' is not a valid agent name" in proc.stderr
+
+
+@pytest.mark.slow
+async def test_serve_creates_a_missing_vault_on_first_start(tmp_path: Path) -> None:
+    vault_path = tmp_path / "not-yet"
+    async with Client(serve_params(vault_path, "codex")) as client:
+        result = await client.call_tool("list_handoffs", {"namespace": NS})
+    assert not result.is_error, text_of(result)
+    assert result.structured_content["count"] == 0
+    assert await anyio.Path(vault_path / "_dashboards" / "memory.base").is_file()
+
+
+@pytest.mark.slow
+async def test_a_server_started_in_a_repository_defaults_to_its_namespace(
+    tmp_path: Path, vault_path: Path
+) -> None:
+    repo = tmp_path / "harbor-api"
+    await anyio.Path(repo / ".git").mkdir(parents=True)
+    async with Client(serve_params(vault_path, "claude-code", cwd=repo)) as client:
+        created = await client.call_tool(
+            "create_handoff", {"to": "codex", "summary": "s", "context": "c"}
+        )
+    assert created.structured_content["handoff"]["namespace"] == "project/harbor-api"
