@@ -80,11 +80,34 @@ class LogConflictError(ConflictError):
 
     code = "log_conflict"
 
+    @classmethod
+    def at(cls, stream: str, *, expected_seq: int | None, last_seq: int) -> LogConflictError:
+        return cls(
+            f"log {stream!r} is at {last_seq}, not {expected_seq}: another writer "
+            "appended first; re-read the log",
+            stream=stream,
+            expected_seq=expected_seq,
+            last_seq=last_seq,
+        )
+
 
 class VersionConflictError(ConflictError):
     """A document changed since it was read; re-read it and decide again."""
 
     code = "version_conflict"
+
+    @classmethod
+    def at(
+        cls, collection: str, key: str, *, expected: int | None, current: int
+    ) -> VersionConflictError:
+        state = f"is at version {current}" if current else "does not exist"
+        return cls(
+            f"{collection}/{key} {state}, not version {expected}; re-read it and try again",
+            collection=collection,
+            key=key,
+            expected_version=expected,
+            version=current,
+        )
 
 
 def check_name(kind: str, value: str) -> str:

@@ -65,13 +65,7 @@ class MemoryPersistence:
         with self._lock:
             log = self._logs.setdefault(stream, [])
             if expected_seq is not None and len(log) != expected_seq:
-                raise LogConflictError(
-                    f"log {stream!r} is at {len(log)}, not {expected_seq}: another writer "
-                    "appended first; re-read the log",
-                    stream=stream,
-                    expected_seq=expected_seq,
-                    last_seq=len(log),
-                )
+                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
             now = self._clock.now()
             added = [
                 _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
@@ -149,11 +143,8 @@ class MemoryPersistence:
             existing = docs.get(key)
             current = existing.version if existing else 0
             if expected_version is not None and expected_version != current:
-                raise VersionConflictError(
-                    f"{collection}/{key} is at version {current}, not {expected_version}; "
-                    "re-read it and try again",
-                    collection=collection,
-                    key=key,
+                raise VersionConflictError.at(
+                    collection, key, expected=expected_version, current=current
                 )
             doc = docs[key] = _StoredDoc(stored, current + 1)
             return _doc(collection, key, doc)
@@ -166,16 +157,13 @@ class MemoryPersistence:
             existing = docs.get(key)
             if existing is None:
                 if expected_version not in (None, 0):
-                    raise VersionConflictError(
-                        f"{collection}/{key} does not exist", collection=collection, key=key
+                    raise VersionConflictError.at(
+                        collection, key, expected=expected_version, current=0
                     )
                 return False
             if expected_version is not None and expected_version != existing.version:
-                raise VersionConflictError(
-                    f"{collection}/{key} is at version {existing.version}, not "
-                    f"{expected_version}; re-read it and try again",
-                    collection=collection,
-                    key=key,
+                raise VersionConflictError.at(
+                    collection, key, expected=expected_version, current=existing.version
                 )
             del docs[key]
             return True

@@ -304,13 +304,7 @@ class PostgresPersistence:
         rows = await self._fetch(query, params)
         if not rows:
             last = await self.last_seq(stream)
-            raise LogConflictError(
-                f"log {stream!r} is at {last}, not {expected_seq}: another writer "
-                "appended first; re-read the log",
-                stream=stream,
-                expected_seq=expected_seq,
-                last_seq=last,
-            )
+            raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
         last_seq, at, _ = rows[0]
         base = last_seq - len(types)
         self._wake(stream)
@@ -496,11 +490,7 @@ class PostgresPersistence:
     ) -> VersionConflictError:
         current = await self.get(collection, key)
         version = current.version if current else 0
-        return VersionConflictError(
-            f"{collection}/{key} is at version {version}, not {expected}; re-read it and try again",
-            collection=collection,
-            key=key,
-        )
+        return VersionConflictError.at(collection, key, expected=expected, current=version)
 
     async def scan(
         self, collection: str, *, prefix: str = "", after: str | None = None, limit: int = 1000

@@ -136,13 +136,7 @@ class SqlitePersistence:
                 "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,)
             ).fetchone()
             if expected_seq is not None and last != expected_seq:
-                raise LogConflictError(
-                    f"log {stream!r} is at {last}, not {expected_seq}: another writer "
-                    "appended first; re-read the log",
-                    stream=stream,
-                    expected_seq=expected_seq,
-                    last_seq=last,
-                )
+                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
             conn.executemany(
                 "INSERT INTO logs (stream, seq, type, data, at) VALUES (?, ?, ?, ?, ?)",
                 [
@@ -247,11 +241,8 @@ class SqlitePersistence:
             ).fetchone()
             current = row[0] if row else 0
             if expected_version is not None and expected_version != current:
-                raise VersionConflictError(
-                    f"{collection}/{key} is at version {current}, not {expected_version}; "
-                    "re-read it and try again",
-                    collection=collection,
-                    key=key,
+                raise VersionConflictError.at(
+                    collection, key, expected=expected_version, current=current
                 )
             conn.execute(
                 "INSERT INTO docs (collection, key, value, version) VALUES (?, ?, ?, ?) "
@@ -272,11 +263,8 @@ class SqlitePersistence:
             ).fetchone()
             current = row[0] if row else 0
             if expected_version is not None and expected_version != current:
-                raise VersionConflictError(
-                    f"{collection}/{key} is at version {current}, not {expected_version}; "
-                    "re-read it and try again",
-                    collection=collection,
-                    key=key,
+                raise VersionConflictError.at(
+                    collection, key, expected=expected_version, current=current
                 )
             if row is None:
                 return False
