@@ -113,15 +113,19 @@ class ThreadLog:
         finds another owner stops renewing, and the turn's next append fails.
         """
 
+        stop = asyncio.Event()
+
         async def beat() -> None:
             delay = self.renew_every
             while True:
-                await asyncio.sleep(delay)
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                    return
                 delay = self.renew_every
                 try:
                     await self._acquire(self._clock.monotonic())
                 except LogOwnedElsewhereError:
-                    return  # lost it; the next append raises LogOwnedElsewhereError
+                    return  # lost: the next append asks the store again (and is fenced)
                 except Exception as exc:  # the store is briefly away: never kill the turn
                     _log.warning("renewing the lease of %s failed: %s", self.stream, exc)
                     delay = max(self.renew_every / 4, 0.01)
@@ -130,9 +134,10 @@ class ThreadLog:
         try:
             yield
         finally:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+            # Stopped, not cancelled: a renewal in flight ends its statement
+            # (cancelling a database call half way costs more than waiting).
+            stop.set()
+            await task
 
     async def release(self) -> None:
         """Give the lease up (when this host closes), so another host need not wait it out."""

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.clock import format_datetime
 from ..core.errors import InvalidInputError
-from ..store.base import check_name
+from ..store.base import LogConflictError, VersionConflictError, check_name
 from .access import User
 from .definitions import Harness
 from .errors import TransferConflictError, TransferTimeoutError, WrongHarnessError
@@ -204,14 +204,18 @@ async def run_transfer(
         return TransferResult(target_id, transfer_id, retried=True)
 
     # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
-    await host._log(host._stream(tenant, target_id)).own()
-    await host._log(host._stream(tenant, from_.thread_id)).own()
+    target_log = host._log(host._stream(tenant, target_id))
+    source_log = host._log(host._stream(tenant, from_.thread_id))
+    await target_log.own()
+    await source_log.own()
     origin = {"threadId": from_.thread_id, "harness": from_.harness.name, "transferId": transfer_id}
     destination = {"threadId": target_id, "harness": to.harness.name, "transferId": transfer_id}
 
     summary = doc.value.get("summary")
     if envelope.messages == "summary" and summary is None:
-        summary = await _summarize(host, tenant, from_, user, transfer_id)
+        # The summary call may outlast the leases (up to summary_timeout): keep both.
+        async with target_log.renewing(), source_log.renewing():
+            summary = await _summarize(host, tenant, from_, user, transfer_id)
         await _remember_summary(host, tenant, transfer_id, summary)
 
     # The target: entry (owner = the user), then one append with everything.
@@ -354,34 +358,49 @@ async def _announce(
     user: User | None,
     host_seq: int,
 ) -> None:
-    """One ``transferred`` host event per transfer, then the plan is done."""
+    """One ``transferred`` host event per transfer, then the plan is done.
+
+    The host stream is shared by every host: the event is appended only after
+    what was read (``expected_seq``), so two hosts finishing the same transfer
+    (a retry racing a stalled first attempt) cannot both announce it.
+    """
     p = host.persistence
-    seen = any(
-        r.type == "transferred"
-        and r.data.get("transferId") == transfer_id
-        and r.data.get("tenant") == tenant
-        for r in await p.read(HOST_STREAM, after=host_seq)
-    )
-    if not seen:
-        await p.append(
-            HOST_STREAM,
-            [
-                (
-                    "transferred",
-                    {
-                        "transferId": transfer_id,
-                        "tenant": tenant,
-                        "from": origin,
-                        "to": destination,
-                        "userId": user.id if user is not None else None,
-                    },
-                )
-            ],
-        )
+    event = {
+        "transferId": transfer_id,
+        "tenant": tenant,
+        "from": origin,
+        "to": destination,
+        "userId": user.id if user is not None else None,
+    }
+    after = host_seq
+    while True:
+        fresh = await p.read(HOST_STREAM, after=after)
+        if any(
+            r.type == "transferred"
+            and r.data.get("transferId") == transfer_id
+            and r.data.get("tenant") == tenant
+            for r in fresh
+        ):
+            break
+        after = fresh[-1].seq if fresh else after
+        try:
+            await p.append(HOST_STREAM, [("transferred", event)], expected_seq=after)
+            break
+        except LogConflictError:
+            continue  # another host announced something meanwhile: look again
     key = f"{tenant}/{transfer_id}"
-    doc = await p.get(TRANSFERS, key)
-    assert doc is not None
-    await p.put(TRANSFERS, key, {**doc.value, "status": "done"}, expected_version=doc.version)
+    while True:
+        doc = await p.get(TRANSFERS, key)
+        assert doc is not None
+        if doc.value.get("status") == "done":
+            return
+        try:
+            await p.put(
+                TRANSFERS, key, {**doc.value, "status": "done"}, expected_version=doc.version
+            )
+            return
+        except VersionConflictError:
+            continue  # another host marked it (or kept the summary) meanwhile
 
 
 async def run_fork(
