@@ -236,11 +236,33 @@ def test_every_vault_command_has_help_with_vault_and_json(command: str) -> None:
     args = [command, "--help"] if command != "memory" else ["memory", "save", "--help"]
     out = run(None, *args).stdout
     assert "--vault PATH" in out and "--json" in out
-    if command not in ("reindex", "doctor"):
-        assert "Example" in out
+    assert "Example" in out
 
 
 def test_help_lists_the_vault_commands() -> None:
     out = run(None, "--help").stdout
     for command in VAULT_COMMANDS:
         assert re.search(rf"^\s+{command}\s", out, re.MULTILINE), command
+
+
+@pytest.mark.slow
+def test_a_lock_held_longer_than_five_seconds_exits_6_with_what_to_do(vault: Path) -> None:
+    import fcntl
+
+    fd = os.open(vault / ".agent-mem-vault" / "lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        proc = run(vault, "create", "--to", "codex", "-n", NS, "-s", "s", "-c", "c", check=False)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 6
+    assert "did not come within 5 s" in proc.stderr and "retry" in proc.stderr
+    assert "[lock_timeout]" in proc.stderr
+    assert run_json(vault, "handoffs", "--status", "all") == []
+
+
+def test_a_vault_path_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    proc = run(None, "handoffs", "--vault", str(path), check=False)
+    assert proc.returncode == 2 and "is a file" in proc.stderr

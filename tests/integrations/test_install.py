@@ -285,3 +285,19 @@ def test_install_without_command_registers_an_executable_that_exists(run: Run, r
     run("install", "claude-code")
     server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["agent-mem-vault"]
     assert Path(server["command"]).is_absolute() and Path(server["command"]).exists()
+
+
+def test_a_settings_file_changed_while_installing_is_left_with_its_edit(tmp_path: Path) -> None:
+    from agent_mem_vault.core.errors import ConflictError
+    from agent_mem_vault.integrations.config_files import apply_changes, json_change, load_json
+
+    target = tmp_path / ".claude.json"
+    target.write_text('{"numStartups": 1}\n')
+    before = target.read_text()
+    change = json_change(target, before, {**load_json(target, before), "mcpServers": {}})
+    # Claude Code rewrites its file between our read and our write.
+    target.write_text('{"numStartups": 2}\n')
+    with pytest.raises(ConflictError) as info:
+        apply_changes([change])
+    assert info.value.code == "file_changed" and "Run the command again" in info.value.message
+    assert target.read_text() == '{"numStartups": 2}\n'

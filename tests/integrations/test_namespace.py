@@ -91,3 +91,33 @@ def test_instructions_prints_the_line_for_agents_md(run: Run) -> None:
         "namespace (project/harbor-api); before stopping, record decisions with save_memory "
         "and leave a handoff with create_handoff if work should continue.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("folder", "namespace"),
+    [
+        ("_scratch", "project/scratch"),
+        ("handoffs", "project/handoffs-repo"),
+        ("notes.md", "project/notes.md-repo"),
+        ("x" * 100, "project/" + "x" * 64),
+    ],
+)
+def test_any_repository_folder_name_gives_a_valid_namespace(
+    tmp_path: Path, folder: str, namespace: str
+) -> None:
+    from agent_mem_vault.vault.namespaces import validate_namespace
+
+    repo = tmp_path / folder
+    (repo / ".git").mkdir(parents=True)
+    found = discover_namespace(repo)
+    assert found == namespace
+    assert validate_namespace(found) == found
+
+
+def test_a_config_file_with_an_invalid_namespace_is_a_clear_error(repo: Path) -> None:
+    (repo / ".agent-mem-vault.toml").write_text('namespace = "../elsewhere"\n')
+    with pytest.raises(InvalidInputError) as info:
+        discover_namespace(repo)
+    assert info.value.code == "invalid_namespace"
+    assert str(repo / ".agent-mem-vault.toml") in info.value.message
+    assert "'..'" in info.value.message and "fix the namespace line" in info.value.message

@@ -137,3 +137,20 @@ async def test_a_server_started_in_a_repository_defaults_to_its_namespace(
             "create_handoff", {"to": "codex", "summary": "s", "context": "c"}
         )
     assert created.structured_content["handoff"]["namespace"] == "project/harbor-api"
+
+
+SERVE_CODEX = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
+
+
+def test_serve_rejects_an_invalid_namespace_at_start(vault_path: Path) -> None:
+    proc = subprocess.run(
+        [*SERVE_CODEX, "--namespace", "../etc"],
+        capture_output=True,
+        text=True,
+        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "--namespace '../etc' may not contain '.' or '..' segments" in proc.stderr
+    assert "[invalid_namespace]" in proc.stderr

@@ -212,7 +212,8 @@ async def test_a_vault_error_is_a_tool_error_with_the_cli_message_and_the_server
         assert result.is_error
         error = result.structured_content["error"]
         assert text_of(result) == f"error: {error['message']} [{error['code']}]"
-    assert unknown.structured_content["error"]["code"].endswith("not_found")
+    assert unknown.structured_content["error"]["code"] == "handoff_not_found"
+    assert "list_handoffs with status 'all'" in text_of(unknown)
     assert bad_ns.structured_content["error"]["code"] == "invalid_namespace"
     assert not still.is_error
     assert still.structured_content["count"] == 0
@@ -266,3 +267,14 @@ async def test_prompts_load_project_memory_and_prepare_a_handoff(vault: Vault) -
     assert "get_project_brief" in load_text and "read_handoff(agent='codex'" in load_text
     prepare_text = prepare.messages[0].content.text  # type: ignore[union-attr]
     assert "save_memory" in prepare_text and "create_handoff(to='claude-code'" in prepare_text
+
+
+async def test_list_handoffs_by_sender_shows_what_was_sent(vault: Vault) -> None:
+    async with in_process(vault, agent="claude-code") as client:
+        mine = await create(client, summary="from claude")
+    async with in_process(vault, agent="codex") as client:
+        await create(client, to="claude-code", summary="from codex")
+        sent = await client.call_tool("list_handoffs", {"status": "all", "sender": "claude-code"})
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert [h["id"] for h in sent.structured_content["handoffs"]] == [mine["id"]]
+    assert "sender" in tools["list_handoffs"].input_schema["properties"]

@@ -182,7 +182,9 @@ def test_a_lock_released_within_the_timeout_lets_the_writer_through(vault_path: 
         str(vault_path / ".agent-mem-vault" / "lock"),
     )
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
     h = v.create_handoff(to="codex", summary="s", context="c", namespace=NS)
+    assert time.monotonic() - start >= 0.2  # it really waited for the holder
     holder.wait(timeout=10)
     assert v.get_handoff(h.id).id == h.id
 
@@ -203,3 +205,69 @@ def test_threads_sharing_one_vault_do_not_lose_writes(vault: Vault) -> None:
         t.join()
     assert len(set(ids)) == 40
     assert len(vault.list_handoffs(status="all", limit=100)) == 40
+
+
+def test_a_create_that_times_out_never_removes_a_folder_another_writer_is_about_to_use(
+    vault_path: Path,
+) -> None:
+    import threading
+
+    Vault(vault_path).init()
+    quick = Vault(vault_path, lock_timeout=0.3)
+    patient = Vault(vault_path, lock_timeout=10)
+    outcome: dict[str, object] = {}
+
+    def create(name: str, v: Vault) -> None:
+        try:
+            outcome[name] = v.create_handoff(to="codex", summary=name, context="c", namespace=NS)
+        except Exception as exc:  # recorded for the asserts below
+            outcome[name] = exc
+
+    fd = _hold_lock(vault_path)
+    try:
+        first = threading.Thread(target=create, args=("quick", quick))
+        first.start()
+        time.sleep(0.1)  # the quick one waits for the lock (it used to make the folders first)
+        second = threading.Thread(target=create, args=("patient", patient))
+        second.start()
+        first.join()  # timed out, and cleaned up after itself
+        assert isinstance(outcome["quick"], UnavailableError)
+    finally:
+        os.close(fd)
+    second.join()
+    created = outcome["patient"]
+    assert not isinstance(created, Exception), created
+    assert patient.get_handoff(created.id).summary == "patient"  # type: ignore[attr-defined]
+
+
+def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_path: Path) -> None:
+    import threading
+
+    v = Vault(vault_path, lock_timeout=1.0)
+    v.init()
+    waited: list[float] = []
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        start = time.monotonic()
+        try:
+            v.create_handoff(to="codex", summary="s", context="c", namespace=NS)
+        except UnavailableError as exc:
+            errors.append(exc)
+        waited.append(time.monotonic() - start)
+
+    fd = _hold_lock(vault_path)
+    try:
+        threads = [threading.Thread(target=write) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # Only a caller with time left waits in a helper thread; the others give up at once.
+        helpers = [t for t in threading.enumerate() if t.name == "vault-lock-wait"]
+        assert len(helpers) <= 1, helpers
+    finally:
+        os.close(fd)
+    assert len(errors) == 3 and all(e.code == "lock_timeout" for e in errors)  # type: ignore[attr-defined]
+    # Queued behind each other they used to wait 1 s, 2 s and 3 s.
+    assert max(waited) < 1.6, waited

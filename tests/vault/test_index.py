@@ -194,3 +194,16 @@ def test_an_index_damaged_under_an_open_vault_is_rebuilt_on_the_next_call(
         Path(f"{vault_path / INDEX}{suffix}").unlink(missing_ok=True)
     other = Vault(vault_path, rescan_interval=None)
     assert [x.id for x in other.list_handoffs()] == [h.id]
+
+
+def test_a_read_whose_index_update_fails_still_hands_over_the_handoff(vault: Vault) -> None:
+    vault.rescan_interval = None
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    conn = vault._upkeep.handle().conn  # fault injection through SQLite itself, no patching
+    conn.execute("PRAGMA query_only=ON")
+    got = vault.read_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.id == h.id and got.read_at is not None
+    conn.execute("PRAGMA query_only=OFF")
+    # The note is the truth; the index catches up at the next call.
+    assert [x.id for x in vault.list_handoffs(namespace=NS, status="read")] == [h.id]
+    assert vault.read_handoff(agent="codex", namespace=NS) is None

@@ -8,7 +8,7 @@ import pytest
 
 from agent_mem_vault.core.errors import ConflictError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Handoff, Vault, lifecycle
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.notes import handoff_meta, parse_note, render_body, render_note
 
 from .conftest import NS, snapshot
 
@@ -281,3 +281,74 @@ def test_rule_supersede_marks_read_and_links() -> None:
         lifecycle.check_supersedable(older, NS)
     with pytest.raises(InvalidInputError):
         lifecycle.check_supersedable(_PENDING, "project/other")
+
+
+def test_ack_handoff_marks_it_read_with_read_true_and_read_at(vault: Vault) -> None:
+    h = _create(vault)
+    acked = vault.ack_handoff(h.id)
+    meta = _meta(vault, h)
+    assert meta["read"] is True and meta["status"] == "read"
+    assert meta["read_at"] == acked.read_at and acked.read_at is not None
+
+
+def test_the_seeds_typical_exchange_through_the_python_api(vault: Vault) -> None:
+    # Claude Code finishes for the day.
+    first = vault.create_handoff(
+        to="codex",
+        summary="Batch the orders backfill",
+        context="The backfill in migrations/0007 needs batching. "
+        "Start with 1000 rows and measure lock time.",
+        namespace="project/harbor-api",
+        from_="claude-code",
+    )
+    # The plan changes before anyone reads it: a new one replaces it.
+    second = vault.create_handoff(
+        to="codex",
+        summary="Batch the orders backfill in 500-row batches",
+        context="1000 rows held the lock too long.",
+        namespace="project/harbor-api",
+        supersedes=[first.id],
+        from_="claude-code",
+    )
+    # Next morning Codex loads the brief and checks for handoffs.
+    assert [p.id for p in vault.get_project_brief(namespace="project/harbor-api").pending] == [
+        second.id
+    ]
+    got = vault.read_handoff(agent="codex", namespace="project/harbor-api")
+    assert got is not None and got.text == (
+        "## Summary\nBatch the orders backfill in 500-row batches\n\n"
+        "## Full Context\n1000 rows held the lock too long."
+    )
+    # The handoff is now read; the first one was closed by the second.
+    assert vault.get_handoff(second.id).read is True
+    older = vault.get_handoff(first.id)
+    assert older.read is True and older.superseded_by == second.id
+    assert vault.read_handoff(agent="codex", namespace="project/harbor-api") is None
+
+
+def test_doctor_reports_a_half_done_supersede_and_says_how_to_finish_it(vault: Vault) -> None:
+    older = _create(vault, "old plan")
+    # What a writer killed between its two renames leaves: the newer note only.
+    newer = Handoff(**{**_fields(older), "id": "3zzzzzzzzzzz2", "supersedes": (older.id,)})
+    path = vault.path / NS / "handoffs" / f"{newer.id}.md"
+    path.write_text(render_note(handoff_meta(newer), render_body("new plan", "c")))
+    (problem,) = vault.doctor().problems
+    assert f"supersedes {older.id}" in problem
+    assert f"'agent-mem-vault ack {older.id}'" in problem
+    vault.ack_handoff(older.id)
+    assert vault.get_handoff(older.id).read is True
+    assert vault.doctor().ok
+
+
+def _fields(h: Handoff) -> dict[str, object]:
+    return {f: getattr(h, f) for f in Handoff.__dataclass_fields__}
+
+
+def test_supersedes_may_be_one_id_a_list_or_none(vault: Vault) -> None:
+    first = _create(vault, "first")
+    second = _create(vault, "second", supersedes=first.id)
+    assert second.supersedes == (first.id,)
+    assert _create(vault, "third", supersedes=None).supersedes == ()
+    with pytest.raises(InvalidInputError) as info:
+        _create(vault, "fourth", supersedes=7)
+    assert info.value.code == "invalid_id" and "list of handoff ids" in info.value.message

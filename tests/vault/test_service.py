@@ -255,3 +255,75 @@ def test_search_with_more_matches_than_the_window_ranks_the_newest(
     hits = vault.search_memory(query="deploy", limit=10)
     assert {h.memory.id for h in hits} == {m.id for m in newer[-3:]}
     assert old_best.id not in {h.memory.id for h in hits}
+
+
+def test_reindex_removes_only_the_temp_files_a_killed_write_left(vault: Vault) -> None:
+    h = vault.create_handoff(**GOOD)
+    folder = vault.path / NS / "handoffs"
+    ours = folder / f".{h.id}.md.0123abcd.tmp"
+    ours.write_text("half a note")
+    someone_elses = [folder / ".draft.tmp", vault.path / ".obsidian" / ".ws.0123abcd.tmp"]
+    someone_elses[1].parent.mkdir()
+    for path in someone_elses:
+        path.write_text("not ours")
+    problems = vault.doctor().problems
+    assert problems == (
+        f"{NS}/handoffs/{ours.name} is a temp file left by an interrupted write; "
+        "'agent-mem-vault reindex' removes it",
+    )
+    vault.reindex()
+    assert not ours.exists()
+    assert all(path.read_text() == "not ours" for path in someone_elses)
+
+
+def test_a_vault_whose_index_folder_is_a_file_gets_a_clear_error(tmp_path: Path) -> None:
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / ".agent-mem-vault").write_text("oops")
+    for call in (Vault(root).init, lambda: Vault(root).create_handoff(**GOOD)):
+        with pytest.raises(DataError) as info:
+            call()
+        assert info.value.code == "vault_damaged"
+        assert "move the file away" in info.value.message
+    assert sorted(p.name for p in root.iterdir()) == [".agent-mem-vault"]
+
+
+def test_a_refused_create_in_a_new_namespace_leaves_no_folder_and_no_brief(vault: Vault) -> None:
+    before = snapshot(vault.path)
+    with pytest.raises(NotFoundError):
+        vault.create_handoff(**{**GOOD, "namespace": "team/new/x", "supersedes": ["3kzzzzzzzzzz2"]})
+    assert snapshot(vault.path) == before
+    assert not (vault.path / "team").exists()
+
+
+def test_every_note_the_vault_writes_ends_with_a_newline(vault: Vault) -> None:
+    h = vault.create_handoff(**GOOD)
+    vault.read_handoff(agent="codex", namespace=NS)
+    m = vault.save_memory(namespace=NS, title="t", content="c", kind="decision")
+    for path in (h.path, m.path, f"{NS}/_brief.md"):
+        text = (vault.path / path).read_text(encoding="utf-8")
+        assert text.endswith("\n") and not text.endswith("\n\n"), path
+
+
+def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> None:
+    import fcntl
+    import os
+
+    from agent_mem_vault.core.errors import ConflictError
+
+    first = vault.create_handoff(**GOOD)
+    vault.create_handoff(**GOOD, supersedes=[first.id])
+    refusals = [
+        (lambda: vault.create_handoff(**GOOD, supersedes=["3kzzzzzzzzzz2"]), NotFoundError),
+        (lambda: vault.reopen_handoff(first.id), ConflictError),
+        (lambda: vault.ack_handoff("3kzzzzzzzzzz2"), NotFoundError),
+    ]
+    for call, error in refusals:
+        with pytest.raises(error):
+            call()
+        # Another open file description: conflicts with any flock the vault still holds.
+        fd = os.open(vault.path / ".agent-mem-vault" / "lock", os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)

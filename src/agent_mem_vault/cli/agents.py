@@ -12,22 +12,17 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-DEFAULT_VAULT = "~/agent-mem-vault"
+from .vault import vault_option
+
+if TYPE_CHECKING:
+    from ..integrations.config_files import FileChange
+
 AGENTS = ("claude-code", "codex")
 
-vault_option = click.option(
-    "--vault",
-    "vault_path",
-    envvar="AGENT_MEM_VAULT",
-    default=DEFAULT_VAULT,
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="The vault folder (env AGENT_MEM_VAULT).",
-)
 namespace_option = click.option(
     "--namespace",
     default=None,
@@ -80,9 +75,11 @@ def serve(
       AGENT_MEM_VAULT_TOKEN=... agent-mem-vault serve --agent codex --http --host 0.0.0.0
     """
     from ..integrations.namespace import discover_namespace
-    from ..vault.namespaces import validate_agent
+    from ..vault.namespaces import validate_agent, validate_namespace
 
     validate_agent(agent, field="--agent")
+    if namespace is not None:
+        validate_namespace(namespace, field="--namespace")
     if use_http:
         from ..mcp.transport import check_http_exposure
 
@@ -164,7 +161,7 @@ def _plan(
     command: str | None,
     *,
     remove: bool,
-) -> list[Any]:
+) -> list[FileChange]:
     from ..integrations.namespace import find_repo_root
     from ..integrations.targets import Launch, codex_home, plan_claude_code, plan_codex
     from ..vault.namespaces import validate_agent
@@ -182,7 +179,7 @@ def _plan(
     return plan_claude_code(launch, scope=scope, repo=root, home=home, remove=remove)  # type: ignore[arg-type]
 
 
-def _report(changes: list[Any], dry_run: bool) -> None:
+def _report(changes: list[FileChange], dry_run: bool) -> None:
     from ..integrations.config_files import apply_changes
 
     if dry_run:
@@ -257,11 +254,24 @@ def hook() -> None:
     show_default=True,
     help="text: plain context; json: the hookSpecificOutput object the tools accept.",
 )
-@click.option("--max-chars", default=8000, show_default=True, type=click.IntRange(500, 100_000))
+@click.option(
+    "--max-chars",
+    default=8000,
+    show_default=True,
+    type=click.IntRange(500, 100_000),
+    help="Print at most this many characters (the brief is cut first).",
+)
 def session_start(
     agent: str, namespace: str | None, vault_path: str, fmt: str, max_chars: int
 ) -> None:
-    """Print the project brief and pending handoffs for AGENT (hook JSON on stdin)."""
+    """Print the project brief and pending handoffs for AGENT (hook JSON on stdin).
+
+    Claude Code and Codex run this at session start (`install` registers it).
+    It never takes a handoff and always exits 0, so it cannot block a session.
+
+    \b
+      echo '{"cwd": "."}' | agent-mem-vault hook session-start --agent codex
+    """
     from ..integrations.session_hook import hook_json, parse_hook_input, render_session_start
 
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()

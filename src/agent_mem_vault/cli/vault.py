@@ -21,21 +21,25 @@ DEFAULT_VAULT = "~/agent-mem-vault"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+vault_option = click.option(
+    "--vault",
+    "vault_path",
+    envvar="AGENT_MEM_VAULT",
+    default=DEFAULT_VAULT,
+    show_default=True,
+    metavar="PATH",
+    type=click.Path(file_okay=False),
+    help="The vault folder (or set AGENT_MEM_VAULT).",
+)
+"""``--vault PATH``: the one definition, shared by every command that opens a vault."""
+
+
 def vault_options(func: _F) -> _F:
     """``--vault`` and ``--json``, on every vault command."""
     func = click.option(
         "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text."
     )(func)
-    func = click.option(
-        "--vault",
-        "vault_path",
-        envvar="AGENT_MEM_VAULT",
-        default=DEFAULT_VAULT,
-        show_default=True,
-        metavar="PATH",
-        help="The vault folder (or set AGENT_MEM_VAULT).",
-    )(func)
-    return func
+    return vault_option(func)
 
 
 def namespace_option(required: bool = True) -> Callable[[_F], _F]:
@@ -419,7 +423,15 @@ def brief(namespace: str, vault_path: str, as_json: bool) -> None:
 @click.command()
 @vault_options
 def reindex(vault_path: str, as_json: bool) -> None:
-    """Rebuild the index from the notes (run after big changes made by hand)."""
+    """Rebuild the index from the notes (run after big changes made by hand).
+
+    The index is derived and safe to delete; this also removes temp files a
+    killed writer left behind. No note is changed.
+
+    \b
+    Example:
+      agent-mem-vault reindex --vault ~/agent-mem-vault
+    """
     report = _open(vault_path).reindex()
     if as_json:
         _emit(report.to_dict())
@@ -435,7 +447,12 @@ def reindex(vault_path: str, as_json: bool) -> None:
 def doctor(vault_path: str, as_json: bool) -> None:
     """Check the vault: broken notes, dangling links, leftovers. Changes no note.
 
-    Exits 7 when it finds a problem.
+    Exits 0 when the vault is healthy and 7 when it finds a problem; each
+    problem is printed with the note's path and what to do about it.
+
+    \b
+    Example:
+      agent-mem-vault doctor --vault ~/agent-mem-vault
     """
     from ..core.errors import DataError
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DataError
+from ..core.errors import ConflictError, DataError
 
 __all__ = ["FileChange", "apply_changes", "dump_json", "json_change", "load_json", "read_text"]
 
@@ -104,10 +104,22 @@ def json_change(path: Path, before: str | None, data: dict[str, Any]) -> FileCha
 
 
 def apply_changes(changes: list[FileChange]) -> None:
-    """Write each changed file atomically (temp file, fsync, replace) or delete it."""
+    """Write each changed file atomically (temp file, fsync, replace) or delete it.
+
+    A file that no longer holds what the change was computed from (the tool
+    itself wrote it meanwhile: Claude Code rewrites ``~/.claude.json`` often) is
+    left as it is, with a ``ConflictError``: writing would throw its edit away.
+    """
     for change in changes:
         if not change.changed:
             continue
+        if read_text(change.path) != change.before:
+            raise ConflictError(
+                f"{change.path} changed while this command was running; nothing more was "
+                "written to it. Run the command again",
+                code="file_changed",
+                path=str(change.path),
+            )
         if change.after is None:
             change.path.unlink(missing_ok=True)
             continue

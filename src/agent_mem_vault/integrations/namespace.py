@@ -14,11 +14,13 @@ import tomllib
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
+from ..vault.namespaces import RESERVED_SEGMENTS, validate_namespace
 
 __all__ = ["CONFIG_FILE", "discover_namespace", "find_repo_root"]
 
 CONFIG_FILE = ".agent-mem-vault.toml"
 PREFIX = "project/"
+MAX_SEGMENT = 64
 
 
 def discover_namespace(cwd: str | Path) -> str | None:
@@ -59,7 +61,14 @@ def _from_config(path: Path) -> str:
             f'{path} has no namespace: add a line such as namespace = "project/harbor-api"',
             path=str(path),
         )
-    return namespace.strip()
+    try:
+        return validate_namespace(namespace.strip())
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"{path}: {exc.message}; fix the namespace line there",
+            code=exc.code,
+            path=str(path),
+        ) from None
 
 
 _URL_TAIL = re.compile(r"[/:]([^/:]+?)(?:\.git)?/?$")
@@ -93,6 +102,16 @@ def _remote_name(repo: Path) -> str | None:
 
 
 def _slug(name: str) -> str:
-    """A folder name made safe as one namespace segment."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip(".-")
-    return slug or "repository"
+    """A folder name made safe as one namespace segment (``validate_namespace``'s rules).
+
+    >>> _slug("_My Repo (copy)")
+    'My-Repo-copy'
+    >>> _slug("handoffs")
+    'handoffs-repo'
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("._-")[:MAX_SEGMENT].rstrip("._-")
+    if not slug:
+        return "repository"
+    if slug in RESERVED_SEGMENTS or slug.lower().endswith(".md"):
+        return f"{slug[: MAX_SEGMENT - 5]}-repo"
+    return slug

@@ -74,8 +74,8 @@ def render_session_start(
     """The text to inject at session start, at most ``limit`` characters ('' if no namespace)."""
     try:
         ns = namespace or discover_namespace(hook.cwd)
-    except AgentMemVaultError as exc:
-        return f"agent-mem-vault: no project memory loaded: {exc.message} [{exc.code}]"
+    except Exception as exc:  # a failing hook can block the session
+        return f"agent-mem-vault: no project memory loaded: {_describe(exc)}"
     if ns is None:
         return ""
     try:
@@ -83,11 +83,16 @@ def render_session_start(
         pending = vault.list_handoffs(
             namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1
         )
-    except AgentMemVaultError as exc:
-        return (
-            f"agent-mem-vault: could not load project memory for {ns}: {exc.message} [{exc.code}]"
-        )
+    except Exception as exc:  # a failing hook can block the session
+        return f"agent-mem-vault: could not load project memory for {ns}: {_describe(exc)}"
     return _frame(ns, agent, brief.text, pending, limit)
+
+
+def _describe(exc: Exception) -> str:
+    """One line for the session: our errors with their code, anything else with its type."""
+    if isinstance(exc, AgentMemVaultError):
+        return f"{exc.message} [{exc.code}]"
+    return f"{type(exc).__name__}: {exc}; run 'agent-mem-vault doctor' to look into it"
 
 
 def _frame(ns: str, agent: str, brief: str, pending: list[Handoff], limit: int) -> str:

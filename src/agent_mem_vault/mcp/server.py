@@ -210,7 +210,6 @@ def build_server(
     >>> server.run("stdio")  # doctest: +SKIP
     """
     run = _Runner(vault, settings)
-    me = settings.agent
     auth: dict[str, Any] = {}
     if token:
         from mcp.server.auth.settings import AuthSettings
@@ -230,12 +229,30 @@ def build_server(
         **auth,
     )
 
+    _add_handoff_tools(server, run)
+    _add_memory_tools(server, run)
+    _add_resources(server, run)
+    _add_prompts(server, run)
+    return server
+
+
+def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[F], F]]:
+    """``@tool(hints)``: register a tool on ``server`` with its hints, vault errors guarded."""
+
     def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
         def register(fn: F) -> F:
             server.tool(annotations=annotations)(_guarded(fn))
             return fn
 
         return register
+
+    return tool
+
+
+def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
+    """The seed's handoff tools: create, read, peek, list, ack, reopen."""
+    vault, me = run.vault, run.settings.agent
+    tool = _registrar(server)
 
     @tool(_CREATE)
     async def create_handoff(
@@ -308,15 +325,21 @@ def build_server(
         agent: Annotated[
             str | None, Field(description="Only handoffs to this agent (exact name); omit for all.")
         ] = None,
+        sender: Annotated[
+            str | None,
+            Field(description="Only handoffs from this agent (exact name), e.g. what you sent."),
+        ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
     ) -> Annotated[CallToolResult, HandoffListResult]:
-        """See what is waiting, or what was sent, newest first.
+        """See what is waiting (agent = you), or what was sent (sender = you), newest first.
 
         Use it to find the id to pass to ack_handoff, reopen_handoff or supersedes.
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.list_handoffs(namespace=ns, status=status, agent=agent, limit=limit),
+            lambda: vault.list_handoffs(
+                namespace=ns, status=status, agent=agent, sender=sender, limit=limit
+            ),
             _list_text,
         )
 
@@ -329,6 +352,12 @@ def build_server(
     async def reopen_handoff(id: IdArg) -> Annotated[CallToolResult, HandoffResult]:
         """Bring a read handoff back: it becomes pending again and read_at is removed."""
         return await run.call(lambda: vault.reopen_handoff(id), _handoff_text)
+
+
+def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
+    """save_memory, search_memory and get_project_brief."""
+    vault, me = run.vault, run.settings.agent
+    tool = _registrar(server)
 
     @tool(_CREATE)
     async def save_memory(
@@ -381,10 +410,6 @@ def build_server(
         """
         ns = run.namespace(namespace)
         return await run.call(lambda: vault.get_project_brief(namespace=ns), _brief_text)
-
-    _add_resources(server, run)
-    _add_prompts(server, run)
-    return server
 
 
 def _add_resources(server: MCPServer[Any], run: _Runner) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import secrets
 import threading
 from pathlib import Path
@@ -25,7 +26,10 @@ from types import TracebackType
 
 from ..core.errors import UnavailableError
 
-__all__ = ["PreparedWrite", "VaultLock", "atomic_write", "fsync_dir"]
+TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
+"""The name of a temp file ``atomic_write`` leaves if it is killed before the rename."""
+
+__all__ = ["TEMP_FILE", "VaultLock", "atomic_write", "fsync_dir"]
 
 
 class VaultLock:
@@ -42,9 +46,11 @@ class VaultLock:
         self._depth = 0
         self._fd: int | None = None
 
-    def acquire(self) -> None:
-        if not self._thread_lock.acquire(timeout=self.timeout):
-            raise self._timeout_error()
+    def acquire(self, timeout: float | None = None) -> None:
+        """Take the lock, waiting at most ``timeout`` seconds (default: ``self.timeout``)."""
+        wait = self.timeout if timeout is None else max(0.0, timeout)
+        if not self._thread_lock.acquire(timeout=wait):
+            raise self.timeout_error()
         if self._depth:
             self._depth += 1
             return
@@ -54,15 +60,13 @@ class VaultLock:
             self._thread_lock.release()
             raise
         try:
-            got = _try_flock(fd) or _flock_within(fd, self.timeout)
+            got = _flock_or_give_up(fd, wait)
         except BaseException:
-            os.close(fd)
             self._thread_lock.release()
             raise
         if not got:
-            # _flock_within now owns fd: it closes it if the lock ever comes.
             self._thread_lock.release()
-            raise self._timeout_error()
+            raise self.timeout_error()
         self._fd = fd
         self._depth = 1
 
@@ -81,7 +85,8 @@ class VaultLock:
         """True when this thread of this process holds the lock."""
         return self._depth > 0
 
-    def _timeout_error(self) -> UnavailableError:
+    def timeout_error(self) -> UnavailableError:
+        """The error a caller gets when the lock did not come in time."""
         return UnavailableError(
             f"the vault is locked by another writer and the lock did not come within "
             f"{self.timeout:g} s ({self.path}); retry, and if it persists find the process "
@@ -111,6 +116,24 @@ def _try_flock(fd: int) -> bool:
             return False
         raise
     return True
+
+
+def _flock_or_give_up(fd: int, wait: float) -> bool:
+    """Lock ``fd`` within ``wait`` seconds: True, or False with ``fd`` handed off.
+
+    On False (and on an error) ``fd`` is closed, or owned by ``_flock_within``'s
+    helper thread, which closes it the moment the lock comes.
+    """
+    try:
+        if _try_flock(fd):
+            return True
+        if wait > 0:
+            return _flock_within(fd, wait)
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)  # no time left to wait, so no helper thread either
+    return False
 
 
 def _flock_within(fd: int, timeout: float) -> bool:
@@ -162,56 +185,31 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-class PreparedWrite:
-    """A note's new text, already in a fsynced temp file beside it; ``commit`` puts it in place.
-
-    The two steps are apart so that a caller can stage several files and
-    rename them only when every one was written. (Staging a new note before
-    taking the vault lock was tried and dropped: the temp file changes the
-    folder's mtime, which sends every other process to rescan that folder.)
-    """
-
-    __slots__ = ("durable", "path", "stat", "tmp")
-
-    def __init__(self, path: Path, text: str, *, durable: bool = True) -> None:
-        self.path = path
-        self.durable = durable
-        data = text.encode("utf-8")
-        self.tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if durable:
-                os.fsync(fd)
-            self.stat = os.fstat(fd)
-        except BaseException:
-            os.close(fd)
-            self.tmp.unlink(missing_ok=True)
-            raise
-        os.close(fd)
-
-    def commit(self) -> os.stat_result:
-        """Rename over the target (atomic), then make the rename durable; returns the stat."""
-        try:
-            os.replace(self.tmp, self.path)
-        except BaseException:
-            self.discard()
-            raise
-        if self.durable:
-            fsync_dir(self.path.parent)
-        return self.stat
-
-    def discard(self) -> None:
-        self.tmp.unlink(missing_ok=True)
-
-
 def atomic_write(path: Path, text: str, *, durable: bool = True) -> os.stat_result:
     """Replace ``path`` with ``text`` atomically; returns the new file's stat.
 
-    With ``durable=False`` the fsyncs are skipped: the write still survives the
+    The text goes to a temp file beside ``path`` (``.<name>.<8 hex>.tmp``, the
+    pattern ``TEMP_FILE`` matches), is fsynced, renamed over ``path``, and the
+    folder is fsynced so that the rename itself is durable. With
+    ``durable=False`` the fsyncs are skipped: the write still survives the
     process being killed (the kernel has it), but not a power cut.
     """
-    return PreparedWrite(path, text, durable=durable).commit()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        try:
+            view = memoryview(text.encode("utf-8"))
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+            stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+    return stat

@@ -25,7 +25,7 @@ from typing import Any
 from .models import BrokenNote, Handoff, Memory
 from .records import FileRecord
 
-__all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged"]
+__all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged", "is_damage"]
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
@@ -82,11 +82,56 @@ class IndexDamaged(Exception):
     """The index file is unreadable or from a newer version; the caller rebuilds it."""
 
 
-def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """True when ``exc`` means the index file itself is damaged (rebuild), not busy."""
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc)
         return "malformed" in text or "no such table" in text or "not a database" in text
     return True
+
+
+def _handoff_row(h: Handoff) -> tuple[Any, ...]:
+    """A ``handoffs`` row, in ``_HANDOFF_COLUMNS`` order."""
+    return (
+        h.id,
+        h.namespace,
+        h.sender,
+        h.recipient,
+        h.status,
+        h.created_at,
+        h.read_at,
+        json.dumps(list(h.supersedes)),
+        h.superseded_by,
+        h.summary,
+        h.context,
+        h.path,
+    )
+
+
+def _memory_row(m: Memory) -> tuple[Any, ...]:
+    """A ``memories`` row without its rowid: id, namespace, title, kind, tags, agent, …"""
+    tags = json.dumps(list(m.tags))
+    return (m.id, m.namespace, m.title, m.kind, tags, m.agent, m.created_at, m.path)
+
+
+def _fts_row(rowid: int | None, m: Memory) -> tuple[Any, ...]:
+    return (rowid, m.title, m.content, " ".join(m.tags), m.namespace)
+
+
+def _file_row(r: FileRecord) -> tuple[Any, ...]:
+    note_id = r.note_id if r.kind in ("handoff", "memory") else None
+    return (r.path, r.dir, r.mtime_ns, r.size, r.kind, note_id, r.problem)
+
+
+def _as_duplicate(record: FileRecord, other: str) -> FileRecord:
+    """A copied note (its id is ``other``'s): kept as broken so ``other`` keeps its place."""
+    return FileRecord(
+        record.path,
+        record.mtime_ns,
+        record.size,
+        "broken",
+        problem=f"duplicate id {record.note_id}: {other} has the same id",
+    )
 
 
 def _handoff(row: Sequence[Any]) -> Handoff:
@@ -233,35 +278,18 @@ class Index:
             self.conn.execute("DELETE FROM briefs WHERE path=?", (path,))
         self.conn.execute("DELETE FROM files WHERE path=?", (path,))
 
-    def put(self, record: FileRecord, *, fresh: bool = False) -> FileRecord:
+    def put(self, record: FileRecord) -> FileRecord:
         """Store what ``record`` says about its file, replacing what was known.
 
         A second note with an id already held by another file is stored as
         broken (a copied note), so the first keeps its place.
-        ``fresh=True`` skips removing old rows, for a rebuild of an empty index.
         """
-        if not fresh:
-            self.remove_file(record.path)
-        note_id = record.note_id
+        self.remove_file(record.path)
         if record.handoff is not None and record.kind == "handoff":
-            h = record.handoff
             cur = self.conn.execute(
                 f"INSERT OR IGNORE INTO handoffs({_HANDOFF_COLUMNS}) "
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    h.id,
-                    h.namespace,
-                    h.sender,
-                    h.recipient,
-                    h.status,
-                    h.created_at,
-                    h.read_at,
-                    json.dumps(list(h.supersedes)),
-                    h.superseded_by,
-                    h.summary,
-                    h.context,
-                    h.path,
-                ),
+                _handoff_row(record.handoff),
             )
             if cur.rowcount == 0:
                 record = self._duplicate(record, "handoffs")
@@ -270,16 +298,7 @@ class Index:
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO memories(id, namespace, title, kind, tags, agent, "
                 "created_at, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    m.id,
-                    m.namespace,
-                    m.title,
-                    m.kind,
-                    json.dumps(list(m.tags)),
-                    m.agent,
-                    m.created_at,
-                    m.path,
-                ),
+                _memory_row(m),
             )
             if cur.rowcount == 0:
                 record = self._duplicate(record, "memories")
@@ -287,7 +306,7 @@ class Index:
                 self.conn.execute(
                     "INSERT INTO memories_fts(rowid, title, content, tags, namespace) "
                     "VALUES (?, ?, ?, ?, ?)",
-                    (cur.lastrowid, m.title, m.content, " ".join(m.tags), m.namespace),
+                    _fts_row(cur.lastrowid, m),
                 )
         elif record.kind == "brief" and record.namespace is not None:
             self.conn.execute(
@@ -297,17 +316,8 @@ class Index:
         self.conn.execute(
             "INSERT INTO files(path, dir, mtime_ns, size, kind, note_id, problem) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.path,
-                record.dir,
-                record.mtime_ns,
-                record.size,
-                record.kind,
-                record.note_id if record.kind in ("handoff", "memory") else None,
-                record.problem,
-            ),
+            _file_row(record),
         )
-        del note_id
         return record
 
     def _duplicate(self, record: FileRecord, table: str) -> FileRecord:
@@ -315,14 +325,7 @@ class Index:
         row = self.conn.execute(
             f"SELECT path FROM {table} WHERE id=?", (record.note_id,)
         ).fetchone()
-        other = row[0] if row else "another note"
-        return FileRecord(
-            record.path,
-            record.mtime_ns,
-            record.size,
-            "broken",
-            problem=f"duplicate id {record.note_id}: {other} has the same id",
-        )
+        return _as_duplicate(record, row[0] if row else "another note")
 
     def dir_signatures(self) -> dict[str, tuple[int, int]]:
         """Per folder: (notes, a sum over their mtimes and sizes), to skip unchanged folders."""
@@ -410,15 +413,6 @@ class Index:
 
     def count_memories(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
-
-    def memory(self, id: str) -> Memory | None:
-        row = self.conn.execute(
-            "SELECT m.id, m.namespace, m.title, f.content, m.kind, m.created_at, m.tags, "
-            "m.agent, m.path FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
-            "WHERE m.id=?",
-            (id,),
-        ).fetchone()
-        return None if row is None else _memory(row)
 
     def recent_memories(self, namespace: str, kind: str, limit: int) -> list[Memory]:
         rows = self.conn.execute(
@@ -509,13 +503,7 @@ class BulkLoader:
             key = (record.kind, note_id)
             other = self.seen.get(key)
             if other is not None:
-                record = FileRecord(
-                    record.path,
-                    record.mtime_ns,
-                    record.size,
-                    "broken",
-                    problem=f"duplicate id {note_id}: {other} has the same id",
-                )
+                record = _as_duplicate(record, other)
             else:
                 self.seen[key] = record.path
         self.records.append(record)
@@ -524,58 +512,22 @@ class BulkLoader:
 
     def flush(self) -> None:
         conn = self.index.conn
-        handoffs, memories, fts, files, briefs = [], [], [], [], []
+        handoffs: list[tuple[Any, ...]] = []
+        memories: list[tuple[Any, ...]] = []
+        fts: list[tuple[Any, ...]] = []
+        files: list[tuple[Any, ...]] = []
+        briefs: list[tuple[str, str]] = []
         for r in self.records:
-            kind = r.kind
-            if kind == "handoff" and r.handoff is not None:
-                h = r.handoff
-                handoffs.append(
-                    (
-                        h.id,
-                        h.namespace,
-                        h.sender,
-                        h.recipient,
-                        h.status,
-                        h.created_at,
-                        h.read_at,
-                        json.dumps(list(h.supersedes)),
-                        h.superseded_by,
-                        h.summary,
-                        h.context,
-                        h.path,
-                    )
-                )
-            elif kind == "memory" and r.memory is not None:
-                m = r.memory
+            if r.kind == "handoff" and r.handoff is not None:
+                handoffs.append(_handoff_row(r.handoff))
+            elif r.kind == "memory" and r.memory is not None:
                 rowid = self.next_rowid
                 self.next_rowid += 1
-                memories.append(
-                    (
-                        rowid,
-                        m.id,
-                        m.namespace,
-                        m.title,
-                        m.kind,
-                        json.dumps(list(m.tags)),
-                        m.agent,
-                        m.created_at,
-                        m.path,
-                    )
-                )
-                fts.append((rowid, m.title, m.content, " ".join(m.tags), m.namespace))
-            elif kind == "brief" and r.namespace is not None:
+                memories.append((rowid, *_memory_row(r.memory)))
+                fts.append(_fts_row(rowid, r.memory))
+            elif r.kind == "brief" and r.namespace is not None:
                 briefs.append((r.namespace, r.path))
-            files.append(
-                (
-                    r.path,
-                    r.dir,
-                    r.mtime_ns,
-                    r.size,
-                    kind,
-                    r.note_id if kind in ("handoff", "memory") else None,
-                    r.problem,
-                )
-            )
+            files.append(_file_row(r))
         conn.executemany(
             f"INSERT INTO handoffs({_HANDOFF_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", handoffs
         )
@@ -610,8 +562,3 @@ def _memory(row: Sequence[Any]) -> Memory:
         agent=row[7],
         path=row[8],
     )
-
-
-def is_damage(exc: sqlite3.DatabaseError) -> bool:
-    """True when ``exc`` means the index file itself is damaged (rebuild), not busy."""
-    return _is_damage(exc)

@@ -46,13 +46,7 @@ def mark_read(handoff: Handoff, now: str) -> Handoff:
 def reopen(handoff: Handoff) -> Handoff:
     """reopen_handoff: read becomes pending and ``read_at`` is removed."""
     if handoff.superseded_by is not None:
-        raise ConflictError(
-            f"handoff {handoff.id} was superseded by {handoff.superseded_by}; "
-            f"reopen {handoff.superseded_by} instead",
-            code="handoff_superseded",
-            id=handoff.id,
-            superseded_by=handoff.superseded_by,
-        )
+        raise _superseded(handoff, "reopen")
     if handoff.status == "pending":
         return handoff
     return replace(handoff, status="pending", read_at=None)
@@ -69,15 +63,20 @@ def check_supersedable(older: Handoff, namespace: str) -> None:
             namespace=older.namespace,
         )
     if older.superseded_by is not None:
-        raise ConflictError(
-            f"handoff {older.id} is already superseded by {older.superseded_by}; "
-            f"supersede {older.superseded_by} instead",
-            code="handoff_superseded",
-            id=older.id,
-            superseded_by=older.superseded_by,
-        )
+        raise _superseded(older, "supersede")
 
 
 def supersede(older: Handoff, newer_id: str, now: str) -> Handoff:
     """The older handoff becomes read (if it was not) and gets ``superseded_by``."""
     return replace(mark_read(older, now), superseded_by=newer_id)
+
+
+def _superseded(handoff: Handoff, action: str) -> ConflictError:
+    """``action`` refused: the handoff was replaced, and the newer one is the live thread."""
+    newer = handoff.superseded_by
+    return ConflictError(
+        f"handoff {handoff.id} was superseded by {newer}; {action} {newer} instead",
+        code="handoff_superseded",
+        id=handoff.id,
+        superseded_by=newer,
+    )

@@ -59,59 +59,55 @@ def validate_namespace(value: object, *, field: str = "namespace") -> str:
     'project/harbor-api'
     """
     if not isinstance(value, str) or not value:
-        raise InvalidInputError(
+        raise _bad_namespace(
+            field,
             f"{field} is missing: give a path-like name such as 'project/harbor-api'",
-            code="invalid_namespace",
-            field=field,
         )
     if len(value) > MAX_NAMESPACE:
-        raise InvalidInputError(
+        raise _bad_namespace(
+            field,
             f"{field} is {len(value)} characters; the limit is {MAX_NAMESPACE}",
-            code="invalid_namespace",
-            field=field,
         )
     if value.startswith("/") or "\\" in value:
-        raise InvalidInputError(
+        raise _bad_namespace(
+            field,
             f"{field} {value!r} must be relative, with '/' between segments "
             "(e.g. 'project/harbor-api')",
-            code="invalid_namespace",
-            field=field,
         )
     segments = value.split("/")
     if len(segments) > MAX_SEGMENTS:
-        raise InvalidInputError(
+        raise _bad_namespace(
+            field,
             f"{field} {value!r} has {len(segments)} segments; the limit is {MAX_SEGMENTS}",
-            code="invalid_namespace",
-            field=field,
         )
     for segment in segments:
         if not segment:
-            raise InvalidInputError(
+            raise _bad_namespace(
+                field,
                 f"{field} {value!r} has an empty segment; remove the doubled or trailing '/'",
-                code="invalid_namespace",
-                field=field,
             )
         if segment in (".", ".."):
-            raise InvalidInputError(
+            raise _bad_namespace(
+                field,
                 f"{field} {value!r} may not contain '.' or '..' segments",
-                code="invalid_namespace",
-                field=field,
             )
         if not _SEGMENT.fullmatch(segment):
-            raise InvalidInputError(
+            raise _bad_namespace(
+                field,
                 f"{field} segment {segment!r} is not allowed: use 1-64 letters, digits, "
                 "'.', '_' or '-', starting with a letter or digit",
-                code="invalid_namespace",
-                field=field,
             )
         if segment in RESERVED_SEGMENTS or segment.lower().endswith(".md"):
-            raise InvalidInputError(
+            raise _bad_namespace(
+                field,
                 f"{field} segment {segment!r} is reserved for the vault's own folders and files; "
                 "pick another name",
-                code="invalid_namespace",
-                field=field,
             )
     return value
+
+
+def _bad_namespace(field: str, message: str) -> InvalidInputError:
+    return InvalidInputError(message, code="invalid_namespace", field=field)
 
 
 def validate_agent(value: object, *, field: str = "agent") -> str:

@@ -77,17 +77,20 @@ Stamps = tuple[int, list[str], list[tuple[str, int, int]]]
 """A folder on disk: (its mtime, its subfolders, (path, mtime, size) of each note)."""
 
 
-def stamp_dir(root: Path, directory: str) -> Stamps | None:
-    """Look at one folder on disk (no index access, so threads can share the work)."""
+def _entries(root: Path, directory: str) -> tuple[int, list[str], list[os.DirEntry[str]]] | None:
+    """One folder on disk: (its mtime, its subfolders, its notes); None if it is gone.
+
+    Dot-entries, symbolic links and the top-level ``_dashboards`` are left out.
+    """
     full = f"{root}/{directory}" if directory else str(root)
     try:
-        st_dir = os.stat(full)
+        mtime = os.stat(full).st_mtime_ns
         entries = list(os.scandir(full))
     except FileNotFoundError:
         return None
-    subdirs: list[str] = []
-    stamps: list[tuple[str, int, int]] = []
     prefix = f"{directory}/" if directory else ""
+    subdirs: list[str] = []
+    notes: list[os.DirEntry[str]] = []
     for entry in entries:
         name = entry.name
         if name[0] == ".":
@@ -95,15 +98,26 @@ def stamp_dir(root: Path, directory: str) -> Stamps | None:
         if entry.is_dir(follow_symlinks=False):
             if directory or name not in SKIP_TOP:
                 subdirs.append(prefix + name)
-            continue
-        if not name.endswith(".md") or not entry.is_file(follow_symlinks=False):
-            continue
+        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            notes.append(entry)
+    return mtime, subdirs, notes
+
+
+def stamp_dir(root: Path, directory: str) -> Stamps | None:
+    """Look at one folder on disk: its mtime, subfolders and each note's size and mtime."""
+    listing = _entries(root, directory)
+    if listing is None:
+        return None
+    mtime, subdirs, notes = listing
+    prefix = f"{directory}/" if directory else ""
+    stamps: list[tuple[str, int, int]] = []
+    for entry in notes:
         try:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:
             continue
-        stamps.append((prefix + name, st.st_mtime_ns, st.st_size))
-    return st_dir.st_mtime_ns, subdirs, stamps
+        stamps.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
+    return mtime, subdirs, stamps
 
 
 def scan_dir(
@@ -112,17 +126,14 @@ def scan_dir(
     directory: str,
     stats: ScanStats,
     known: tuple[dict[str, int], dict[str, tuple[int, int]]] | None = None,
-    looked: Stamps | None = None,
 ) -> tuple[list[str], list[str]]:
     """Sync one folder's notes; returns (all subfolders, subfolders the index did not know).
 
     With ``known`` (folder mtimes and signatures from the index, as a full
     rescan passes them), a folder whose mtime and signature both match is
-    left alone without reading its rows from the index. ``looked`` is the
-    folder as ``stamp_dir`` saw it, if the caller already looked.
+    left alone without reading its rows from the index.
     """
-    if looked is None:
-        looked = stamp_dir(root, directory)
+    looked = stamp_dir(root, directory)
     if looked is None:
         stats.removed += index.remove_dir_tree(directory)
         return [], []
@@ -173,33 +184,6 @@ def scan_tree(root: Path, index: Index, directory: str, stats: ScanStats) -> Non
         stack.extend(subdirs)
 
 
-def _listing(root: Path, directory: str) -> tuple[int, list[str], list[str]] | None:
-    """(folder mtime, subfolders, note paths) of one folder; None if it is gone."""
-    full = f"{root}/{directory}" if directory else str(root)
-    try:
-        mtime = os.stat(full).st_mtime_ns
-        entries = list(os.scandir(full))
-    except FileNotFoundError:
-        return None
-    prefix = f"{directory}/" if directory else ""
-    subdirs: list[str] = []
-    notes: list[str] = []
-    for entry in entries:
-        name = entry.name
-        if name[0] == ".":
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if directory or name not in SKIP_TOP:
-                subdirs.append(prefix + name)
-        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-            notes.append(prefix + name)
-    # Notes are named by TID, so name order is creation order: memories get
-    # rowids oldest first, which search relies on to rank the newest matches.
-    notes.sort()
-    subdirs.sort(reverse=True)
-    return mtime, subdirs, notes
-
-
 def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
@@ -214,11 +198,16 @@ def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
         stack = [""]
         while stack:
             directory = stack.pop()
-            listing = _listing(root, directory)
+            listing = _entries(root, directory)
             if listing is None:
                 continue
-            mtime, subdirs, notes = listing
+            mtime, subdirs, entries = listing
             index.set_dir(directory, mtime)
+            prefix = f"{directory}/" if directory else ""
+            # Notes are named by TID, so name order is creation order: memories get
+            # rowids oldest first, which search relies on to rank the newest matches.
+            notes = sorted(prefix + entry.name for entry in entries)
+            subdirs.sort(reverse=True)
             for record in pool.map(read, notes, chunksize=64):
                 if record is not None:
                     loader.add(record)

@@ -49,6 +49,7 @@ class IndexUpkeep:
         self._index: Index | None = None
         self._pid = os.getpid()
         self._last_full_scan: datetime | None = None
+        self._rescan_now = False
 
     def close(self) -> None:
         if self._index is not None:
@@ -134,7 +135,13 @@ class IndexUpkeep:
             scan_tree(self.root, idx, "", stats)
             self.mark_full_scan(idx)
 
+    def rescan_soon(self) -> None:
+        """Make the next ``sync`` a full rescan (an index update failed after a write)."""
+        self._rescan_now = True
+
     def full_scan_due(self, idx: Index) -> bool:
+        if self._rescan_now:
+            return True
         if self.rescan_interval is None:
             return False
         now = self.clock.now()
@@ -151,6 +158,7 @@ class IndexUpkeep:
     def mark_full_scan(self, idx: Index) -> None:
         now = self.clock.now()
         self._last_full_scan = now
+        self._rescan_now = False
         idx.set_meta("last_full_scan", format_datetime(now))
 
     def stamp_matches(self, idx: Index, path: str) -> bool:

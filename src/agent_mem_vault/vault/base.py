@@ -1,0 +1,296 @@
+"""What every vault operation stands on: the lock, the index, and writing notes.
+
+``VaultBase`` holds one process's view of a vault folder. The operations
+(``handoffs.py``, ``memories.py``, and ``Vault`` itself in ``service.py``)
+are written on top of the few methods here, so that there is one way to take
+the lock, one way to create a note and one way to record writes in the index.
+
+Locking has two levels: ``_held`` serialises the threads of this process (they
+share one SQLite connection) and ``_locked`` takes the vault's file lock,
+shared with other processes. A caller waits at most ``lock_timeout`` seconds
+for the two together, however many threads queue before it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
+from ..core.errors import DataError, InvalidInputError, NotFoundError
+from ..core.ids import TidGenerator
+from .brief import brief_template
+from .dashboard import DASHBOARD_PATH, render_dashboard
+from .files import VaultLock, atomic_write, fsync_dir
+from .index import Index
+from .models import Handoff, Memory
+from .notes import render_note
+from .records import FileRecord, Kind
+from .upkeep import IndexUpkeep
+
+__all__ = ["DOT_DIR", "MAX_LIMIT", "NewNote", "VaultBase", "check_limit"]
+
+DOT_DIR = ".agent-mem-vault"
+INDEX_FILE = "index.sqlite3"
+MAX_LIMIT = 1000
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class NewNote:
+    """A note being created inside the lock: where it goes and what was written."""
+
+    id: str
+    folder: str
+    records: list[FileRecord] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return f"{self.folder}/{self.id}.md"
+
+
+class VaultBase:
+    """One process's handle on a vault folder: lock, index and note writes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        lock_timeout: float = 5.0,
+        durable: bool = True,
+        rescan_interval: float | None = 60.0,
+    ) -> None:
+        self.path = Path(path).expanduser().absolute()
+        self.clock = clock
+        self.lock_timeout = lock_timeout
+        self.durable = durable
+        self._lock = VaultLock(self.path / DOT_DIR / "lock", timeout=lock_timeout)
+        self._mutex = threading.RLock()
+        self._lock_budget: float | None = None
+        self._upkeep = IndexUpkeep(
+            self.path, self.path / DOT_DIR / INDEX_FILE, clock, self._locked, rescan_interval
+        )
+        self._pid = os.getpid()
+        self._tids = TidGenerator(clock)
+        self._dashboard_checked = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r})"
+
+    @property
+    def rescan_interval(self) -> float | None:
+        """Seconds between full rescans (one ``stat`` per note); ``None``: only on request."""
+        return self._upkeep.rescan_interval
+
+    @rescan_interval.setter
+    def rescan_interval(self, value: float | None) -> None:
+        self._upkeep.rescan_interval = value
+
+    def close(self) -> None:
+        """Close the index connection (it reopens on the next call)."""
+        with self._held():
+            self._upkeep.close()
+
+    # -- locking ---------------------------------------------------------------------
+
+    def _require_vault(self) -> None:
+        if not self.path.is_dir():
+            raise NotFoundError(
+                f"no vault at {self.path}; create it with 'agent-mem-vault init --vault "
+                f"{self.path}' (or pass --vault / set AGENT_MEM_VAULT)",
+                code="vault_not_found",
+                path=str(self.path),
+            )
+        dot = self.path / DOT_DIR
+        if dot.is_dir():
+            return
+        try:
+            dot.mkdir()
+        except FileExistsError:
+            raise DataError(
+                f"{dot} is a file, but the vault keeps its index and lock in a folder of that "
+                "name; move the file away and run the command again",
+                code="vault_damaged",
+                path=str(dot),
+            ) from None
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """This process's turn at the vault (threads share the index connection).
+
+        The time spent waiting here is taken off each wait for the file lock in
+        the section, so a caller queued behind other threads still gets its
+        error after ``lock_timeout`` seconds, not after the sum of their waits.
+        """
+        start = time.monotonic()
+        if not self._mutex.acquire(timeout=self.lock_timeout):
+            raise self._lock.timeout_error()
+        outer = self._lock_budget
+        if outer is None:
+            self._lock_budget = max(0.0, self.lock_timeout - (time.monotonic() - start))
+        try:
+            yield
+        finally:
+            self._lock_budget = outer
+            self._mutex.release()
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The vault's file lock (the caller is inside ``_held``)."""
+        self._require_vault()
+        self._lock.acquire(self._lock_budget)
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+    @contextmanager
+    def _writing(self, *, sync: bool = True) -> Iterator[Index]:
+        """Both locks and the index, brought up to date first unless ``sync=False``."""
+        with self._held(), self._locked():
+            idx = self._upkeep.sync() if sync else self._upkeep.handle()
+            if not self._dashboard_checked:
+                self._ensure_dashboard()
+            yield idx
+
+    def _query(self, run: Callable[[Index], _T]) -> _T:
+        """A read from the index, after the cheap check for notes changed by hand."""
+        with self._held():
+            self._upkeep.sync()
+            return self._upkeep.query(run)
+
+    # -- writing notes ---------------------------------------------------------------
+
+    def _now(self) -> str:
+        return format_datetime(self.clock.now())
+
+    @contextmanager
+    def _creating(self, namespace: str, kind: str) -> Iterator[tuple[Index, NewNote]]:
+        """The locked section that creates one note in ``<namespace>/<kind>/``.
+
+        The body of the ``with`` checks what it must, then writes with
+        ``_write`` and adds the records to ``new.records``; on leaving, the
+        namespace's brief note is made if it has none, and every record is put
+        in the index. If the body raises, folders made for the note are removed
+        again (they are empty), so a refused create leaves nothing behind.
+        Folders are made inside the lock so that a refused create can never
+        remove one that another writer is about to use.
+        """
+        folder = f"{namespace}/{kind}"
+        with self._writing() as idx:
+            created = self._make_folders(folder)
+            try:
+                new = NewNote(self._new_id(folder), folder)
+                yield idx, new
+                brief = self._ensure_brief(idx, namespace)
+                if brief is not None:
+                    new.records.append(brief)
+            except BaseException:
+                self._unmake_folders(created)
+                raise
+            made = {p.relative_to(self.path).as_posix() for p in created}
+            made |= {p.parent.relative_to(self.path).as_posix() for p in created}
+            self._commit(idx, new.records, frozenset("" if d == "." else d for d in made))
+
+    def _new_id(self, folder: str) -> str:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            self._tids.reseed()
+        while True:
+            new_id = self._tids.next()
+            if not (self.path / folder / f"{new_id}.md").exists():
+                return new_id
+
+    def _make_folders(self, folder: str) -> list[Path]:
+        """Create a note folder and its parents if needed; returns the ones made."""
+        created: list[Path] = []
+        parts = folder.split("/")
+        for depth in range(1, len(parts) + 1):
+            current = self.path.joinpath(*parts[:depth])
+            if not current.is_dir():
+                current.mkdir()
+                created.append(current)
+                if self.durable:
+                    fsync_dir(current.parent)
+        return created
+
+    @staticmethod
+    def _unmake_folders(created: list[Path]) -> None:
+        """Remove folders made for a write that was refused (only if still empty)."""
+        for folder in reversed(created):
+            try:
+                folder.rmdir()
+            except OSError:
+                return
+
+    def _ensure_brief(self, idx: Index, namespace: str) -> FileRecord | None:
+        """Write the namespace's brief note the first time; its record, or None."""
+        brief = f"{namespace}/_brief.md"
+        if idx.brief_path(namespace) is not None or (self.path / brief).exists():
+            return None
+        text = render_note({"type": "brief", "namespace": namespace}, brief_template(namespace))
+        st = atomic_write(self.path / brief, text, durable=self.durable)
+        return FileRecord(brief, st.st_mtime_ns, st.st_size, "brief", namespace=namespace)
+
+    def _write(
+        self,
+        path: str,
+        text: str,
+        kind: Kind,
+        *,
+        handoff: Handoff | None = None,
+        memory: Memory | None = None,
+    ) -> FileRecord:
+        """Write one note atomically; the record of it, for ``_commit``."""
+        st = atomic_write(self.path / path, text, durable=self.durable)
+        return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
+
+    def _commit(
+        self, idx: Index, records: list[FileRecord], folders: frozenset[str] = frozenset()
+    ) -> None:
+        """Record what was just written, and the new mtimes of its folders (and of
+        ``folders``, made for it), in one transaction."""
+        folders = folders | {r.dir for r in records}
+        try:
+            with idx.transaction():
+                for record in records:
+                    idx.put(record)
+                for rel in sorted(folders):
+                    st = os.stat(self.path / rel if rel else self.path)
+                    idx.set_dir(rel, st.st_mtime_ns)
+        except sqlite3.DatabaseError:
+            # The notes are written, and they are the truth: the caller gets its
+            # answer (a handoff it read must not be lost to an index error), and
+            # the index catches up from the notes at the next call.
+            self._upkeep.rescan_soon()
+
+    def _ensure_dashboard(self) -> None:
+        target = self.path / DASHBOARD_PATH
+        text = render_dashboard()
+        try:
+            current = target.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            target.parent.mkdir(exist_ok=True)
+            atomic_write(target, text, durable=self.durable)
+        self._dashboard_checked = True
+
+
+def check_limit(limit: object) -> int:
+    """``limit`` if it is a whole number from 1 to ``MAX_LIMIT``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInputError(
+            f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}",
+            code="invalid_limit",
+            field="limit",
+        )
+    return limit

@@ -1,0 +1,289 @@
+"""The handoff operations of ``Vault``: create, read, peek, list, get, ack, reopen.
+
+What may follow what is decided by the pure rules in ``lifecycle.py``; this
+module loads the notes a change needs from disk (the truth, not the index),
+applies a rule and writes only what it returns, inside the vault lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+from ..core.errors import DataError, InvalidInputError, NotFoundError
+from . import lifecycle
+from .base import VaultBase, check_limit
+from .index import Index
+from .models import Handoff
+from .namespaces import (
+    validate_agent,
+    validate_id,
+    validate_namespace,
+    validate_summary,
+    validate_text,
+)
+from .notes import (
+    NoteError,
+    ParsedNote,
+    apply_handoff,
+    handoff_from_note,
+    handoff_meta,
+    parse_note,
+    render_body,
+    render_note,
+)
+from .records import FileRecord
+
+__all__ = ["HandoffOps", "StatusFilter"]
+
+StatusFilter = Literal["pending", "read", "all"]
+
+
+class HandoffOps(VaultBase):
+    """Handoffs: notes from one agent to another about work that should continue."""
+
+    def create_handoff(
+        self,
+        *,
+        to: str,
+        summary: str,
+        context: str,
+        namespace: str,
+        supersedes: Iterable[str] | None = (),
+        from_: str | None = None,
+    ) -> Handoff:
+        """Leave a pending handoff for agent ``to`` in ``namespace``.
+
+        Each id in ``supersedes`` (same namespace, not already superseded)
+        becomes read and gets ``superseded_by``; on any refusal nothing is written.
+        ``from_`` is the sending agent; ``None`` records it as ``unknown``.
+        """
+        recipient = validate_agent(to, field="to")
+        sender = validate_agent("unknown" if from_ is None else from_, field="from")
+        namespace = validate_namespace(namespace)
+        summary = validate_summary(summary)
+        context = validate_text(context, field="context")
+        older_ids = _unique_ids(supersedes)
+        with self._creating(namespace, "handoffs") as (idx, new):
+            # Checks first: a refused supersede writes nothing.
+            olds = [self._load_handoff(idx, older_id) for older_id in older_ids]
+            for old, _note in olds:
+                lifecycle.check_supersedable(old, namespace)
+            handoff = Handoff(
+                id=new.id,
+                namespace=namespace,
+                sender=sender,
+                recipient=recipient,
+                summary=summary,
+                context=context,
+                status="pending",
+                created_at=self._now(),
+                supersedes=tuple(older_ids),
+                path=new.path,
+            )
+            text = render_note(handoff_meta(handoff), render_body(summary, context))
+            new.records.append(self._write(new.path, text, "handoff", handoff=handoff))
+            # The new note first: killed in between, the older one is still pending
+            # (doctor reports the half-done supersede) rather than closed for nothing.
+            for old, note in olds:
+                updated = lifecycle.supersede(old, new.id, handoff.created_at)
+                new.records.append(self._rewrite(old, note, updated))
+        return handoff
+
+    def read_handoff(self, *, agent: str, namespace: str) -> Handoff | None:
+        """Take the newest pending handoff for ``agent`` in ``namespace`` and mark it read.
+
+        Returns ``None`` when nothing is pending. Two callers racing for the
+        same handoff: exactly one gets it.
+        """
+        agent = validate_agent(agent)
+        namespace = validate_namespace(namespace)
+        with self._writing() as idx:
+            skip: list[str] = []
+            while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
+                current = self._fresh_from_disk(idx, candidate)
+                if current is None or not _is_pending_for(current[0], agent, namespace):
+                    skip.append(candidate.id)
+                    continue
+                handoff, note = current
+                updated = lifecycle.mark_read(handoff, self._now())
+                self._commit(idx, [self._rewrite(handoff, note, updated)])
+                return updated
+        return None
+
+    def peek_handoff(self, *, agent: str, namespace: str) -> Handoff | None:
+        """The handoff ``read_handoff`` would return, without marking it read."""
+        agent = validate_agent(agent)
+        namespace = validate_namespace(namespace)
+        return self._reading(lambda idx: idx.newest_pending(namespace, agent))
+
+    def list_handoffs(
+        self,
+        *,
+        namespace: str | None = None,
+        status: StatusFilter = "pending",
+        agent: str | None = None,
+        sender: str | None = None,
+        limit: int = 50,
+    ) -> list[Handoff]:
+        """Handoffs, newest first: by ``status`` (pending, read or all), recipient ``agent``
+        and ``sender``; all namespaces when ``namespace`` is None."""
+        if namespace is not None:
+            namespace = validate_namespace(namespace)
+        if status not in ("pending", "read", "all"):
+            raise InvalidInputError(
+                f"status {status!r} is not one of pending, read, all",
+                code="invalid_status",
+                field="status",
+            )
+        if agent is not None:
+            agent = validate_agent(agent)
+        if sender is not None:
+            sender = validate_agent(sender, field="sender")
+        limit = check_limit(limit)
+        return self._query(
+            lambda idx: idx.list_handoffs(
+                namespace=namespace, status=status, agent=agent, sender=sender, limit=limit
+            )
+        )
+
+    def get_handoff(self, id: str) -> Handoff:
+        """One handoff by id; ``NotFoundError`` (``handoff_not_found``) if there is none."""
+        validate_id(id)
+        found = self._reading(lambda idx: idx.handoff(id))
+        if found is None:
+            raise _handoff_not_found(id)
+        return found
+
+    def ack_handoff(self, id: str) -> Handoff:
+        """Mark a handoff read without taking it; already read: returned unchanged."""
+        validate_id(id)
+        return self._change(id, lambda h: lifecycle.mark_read(h, self._now()))
+
+    def reopen_handoff(self, id: str) -> Handoff:
+        """Make a read handoff pending again (``read_at`` removed); refused if superseded."""
+        validate_id(id)
+        return self._change(id, lifecycle.reopen)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _reading(self, query: Callable[[Index], Handoff | None]) -> Handoff | None:
+        """Run a one-handoff query and check the note on disk still says the same.
+
+        If the note was edited or removed by hand since it was indexed, the
+        index is corrected for it (under the lock) and the query runs again.
+        """
+        with self._held():
+            idx = self._upkeep.sync()
+            for _ in range(8):
+                found = self._upkeep.query(query)
+                if found is None or self._upkeep.stamp_matches(idx, found.path):
+                    return found
+                with self._locked():
+                    self._upkeep.refresh(self._upkeep.handle(), found.path)
+            return self._upkeep.query(query)
+
+    def _change(self, id: str, rule: Callable[[Handoff], Handoff]) -> Handoff:
+        """ack / reopen: apply ``rule`` to the note as it is on disk; write only a change."""
+        with self._writing() as idx:
+            handoff, note = self._load_handoff(idx, id)
+            updated = rule(handoff)
+            if updated != handoff:
+                self._commit(idx, [self._rewrite(handoff, note, updated)])
+            return updated
+
+    def _rewrite(self, handoff: Handoff, note: ParsedNote, updated: Handoff) -> FileRecord:
+        """Write ``updated`` over ``handoff``'s note, keeping the body and added properties."""
+        text = render_note(apply_handoff(note.meta, updated), note.body)
+        return self._write(handoff.path, text, "handoff", handoff=updated)
+
+    def _note_on_disk(self, idx: Index, path: str) -> tuple[Handoff, ParsedNote] | None:
+        """The handoff its note holds now; None if gone. ``NoteError`` if it is damaged.
+
+        A note whose size or mtime differ from the index is re-indexed, so the
+        index follows what the caller is about to act on.
+        """
+        full = self.path / path
+        try:
+            raw = full.read_bytes()
+            stamp = full.stat()
+        except FileNotFoundError:
+            self._upkeep.refresh(idx, path)
+            return None
+        try:
+            note = parse_note(raw.decode("utf-8"))
+            if note is None or note.meta.get("type") != "handoff":
+                raise NoteError("it has no 'type: handoff' property")
+            handoff = handoff_from_note(note, path)
+        except (NoteError, UnicodeDecodeError):
+            self._upkeep.refresh(idx, path)
+            raise
+        if idx.file_stamp(path) != (stamp.st_mtime_ns, stamp.st_size):
+            self._upkeep.refresh(idx, path)
+        return handoff, note
+
+    def _fresh_from_disk(self, idx: Index, indexed: Handoff) -> tuple[Handoff, ParsedNote] | None:
+        """The indexed handoff as its note says now; None if gone, damaged or not it any more."""
+        try:
+            found = self._note_on_disk(idx, indexed.path)
+        except (NoteError, UnicodeDecodeError):
+            return None
+        if found is None or found[0].id != indexed.id:
+            return None
+        return found
+
+    def _load_handoff(self, idx: Index, id: str) -> tuple[Handoff, ParsedNote]:
+        """Read a handoff from its note for a change; refuses a note that is damaged."""
+        indexed = idx.handoff(id)
+        if indexed is None:
+            raise _handoff_not_found(id)
+        try:
+            found = self._note_on_disk(idx, indexed.path)
+        except (NoteError, UnicodeDecodeError) as exc:
+            raise DataError(
+                f"the note for handoff {id} ({indexed.path}) is damaged: {exc}; "
+                "fix it by hand (see 'agent-mem-vault doctor'); it was not changed",
+                code="note_damaged",
+                id=id,
+                path=indexed.path,
+            ) from None
+        if found is None or found[0].id != id:
+            raise _handoff_not_found(id)
+        return found
+
+
+def _is_pending_for(handoff: Handoff, agent: str, namespace: str) -> bool:
+    return (
+        handoff.status == "pending"
+        and handoff.recipient == agent
+        and handoff.namespace == namespace
+    )
+
+
+def _unique_ids(ids: Iterable[str] | str | None) -> list[str]:
+    """``supersedes`` as validated ids in the order given, each once (one id or None is fine)."""
+    if ids is None:
+        return []
+    if isinstance(ids, str):
+        ids = [ids]
+    if not isinstance(ids, Iterable):
+        raise InvalidInputError(
+            f"supersedes must be a list of handoff ids, not {ids!r}",
+            code="invalid_id",
+            field="supersedes",
+        )
+    out: list[str] = []
+    for item in ids:
+        validate_id(item, field="supersedes")
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def _handoff_not_found(id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no handoff with id {id}; list_handoffs with status 'all' (or "
+        "'agent-mem-vault handoffs --status all') shows the ids there are",
+        code="handoff_not_found",
+        id=id,
+    )
