@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import time
 from typing import Any
 
+import httpx
 import pytest
 
 from agent_mem_vault.client import ClientEvent, HarnessClient, create_session_view
-from agent_mem_vault.core.errors import ConflictError, NotFoundError, UnauthenticatedError
+from agent_mem_vault.core.errors import (
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    RemoteError,
+    UnauthenticatedError,
+)
 from agent_mem_vault.harness.access import User
 from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, OLGA, PERSON, REFUND, free_port, serve
@@ -147,3 +156,60 @@ async def _until(predicate: Any, within: float = 10.0) -> None:
     async with asyncio.timeout(within):
         while not predicate():  # noqa: ASYNC110 - the list is filled by another task
             await asyncio.sleep(0.02)
+
+
+async def test_events_back_off_while_the_server_fails_and_raise_on_a_4xx() -> None:
+    """A server that keeps failing is asked again less and less often, not hammered."""
+    asked: list[float] = []
+    answers = [503] * 5 + [404]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(time.monotonic())
+        status = answers[len(asked) - 1]
+        body = {"code": "thread_not_found", "message": "no thread"} if status == 404 else {}
+        return httpx.Response(status, json=body)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = HarnessClient("http://desk.test/api/desk", "case-42", http=http, reconnect_delay=0.02)
+    with pytest.raises(NotFoundError):
+        async for _ in client.events():
+            pass
+    await http.aclose()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(asked)]
+    # Each wait is at least the doubled delay: 0.02, 0.04, 0.08, 0.16, 0.32 s.
+    for gap, least in zip(gaps, (0.02, 0.04, 0.08, 0.16, 0.32), strict=True):
+        assert gap >= least * 0.95, gaps
+
+
+async def test_events_from_something_that_is_not_a_harness_raise_a_clear_error() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, content=b"data: <html>hello</html>\n\n", headers={"content-type": "text/html"}
+        )
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = HarnessClient("http://elsewhere.test/", "case-42", http=http)
+    with pytest.raises(RemoteError) as caught:
+        async for _ in client.events():
+            pass
+    await http.aclose()
+    assert caught.value.code == "bad_event"
+    assert "api/desk" in caught.value.message
+
+
+async def test_ids_that_could_reach_another_route_are_refused_before_any_request() -> None:
+    asked: list[httpx.Request] = []
+    http = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda r: asked.append(r) or httpx.Response(200))
+    )
+    for bad in ("a/b", "..", "", "case 42"):
+        with pytest.raises(InvalidInputError) as caught:
+            HarnessClient("http://desk.test/api/desk", bad, http=http)
+        assert caught.value.code == "invalid_id"
+    client = HarnessClient("http://desk.test/api/desk", "case-42", http=http)
+    with pytest.raises(InvalidInputError):
+        await client.cancel("../../members")
+    with pytest.raises(InvalidInputError):
+        await client.resolve("w/1")
+    await http.aclose()
+    assert asked == []

@@ -39,9 +39,9 @@ def browser() -> Iterator[Any]:
             browser.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def artifacts() -> Path:
-    """Where screenshots go (git-ignored), cleared of the last run's pictures."""
+    """Where screenshots go (git-ignored), cleared once per run of the last run's pictures."""
     if ARTIFACTS.exists():
         shutil.rmtree(ARTIFACTS)
     ARTIFACTS.mkdir(parents=True)

@@ -6,13 +6,14 @@ the demo runs as a real ``agent-mem-vault demo support`` process on SQLite.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.server.support import OLGA, demo_process
+from tests.server.support import ADA, OLGA, demo_process
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +97,12 @@ def test_operator_takes_over_replies_hands_back_and_moves_the_case(
         source = httpx.get(f"{url}/api/desk/threads/case-42", headers=OLGA).json()
         assert source["activeAgent"] == "billing"  # the source thread keeps running
 
-    assert sorted(p.name for p in artifacts.glob("*.png")) == [
+        # The "moved from" chip leads back to the thread the case came from.
+        olga.get_by_test_id("moved-from").click()
+        expect(olga.get_by_test_id("thread-title")).to_have_text("case-42")
+        expect(olga.locator("#thread-harness")).to_have_text("acme/desk")
+
+    assert {p.name for p in artifacts.glob("*.png")} >= {
         "01-customer-asks-for-a-person.png",
         "02-console-waiting-list.png",
         "03-console-thread-waits-for-a-person.png",
@@ -104,7 +110,7 @@ def test_operator_takes_over_replies_hands_back_and_moves_the_case(
         "05-customer-sees-the-reply.png",
         "06-console-handed-back-to-billing.png",
         "07-console-moved-to-billing-team.png",
-    ]
+    }
 
 
 def test_console_shows_a_rejection_code_instead_of_failing_silently(
@@ -120,3 +126,174 @@ def test_console_shows_a_rejection_code_instead_of_failing_silently(
         page.click("#open-thread button")
         expect(page.get_by_test_id("toast")).to_contain_text("[thread_not_found]")
         page.close()
+
+
+MARKUP = '<img src=x onerror="window.__xss = 1"><b>refund</b> please'
+
+
+@pytest.fixture(scope="module")
+def waiting_case(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A demo whose case-7 waits for a person; its first message is HTML markup."""
+    with demo_process(tmp_path_factory.mktemp("console") / "desk.db") as (url, _):
+        desk = f"{url}/api/desk/threads/case-7"
+        for body, headers in (
+            ({"text": MARKUP}, ADA),
+            ({"text": LONG}, ADA),
+            ({"text": PERSON}, ADA),
+        ):
+            assert httpx.post(f"{desk}/messages", json=body, headers=headers).is_success
+        share = {"userId": "olga", "role": "operator"}
+        assert httpx.post(f"{desk}/members", json=share, headers=ADA).is_success
+        yield url
+
+
+LONG = "A long message. " * 40 + "x" * 300
+
+
+@pytest.mark.parametrize(
+    ("token", "listed"),
+    [("token-olga", ["case-7"]), ("token-ada", []), ("token-bob", [])],
+    ids=["the operator", "the owner who waits", "another tenant"],
+)
+def test_console_lists_only_the_threads_the_operator_may_see(
+    browser: Any, waiting_case: str, token: str, listed: list[str]
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    page.goto(f"{waiting_case}/console/#token={token}")
+    expect(page.get_by_test_id("whoami")).to_contain_text("Signed in as")
+    expect(page.locator("#waiting-count")).to_have_text(str(len(listed)))
+    buttons = page.get_by_test_id("waiting").locator("button")
+    assert [b.get_attribute("data-thread") for b in buttons.all()] == listed
+    expect(page.locator("#waiting-empty")).to_be_visible(visible=not listed)
+    page.close()
+
+
+def test_console_shows_message_text_as_text_never_as_html(
+    browser: Any, waiting_case: str, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1200, "height": 800})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{waiting_case}/console/#token=token-olga")
+    page.get_by_test_id("waiting").locator("button[data-thread='case-7']").click()
+    first = page.get_by_test_id("transcript").locator(".msg .body").first
+    expect(first).to_have_text(MARKUP)
+    assert page.locator("#transcript img, #transcript b").count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert errors == []
+    page.screenshot(path=str(artifacts / "10-console-markup-shown-as-text.png"))
+    page.close()
+
+
+def test_console_fits_a_narrow_window_without_sideways_scrolling(
+    browser: Any, waiting_case: str, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 400, "height": 860})
+    page.goto(f"{waiting_case}/console/#token=token-olga")
+    page.get_by_test_id("waiting").locator("button[data-thread='case-7']").click()
+    expect(page.get_by_test_id("wait-banner")).to_be_visible()
+    expect(page.locator("#reply-send")).to_be_in_viewport()  # the thread was scrolled to
+    # Long words wrap inside their bubble; nothing makes the page wider than the window.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 400
+    for bubble in page.locator("#transcript .msg").all():
+        box = bubble.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 400
+    page.screenshot(path=str(artifacts / "11-console-narrow-window.png"), full_page=True)
+    page.close()
+
+
+@pytest.mark.parametrize(
+    ("fragment", "title"),
+    [("", "Sign in"), ("#token=not-a-token", "That token is not valid")],
+    ids=["no token", "a wrong token"],
+)
+def test_console_without_a_valid_login_asks_for_one_and_shows_no_threads(
+    browser: Any, waiting_case: str, fragment: str, title: str
+) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{waiting_case}/console/{fragment}")
+    expect(page.get_by_test_id("empty-title")).to_have_text(title)
+    expect(page.locator("#token")).to_be_visible()
+    expect(page.locator("#sidebar")).to_be_hidden()
+    expect(page.get_by_test_id("toast")).to_be_hidden()  # an expected state, not an error
+    assert errors == []
+    page.close()
+
+
+def test_chat_without_a_login_says_how_to_sign_in(browser: Any, waiting_case: str) -> None:
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    page.goto(f"{waiting_case}/console/chat.html")
+    expect(page.get_by_test_id("signed-out")).to_be_visible()
+    expect(page.locator("#send-button")).to_be_disabled()
+    page.close()
+
+
+def test_console_keeps_each_event_id_when_a_line_end_is_split_between_chunks(
+    browser: Any, waiting_case: str
+) -> None:
+    """The stream's lines end in CRLF; a chunk may end between the CR and the LF.
+
+    Reading that LF as a blank line would dispatch an event without its id, and
+    a reconnect would then send an older id and repeat the event.
+    """
+    page = browser.new_page()
+    page.goto(f"{waiting_case}/console/#token=token-olga")
+    got = page.evaluate(
+        """async () => {
+            const chunks = ["id: 5\\r", "\\ndata: {\\"name\\":\\"a\\"}\\r", "\\n\\r", "\\n",
+                            "id: 6\\r\\ndata: {\\"name\\":\\"b\\"}\\r\\n\\r\\n"];
+            const encoder = new TextEncoder();
+            const body = new ReadableStream({
+                start(controller) {
+                    for (const c of chunks) controller.enqueue(encoder.encode(c));
+                    controller.close();
+                },
+            });
+            const seen = [];
+            const signal = new AbortController().signal;
+            await readEvents(body, signal, (e, id) => seen.push([e.name, id]));
+            return seen;
+        }"""
+    )
+    assert got == [["a", "5"], ["b", "6"]]
+    page.close()
+
+
+def test_operator_lets_the_agent_answer_messages_held_during_the_pause(
+    browser: Any, waiting_case: str, artifacts: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    desk = f"{waiting_case}/api/desk/threads/case-8"
+    for text in (REFUND, PERSON):
+        assert httpx.post(f"{desk}/messages", json={"text": text}, headers=ADA).is_success
+    share = {"userId": "olga", "role": "operator"}
+    assert httpx.post(f"{desk}/members", json=share, headers=ADA).is_success
+    held = httpx.post(f"{desk}/messages", json={"text": "Is the refund on its way?"}, headers=ADA)
+    assert held.json()["status"] == "held"
+
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{waiting_case}/console/#token=token-olga")
+    page.get_by_test_id("waiting").locator("button[data-thread='case-8']").click()
+    expect(page.locator("#held")).to_be_hidden()  # a person still has the thread
+    page.select_option("#handback-to", "billing")
+    page.click("#handback")
+    expect(page.locator("#held")).to_be_visible()
+    page.screenshot(path=str(artifacts / "12-console-held-messages.png"))
+    page.click("#continue")
+    transcript = page.get_by_test_id("transcript")
+    expect(transcript.locator(".msg[data-author='billing']")).to_have_count(2)
+    expect(page.locator("#held")).to_be_hidden()
+    page.close()

@@ -299,6 +299,24 @@ def test_file_parts_become_image_urls_files_or_text() -> None:
     ]
 
 
+def test_a_file_without_content_or_with_bad_base64_is_named_in_text_not_a_crash() -> None:
+    message = Message(
+        id="f",
+        role="user",
+        parts=(
+            TextPart("Look."),
+            FilePart(media_type="image/png", name="empty.png"),
+            FilePart(media_type="text/plain", data="not base64!", name="notes.txt"),
+        ),
+    )
+    [wire_message] = to_chat_messages((), (message,))
+    assert wire_message["content"] == [
+        {"type": "text", "text": "Look."},
+        {"type": "text", "text": "[file: empty.png (no content)]"},
+        {"type": "text", "text": "[file: notes.txt (not valid base64)]"},
+    ]
+
+
 def test_files_in_assistant_messages_are_named_in_text() -> None:
     message = Message(
         id="a",

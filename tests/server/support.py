@@ -59,18 +59,31 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def demo_process(db: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """Run ``agent-mem-vault demo support`` as a real process; yields (url, its output so far)."""
+def demo_process(
+    db: Path, env: dict[str, str | None] | None = None, bind: str | None = None
+) -> Iterator[tuple[str, str]]:
+    """Run ``agent-mem-vault demo support`` as a real process; yields (url, its output so far).
+
+    ``env`` adds variables to this process's environment; a None value removes one.
+    ``bind`` is passed as ``--host`` (the demo's default when None).
+    """
     port = free_port()
     cli = Path(sys.executable).parent / "agent-mem-vault"
+    environ = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for name, value in (env or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     proc = subprocess.Popen(
-        [str(cli), "demo", "support", "--port", str(port), "--db", str(db)],
+        [str(cli), "demo", "support", "--port", str(port), "--db", str(db)]
+        + (["--host", bind] if bind else []),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        env=environ,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://{bind or '127.0.0.1'}:{port}"
     banner: list[str] = []
     try:
         assert proc.stdout is not None
@@ -85,7 +98,7 @@ def demo_process(db: Path, env: dict[str, str] | None = None) -> Iterator[tuple[
                     f"demo exited early: {proc.stdout.read() if proc.stdout else ''}"
                 )
             try:
-                if httpx.get(url + "/api/harnesses", timeout=1).status_code == 200:
+                if httpx.get(url + "/openapi.json", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

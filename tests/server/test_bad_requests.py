@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from agent_mem_vault.harness.index import list_entries
+from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, start_case
 
 DESK = "/api/desk/threads/case-42"
@@ -64,7 +66,62 @@ CASES: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
         400,
         "invalid_body",
     ),
+    (
+        "file without data or url",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "see", "files": [{"mediaType": "image/png"}]}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "file data not base64",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "see", "files": [{"mediaType": "image/png", "data": "not base64!"}]}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "file url not http",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "see", "files": [{"mediaType": "image/png", "url": "javascript:alert(1)"}]}',
+        400,
+        "invalid_body",
+    ),
     ("unknown thread", "GET", "/api/desk/threads/nope", ADA, None, 404, "thread_not_found"),
+    (
+        "resolve with a value it cannot take",
+        "POST",
+        f"{DESK}/waits/w1/resolve",
+        OLGA,
+        b'{"value": 1}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "operator reply to an unknown thread",
+        "POST",
+        "/api/desk/threads/nope/messages",
+        OLGA,
+        b'{"text": "hi", "as": "operator"}',
+        404,
+        "thread_not_found",
+    ),
+    (
+        "share through another harness",
+        "POST",
+        "/api/billing/threads/case-42/members",
+        ADA,
+        b'{"userId": "eve", "role": "member"}',
+        409,
+        "wrong_harness",
+    ),
+    ("thread id too long", "GET", "/api/desk/threads/" + "a" * 201, ADA, None, 400, "invalid_id"),
     (
         "unknown thread answer",
         "POST",
@@ -152,6 +209,7 @@ async def case(http: httpx.AsyncClient) -> httpx.AsyncClient:
 )
 async def test_bad_request_gets_4xx_with_its_code_and_changes_nothing(
     case: httpx.AsyncClient,
+    demo: SupportDemo,
     method: str,
     path: str,
     headers: dict[str, str],
@@ -159,11 +217,14 @@ async def test_bad_request_gets_4xx_with_its_code_and_changes_nothing(
     status: int,
     code: str,
 ) -> None:
-    before = (await case.get(DESK, headers=OLGA)).json()
+    async def threads() -> list[str]:
+        return [e.thread_id for e in await list_entries(demo.host.persistence, "acme")]
+
+    before = (await case.get(DESK, headers=OLGA)).json(), await threads()
     r = await case.request(method, path, content=body, headers=headers)
     assert (r.status_code, r.json()["code"]) == (status, code), r.text
     assert r.json()["message"]
-    assert (await case.get(DESK, headers=OLGA)).json() == before
+    assert ((await case.get(DESK, headers=OLGA)).json(), await threads()) == before
 
 
 async def test_oversized_body_is_413_by_its_declared_length(case: httpx.AsyncClient) -> None:

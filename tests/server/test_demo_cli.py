@@ -15,8 +15,18 @@ from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, demo_process
 pytestmark = pytest.mark.slow
 
 
-def test_demo_prints_its_url_console_and_logins_and_serves_on_loopback(tmp_path: Path) -> None:
-    with demo_process(tmp_path / "desk.db") as (url, banner):
+OFFLINE = {
+    # No model configured, and an endpoint that would fail if anything called it.
+    "AGENT_MEM_VAULT_MODEL": None,
+    "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    "OPENAI_API_KEY": None,
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+}
+
+
+def test_demo_support_prints_its_url_and_works_offline(tmp_path: Path) -> None:
+    with demo_process(tmp_path / "desk.db", env=OFFLINE) as (url, banner):
         assert url.startswith("http://127.0.0.1:")
         assert f"Support desk demo at {url}" in banner
         assert f"{url}/console/#token=token-olga" in banner
@@ -24,11 +34,40 @@ def test_demo_prints_its_url_console_and_logins_and_serves_on_loopback(tmp_path:
             assert token in banner
         assert "rule-based" in banner
         assert httpx.get(f"{url}/console/").status_code == 200
-        r = httpx.post(
-            f"{url}/api/desk/threads/case-42/messages", json={"text": REFUND}, headers=ADA
-        )
+        # The seed's whole desk story, with no model anywhere.
+        desk = f"{url}/api/desk/threads/case-42"
+        r = httpx.post(f"{desk}/messages", json={"text": REFUND}, headers=ADA)
         assert r.json()["text"].startswith("billing:\n")
+        httpx.post(f"{desk}/members", json={"userId": "olga", "role": "operator"}, headers=ADA)
+        r = httpx.post(f"{desk}/messages", json={"text": PERSON}, headers=ADA)
+        assert r.json()["status"] == "interrupted"
+        reply = {"text": "Olga here.", "as": "operator"}
+        assert httpx.post(f"{desk}/messages", json=reply, headers=OLGA).json()["status"] == "sent"
+        wait = httpx.get(desk, headers=OLGA).json()["pendingWaits"][0]["waitId"]
+        answer = {"questionId": wait, "value": {"handBack": "billing"}}
+        assert httpx.post(f"{desk}/answer", json=answer, headers=OLGA).is_success
+        r = httpx.post(f"{desk}/messages", json={"text": "Is my refund done?"}, headers=ADA)
+        assert r.json()["status"] == "completed"
+        assert "(I am a rule-based demo model" in r.json()["text"]
     assert (tmp_path / "desk.db").exists()
+
+
+def test_demo_listens_on_loopback_only_by_default(tmp_path: Path) -> None:
+    tcp = Path("/proc/net/tcp")
+    if not tcp.exists():
+        pytest.skip("needs Linux's /proc/net/tcp to see which address a socket listens on")
+
+    def listening(table: Path, port: int) -> list[str]:
+        if not table.exists():
+            return []
+        rows = (line.split() for line in table.read_text().splitlines()[1:])
+        # fields: sl, local address (hex ip:port), remote address, state (0A = LISTEN)
+        return [f[1] for f in rows if f[3] == "0A" and int(f[1].split(":")[1], 16) == port]
+
+    with demo_process(tmp_path / "desk.db") as (url, _):
+        port = int(url.rsplit(":", 1)[1])
+        v4, v6 = listening(tcp, port), listening(Path("/proc/net/tcp6"), port)
+    assert (v4, v6) == ([f"0100007F:{port:04X}"], [])  # 127.0.0.1, and nothing else
 
 
 def test_demo_keeps_its_threads_in_the_sqlite_file_across_restarts(tmp_path: Path) -> None:
@@ -38,6 +77,16 @@ def test_demo_keeps_its_threads_in_the_sqlite_file_across_restarts(tmp_path: Pat
     with demo_process(db) as (url, _):
         snap = httpx.get(f"{url}/api/desk/threads/case-7", headers=ADA).json()
     assert snap["activeAgent"] == "billing"
+
+
+def test_demo_warns_when_it_listens_beyond_loopback_only_when_asked(tmp_path: Path) -> None:
+    with demo_process(tmp_path / "desk.db") as (_, banner):
+        assert "Warning" not in banner
+    # 127.0.0.2 is loopback too, but not an address the demo knows as local: it warns.
+    with demo_process(tmp_path / "desk.db", bind="127.0.0.2") as (url, banner):
+        assert url.startswith("http://127.0.0.2:")
+        assert "Warning: listening on 127.0.0.2, beyond this machine" in banner
+        assert "public demo tokens" in banner
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from agent_mem_vault.client.sse import SseParser
+from agent_mem_vault.server import create_harness_app
 from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, serve
 
@@ -97,3 +98,44 @@ async def test_stream_without_access_is_refused_before_it_starts(live: httpx.Asy
     for headers, status, code in ((BOB, 404, "thread_not_found"), ({}, 401, "unauthenticated")):
         r = await live.get(f"{DESK}/events", headers=headers)
         assert (r.status_code, r.json()["code"]) == (status, code)
+
+
+async def test_a_client_that_stops_reading_is_dropped_not_kept_forever(
+    demo: SupportDemo,
+) -> None:
+    """The stream is pulled as fast as its client reads; a stalled client is let go."""
+    app = create_harness_app(
+        demo.host, {"desk": demo.desk, "billing": demo.billing_desk}, sse_send_timeout=0.2
+    )
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://desk.test"
+    ) as client:
+        await client.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
+    sent: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # the client never hangs up
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message["type"])
+        if message["type"] == "http.response.body":
+            await asyncio.Event().wait()  # ... and never takes the data
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": f"{DESK}/events",
+        "raw_path": f"{DESK}/events".encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"authorization", ADA["authorization"].encode()), (b"host", b"desk.test")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("desk.test", 80),
+    }
+    # Without the send timeout this would wait for the client forever.
+    await asyncio.wait_for(app(scope, receive, send), 10)
+    assert sent[:2] == ["http.response.start", "http.response.body"]

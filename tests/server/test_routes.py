@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 
 from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, start_case
@@ -129,7 +129,7 @@ async def test_cancel_ends_the_wait_and_a_second_cancel_is_409(http: httpx.Async
     wait_id = await start_case(http)
     assert (await http.post(f"{DESK}/waits/{wait_id}/cancel", json={}, headers=OLGA)).is_success
     again = await http.post(f"{DESK}/waits/{wait_id}/cancel", headers=OLGA)
-    assert again.status_code == 409
+    assert (again.status_code, again.json()["code"]) == (409, "wait_closed")
 
 
 async def test_held_message_waits_for_continue(http: httpx.AsyncClient) -> None:
@@ -141,9 +141,15 @@ async def test_held_message_waits_for_continue(http: httpx.AsyncClient) -> None:
         json={"questionId": wait_id, "value": {"handBack": "billing"}},
         headers=OLGA,
     )
-    turn = await http.post(f"{DESK}/continue", headers=ADA)
+
+    turn = await http.post(f"{DESK}/continue", json={"inputId": "go-on-1"}, headers=ADA)
     assert turn.status_code == 200, turn.text
     assert turn.json()["status"] == "completed"
+    after = (await http.get(DESK, headers=ADA)).json()
+    # A retry with the same input id (a dropped answer, say) runs no second turn.
+    again = await http.post(f"{DESK}/continue", json={"inputId": "go-on-1"}, headers=ADA)
+    assert again.json() == turn.json()
+    assert (await http.get(DESK, headers=ADA)).json() == after
 
 
 async def test_share_needs_the_share_action(http: httpx.AsyncClient) -> None:
@@ -206,7 +212,8 @@ async def test_move_to_without_thread_id_is_400(http: httpx.AsyncClient) -> None
 
 async def test_me_and_harnesses_describe_the_app(http: httpx.AsyncClient) -> None:
     assert (await http.get("/api/me", headers=OLGA)).json() == {"id": "olga", "tenantId": "acme"}
-    harnesses = (await http.get("/api/harnesses")).json()
+    assert (await http.get("/api/me")).json() == {"id": None, "tenantId": None}
+    harnesses = (await http.get("/api/harnesses", headers=OLGA)).json()
     assert [(h["key"], h["name"]) for h in harnesses] == [
         ("desk", "acme/desk"),
         ("billing", "acme/billing"),
@@ -215,15 +222,32 @@ async def test_me_and_harnesses_describe_the_app(http: httpx.AsyncClient) -> Non
     assert harnesses[0]["allowHandoffToHuman"] is True
 
 
-async def test_openapi_document_describes_every_route(http: httpx.AsyncClient) -> None:
+async def test_openapi_document_describes_every_route(
+    http: httpx.AsyncClient, demo: SupportDemo
+) -> None:
     doc = (await http.get("/openapi.json")).json()
     assert doc["openapi"].startswith("3.1")
-    paths = doc["paths"]
-    assert "/api/{harness}/threads/{threadId}/messages" in paths
-    assert "/api/{harness}/threads/{threadId}/events" in paths
-    assert "/api/{harness}/move-to-{target}" in paths
-    send = paths["/api/{harness}/threads/{threadId}/messages"]["post"]
-    assert {"200", "400", "401", "403", "404", "409", "413"} <= set(send["responses"])
+    served = set()
+    for route in demo.app.routes:
+        if isinstance(route, Route) and route.path.startswith("/api/"):
+            path = route.path.replace("{thread_id}", "{threadId}").replace("{wait_id}", "{waitId}")
+            served |= {(path, m.lower()) for m in route.methods or () if m != "HEAD"}
+    documented = {(path, method) for path, ops in doc["paths"].items() for method in ops}
+    assert served == documented
+    for path, method in documented:
+        operation = doc["paths"][path][method]
+        assert operation["summary"]
+        # Every route that finds a user says so, and a thread's routes list each rejection.
+        expected = {"401"} if path != "/api/me" else set()
+        if "{threadId}" in path:
+            expected |= {"400", "401", "403", "404", "409"}
+        assert expected <= set(operation["responses"]), (path, method)
+        for status, answer in operation["responses"].items():
+            if status != "200":
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}
+    send = doc["paths"]["/api/{harness}/threads/{threadId}/messages"]["post"]
+    assert "413" in send["responses"]
     assert doc["components"]["schemas"]["SendBody"]["properties"]["as"]["enum"] == [
         "user",
         "operator",

@@ -44,7 +44,7 @@ def support(port: int, bind: str, db: Path) -> None:
     from ..server.support_demo import DEMO_USERS, build_support_demo
 
     built = build_support_demo(db)
-    url = f"http://{bind}:{port}"
+    url = f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"  # IPv6
     click.echo(f"Support desk demo at {url}  (threads in {db}; models: {built.model_description})")
     click.echo(f"  Operator console:  {url}/console/#token=token-olga")
     click.echo(f"  Customer chat:     {url}/console/chat.html#token=token-ada&operator=olga")
@@ -55,5 +55,10 @@ def support(port: int, bind: str, db: Path) -> None:
         click.echo(
             f"    {token:<12} {user.id} ({roles.get(user.id, 'user')}, tenant {user.tenant_id})"
         )
-    click.echo("Press Ctrl+C to stop.", err=False)
+    if bind not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(
+            f"  Warning: listening on {bind}, beyond this machine; the logins above are "
+            "public demo tokens, so anyone who reaches this address can use them."
+        )
+    click.echo("Press Ctrl+C to stop.")
     uvicorn.run(built.app, host=bind, port=port, log_level="warning")

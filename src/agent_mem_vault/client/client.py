@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,11 +115,13 @@ class HarnessClient:
         http: httpx.AsyncClient | None = None,
         timeout: float = 130.0,
         reconnect_delay: float = 0.5,
+        max_reconnect_delay: float = 30.0,
     ) -> None:
         self.url = url.rstrip("/")
-        self.thread_id = thread_id
+        self.thread_id = _checked_id(thread_id, "thread_id")
         self.headers = dict(headers or {})
         self.reconnect_delay = reconnect_delay
+        self.max_reconnect_delay = max(max_reconnect_delay, reconnect_delay)
         self._own_http = http is None
         # A turn may take as long as the models in it (a summary transfer up to 2 minutes).
         self._http = http or httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0))
@@ -172,14 +175,20 @@ class HarnessClient:
         """Answer a wait: ``{"resume": True}``, ``{"handBack": "billing"}`` or ``"main"``."""
         await self._call("POST", "/answer", {"questionId": question_id, "value": value})
 
-    async def resolve(self, wait_id: str, value: Any = None) -> None:
-        await self._call("POST", f"/waits/{wait_id}/resolve", {"value": value})
+    async def resolve(self, wait_id: str) -> None:
+        """End a wait; the agent that answered before the handoff gets the thread back."""
+        wait_id = _checked_id(wait_id, "wait_id")
+        await self._call("POST", f"/waits/{wait_id}/resolve", {})
 
     async def cancel(self, wait_id: str) -> None:
+        """Cancel a wait; the agent that answered before the handoff gets the thread back."""
+        wait_id = _checked_id(wait_id, "wait_id")
         await self._call("POST", f"/waits/{wait_id}/cancel", {})
 
-    async def continue_without_message(self) -> TurnResult:
-        return _turn(await self._call("POST", "/continue", {}))
+    async def continue_without_message(self, *, input_id: str | None = None) -> TurnResult:
+        """Run a turn on the held user messages (after a person handed the thread back)."""
+        body = {"inputId": input_id} if input_id is not None else {}
+        return _turn(await self._call("POST", "/continue", body))
 
     async def share(self, *, user_id: str, role: str) -> None:
         await self._call("POST", "/members", {"userId": user_id, "role": role})
@@ -218,10 +227,14 @@ class HarnessClient:
         """The thread's events after ``after``, live, reconnecting with ``Last-Event-ID``.
 
         Ends only when the caller stops iterating. A 4xx answer (no access,
-        unknown thread) raises at once; a dropped connection or a 5xx answer is
-        retried after ``reconnect_delay`` seconds, from the last event id seen.
+        unknown thread) raises at once. A dropped connection, a refused one or a
+        5xx answer is retried from the last event id seen, after
+        ``reconnect_delay`` seconds, doubling on each failure in a row up to
+        ``max_reconnect_delay`` (a server that is down is not hammered); the
+        delay starts over once a stream has been opened.
         """
         last = after
+        failures = 0
         while True:
             headers = dict(self.headers)
             if last is not None:
@@ -242,6 +255,7 @@ class HarnessClient:
                         raise httpx.HTTPStatusError(
                             "server error", request=response.request, response=response
                         )
+                    failures = 0
                     async for line in response.aiter_lines():
                         message = parser.feed(line.rstrip("\r"))
                         if message is None:
@@ -251,9 +265,36 @@ class HarnessClient:
                             last = message.id
                         yield event
             except httpx.HTTPError:
-                pass  # the connection dropped: reconnect below, from ``last``
-            delay = (parser.retry_ms / 1000) if parser.retry_ms else self.reconnect_delay
-            await asyncio.sleep(min(delay, self.reconnect_delay))
+                pass  # the connection dropped or was refused: reconnect below, from ``last``
+            await asyncio.sleep(
+                reconnect_delay(failures, self.reconnect_delay, self.max_reconnect_delay)
+            )
+            failures += 1
+
+
+def reconnect_delay(failures: int, first: float, most: float) -> float:
+    """Seconds to wait before a reconnect: ``first`` doubled for each failure in a row,
+    at most ``most``.
+
+    >>> [reconnect_delay(n, 0.5, 4.0) for n in range(6)]
+    [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    """
+    return float(min(first * 2 ** min(failures, 32), most))
+
+
+_ID = re.compile(r"[A-Za-z0-9._:~-]{1,200}")
+
+
+def _checked_id(value: str, name: str) -> str:
+    """Ids go into URL paths: only the characters the server accepts, so no id can
+    reach another route (``../members``)."""
+    if not isinstance(value, str) or not _ID.fullmatch(value) or value in (".", ".."):
+        raise InvalidInputError(
+            f"{name} {value!r} is not valid: use 1 to 200 letters, digits, '.', '_', ':', "
+            "'~' or '-'",
+            code="invalid_id",
+        )
+    return value
 
 
 def _turn(raw: Mapping[str, Any]) -> TurnResult:
@@ -268,7 +309,16 @@ def _turn(raw: Mapping[str, Any]) -> TurnResult:
 
 
 def _event(data: str) -> ClientEvent:
-    raw = json.loads(data)
+    try:
+        raw = json.loads(data)
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict):
+        raise RemoteError(
+            f"the event stream sent data that is not an event ({data[:80]!r}); check that the "
+            "client's url is a harness app's base, e.g. http://host/api/desk",
+            code="bad_event",
+        )
     return ClientEvent(
         id=str(raw.get("id")),
         name=str(raw.get("name")),

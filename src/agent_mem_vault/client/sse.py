@@ -2,8 +2,9 @@
 
 Kept pure (no I/O) so that the reconnecting reader in :mod:`.client` and the
 tests share it. It follows the WHATWG rules that matter here: ``id:``,
-``data:`` (multi-line joined by ``\\n``), ``event:``, ``retry:``, comments
-starting with ``:``, and a blank line that dispatches.
+``data:`` (multi-line joined by ``\\n``), ``event:``, comments starting with
+``:``, and a blank line that dispatches. ``retry:`` is ignored: the client's
+own backoff decides when to reconnect.
 """
 
 from __future__ import annotations
@@ -29,9 +30,6 @@ class SseParser:
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
-        self.last_id: str | None = None
-        """The id of the last dispatched message, what ``Last-Event-ID`` resends."""
-        self.retry_ms: int | None = None
 
     def feed(self, line: str) -> SseMessage | None:
         if line == "":
@@ -47,13 +45,9 @@ class SseParser:
             self._id = value
         elif field == "event":
             self._event = value
-        elif field == "retry" and value.isdigit():
-            self.retry_ms = int(value)
         return None
 
     def _dispatch(self) -> SseMessage | None:
-        if self._id is not None:
-            self.last_id = self._id
         if not self._data:
             self._event, self._id = "", None
             return None

@@ -43,13 +43,19 @@ class ViewState:
 
 
 def apply_event(state: ViewState, event: ClientEvent) -> ViewState:
-    """Fold one event into a view's state (pure)."""
+    """Fold one event into a view's state (pure).
+
+    An event the state already holds (its id is not after ``last_event_id``,
+    e.g. when a snapshot read mid-stream was newer than the stream) changes
+    nothing, so no message or wait ever shows twice.
+    """
+    if _already_held(event.id, state.last_event_id):
+        return state
     value = event.value if isinstance(event.value, dict) else {}
     state = replace(state, last_event_id=event.id)
     if event.name == "message" and isinstance(value.get("message"), dict):
         message = Message.from_json(value["message"])
-        kept = tuple(m for m in state.messages if m.id != message.id or not message.id)
-        if len(kept) != len(state.messages):
+        if any(m.id == message.id for m in state.messages):
             updated = tuple(message if m.id == message.id else m for m in state.messages)
             return replace(state, messages=updated)
         return replace(state, messages=(*state.messages, message))
@@ -66,6 +72,16 @@ def apply_event(state: ViewState, event: ClientEvent) -> ViewState:
         # Who gets the thread back is decided by the host; read it from a snapshot.
         return replace(state, pending_waits=waits, stale=True)
     return state
+
+
+def _already_held(event_id: str, last_event_id: str | None) -> bool:
+    """Whether a state that has seen ``last_event_id`` holds ``event_id`` already.
+
+    Ids are the thread log's sequence numbers; an id that is not one is never skipped.
+    """
+    if last_event_id is None or not (event_id.isdigit() and last_event_id.isdigit()):
+        return False
+    return int(event_id) <= int(last_event_id)
 
 
 @dataclass
@@ -136,10 +152,12 @@ class SessionView:
         try:
             async for event in self.client.events(after=self.state.last_event_id):
                 state = apply_event(self.state, event)
+                if state is self.state:
+                    continue  # already in the state
                 if state.stale:
-                    fresh = ViewState.from_snapshot(await self.client.snapshot())
-                    # Keep the stream position: later events are applied on top.
-                    state = replace(fresh, last_event_id=event.id)
+                    # The snapshot may be newer than the stream; the events it
+                    # already holds are skipped by apply_event.
+                    state = ViewState.from_snapshot(await self.client.snapshot())
                 await self._set(state)
         except asyncio.CancelledError:
             raise

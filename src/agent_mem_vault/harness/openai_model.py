@@ -387,12 +387,18 @@ def _file_label(part: FilePart) -> str:
 
 
 def _file_content(part: FilePart) -> dict[str, Any]:
+    if part.data is None and part.url is None:
+        # Nothing to send; an empty image link would fail the whole request.
+        return {"type": "text", "text": f"[file: {_file_label(part)} (no content)]"}
     if part.media_type.startswith("image/"):
         url = f"data:{part.media_type};base64,{part.data}" if part.data is not None else part.url
-        return {"type": "image_url", "image_url": {"url": url or ""}}
+        return {"type": "image_url", "image_url": {"url": url}}
     if part.data is not None and part.media_type.startswith("text/"):
         # Chat-completions takes only PDFs as file parts; a text file goes in as text.
-        decoded = base64.b64decode(part.data).decode("utf-8", errors="replace")
+        try:
+            decoded = base64.b64decode(part.data, validate=True).decode("utf-8", errors="replace")
+        except ValueError:  # binascii.Error: the turn goes on, the model learns why
+            return {"type": "text", "text": f"[file: {_file_label(part)} (not valid base64)]"}
         return {"type": "text", "text": f"[file: {_file_label(part)}]\n{decoded}"}
     if part.data is not None:
         file: dict[str, Any] = {"file_data": f"data:{part.media_type};base64,{part.data}"}

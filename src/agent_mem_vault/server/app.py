@@ -47,7 +47,7 @@ from ..core.errors import AgentMemVaultError, InvalidInputError
 from . import schemas as s
 from .bridge import HarnessService
 from .errors import BodyTooLargeError, MalformedJsonError, error_response
-from .events import event_stream_response
+from .events import SEND_TIMEOUT_SECONDS, event_stream_response
 from .openapi import openapi_document
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_harness_app"]
@@ -68,18 +68,21 @@ def create_harness_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     console: bool = True,
     title: str = "agent-mem-vault harness",
+    sse_send_timeout: float = SEND_TIMEOUT_SECONDS,
 ) -> Starlette:
     """Serve ``harnesses`` of ``host`` over HTTP, with the operator console at ``/console/``.
 
     ``harnesses`` maps a URL key to a harness (``{"desk": desk, "billing":
     billing_desk}``); a plain list uses the last segment of each harness name
     (``acme/desk`` → ``desk``). Mount the result in FastAPI with
-    ``api.mount("/", app)`` or run it with ``uvicorn.run(app)``.
+    ``api.mount("/", app)`` or run it with ``uvicorn.run(app)``. An event
+    stream whose client reads nothing for ``sse_send_timeout`` seconds is
+    closed (the client resumes from its last event id).
 
     >>> app = create_harness_app(host, {"desk": desk, "billing": billing_desk})  # doctest: +SKIP
     """
     service = HarnessService(host, harnesses)
-    api = _Api(service, max_body_bytes)
+    api = _Api(service, max_body_bytes, sse_send_timeout)
     document = openapi_document(title=title, harness_keys=service.keys())
 
     async def openapi(request: Request) -> Response:
@@ -132,16 +135,17 @@ def create_harness_app(
 class _Api:
     """The route handlers; each one parses, makes one service call and renders."""
 
-    def __init__(self, service: HarnessService, max_body_bytes: int) -> None:
+    def __init__(self, service: HarnessService, max_body_bytes: int, send_timeout: float) -> None:
         self.service = service
         self.max_body_bytes = max_body_bytes
+        self.send_timeout = send_timeout
 
     async def me(self, request: Request) -> Response:
         user = await self.service.user_of(request, required=False)
         return _json(self.service.render_user(user))
 
     async def list_harnesses(self, request: Request) -> Response:
-        await self.service.user_of(request, required=False)
+        await self.service.user_of(request)
         return JSONResponse([h.model_dump(by_alias=True) for h in self.service.harness_infos()])
 
     async def waiting(self, request: Request) -> Response:
@@ -177,16 +181,18 @@ class _Api:
     async def _end_wait(self, request: Request, how: str) -> Response:
         key, thread_id = _thread(request)
         wait_id = _id(request.path_params["wait_id"], "waitId")
-        body = await self._body(request, s.ResolveBody, optional=True)
+        await self._body(request, s.EndWaitBody, optional=True)
         user = await self.service.user_of(request)
-        await self.service.end_wait(key, thread_id, user, wait_id, how, body.value)
+        await self.service.end_wait(key, thread_id, user, wait_id, how)
         return _json(s.OkBody())
 
     async def continue_(self, request: Request) -> Response:
         key, thread_id = _thread(request)
-        await self._body(request, s.ResolveBody, optional=True)
+        body = await self._body(request, s.ContinueBody, optional=True)
         user = await self.service.user_of(request)
-        return _json(await self.service.continue_without_message(key, thread_id, user))
+        return _json(
+            await self.service.continue_without_message(key, thread_id, user, body.input_id)
+        )
 
     async def share(self, request: Request) -> Response:
         key, thread_id = _thread(request)
@@ -230,7 +236,7 @@ class _Api:
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
         user = await self.service.user_of(request)
         session, after = await self.service.open_for_events(key, thread_id, user, raw)
-        return event_stream_response(request, session, after)
+        return event_stream_response(request, session, after, send_timeout=self.send_timeout)
 
     async def _body(self, request: Request, model: type[B], *, optional: bool = False) -> B:
         raw = await _read_body(request, self.max_body_bytes)
@@ -279,7 +285,7 @@ def _validate(model: type[B], value: dict[str, Any]) -> B:
         problems = [
             {
                 "field": ".".join(str(p) for p in err["loc"]) or "(body)",
-                "problem": err["msg"],
+                "problem": err["msg"].removeprefix("Value error, "),
             }
             for err in exc.errors(include_url=False, include_input=False, include_context=False)
         ]
@@ -301,16 +307,14 @@ def _thread(request: Request) -> tuple[str, str]:
 
 
 def _id(value: str, field: str) -> str:
-    """Ids in paths and queries: 1 to 256 URL-safe characters, checked before any service call."""
-    if not (0 < len(value) <= 256) or not all(c.isalnum() or c in "._:~-" for c in value):
+    """Ids in paths and queries (``s.ID_PATTERN``), checked before any service call."""
+    if not s.ID_RE.fullmatch(value):
         raise InvalidInputError(
-            f"{field} {value[:80]!r} is not valid: use 1 to 256 letters, digits, '.', '_', ':', "
-            "'~' or '-'",
+            f"{field} {value[:80]!r} is not valid: use 1 to {s.MAX_ID} ASCII letters, digits, "
+            "'.', '_', ':', '~' or '-'",
             code="invalid_id",
             field=field,
         )
-    if not value.isascii():
-        raise InvalidInputError(f"{field} must be ASCII", code="invalid_id", field=field)
     return value
 
 

@@ -8,14 +8,10 @@ of app processes can serve the same persistence.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import InvalidInputError, UnauthenticatedError
-from ..harness.access import DEFAULT_TENANT
-from ..harness.errors import ThreadNotFoundError
-from ..harness.index import get_entry
 from . import schemas as s
 from .errors import BadEventIdError, UnknownHarnessError
 
@@ -59,12 +55,6 @@ class HarnessService:
                 harness=key,
             ) from None
 
-    def key_of(self, harness: Any) -> str:
-        for key, known in self._by_key.items():
-            if known is harness or known.name == getattr(harness, "name", harness):
-                return key
-        return str(getattr(harness, "name", harness))
-
     def harness_infos(self) -> list[s.HarnessInfo]:
         infos = []
         for key, harness in self._by_key.items():
@@ -82,11 +72,9 @@ class HarnessService:
     # -- users -------------------------------------------------------------
     async def user_of(self, request: Any, *, required: bool = True) -> Any:
         """The user of ``request`` per the host's access; 401 when access finds none."""
-        if getattr(self.host, "access", None) is None:
-            return None
-        user = self.host.get_user_of_request(request)
-        if inspect.isawaitable(user):
-            user = await user
+        if self.host.access is None:
+            return None  # no access configured: everyone may do everything
+        user = await self.host.get_user_of_request(request)
         if user is None and required:
             raise UnauthenticatedError(
                 "no user for this request: send the Authorization header your login gives you"
@@ -100,23 +88,14 @@ class HarnessService:
         return s.UserBody(id=user.id, tenantId=getattr(user, "tenant_id", None))
 
     # -- sessions ----------------------------------------------------------
-    async def open(self, key: str, thread_id: str, user: Any) -> Any:
-        return await self.host.open(self.harness(key), thread_id=thread_id, user=user)
-
     async def open_existing(self, key: str, thread_id: str, user: Any) -> Any:
-        """Open a thread that must exist already (reads, answers, streams).
+        """Open a thread that must exist already (everything but a user's message).
 
-        ``host.open`` creates a thread it does not know; a GET or an answer must
-        not, so the index is asked first and an unknown thread is a 404.
+        Only a user's message starts a thread: a read, an answer, a share, a
+        stream or an operator reply to an unknown thread is a 404 and writes
+        nothing. Opening checks the ``read`` action and the thread's harness.
         """
-        harness = self.harness(key)
-        tenant = user.tenant_id if user is not None else DEFAULT_TENANT
-        if await get_entry(self.host.persistence, tenant, thread_id) is None:
-            raise ThreadNotFoundError(
-                f"no thread {thread_id!r} here; send a message to start it",
-                thread_id=thread_id,
-            )
-        return await self.host.open(harness, thread_id=thread_id, user=user)
+        return await self.host.open(self.harness(key), thread_id=thread_id, user=user, create=False)
 
     async def snapshot(self, key: str, thread_id: str, user: Any) -> s.SnapshotBody:
         session = await self.open_existing(key, thread_id, user)
@@ -140,7 +119,10 @@ class HarnessService:
     async def send(self, key: str, thread_id: str, user: Any, body: s.SendBody) -> s.TurnResultBody:
         from ..harness.messages import FilePart
 
-        session = await self.open(key, thread_id, user)
+        harness = self.harness(key)
+        # An operator replies in a thread that waits for a person; it never starts one.
+        create = body.as_ == "user"
+        session = await self.host.open(harness, thread_id=thread_id, user=user, create=create)
         files = tuple(
             FilePart(media_type=f.media_type, data=f.data, url=f.url, name=f.name)
             for f in body.files
@@ -165,9 +147,7 @@ class HarnessService:
         session = await self.open_existing(key, thread_id, user)
         await session.answer(question_id=question_id, value=value)
 
-    async def end_wait(
-        self, key: str, thread_id: str, user: Any, wait_id: str, how: str, value: Any
-    ) -> None:
+    async def end_wait(self, key: str, thread_id: str, user: Any, wait_id: str, how: str) -> None:
         session = await self.open_existing(key, thread_id, user)
         if how == "resolve":
             await session.resolve(wait_id)
@@ -175,13 +155,14 @@ class HarnessService:
             await session.cancel(wait_id)
 
     async def continue_without_message(
-        self, key: str, thread_id: str, user: Any
+        self, key: str, thread_id: str, user: Any, input_id: str | None
     ) -> s.TurnResultBody:
         session = await self.open_existing(key, thread_id, user)
-        return self.render_turn(await session.continue_without_message())
+        return self.render_turn(await session.continue_without_message(input_id=input_id))
 
     async def share(self, key: str, thread_id: str, user: Any, member: str, role: str) -> None:
-        self.harness(key)
+        # Through this harness's URL only its own threads: another's is 409 wrong_harness.
+        await self.open_existing(key, thread_id, user)
         await self.host.sessions.share(thread_id=thread_id, user_id=member, role=role, user=user)
 
     async def transfer(
@@ -211,7 +192,7 @@ class HarnessService:
             role = summary.entry.members.get(user.id) if user is not None else None
             if access is not None and not access.rules.allows(role, "operator"):
                 continue  # the user who waits sees the thread, but is not its person
-            session = await self.host.open(harness, thread_id=summary.thread_id, user=user)
+            session = await self.open_existing(key, summary.thread_id, user)
             snap = await session.snapshot()
             for wait in snap.pending_waits:
                 if wait.kind == "human":

@@ -10,20 +10,49 @@ nothing is lost and nothing comes twice.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from sse_starlette.sse import SendTimeoutError
 from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
 
-__all__ = ["PING_SECONDS", "RETRY_MS", "event_stream_response", "render_event"]
+__all__ = [
+    "PING_SECONDS",
+    "RETRY_MS",
+    "SEND_TIMEOUT_SECONDS",
+    "event_stream_response",
+    "render_event",
+]
+
+log = logging.getLogger(__name__)
 
 PING_SECONDS = 15.0
 """A comment line this often keeps proxies from closing an idle stream."""
 
 RETRY_MS = 1000
 """How soon a browser reconnects after the stream drops."""
+
+SEND_TIMEOUT_SECONDS = 30.0
+"""A client that takes no data for this long is dropped.
+
+The stream is pulled only as fast as the client reads, so a client that stops
+reading would hold its connection and task forever; dropping it costs it
+nothing, since it resumes from its last event id.
+"""
+
+
+class _EventStream(EventSourceResponse):
+    """An SSE response that ends a stalled client quietly instead of as a server error."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except* SendTimeoutError:
+            log.info("dropped an event stream whose client read nothing for %ss", self.send_timeout)
 
 
 def render_event(event: Any) -> dict[str, Any]:
@@ -41,8 +70,10 @@ def render_event(event: Any) -> dict[str, Any]:
     }
 
 
-def event_stream_response(request: Request, session: Any, after: int) -> EventSourceResponse:
-    """Stream ``session``'s events after ``after`` until the client leaves."""
+def event_stream_response(
+    request: Request, session: Any, after: int, *, send_timeout: float = SEND_TIMEOUT_SECONDS
+) -> EventSourceResponse:
+    """Stream ``session``'s events after ``after`` until the client leaves or stalls."""
 
     async def messages() -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(comment="stream open", retry=RETRY_MS)
@@ -54,4 +85,9 @@ def event_stream_response(request: Request, session: Any, after: int) -> EventSo
                     id=body["id"], data=json.dumps(body, separators=(",", ":"), default=str)
                 )
 
-    return EventSourceResponse(messages(), ping=PING_SECONDS, headers={"Cache-Control": "no-store"})
+    return _EventStream(
+        messages(),
+        ping=PING_SECONDS,
+        send_timeout=send_timeout,
+        headers={"Cache-Control": "no-store"},
+    )

@@ -18,13 +18,13 @@ from . import schemas as s
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{model}"
-_ID_PATTERN = r"^[A-Za-z0-9._:~-]{1,256}$"
 _MODELS: list[type[BaseModel]] = [
     s.SendBody,
     s.TurnResultBody,
     s.SnapshotBody,
     s.AnswerBody,
-    s.ResolveBody,
+    s.EndWaitBody,
+    s.ContinueBody,
     s.ShareBody,
     s.ShareResultBody,
     s.TransferBody,
@@ -95,13 +95,13 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
         "name": "threadId",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": _ID_PATTERN},
+        "schema": {"type": "string", "pattern": s.ID_PATTERN},
     }
     wait = {
         "name": "waitId",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": _ID_PATTERN},
+        "schema": {"type": "string", "pattern": s.ID_PATTERN},
     }
     thread_params = [harness, thread]
     base = "/api/{harness}/threads/{threadId}"
@@ -115,7 +115,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
             "get": _op(
                 "The harnesses this app serves",
                 _json({"type": "array", "items": _ref(s.HarnessInfo)}, "The harnesses."),
-                errors=(),
+                errors=(401,),
             )
         },
         "/api/{harness}/waiting": {
@@ -149,29 +149,23 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                 params=thread_params,
             )
         },
-        f"{base}/waits/{{waitId}}/resolve": {
-            "post": _op(
-                "Resolve a wait; the agent before the handoff gets the thread back",
-                ok,
-                body=s.ResolveBody,
-                body_required=False,
-                params=[*thread_params, wait],
-            )
-        },
-        f"{base}/waits/{{waitId}}/cancel": {
-            "post": _op(
-                "Cancel a wait; the agent before the handoff gets the thread back",
-                ok,
-                body=s.ResolveBody,
-                body_required=False,
-                params=[*thread_params, wait],
-            )
+        **{
+            f"{base}/waits/{{waitId}}/{how}": {
+                "post": _op(
+                    f"{how.capitalize()} a wait; the agent before the handoff gets the thread back",
+                    ok,
+                    body=s.EndWaitBody,
+                    body_required=False,
+                    params=[*thread_params, wait],
+                )
+            }
+            for how in ("resolve", "cancel")
         },
         f"{base}/continue": {
             "post": _op(
                 "Run a turn on the held user messages without a new message",
                 turn,
-                body=s.ResolveBody,
+                body=s.ContinueBody,
                 body_required=False,
                 params=thread_params,
             )
@@ -206,7 +200,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                         "name": "threadId",
                         "in": "query",
                         "required": True,
-                        "schema": {"type": "string", "pattern": _ID_PATTERN},
+                        "schema": {"type": "string", "pattern": s.ID_PATTERN},
                     },
                     {"name": "note", "in": "query", "schema": {"type": "string"}},
                     {
@@ -217,7 +211,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                     {
                         "name": "transferId",
                         "in": "query",
-                        "schema": {"type": "string", "pattern": _ID_PATTERN},
+                        "schema": {"type": "string", "pattern": s.ID_PATTERN},
                     },
                 ],
             )

@@ -9,19 +9,21 @@ and the aliases carry the camelCase.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "AnswerBody",
+    "ContinueBody",
+    "EndWaitBody",
     "ErrorBody",
     "EventBody",
     "FileBody",
     "HarnessInfo",
     "MessageBody",
     "OkBody",
-    "ResolveBody",
     "SendBody",
     "ShareBody",
     "SnapshotBody",
@@ -36,7 +38,20 @@ __all__ = [
 MAX_TEXT = 100_000
 """Longest message text accepted over HTTP, in characters."""
 
-ID = Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9._:~-]+$")
+MAX_ID = 200
+"""Longest id (thread, wait, input, transfer) in a path, query or body: the host's limit."""
+
+ID_PATTERN = rf"^[A-Za-z0-9._:~-]{{1,{MAX_ID}}}$"
+ID_RE = re.compile(ID_PATTERN)
+
+
+_BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+_URL = r"^https?://[!-~]+$"  # printable ASCII: other characters are %-encoded in a URL
+
+
+def _id_field(alias: str, description: str) -> Any:
+    """An optional id in a body: the same characters and length as ids in paths."""
+    return Field(default=None, alias=alias, pattern=ID_PATTERN, description=description)
 
 
 class _Body(BaseModel):
@@ -50,10 +65,45 @@ class _Out(BaseModel):
 class FileBody(_Body):
     """A file sent with a message: inline base64 ``data`` or a ``url``."""
 
-    media_type: str = Field(alias="mediaType", min_length=1, max_length=200)
-    data: str | None = Field(default=None, description="Base64 content.")
-    url: str | None = Field(default=None, max_length=4096)
+    # Exactly one of data and url, said in the schema too (for clients and the fuzz test).
+    model_config = ConfigDict(
+        populate_by_name=True,
+        extra="forbid",
+        json_schema_extra={
+            "oneOf": [
+                {"required": [source], "properties": {source: {"type": "string"}}}
+                for source in ("data", "url")
+            ]
+        },
+    )
+
+    media_type: str = Field(
+        alias="mediaType", max_length=200, pattern=r"^[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+$"
+    )
+    # The patterns are checked below, with messages a person can act on.
+    data: str | None = Field(
+        default=None, description="Base64 content.", json_schema_extra={"pattern": _BASE64}
+    )
+    url: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="An http(s) URL.",
+        json_schema_extra={"pattern": _URL},
+    )
     name: str | None = Field(default=None, max_length=512)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FileBody:
+        # A file without content would reach the model as an empty image link.
+        if (self.data is None) == (self.url is None):
+            raise ValueError("a file has either base64 `data` or a `url`, not both or neither")
+        if self.data is not None and not re.fullmatch(_BASE64, self.data):
+            raise ValueError("`data` is not base64; encode the file's bytes with base64")
+        if self.url is not None and not re.fullmatch(_URL, self.url):
+            raise ValueError(
+                "`url` must be an http:// or https:// URL (non-ASCII characters %-encoded)"
+            )
+        return self
 
 
 class SendBody(_Body):
@@ -80,14 +130,7 @@ class SendBody(_Body):
         description="`operator` sends a reply as the person who took over (needs the "
         "operator action and an open human wait).",
     )
-    input_id: str | None = Field(
-        default=None,
-        alias="inputId",
-        min_length=1,
-        max_length=256,
-        pattern=r"^[A-Za-z0-9._:~-]+$",
-        description="Idempotency key: the same input id runs once.",
-    )
+    input_id: str | None = _id_field("inputId", "Idempotency key: the same input id runs once.")
     files: list[FileBody] = Field(default_factory=list, max_length=20)
 
     @model_validator(mode="after")
@@ -154,14 +197,20 @@ class SnapshotBody(_Out):
 class AnswerBody(_Body):
     """``POST …/answer``: e.g. ``{"resume": true}`` or ``{"handBack": "billing"}``."""
 
-    question_id: str = Field(alias="questionId", min_length=1, max_length=256)
+    question_id: str = Field(alias="questionId", pattern=ID_PATTERN)
     value: Any = Field(description='{"resume": true} or {"handBack": "<agent>"|"main"}')
 
 
-class ResolveBody(_Body):
-    """``POST …/waits/{waitId}/resolve`` and ``…/cancel``: end a wait."""
+class EndWaitBody(_Body):
+    """``POST …/waits/{waitId}/resolve`` and ``…/cancel``: an empty object, or no body."""
 
-    value: Any = None
+
+class ContinueBody(_Body):
+    """``POST …/continue``: run a turn on the held messages; an empty object, or no body."""
+
+    input_id: str | None = _id_field(
+        "inputId", "Idempotency key: a retry with the same input id runs no second turn."
+    )
 
 
 class ShareBody(_Body):
@@ -186,24 +235,12 @@ class ShareBody(_Body):
 class TransferBody(_Body):
     """``POST …/transfer``: move the conversation to a thread of another harness."""
 
-    to: str = Field(min_length=1, max_length=256, description="Key of the target harness.")
-    thread_id: str | None = Field(
-        default=None,
-        alias="threadId",
-        min_length=1,
-        max_length=256,
-        pattern=r"^[A-Za-z0-9._:~-]+$",
-        description="An existing target thread; omit for a new one.",
-    )
+    to: str = Field(min_length=1, max_length=MAX_ID, description="Key of the target harness.")
+    thread_id: str | None = _id_field("threadId", "An existing target thread; omit for a new one.")
     note: str = Field(default="", max_length=MAX_TEXT, description="The target's first message.")
     messages: Literal["none", "summary", "all"] = "none"
-    transfer_id: str | None = Field(
-        default=None,
-        alias="transferId",
-        min_length=1,
-        max_length=256,
-        pattern=r"^[A-Za-z0-9._:~-]+$",
-        description="A retry with the same id makes no second thread.",
+    transfer_id: str | None = _id_field(
+        "transferId", "A retry with the same id makes no second thread."
     )
 
 

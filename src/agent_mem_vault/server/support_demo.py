@@ -168,9 +168,10 @@ async def _copy_members_on_transfer(host: HarnessHost) -> None:
     A new target has the transferring user as its only member; the demo adds
     the source thread's people so the customer can follow the case.
     """
+    from ..harness.events import HOST_STREAM
     from ..harness.index import get_entry
 
-    after = await host.persistence.last_seq("harness-host")
+    after = await host.persistence.last_seq(HOST_STREAM)
     async for event in host.events(after=after):
         if event.name != "transferred":
             continue

@@ -32,11 +32,18 @@ async function start() {
   try {
     const me = await api("GET", "../api/me");
     $("whoami").textContent = me.id ? "Signed in as " + me.id : "Not signed in";
+    if (!me.id) {
+      $("signed-out").hidden = false;
+      $("text").disabled = $("send-button").disabled = true;
+      $("live").textContent = "signed out";
+      return;
+    }
     const snap = await api("GET", threadPath(harnessKey, chat.threadId));
     chat.thread = threadFromSnapshot(snap);
     follow();
   } catch (err) {
     if (err.code !== "thread_not_found") fail(err);
+    else $("live").textContent = "new conversation";
   }
   render();
 }

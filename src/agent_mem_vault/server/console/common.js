@@ -32,15 +32,22 @@ async function api(method, path, body) {
     headers: headers(body !== undefined),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  if (!response.ok) throw await errorOf(response);
   const type = response.headers.get("content-type") || "";
-  const data = type.includes("json") ? await response.json() : await response.text();
-  if (!response.ok) {
-    const err = new Error((data && data.message) || response.statusText);
-    err.code = data && data.code;
-    err.status = response.status;
-    throw err;
+  return type.includes("json") ? response.json() : response.text();
+}
+
+// An Error for a failed response: the server's message and rejection code
+// when the body is the API's error JSON, else the HTTP status.
+async function errorOf(response) {
+  let data = null;
+  try {
+    data = await response.json();
+  } catch (_) {
+    // not JSON (a proxy's error page, say): fall back to the status line
   }
-  return data;
+  const message = (data && data.message) || "HTTP " + response.status + " " + response.statusText;
+  return Object.assign(new Error(message), { code: data && data.code, status: response.status });
 }
 
 function toast(text, isError) {
@@ -89,6 +96,8 @@ function applyEvent(thread, event) {
       }
       return "render";
     case "wait.opened":
+      // A snapshot read after a wait closed may already hold this wait.
+      if (thread.waits.some((w) => w.waitId === value.waitId)) return null;
       thread.waits.push({ waitId: value.waitId, kind: value.kind, message: value.message });
       return "render";
     case "wait.closed":
@@ -99,31 +108,38 @@ function applyEvent(thread, event) {
   }
 }
 
-// Follows a thread's events until the returned controller is aborted.
+// Follows a thread's events until the returned controller is aborted. A 4xx
+// answer (no access, unknown thread) stops it with the rejection shown; a
+// dropped stream or a 5xx is retried from the last event id, waiting 1 s, then
+// twice as long after each failure in a row, up to 30 s.
 function followEvents(path, thread, onEvent, setLive) {
   const controller = new AbortController();
   (async () => {
+    let failures = 0;
     while (!controller.signal.aborted) {
       const h = headers(false);
       if (thread.lastEventId) h["Last-Event-ID"] = thread.lastEventId;
       try {
         const response = await fetch(path + "/events", { headers: h, signal: controller.signal });
-        if (!response.ok) {
-          const data = await response.json();
-          fail(Object.assign(new Error(data.message), { code: data.code }));
+        if (response.status >= 400 && response.status < 500) {
+          fail(await errorOf(response));
           setLive(false);
           return;
         }
-        setLive(true);
-        await readEvents(response.body, controller.signal, (event, id) => {
-          if (id) thread.lastEventId = id;
-          onEvent(event);
-        });
+        if (response.ok) {
+          failures = 0;
+          setLive(true);
+          await readEvents(response.body, controller.signal, (event, id) => {
+            if (id) thread.lastEventId = id;
+            onEvent(event);
+          });
+        }
       } catch (err) {
         if (controller.signal.aborted) return;
       }
       setLive(false);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000 * 2 ** failures, 30000)));
+      failures += 1;
     }
   })();
   return controller;
@@ -140,6 +156,9 @@ async function readEvents(body, signal, dispatch) {
     buffer += value;
     let cut;
     while ((cut = buffer.search(/\r\n|\n|\r/)) >= 0) {
+      // A "\r" at the end of a chunk may be the first half of "\r\n": read on
+      // before ending the line, or the "\n" would count as a blank line.
+      if (cut === buffer.length - 1 && buffer[cut] === "\r") break;
       const line = buffer.slice(0, cut);
       buffer = buffer.slice(cut + (buffer.startsWith("\r\n", cut) ? 2 : 1));
       if (line === "") {
@@ -183,7 +202,7 @@ function describeTarget(to) {
 
 function renderTranscript(list, messages, options) {
   const opts = options || {};
-  list.innerHTML = "";
+  list.replaceChildren();
   for (const m of messages) {
     if (m.role === "tool" || (m.role === "system" && !isNote(m))) continue;
     for (const call of m.parts.filter((p) => p.type === "tool-call" && p.name === "handoff")) {

@@ -16,6 +16,16 @@ async function signIn() {
     $("whoami").textContent = me.id ? "Signed in as " + me.id : "Not signed in";
     $("signin").hidden = !!me.id;
     $("signout").hidden = !me.id;
+    $("sidebar").hidden = !me.id;
+    if (!me.id) {
+      // Nothing here is shown to nobody: ask for a token first.
+      $("empty-title").textContent = session.token ? "That token is not valid" : "Sign in";
+      $("empty-text").textContent = "Enter your access token at the top right to see the threads you may answer.";
+      if (session.token) sessionStorage.removeItem("amv-token");
+      return;
+    }
+    $("empty-title").textContent = "No thread open";
+    $("empty-text").textContent = "Pick a thread that waits for a person, or open one by its id.";
     state.harnesses = await api("GET", "../api/harnesses");
     fillHarnessSelects();
     await refreshWaiting();
@@ -27,7 +37,7 @@ async function signIn() {
 function fillHarnessSelects() {
   for (const id of ["open-harness", "transfer-to"]) {
     const select = $(id);
-    select.innerHTML = "";
+    select.replaceChildren();
     for (const h of state.harnesses) {
       const option = document.createElement("option");
       option.value = h.key;
@@ -50,7 +60,7 @@ async function refreshWaiting() {
     }
   }
   const list = $("waiting");
-  list.innerHTML = "";
+  list.replaceChildren();
   for (const row of rows) {
     const li = document.createElement("li");
     const button = document.createElement("button");
@@ -72,6 +82,7 @@ async function refreshWaiting() {
     list.appendChild(li);
   }
   $("waiting-count").textContent = String(rows.length);
+  $("waiting-count").classList.toggle("zero", rows.length === 0);
   $("waiting-empty").hidden = rows.length > 0;
 }
 
@@ -88,8 +99,14 @@ async function openThread(harnessKey, threadId) {
     const harness = state.harnesses.find((h) => h.key === harnessKey);
     $("thread-harness").textContent = harness ? harness.name : harnessKey;
     const from = (snap.metadata || {})["harness:transferredFrom"];
+    const source = from && state.harnesses.find((h) => h.name === from.harness);
     $("moved-from").hidden = !from;
-    if (from) $("moved-from").textContent = "moved from " + from.harness + " · " + from.threadId;
+    if (from) {
+      $("moved-from").textContent = "moved from " + from.harness + " · " + from.threadId;
+      $("moved-from").disabled = !source;
+      $("moved-from").title = source ? "Open the thread it came from" : "";
+      $("moved-from").onclick = source ? () => openThread(source.key, from.threadId) : null;
+    }
     fillHandBack(harness);
     render();
     state.stream = followEvents(
@@ -101,6 +118,8 @@ async function openThread(harnessKey, threadId) {
     for (const b of document.querySelectorAll("#waiting button")) {
       b.classList.toggle("current", b.dataset.thread === threadId);
     }
+    // In one column the thread is below the lists: bring it into view.
+    if (matchMedia("(max-width: 900px)").matches) $("thread").scrollIntoView();
   } catch (err) {
     fail(err);
   }
@@ -108,7 +127,7 @@ async function openThread(harnessKey, threadId) {
 
 function fillHandBack(harness) {
   const select = $("handback-to");
-  select.innerHTML = "";
+  select.replaceChildren();
   const targets = [["main", "main model"]].concat(
     ((harness && harness.agents) || []).map((a) => [a, a]),
   );
@@ -143,6 +162,10 @@ function render() {
   $("active-agent").textContent =
     "answers next: " + (wait ? "a person (you)" : thread.activeAgent || "main model");
   $("end-pause").hidden = !wait;
+  // After the pause, messages the user sent during it wait for a turn.
+  const last = thread.messages[thread.messages.length - 1];
+  const attachment = last && last.metadata && last.metadata.harness && last.metadata.harness.operatorAttachment;
+  $("held").hidden = !!wait || !last || last.role !== "user" || !!attachment;
   $("reply-send").disabled = !wait;
   $("reply-text").disabled = !wait;
   $("reply-text").placeholder = wait
@@ -157,12 +180,20 @@ function onEvent(event) {
   if (event.name === "wait.opened" || event.name === "wait.closed") refreshWaiting();
 }
 
+// Who has the thread after a wait closed is decided by the host: read it from a
+// snapshot, unless the operator opened another thread meanwhile, or the stream
+// has already gone past what the snapshot holds (then read again).
 async function refreshThread() {
   const target = state.current;
+  const thread = state.thread;
   try {
-    const snap = await api("GET", threadPath(target.harness, target.threadId));
-    state.thread.activeAgent = snap.activeAgent;
-    state.thread.waits = snap.pendingWaits;
+    let snap;
+    do {
+      snap = await api("GET", threadPath(target.harness, target.threadId));
+    } while (Number(snap.lastEventId) < Number(thread.lastEventId) && state.thread === thread);
+    if (state.thread !== thread) return;
+    thread.activeAgent = snap.activeAgent;
+    thread.waits = snap.pendingWaits;
     render();
   } catch (err) {
     fail(err);
@@ -201,6 +232,13 @@ $("handback").addEventListener("click", () => {
   if (!wait) return;
   act("/answer", { questionId: wait.waitId, value: { handBack: to } }, () =>
     toast("Handed back to " + describeTarget(to) + "."),
+  );
+});
+
+$("continue").addEventListener("click", () => {
+  $("continue").disabled = true;
+  act("/continue", {}, (turn) => toast("Answered: the turn " + turn.status + ".")).finally(
+    () => ($("continue").disabled = false),
   );
 });
 
