@@ -45,8 +45,8 @@ def test_fixture_bytes_decode_back_to_the_json(fixture: dict[str, Any]) -> None:
 
 @needs_vectors
 @pytest.mark.parametrize("case", _load("data-model-valid.json"))
-def test_valid_data_model_values_encode(case: dict[str, Any]) -> None:
-    assert encode_dag_cbor(case["json"])
+def test_valid_data_model_values_encode_and_decode_back(case: dict[str, Any]) -> None:
+    assert decode_dag_cbor(encode_dag_cbor(case["json"])) == case["json"]
 
 
 @needs_vectors

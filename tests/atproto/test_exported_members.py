@@ -25,10 +25,23 @@ def test_the_issue_names_are_exported() -> None:
         assert getattr(atproto, name) is not None
 
 
+VALID = {
+    "is_valid_tid": "3jzfcijpj2z2a",
+    "is_valid_datetime": "1985-04-12T23:20:50.123Z",
+    "is_valid_record_key": "self",
+    "is_valid_nsid": "garden.engram.agents.handoff",
+    "is_valid_at_uri": "at://did:plc:asdf123/garden.engram.agents.handoff/3jzfcijpj2z2a",
+    "is_valid_did": "did:plc:7iza6de2dwap2sbkpav7c6c6",
+}
+
+
 def test_validators_are_str_to_bool() -> None:
-    for name in ISSUE_NAMES:
-        if name.startswith("is_valid_"):
-            assert getattr(atproto, name)("") is False
+    assert {n for n in ISSUE_NAMES if n.startswith("is_valid_")} == set(VALID)
+    for name, good in VALID.items():
+        check = getattr(atproto, name)
+        assert check(good) is True, name
+        assert check("") is False, name
+        assert check(good + " ") is False, name
 
 
 def test_record_validation_error_is_an_invalid_input_error() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -35,7 +36,7 @@ def test_parse_tid_rejects_a_non_tid_naming_the_field() -> None:
     assert info.value.details["field"] == "tid"
 
 
-def test_tid_is_monotonic_under_a_frozen_clock() -> None:
+def test_tids_minted_within_one_microsecond_are_unique_and_increasing() -> None:
     gen = TidGenerator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), clock_id=3)
     tids = [gen.next() for _ in range(5000)]
     assert tids == sorted(tids)
@@ -64,15 +65,43 @@ def test_text_order_is_time_order() -> None:
     assert early < late
 
 
-def test_two_processes_never_mint_the_same_tid() -> None:
+def test_tids_minted_from_many_threads_never_repeat() -> None:
+    gen = TidGenerator()
+    with ThreadPoolExecutor(4) as pool:
+        batches = list(pool.map(lambda _: [gen.next() for _ in range(5000)], range(4)))
+    tids = [t for batch in batches for t in batch]
+    assert len(set(tids)) == len(tids)
+    assert all(batch == sorted(batch) for batch in batches)
+
+
+def test_reseeding_always_changes_the_clock_id() -> None:
+    gen = TidGenerator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), clock_id=5)
+    for _ in range(10_000):
+        before = gen.clock_id
+        gen.reseed()
+        assert gen.clock_id != before
+
+
+def test_a_forked_child_mints_with_another_clock_id_than_its_parent() -> None:
+    # Parent and child share the last timestamp after a fork; only the clock
+    # id keeps them from minting the same TID in the same microsecond.
     code = (
-        "from agent_mem_vault.atproto import next_tid\n"
-        "print('\\n'.join(next_tid() for _ in range(2000)))"
+        "import os\n"
+        "from agent_mem_vault.atproto import next_tid, parse_tid\n"
+        "mine = parse_tid(next_tid()).clock_id\n"
+        "r, w = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.write(w, str(parse_tid(next_tid()).clock_id).encode()); os._exit(0)\n"
+        "os.close(w); os.wait()\n"
+        "print(mine, os.read(r, 16).decode())\n"
     )
-    outs = [
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        for _ in range(2)
-    ]
-    a, b = (set(o.stdout.split()) for o in outs)
-    assert len(a) == len(b) == 2000
-    assert not a & b
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    parent, child = out.stdout.split()
+    assert parent != child
+
+
+def test_advance_past_makes_the_next_tid_larger_than_one_from_a_clock_far_ahead() -> None:
+    behind = TidGenerator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), clock_id=1023)
+    ahead = TidGenerator(ManualClock(datetime(2027, 1, 1, tzinfo=UTC)), clock_id=0).next()
+    behind.advance_past(ahead)
+    assert behind.next() > ahead

@@ -98,5 +98,57 @@ def test_runs_start_with_a_bad_agent_name_exits_2_and_stores_nothing(
 
 def test_runs_help_lists_every_command(tmp_path: Path) -> None:
     text = _cli("--help", vault=tmp_path).stdout
-    for command in ("start", "status", "list", "handoffs", "export", "publish"):
-        assert command in text
+    listed = {line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == {"start", "status", "list", "handoffs", "export", "publish"}
+
+
+def test_runs_errors_with_json_are_json_on_stderr_with_the_exit_status(tmp_path: Path) -> None:
+    proc = _cli("list", "a/b", "--json", vault=tmp_path, ok=False)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    error = json.loads(proc.stderr)["error"]
+    assert error["code"] == "invalid_input"
+    assert error["details"]["field"] == "agent"
+
+
+def test_usage_errors_with_json_are_json_too(tmp_path: Path) -> None:
+    proc = _cli("status", "--json", "--no-such-option", vault=tmp_path, ok=False)
+    assert proc.returncode == 2
+    error = json.loads(proc.stderr)["error"]
+    assert error["code"] == "usage_error"
+    assert "--no-such-option" in error["message"]
+
+
+def test_runs_start_with_a_non_finite_lease_exits_2_naming_the_lease(tmp_path: Path) -> None:
+    proc = _cli("start", "bot", "--lease", "inf", vault=tmp_path, ok=False)
+    assert proc.returncode == 2
+    assert "lease" in proc.stderr
+
+
+# -- the entry point (cli/main.py) ---------------------------------------------------------
+
+HEAVY = ("mcp", "starlette", "psycopg", "psycopg_pool", "openai", "httpx", "libipld", "uvicorn")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["runs", "--help"], ["db", "--help"]])
+def test_cli_help_imports_no_heavy_dependency(argv: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from agent_mem_vault.cli.main import main\n"
+        f"main({argv!r})\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "[]"
+
+
+def test_runs_on_a_store_that_is_not_a_database_exits_7_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "runs.db"
+    store.write_text("not a database\n" * 100)
+    proc = _cli("start", "bot", "--store", str(store), vault=tmp_path, ok=False)
+    assert proc.returncode == 7
+    assert "store_unreadable" in proc.stderr
+    assert "Traceback" not in proc.stderr

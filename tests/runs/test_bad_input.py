@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 
-from agent_mem_vault.atproto import RecordValidationError
+from agent_mem_vault.atproto import RecordValidationError, next_tid
+from agent_mem_vault.atproto.pds import PdsClient, PdsSession
 from agent_mem_vault.core.errors import InvalidInputError
-from agent_mem_vault.runs import RunRegistry
+from agent_mem_vault.runs import RunRegistry, build_handoff_record, check_handoff_record
 from agent_mem_vault.store import Persistence
 
 
@@ -95,3 +98,43 @@ async def test_a_good_record_lands_once_and_a_different_one_for_the_same_run_doe
     assert not created
     assert landed == first
     assert [e.record for e in await registry.handoffs("bot")] == [first]
+
+
+@pytest.mark.parametrize(
+    ("changes", "rkey", "field"), [b[1:] for b in BAD], ids=[str(b[0]) for b in BAD]
+)
+async def test_a_bad_handoff_record_is_rejected_naming_the_field_and_nothing_is_published(
+    changes: dict[str, Any], rkey: str | None, field: str
+) -> None:
+    sent: list[httpx.Request] = []
+
+    def pds(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json={"uri": "at://did:plc:x/c/k", "cid": "bafyreix"})
+
+    old, new = next_tid(), next_tid()
+    changes = {k: new if v == "NEW" else v for k, v in changes.items()}
+    record = _record(old, new, **changes)
+    key = new if rkey is None else (new if rkey == "NEW" else rkey)
+    async with PdsClient("http://127.0.0.1:9", transport=httpx.MockTransport(pds)) as client:
+        client.session = PdsSession(did="did:plc:abc", handle="a.test", access_jwt="jwt")
+        with pytest.raises(RecordValidationError) as info:
+            await client.publish(record, key, check=check_handoff_record)
+    assert info.value.field == field
+    assert sent == []
+
+
+def test_building_a_record_from_a_datetime_without_timezone_names_created_at() -> None:
+    with pytest.raises(RecordValidationError) as info:
+        build_handoff_record(
+            from_run=next_tid(), to_run=next_tid(), created_at=datetime(2026, 11, 30, 12)
+        )
+    assert info.value.field == "createdAt"
+    assert "timezone" in info.value.message
+
+
+def test_building_a_record_from_a_run_to_itself_names_to_run() -> None:
+    tid = next_tid()
+    with pytest.raises(RecordValidationError) as info:
+        build_handoff_record(from_run=tid, to_run=tid, created_at=datetime.now(UTC))
+    assert info.value.field == "toRun"

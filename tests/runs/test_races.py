@@ -84,3 +84,6 @@ async def test_racing_processes_writing_the_same_handoff_land_exactly_one_record
     assert entries[0].rkey == new.tid
     # Each process got the record that landed, whichever process wrote it.
     assert all(o["record"] == entries[0].record for o in outs)
+    # ... and nobody rewrote it: a document's version grows with every write.
+    doc = await registry.store.get("runs.handoffs", f"bot/{new.tid}")
+    assert doc is not None and doc.version == 1

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from agent_mem_vault.atproto import is_valid_tid, parse_tid, record_cid, validate_record
+from agent_mem_vault.core.clock import ManualClock
 from agent_mem_vault.core.errors import InvalidInputError, NotFoundError
+from agent_mem_vault.core.ids import TidGenerator
 from agent_mem_vault.runs import (
     Generator,
     HandoffEntry,
+    Run,
     RunRegistry,
     RunStillCurrent,
     RunTakenOver,
@@ -160,8 +165,10 @@ async def test_takeovers_chain_and_list_runs_shows_each_runs_fate(
 
 
 async def test_records_are_never_updated_or_deleted_through_the_api() -> None:
-    public = {name for name in dir(RunRegistry) if not name.startswith("_")}
-    assert not {n for n in public if any(w in n for w in ("update", "delete", "remove", "edit"))}
+    for cls in (RunRegistry, Run):
+        public = {name for name in dir(cls) if not name.startswith("_")}
+        words = ("update", "delete", "remove", "edit", "put", "replace")
+        assert not {n for n in public if any(w in n for w in words)}, cls
 
 
 async def test_attach_to_an_unknown_run_is_not_found(persistence: Persistence) -> None:
@@ -218,7 +225,7 @@ async def test_a_lost_run_index_entry_is_rebuilt_from_the_log(persistence: Persi
     old = await registry.start_run("bot")
     new = await registry.start_run("bot")
     # As if the process died between appending to the log and indexing the run.
-    assert await persistence.delete("runs.runs", new.tid)
+    assert await persistence.delete("runs.runs", f"bot/{new.tid}")
     record = await old.write_handoff()
     assert record["toRun"] == new.tid
     assert (await registry.attach("bot", new.tid)).info.previous == old.tid
@@ -236,3 +243,92 @@ async def test_each_landed_record_is_given_to_the_listener_once(persistence: Per
     await old.write_handoff()
     await old.write_handoff()
     assert [e.record for e in seen] == [e.record for e in await registry.handoffs("bot")]
+
+
+def _registry_at(
+    store: Persistence, when: datetime, *, clock_id: int | None = None, **kwargs: Any
+) -> RunRegistry:
+    clock = ManualClock(when)
+    return RunRegistry(store, clock=clock, tids=TidGenerator(clock, clock_id), **kwargs)
+
+
+async def test_a_run_started_on_a_host_whose_clock_is_behind_still_gets_a_later_tid(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    ahead = _registry_at(persistence_factory(), datetime(2026, 6, 1, 12, tzinfo=UTC))
+    behind = _registry_at(persistence_factory(), datetime(2026, 6, 1, 11, tzinfo=UTC))
+    old = await ahead.start_run("bot", lease_seconds=60)
+    new = await behind.start_run("bot", lease_seconds=60)
+    assert new.tid > old.tid
+    record = await old.write_handoff()
+    assert (record["fromRun"], record["toRun"]) == (old.tid, new.tid)
+    await new.ensure_current()
+
+
+async def test_two_hosts_minting_the_same_tid_in_the_same_microsecond_still_hand_off(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    when = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    one = _registry_at(persistence_factory(), when, clock_id=7, lease_seconds=60)
+    two = _registry_at(persistence_factory(), when, clock_id=7, lease_seconds=60)
+    old = await one.start_run("bot")
+    new = await two.start_run("bot")
+    assert new.tid != old.tid
+    record = await old.write_handoff()
+    assert (record["fromRun"], record["toRun"]) == (old.tid, new.tid)
+    assert [e.rkey for e in await two.handoffs("bot")] == [new.tid]
+
+
+async def test_runs_of_two_agents_that_share_a_tid_are_each_found(
+    persistence_factory: Callable[[], Persistence],
+) -> None:
+    when = datetime(2026, 6, 1, 12, tzinfo=UTC)
+    a = await _registry_at(persistence_factory(), when, clock_id=7).start_run("alpha")
+    b = await _registry_at(persistence_factory(), when, clock_id=7).start_run("beta")
+    assert a.tid == b.tid
+    registry = RunRegistry(persistence_factory())
+    assert (await registry.attach("alpha", a.tid)).agent == "alpha"
+    assert (await registry.attach("beta", b.tid)).agent == "beta"
+
+
+async def test_a_failing_handoff_listener_does_not_fail_the_write_that_landed(
+    persistence: Persistence, caplog: pytest.LogCaptureFixture
+) -> None:
+    def listener(entry: HandoffEntry) -> None:
+        raise OSError("the vault disk is full")
+
+    registry = RunRegistry(persistence, lease_seconds=60, on_handoff=listener)
+    old = await registry.start_run("bot")
+    lapsed = await registry.start_run("bot", lease_seconds=0)
+    # The registry writes the lapsed run's record while starting the next run:
+    # the start must still succeed, or the caller would start yet another run.
+    newest = await registry.start_run("bot")
+    await newest.ensure_current()
+    record = await old.write_handoff()
+    assert record["toRun"] == lapsed.tid
+    assert {e.rkey for e in await registry.handoffs("bot")} == {lapsed.tid, newest.tid}
+    assert "the vault disk is full" in caplog.text
+
+
+@pytest.mark.parametrize("lease", [-1.0, float("nan"), float("inf")])
+async def test_a_lease_that_is_not_a_finite_number_of_seconds_is_refused(
+    persistence: Persistence, lease: float
+) -> None:
+    registry = RunRegistry(persistence)
+    with pytest.raises(InvalidInputError) as info:
+        await registry.start_run("bot", lease_seconds=lease)
+    assert info.value.details["field"] == "lease_seconds"
+    assert await registry.agents() == []
+
+
+async def test_a_handoff_record_is_stored_once_and_never_rewritten(
+    persistence: Persistence,
+) -> None:
+    registry = RunRegistry(persistence, lease_seconds=60)
+    old = await registry.start_run("bot")
+    new = await registry.start_run("bot")
+    for _ in range(3):
+        await old.write_handoff()
+    await registry.reap("bot")
+    doc = await persistence.get("runs.handoffs", f"bot/{new.tid}")
+    assert doc is not None and doc.version == 1

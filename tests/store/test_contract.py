@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
 from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.store import (
     LogConflictError,
+    LogRecord,
     Persistence,
     VersionConflictError,
 )
@@ -221,3 +223,42 @@ async def test_names_are_limited_in_utf8_bytes_on_every_backend(persistence: Per
     assert await persistence.get("c", wide) is None
     doc = await persistence.put("c", "é" * 512, {})
     assert doc.version == 1
+
+
+async def _abandon_a_watch(persistence: Persistence, stream: str) -> None:
+    """Wait on an idle stream, then give up (as a client that disconnects does)."""
+    watch = persistence.watch(stream)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(anext(watch), 0.1)
+    await watch.aclose()  # type: ignore[attr-defined]
+
+
+async def test_an_append_still_succeeds_after_a_watch_was_cancelled(
+    persistence: Persistence,
+) -> None:
+    await _abandon_a_watch(persistence, "s")
+    [record] = await persistence.append("s", [("a", {})])
+    assert record.seq == 1
+    assert [r.seq async for r in _take(persistence.watch("s"), 1)] == [1]
+
+
+async def test_a_watch_that_ended_with_its_event_loop_never_fails_a_later_append(
+    backend: str, persistence: Persistence
+) -> None:
+    # The append commits before it wakes the watches; a watch whose loop has
+    # closed (a finished asyncio.run, a stopped server thread) must not turn
+    # that committed append into an error the caller would retry.
+    if backend == "postgres":
+        pytest.skip("a PostgreSQL handle belongs to the event loop that opened its pool")
+    await asyncio.to_thread(asyncio.run, _abandon_a_watch(persistence, "s"))
+    [record] = await persistence.append("s", [("a", {})])
+    assert record.seq == 1
+    assert await persistence.last_seq("s") == 1
+
+
+async def _take(watch: AsyncIterator[LogRecord], n: int) -> AsyncIterator[LogRecord]:
+    async for record in watch:
+        yield record
+        n -= 1
+        if n == 0:
+            return

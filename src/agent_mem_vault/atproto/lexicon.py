@@ -163,7 +163,9 @@ def validate_record(
     main = lexicons.resolve(nsid, nsid) if nsid in lexicons else None
     if main is None or main.get("type") != "record":
         raise RecordValidationError(
-            f'"$type" {nsid!r} is not a record lexicon known here', field="$type"
+            f'"$type" {nsid!r} is not a record lexicon known here: use one of the shipped '
+            "record types (garden.engram.agents.handoff) or add its lexicon with Lexicons.add",
+            field="$type",
         )
     _Validator(lexicons).check(main["record"], record, "", nsid)
     if rkey is not None:

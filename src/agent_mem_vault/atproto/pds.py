@@ -53,9 +53,19 @@ class XrpcError(RemoteError):
 
 
 class PublishFailed(RemoteError):
-    """The record is not in the repository after a failed write: publishing again is safe."""
+    """The record is not in the repository after a failed write: publishing again is safe.
+
+    ``retryable`` says whether publishing again can help as things stand: False
+    when the PDS refused the write itself (a 4xx such as an expired session or
+    a record it will not take), True for a network failure, a timeout or a
+    server error.
+    """
 
     code = "publish_failed"
+
+    def __init__(self, message: str, *, retryable: bool, **details: Any) -> None:
+        super().__init__(message, retryable=retryable, **details)
+        self.retryable = retryable
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,12 +267,22 @@ class PdsClient:
             raise PublishFailed(
                 f"writing {collection}/{rkey} failed ({failure}) and reading it back failed "
                 f"too ({exc}); it may or may not be there — publish again, it is safe",
+                retryable=True,
                 rkey=rkey,
             ) from exc
         if there is None:
+            if _refused(failure):
+                raise PublishFailed(
+                    f"the PDS refused {collection}/{rkey} ({failure}) and the record is not "
+                    "there; publishing again fails the same way until that is fixed (an "
+                    "expired or revoked session: log in again; a refused record: check it)",
+                    retryable=False,
+                    rkey=rkey,
+                ) from failure
             raise PublishFailed(
                 f"writing {collection}/{rkey} failed ({failure}) and the record is not there: "
                 "publish again",
+                retryable=True,
                 rkey=rkey,
             ) from failure
         value = dict(there.get("value") or {})
@@ -271,3 +291,16 @@ class PdsClient:
         if theirs == ours:
             return PublishResult("already_published", uri, theirs, value)
         return PublishResult("taken", uri, theirs, value)
+
+
+def _refused(failure: RemoteError) -> bool:
+    """A 4xx answer other than "too slow" or "too many": the same request will fail again."""
+    return (
+        isinstance(failure, XrpcError)
+        and 400 <= failure.status < 500
+        and failure.status
+        not in (
+            408,
+            429,
+        )
+    )

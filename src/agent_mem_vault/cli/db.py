@@ -1,13 +1,12 @@
 """``agent-mem-vault db``: the PostgreSQL schema, for hosts that share a database.
 
 Hosts upgrade the schema themselves on start-up; this command is for doing it
-ahead of a deploy, and for seeing where a database stands. psycopg is imported
-only when a subcommand runs, so ``agent-mem-vault --help`` stays fast.
+ahead of a deploy, and for seeing where a database stands. psycopg (and asyncio) are
+imported only when a subcommand runs, so ``agent-mem-vault --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import TYPE_CHECKING
 
@@ -44,6 +43,8 @@ def upgrade(dsn: str, as_json: bool) -> None:
     Example:
       agent-mem-vault db upgrade --dsn postgresql://app@db.internal/agents
     """
+    import asyncio
+
     from ..store.postgres import upgrade_postgres_schema
 
     status = asyncio.run(upgrade_postgres_schema(dsn))
@@ -60,6 +61,8 @@ def upgrade(dsn: str, as_json: bool) -> None:
 @_json_option
 def status(dsn: str, as_json: bool) -> None:
     """Show the schema version of the database and of this agent-mem-vault."""
+    import asyncio
+
     from ..store.postgres import postgres_schema_status
 
     result = asyncio.run(postgres_schema_status(dsn))

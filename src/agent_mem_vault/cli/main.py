@@ -92,17 +92,23 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; every error leaves here as a message and an exit status (see above)."""
     args = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in args
     try:
         cli.main(args=args, prog_name="agent-mem-vault", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
+        if as_json:
+            code = "usage_error" if isinstance(exc, click.UsageError) else "error"
+            _echo_json_error({"code": code, "message": exc.format_message()})
+        else:
+            exc.show()
         sys.exit(exc.exit_code)
     except AgentMemVaultError as exc:
-        report_error(exc, as_json="--json" in args)
+        report_error(exc, as_json=as_json)
         sys.exit(exc.exit_status)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -111,10 +117,14 @@ def main(argv: list[str] | None = None) -> None:
 def report_error(exc: AgentMemVaultError, *, as_json: bool) -> None:
     """The one place where a library error is shown to a person or a script."""
     if as_json:
-        body: dict[str, Any] = {"error": exc.to_dict()}
-        click.echo(json.dumps(body), err=True)
+        _echo_json_error(exc.to_dict())
     else:
         click.echo(f"error: {exc.message} [{exc.code}]", err=True)
+
+
+def _echo_json_error(error: dict[str, Any]) -> None:
+    # On stderr, so that a script reading stdout never mistakes it for a result.
+    click.echo(json.dumps({"error": error}), err=True)
 
 
 if __name__ == "__main__":

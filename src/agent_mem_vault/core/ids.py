@@ -81,9 +81,30 @@ class TidGenerator:
         self._lock = threading.Lock()
 
     def reseed(self) -> None:
-        """Pick a new random clock id: a forked child must not mint its parent's TIDs."""
-        self._clock_id = secrets.randbelow(1024)
+        """Pick a new clock id, never the old one: a forked child must not mint its parent's TIDs.
+
+        The child inherits the last timestamp too, so parent and child could
+        otherwise mint the very same TID in the same microsecond.
+        """
+        self._clock_id = (self._clock_id + 1 + secrets.randbelow(1023)) % 1024
         self._lock = threading.Lock()
+
+    def advance_past(self, tid: str) -> None:
+        """Mint only TIDs above ``tid`` from now on (a TID seen from another process).
+
+        This is how TIDs minted on different hosts stay in order along a chain
+        (a run started after another gets the larger TID), however far their
+        clocks disagree: a hybrid logical clock, in one line.
+
+        >>> from agent_mem_vault.core.clock import ManualClock
+        >>> gen = TidGenerator(ManualClock(datetime(2026, 1, 1, tzinfo=UTC)), clock_id=0)
+        >>> gen.advance_past("3kznmn7xqxl22")
+        >>> gen.next() > "3kznmn7xqxl22"
+        True
+        """
+        micros = decode_tid(tid).micros
+        with self._lock:
+            self._last = max(self._last, micros)
 
     @property
     def clock_id(self) -> int:

@@ -17,20 +17,28 @@ SQLite and PostgreSQL:
   whether a run is alive. When a new run takes over from a run whose lease
   has expired (it crashed, or never heartbeats), the registry writes the
   handoff record for it at once, since it will not.
-* ``runs.runs`` (run TID → where it is in the log) and ``runs.agents`` (the
-  list of agents) are indexes, rebuilt from the log when missing.
+* ``runs.runs`` (``<agent>/<run>`` → where the run is in the log) and
+  ``runs.agents`` (the list of agents) are indexes, rebuilt from the log when
+  missing.
+* **run TIDs grow along the chain**: a new run's TID is minted above the TID
+  of the run it takes over, so ``fromRun < toRun`` always, handoff records
+  sort in takeover order, and hosts whose clocks disagree (or two processes
+  that mint the same TID in the same microsecond) cannot produce a handoff
+  from a run to itself.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ..atproto.cbor import record_cid
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
-from ..core.errors import InvalidInputError, NotFoundError, UnavailableError
+from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
 from ..store.base import LogConflictError, Persistence
 from .errors import RunStillCurrent, RunTakenOver
@@ -46,6 +54,7 @@ STARTED = "run.started"
 _AGENT = re.compile(r"[A-Za-z0-9._~:-]{1,128}", re.ASCII)
 _START_ATTEMPTS = 100
 _PROBE_FROM, _PROBE_TO = "2222222222222", "2222222222223"
+_log = logging.getLogger(__name__)
 
 # Called with each record that lands (not with records that were already
 # there); may be a plain function or a coroutine function.
@@ -69,6 +78,11 @@ def _stream(agent: str) -> str:
 
 def _lease(agent: str, run: str) -> str:
     return f"runs/{agent}/{run}"
+
+
+def _run_key(agent: str, run: str) -> str:
+    # Per agent: two agents' runs minted on two hosts may share a TID.
+    return f"{agent}/{run}"
 
 
 class Run:
@@ -182,23 +196,20 @@ class RunRegistry:
         """
         validate_agent(agent)
         gen = _generator(generator)
-        ttl = self.lease_seconds if lease_seconds is None else float(lease_seconds)
-        if ttl < 0:
-            raise InvalidInputError("lease_seconds must be 0 or more", field="lease_seconds")
+        ttl = _lease_seconds(self.lease_seconds if lease_seconds is None else lease_seconds)
         # Refuse a generator the lexicon would refuse now, not when the run is replaced.
         build_handoff_record(
             from_run=_PROBE_FROM, to_run=_PROBE_TO, created_at=self._clock.now(), generator=gen
         )
-        tid = self._tids.next()
-        # The lease is taken before the run exists so that no observer ever
-        # sees a current run without one and takes it for crashed.
-        await self.store.acquire_lease(_lease(agent, tid), tid, ttl)
         if await self.store.get(AGENTS, agent) is None:  # a read spares a write transaction
             await self.store.insert(AGENTS, agent, {"agent": agent})
         stream = _stream(agent)
+        tid: str | None = None
         for _ in range(_START_ATTEMPTS):
             last = await self.store.last_seq(stream)
             previous = await self._entry(agent, last) if last else None
+            if tid is None or (previous is not None and tid <= previous.run):
+                tid = await self._mint(agent, ttl, above=previous, replacing=tid)
             data = {
                 "run": tid,
                 "previous": previous.run if previous else None,
@@ -211,15 +222,51 @@ class RunRegistry:
             except LogConflictError:
                 continue  # another run started in between: take over from it instead
             info = RunInfo.from_json(agent, rec.seq, rec.data)
-            await self.store.insert(RUNS, tid, {"agent": agent, "seq": rec.seq})
-            if previous is not None and not await self._alive(previous):
-                await self._write_handoff(previous, tid, "registry")
+            await self._after_start(info, previous)
             return Run(self, info)
         raise UnavailableError(
             f"could not start a run of {agent!r}: other runs kept starting at the same "
             "moment; try again",
             code="run_start_contention",
         )
+
+    async def _mint(
+        self, agent: str, ttl: float, *, above: RunInfo | None, replacing: str | None
+    ) -> str:
+        """A run TID above the run it will take over, with its lease already held."""
+        if above is not None:
+            self._tids.advance_past(above.run)
+        tid = self._tids.next()
+        # The lease is taken before the run exists so that no observer ever
+        # sees a current run without one and takes it for crashed.
+        await self.store.acquire_lease(_lease(agent, tid), tid, ttl)
+        if replacing is not None:
+            await self.store.release_lease(_lease(agent, replacing), replacing)
+        return tid
+
+    async def _after_start(self, info: RunInfo, previous: RunInfo | None) -> None:
+        """Index the new run and acknowledge a lapsed predecessor: repairable, so never fatal.
+
+        The run is current once its log entry landed. Failing now would make
+        the caller start yet another run; both steps are repaired later (the
+        index is rebuilt from the log, ``reap`` writes the record), so a
+        failure is logged instead.
+        """
+        try:
+            await self.store.insert(
+                RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
+            )
+            if previous is not None and not await self._alive(previous):
+                await self._write_handoff(previous, info.run, "registry")
+        except AgentMemVaultError as exc:
+            _log.warning(
+                "run %s of %r started, but indexing it or writing the handoff of the lapsed "
+                "run %s failed (%s); reap() writes that record later",
+                info.run,
+                info.agent,
+                previous.run if previous else "-",
+                exc,
+            )
 
     async def attach(self, agent: str, tid: str) -> Run:
         """A handle on an existing run, e.g. from another process that knows its TID."""
@@ -288,10 +335,26 @@ class RunRegistry:
         doc, created = await self.store.insert(HANDOFFS, f"{agent}/{rkey}", value)
         entry = _entry_from_doc(agent, doc.value)
         if created and self._on_handoff is not None:
+            await self._notify(entry)
+        return entry, created
+
+    async def _notify(self, entry: HandoffEntry) -> None:
+        # The record has landed, and a retry would find it and not call the
+        # listener again: so a failing listener is logged, never raised as if
+        # the write had failed. (The CLI's vault notes are re-synced from the
+        # store on every command.)
+        assert self._on_handoff is not None
+        try:
             result = self._on_handoff(entry)
             if inspect.isawaitable(result):
                 await result
-        return entry, created
+        except Exception:
+            _log.exception(
+                "the on_handoff listener failed for the handoff record %s/%s; the record "
+                "itself is stored",
+                entry.agent,
+                entry.rkey,
+            )
 
     async def reap(self, agent: str) -> list[HandoffEntry]:
         """Write the handoff records that replaced runs owe but cannot write: their lease lapsed.
@@ -374,22 +437,32 @@ class RunRegistry:
         return nxt.run if nxt else None
 
     async def _run_info(self, agent: str, tid: str) -> RunInfo | None:
-        doc = await self.store.get(RUNS, tid)
+        doc = await self.store.get(RUNS, _run_key(agent, tid))
         if doc is not None:
-            if doc.value.get("agent") != agent:
-                return None
             return await self._entry(agent, int(doc.value["seq"]))
         # The index entry is written just after the append; rebuild it if a
         # crash came in between.
         for rec in await self.store.read(_stream(agent)):
             if rec.data.get("run") == tid:
-                await self.store.insert(RUNS, tid, {"agent": agent, "seq": rec.seq})
+                await self.store.insert(
+                    RUNS, _run_key(agent, tid), {"agent": agent, "seq": rec.seq}
+                )
                 return RunInfo.from_json(agent, rec.seq, rec.data)
         return None
 
     async def _alive(self, info: RunInfo) -> bool:
         lease = await self.store.get_lease(_lease(info.agent, info.run))
         return lease is not None and lease.owner == info.run
+
+
+def _lease_seconds(value: float) -> float:
+    ttl = float(value)
+    if not (math.isfinite(ttl) and ttl >= 0):
+        raise InvalidInputError(
+            f"lease_seconds must be a finite number of seconds, 0 or more, got {value!r}",
+            field="lease_seconds",
+        )
+    return ttl
 
 
 def _generator(value: Generator | Mapping[str, Any] | None) -> Generator:

@@ -9,6 +9,8 @@ truth and cannot be rebuilt from the notes.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,55 +47,47 @@ class RunsHome:
         store_path = Path(store).expanduser().absolute() if store else default_store_path(vault)
         return cls(store_path, vault_path)
 
-    def _open(self) -> tuple[RunRegistry, HandoffNotes]:
+    @asynccontextmanager
+    async def _registry(self) -> AsyncIterator[RunRegistry]:
+        """The registry on this store, writing vault notes; closes the store afterwards."""
         notes = HandoffNotes(self.vault)
-        return RunRegistry(sqlite_persistence(self.store), on_handoff=notes.write), notes
+        registry = RunRegistry(sqlite_persistence(self.store), on_handoff=notes.write)
+        try:
+            yield registry
+        finally:
+            await registry.store.close()
 
-    async def _settle(self, registry: RunRegistry, notes: HandoffNotes, agent: str) -> None:
-        # Write what lapsed runs owe, and any note a crash left unwritten.
+    async def _settle(self, registry: RunRegistry, agent: str) -> str:
+        """Write what lapsed runs owe, and any note a crash left unwritten; returns ``agent``."""
+        validate_agent(agent)
         await registry.reap(agent)
-        notes.sync(await registry.handoffs(agent))
+        HandoffNotes(self.vault).sync(await registry.handoffs(agent))
+        return agent
 
     async def start(
         self, agent: str, *, generator: Generator | None = None, lease_seconds: float | None = None
     ) -> str:
         """Start a run of ``agent`` (taking it over); returns the new run's TID."""
-        registry, notes = self._open()
-        try:
+        async with self._registry() as registry:
             run = await registry.start_run(agent, generator, lease_seconds=lease_seconds)
-            await self._settle(registry, notes, agent)
+            await self._settle(registry, agent)
             return run.tid
-        finally:
-            await registry.store.close()
 
     async def status(self, agent: str | None = None) -> list[AgentStatus]:
         """The status of one agent, or of every agent."""
-        registry, notes = self._open()
-        try:
+        async with self._registry() as registry:
             agents = [validate_agent(agent)] if agent else await registry.agents()
-            out = []
-            for name in agents:
-                await self._settle(registry, notes, name)
-                out.append(await registry.status(name))
-            return out
-        finally:
-            await registry.store.close()
+            return [await registry.status(await self._settle(registry, a)) for a in agents]
 
     async def list_runs(self, agent: str) -> list[RunState]:
-        registry, notes = self._open()
-        try:
-            await self._settle(registry, notes, validate_agent(agent))
-            return await registry.list_runs(agent)
-        finally:
-            await registry.store.close()
+        """Every run of ``agent``, oldest first."""
+        async with self._registry() as registry:
+            return await registry.list_runs(await self._settle(registry, agent))
 
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
-        registry, notes = self._open()
-        try:
-            await self._settle(registry, notes, validate_agent(agent))
-            return await registry.handoffs(agent)
-        finally:
-            await registry.store.close()
+        """``agent``'s handoff records, in record-key order."""
+        async with self._registry() as registry:
+            return await registry.handoffs(await self._settle(registry, agent))
 
     async def export(self, agent: str) -> list[dict[str, Any]]:
         """The agent's handoff records as AT Protocol JSON."""
@@ -112,11 +106,7 @@ class RunsHome:
         from ..atproto.pds import PdsClient
         from .publish import publish_handoffs
 
-        registry, notes = self._open()
-        try:
-            await self._settle(registry, notes, validate_agent(agent))
-            async with PdsClient(pds) as client:
-                await client.login(identifier, password)
-                return await publish_handoffs(registry, client, agent, mode=mode)
-        finally:
-            await registry.store.close()
+        async with self._registry() as registry, PdsClient(pds) as client:
+            await self._settle(registry, agent)
+            await client.login(identifier, password)
+            return await publish_handoffs(registry, client, agent, mode=mode)

@@ -6,7 +6,6 @@ leases), so code tested on it behaves the same on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -16,6 +15,7 @@ from typing import Any
 
 from ..core.clock import SYSTEM_CLOCK, Clock
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
+from .wakeups import Wakeups
 
 __all__ = ["MemoryPersistence", "memory_persistence"]
 
@@ -50,7 +50,7 @@ class MemoryPersistence:
         self._docs: dict[str, dict[str, _StoredDoc]] = {}
         self._leases: dict[str, Lease] = {}
         self._lock = threading.Lock()
-        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+        self._wakeups = Wakeups()
 
     # -- logs ---------------------------------------------------------------
     async def append(
@@ -72,9 +72,9 @@ class MemoryPersistence:
                 for i, (t, text) in enumerate(prepared)
             ]
             log.extend(added)
-            waiters = self._waiters.pop(stream, [])
-        for loop, fut in waiters:
-            loop.call_soon_threadsafe(_wake, fut)
+        # After the lock: a watch registers under it, so it either saw these
+        # records or is registered by now.
+        self._wakeups.wake(stream)
         return [_thaw(stream, e) for e in added]
 
     async def read(
@@ -93,21 +93,21 @@ class MemoryPersistence:
             return len(self._logs.get(stream, []))
 
     async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
-        loop = asyncio.get_running_loop()
         after = max(after, 0)
         while True:
             with self._lock:
                 log = self._logs.get(stream, [])
                 fresh = [_thaw(stream, e) for e in log[after:]]
-                fut: asyncio.Future[None] | None = None
-                if not fresh:
-                    fut = loop.create_future()
-                    self._waiters.setdefault(stream, []).append((loop, fut))
+                # Registered under the lock that appends take: no lost wake-up.
+                fut = None if fresh else self._wakeups.register(stream)
             for record in fresh:
                 after = record.seq
                 yield record
             if fut is not None:
-                await fut
+                try:
+                    await fut
+                finally:
+                    self._wakeups.discard(stream, fut)
 
     # -- documents ----------------------------------------------------------
     async def get(self, collection: str, key: str) -> Doc | None:
@@ -212,11 +212,6 @@ class MemoryPersistence:
 
     async def close(self) -> None:
         return None
-
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 def _thaw(stream: str, e: _Entry) -> LogRecord:

@@ -13,11 +13,11 @@ across machines:
   hosts whose clocks disagree still agree on who holds a lease. A caller that
   injects its own clock (a ``ManualClock`` in tests) gets that clock instead,
   exactly as on the other backends.
-* **Watching** uses ``LISTEN``/``NOTIFY``: each append notifies in the same
-  transaction (so only committed appends are announced), one listening
-  connection per handle wakes the watches, and every wake-up is followed by a
-  catch-up read from the last sequence number seen. A lost notification (a
-  dropped connection) is covered by a slow safety poll.
+* **Watching** uses ``LISTEN``/``NOTIFY`` (:mod:`.pg_notify`): each append
+  notifies in the same transaction (so only committed appends are announced),
+  one listening connection per handle wakes the watches, and every wake-up is
+  followed by a catch-up read from the last sequence number seen. A lost
+  notification (a dropped connection) is covered by a slow safety poll.
 * **Schema** is versioned (:data:`.migrations.POSTGRES_MIGRATIONS`) and brought
   up to date on first use under an advisory lock, or by
   ``agent-mem-vault db upgrade``.
@@ -30,7 +30,6 @@ The schema lives in the first schema of the connection's ``search_path``
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -38,7 +37,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
@@ -51,6 +49,8 @@ from .migrations import (
     apply_postgres_migrations,
     postgres_schema_version,
 )
+from .pg_notify import NotifyListener, channel_for
+from .wakeups import Wakeups
 
 __all__ = [
     "PostgresPersistence",
@@ -76,35 +76,31 @@ _NOW = "COALESCE(%(now)s::timestamptz, now())"
 # expected sequence does not match, the counter statement returns no row and
 # nothing else happens. Two shapes, because an absent stream may only be
 # created when nothing (or 0) was expected.
-_APPEND_UPSERT = """
-WITH alloc AS (
+_APPEND = """
+WITH alloc AS ({alloc}), ins AS (
+    INSERT INTO logs (stream, seq, type, data, at)
+    SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
+    FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
+)
+SELECT last_seq, {at},
+       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
+FROM alloc
+"""
+_APPEND_UPSERT = _APPEND.format(
+    at=_NOW,
+    alloc="""
     INSERT INTO streams AS s (stream, last_seq) VALUES (%(stream)s, %(n)s)
     ON CONFLICT (stream) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
     WHERE %(expected)s::bigint IS NULL OR s.last_seq = %(expected)s::bigint
-    RETURNING last_seq
-), ins AS (
-    INSERT INTO logs (stream, seq, type, data, at)
-    SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
-    FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
+    RETURNING last_seq""",
 )
-SELECT last_seq, {at},
-       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
-FROM alloc
-""".replace("{at}", _NOW)
-_APPEND_EXPECTING = """
-WITH alloc AS (
+_APPEND_EXPECTING = _APPEND.format(
+    at=_NOW,
+    alloc="""
     UPDATE streams SET last_seq = last_seq + %(n)s
     WHERE stream = %(stream)s AND last_seq = %(expected)s::bigint
-    RETURNING last_seq
-), ins AS (
-    INSERT INTO logs (stream, seq, type, data, at)
-    SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
-    FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
+    RETURNING last_seq""",
 )
-SELECT last_seq, {at},
-       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
-FROM alloc
-""".replace("{at}", _NOW)
 
 # Always updates (so it always returns the row as it stands after the row
 # lock), but changes nothing while somebody else holds an unexpired lease.
@@ -191,10 +187,8 @@ class PostgresPersistence:
         self._pool: AsyncConnectionPool | None = None
         self._open_lock = asyncio.Lock()
         self._closed = False
-        self._channel = "amv_log"
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._listen_task: asyncio.Task[None] | None = None
-        self._listening = asyncio.Event()
+        self._wakeups = Wakeups()
+        self._listener = NotifyListener(dsn, self._wakeups, connect_timeout=connect_timeout)
 
     # -- connections --------------------------------------------------------
     async def _ready(self) -> AsyncConnectionPool:
@@ -235,10 +229,7 @@ class PostgresPersistence:
         except BaseException:
             await pool.close()
             raise
-        # Channels are per database; naming the schema in the channel keeps
-        # hosts on other schemas of the same database from waking our watches.
-        schema = str(row[0]) if row else "public"
-        self._channel = "amv_log_" + hashlib.sha256(schema.encode()).hexdigest()[:16]
+        self._listener.channel = channel_for(str(row[0]) if row else "public")
         return pool
 
     def _unavailable(self, exc: BaseException) -> UnavailableError:
@@ -298,7 +289,7 @@ class PostgresPersistence:
             "expected": expected_seq,
             "types": types,
             "datas": datas,
-            "channel": self._channel,
+            "channel": self._listener.channel,
             "now": self._now_param(),
         }
         rows = await self._fetch(query, params)
@@ -307,7 +298,7 @@ class PostgresPersistence:
             raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
         last_seq, at, _ = rows[0]
         base = last_seq - len(types)
-        self._wake(stream)
+        self._wakeups.wake(stream)
         return [
             LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
             for i, (t, text) in enumerate(zip(types, datas, strict=True))
@@ -334,15 +325,12 @@ class PostgresPersistence:
     async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
         check_name("stream", stream)
         await self._ready()
-        await self._start_listening()
-        loop = asyncio.get_running_loop()
+        await self._listener.start()
         while True:
             # Register before the catch-up read: a notification that arrives
             # while we read still wakes the next round, so nothing is missed;
             # reading past ``after`` means nothing is yielded twice.
-            fut: asyncio.Future[None] = loop.create_future()
-            waiters = self._waiters.setdefault(stream, set())
-            waiters.add(fut)
+            fut = self._wakeups.register(stream)
             try:
                 fresh = await self.read(stream, after=after, limit=_WATCH_BATCH)
                 for record in fresh:
@@ -350,58 +338,12 @@ class PostgresPersistence:
                     yield record
                 if not fresh:
                     timeout = (
-                        self._safety_poll if self._listening.is_set() else _FALLBACK_POLL_SECONDS
+                        self._safety_poll if self._listener.listening else _FALLBACK_POLL_SECONDS
                     )
                     with suppress(TimeoutError):
                         await asyncio.wait_for(fut, timeout)
             finally:
-                waiters.discard(fut)
-                if not waiters and self._waiters.get(stream) is waiters:
-                    del self._waiters[stream]
-
-    def _wake(self, stream: str) -> None:
-        for fut in self._waiters.get(stream, ()):
-            if not fut.done():
-                fut.set_result(None)
-
-    def _wake_all(self) -> None:
-        for stream in list(self._waiters):
-            self._wake(stream)
-
-    async def _start_listening(self) -> None:
-        if self._listen_task is None or self._listen_task.done():
-            self._listen_task = asyncio.create_task(self._listen(), name="amv-postgres-listen")
-        # If LISTEN does not come up quickly the watches poll; they still see
-        # everything, only later.
-        with suppress(TimeoutError):
-            await asyncio.wait_for(self._listening.wait(), self._connect_timeout)
-
-    async def _listen(self) -> None:
-        """Hold one LISTEN connection for this handle, reconnecting when it drops."""
-        delay = 0.1
-        while not self._closed:
-            try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self.dsn,
-                    autocommit=True,
-                    connect_timeout=max(1, int(self._connect_timeout)),
-                    application_name="agent-mem-vault listen",
-                )
-                async with conn:
-                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-                    self._listening.set()
-                    delay = 0.1
-                    # Anything appended while we were not listening is picked
-                    # up by the catch-up read this triggers.
-                    self._wake_all()
-                    async for note in conn.notifies():
-                        self._wake(note.payload)
-            except (psycopg.Error, OSError):
-                pass  # the server went away or refused us: wake everyone, retry
-            self._listening.clear()
-            self._wake_all()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+                self._wakeups.discard(stream, fut)
 
     # -- documents ----------------------------------------------------------
     async def get(self, collection: str, key: str) -> Doc | None:
@@ -541,15 +483,10 @@ class PostgresPersistence:
         """Stop the listener, close the pool; watches on this handle then fail."""
         async with self._open_lock:
             self._closed = True
-            task, self._listen_task = self._listen_task, None
             pool, self._pool = self._pool, None
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+        await self._listener.stop()
         if pool is not None:
             await pool.close()
-        self._wake_all()
 
 
 def postgres_persistence(

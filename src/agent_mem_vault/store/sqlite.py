@@ -27,6 +27,7 @@ from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.errors import DataError, UnavailableError
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
 from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
+from .wakeups import Wakeups
 
 __all__ = ["SqlitePersistence", "sqlite_persistence"]
 
@@ -57,15 +58,40 @@ class SqlitePersistence:
         self._clock = clock
         self._busy_timeout = busy_timeout
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = self._connect()
-        self._conn.execute("PRAGMA journal_mode=WAL")
         self._lock = threading.Lock()
-        with self._write() as conn:
-            apply_sqlite_migrations(conn, SQLITE_MIGRATIONS)
+        self._conn = self._open_checked()
         self._rconn = self._connect()
         self._rlock = threading.Lock()
-        self._waiters: dict[str, list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
-        self._waiters_lock = threading.Lock()
+        self._wakeups = Wakeups()
+
+    def _open_checked(self) -> sqlite3.Connection:
+        """The writer connection, on a file that is a database with an up-to-date schema."""
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = self._connect()
+            conn.execute("PRAGMA journal_mode=WAL")
+            self._conn = conn
+            with self._write() as writer:
+                apply_sqlite_migrations(writer, SQLITE_MIGRATIONS)
+            return conn
+        except sqlite3.DatabaseError as exc:
+            if conn is not None:
+                conn.close()
+            if _is_busy(exc):
+                raise UnavailableError(
+                    f"the database {self.path} stayed locked for more than "
+                    f"{self._busy_timeout:g}s while opening; another process holds it — retry",
+                    code="lock_timeout",
+                ) from exc
+            raise DataError(
+                f"{self.path} cannot be used as a store ({exc}): point to another file, or "
+                "restore this one from a backup",
+                code="store_unreadable",
+            ) from exc
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -91,7 +117,7 @@ class SqlitePersistence:
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                if "locked" in str(exc) or "busy" in str(exc):
+                if _is_busy(exc):
                     raise UnavailableError(
                         f"the database {self.path} stayed locked for more than "
                         f"{self._busy_timeout:g}s; another process holds it — retry",
@@ -147,7 +173,7 @@ class SqlitePersistence:
             return int(last)
 
         last = await self._transact(tx)
-        self._wake(stream)
+        self._wakeups.wake(stream)
         return [
             LogRecord(stream, last + i + 1, t, json.loads(text), now)
             for i, (t, _, text) in enumerate(prepared)
@@ -168,30 +194,22 @@ class SqlitePersistence:
         return int(row[0])
 
     async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
-        loop = asyncio.get_running_loop()
         while True:
-            fut: asyncio.Future[None] = loop.create_future()
-            with self._waiters_lock:
-                self._waiters.setdefault(stream, []).append((loop, fut))
-            fresh = await self.read(stream, after=after)
-            for record in fresh:
-                after = record.seq
-                yield record
-            if not fresh:
-                # In-process appends wake us at once; other processes' appends
-                # are seen by polling, which is cheap on an indexed primary key.
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(fut), _POLL_SECONDS)
-            with self._waiters_lock:
-                waiters = self._waiters.get(stream, [])
-                if (loop, fut) in waiters:
-                    waiters.remove((loop, fut))
-
-    def _wake(self, stream: str) -> None:
-        with self._waiters_lock:
-            waiters = self._waiters.pop(stream, [])
-        for loop, fut in waiters:
-            loop.call_soon_threadsafe(_wake, fut)
+            # Registered before the read: an append that commits during the
+            # read still wakes the next round.
+            fut = self._wakeups.register(stream)
+            try:
+                fresh = await self.read(stream, after=after)
+                for record in fresh:
+                    after = record.seq
+                    yield record
+                if not fresh:
+                    # In-process appends wake us at once; other processes'
+                    # appends are seen by polling, cheap on an indexed primary key.
+                    with suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(fut), _POLL_SECONDS)
+            finally:
+                self._wakeups.discard(stream, fut)
 
     # -- documents ----------------------------------------------------------
     async def get(self, collection: str, key: str) -> Doc | None:
@@ -351,9 +369,10 @@ class SqlitePersistence:
             self._rconn.close()
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
 
 
 def sqlite_persistence(
