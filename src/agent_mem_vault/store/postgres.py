@@ -14,10 +14,14 @@ across machines:
   injects its own clock (a ``ManualClock`` in tests) gets that clock instead,
   exactly as on the other backends.
 * **Watching** uses ``LISTEN``/``NOTIFY`` (:mod:`.pg_notify`): each append
-  notifies in the same transaction (so only committed appends are announced),
-  one listening connection per handle wakes the watches, and every wake-up is
-  followed by a catch-up read from the last sequence number seen. A lost
-  notification (a dropped connection) is covered by a slow safety poll.
+  is announced by a NOTIFY sent right after it committed, on the same
+  connection, in a transaction of its own. Not inside the append: PostgreSQL
+  holds one database-wide lock from a notifying transaction's pre-commit until
+  its commit is flushed, which would serialise every host's appends behind
+  each other's fsync. One listening connection per handle wakes the watches,
+  and every wake-up is followed by a catch-up read from the last sequence
+  number seen. A lost notification (a dropped connection, or a host that died
+  between its append and its NOTIFY) is covered by a slow safety poll.
 * **Schema** is versioned (:data:`.migrations.POSTGRES_MIGRATIONS`) and brought
   up to date on first use under an advisory lock, or by
   ``agent-mem-vault db upgrade``.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
@@ -62,6 +67,7 @@ __all__ = [
 # A watch re-reads this often (by default) even when no notification came: it
 # bounds how late a record can be seen if a notification is lost with its
 # connection ...
+_log = logging.getLogger(__name__)
 _SAFETY_POLL_SECONDS = 5.0
 # ... and this often while the listening connection is down.
 _FALLBACK_POLL_SECONDS = 0.25
@@ -72,7 +78,7 @@ _WATCH_BATCH = 500
 _NOW = "COALESCE(%(now)s::timestamptz, now())"
 
 # An append is one statement: bump the stream's counter (row-locking it until
-# commit), insert the records numbered from the old counter, notify. When the
+# commit), insert the records numbered from the old counter. When the
 # expected sequence does not match, the counter statement returns no row and
 # nothing else happens. Two shapes, because an absent stream may only be
 # created when nothing (or 0) was expected.
@@ -82,10 +88,9 @@ WITH alloc AS ({alloc}), ins AS (
     SELECT %(stream)s, alloc.last_seq - %(n)s + r.ord, r.type, r.data::json, {at}
     FROM alloc, unnest(%(types)s::text[], %(datas)s::text[]) WITH ORDINALITY AS r(type, data, ord)
 )
-SELECT last_seq, {at},
-       CASE WHEN %(n)s > 0 THEN pg_notify(%(channel)s, %(stream)s) END
-FROM alloc
+SELECT last_seq, {at} FROM alloc
 """
+_NOTIFY = b"SELECT pg_notify(%s, %s)"
 _APPEND_UPSERT = _APPEND.format(
     at=_NOW,
     alloc="""
@@ -289,20 +294,31 @@ class PostgresPersistence:
             "expected": expected_seq,
             "types": types,
             "datas": datas,
-            "channel": self._listener.channel,
             "now": self._now_param(),
         }
-        rows = await self._fetch(query, params)
+        async with self._connection() as conn:
+            cur = await conn.execute(query.encode(), params)
+            rows = await cur.fetchall()
+            if rows and types:
+                await self._announce(conn, stream)
         if not rows:
             last = await self.last_seq(stream)
             raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
-        last_seq, at, _ = rows[0]
+        last_seq, at = rows[0]
         base = last_seq - len(types)
         self._wakeups.wake(stream)
         return [
             LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
             for i, (t, text) in enumerate(zip(types, datas, strict=True))
         ]
+
+    async def _announce(self, conn: psycopg.AsyncConnection[Any], stream: str) -> None:
+        # The append has committed: a failed NOTIFY must not make it look
+        # failed (a retry would write it twice). Watchers catch up by polling.
+        try:
+            await conn.execute(_NOTIFY, (self._listener.channel, stream))
+        except psycopg.Error as exc:
+            _log.warning("could not announce an append to %r: %s", stream, _one_line(exc))
 
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
