@@ -24,6 +24,7 @@ from .support import (
     BILLING_PROMPT,
     SUPPORT_PROMPT,
     billing_agent,
+    chat_agent,
     escalate_tool,
     harness_meta,
     support_harness,
@@ -178,7 +179,7 @@ async def test_code_handoff_to_a_non_root_agent_rejects_and_the_caller_keeps_the
     assert (await session.snapshot()).active_agent == "triage"
 
 
-async def test_the_target_gets_its_own_system_prompts_and_tools_not_the_callers(
+async def test_the_target_gets_its_own_system_prompts_and_tools(
     host: HarnessHost,
 ) -> None:
     class Empty(BaseModel):
@@ -216,19 +217,46 @@ async def test_the_target_gets_the_saved_transcript_and_the_note(host: HarnessHo
     assert got[-2].tool_calls[0].arguments["note"] == "N42"
 
 
+async def test_the_tools_of_the_agent_that_handed_off_do_not_go_with_it(
+    host: HarnessHost,
+) -> None:
+    refund_tool = tool(name="refund", description="Refund", input=_Empty, run=lambda a, c: "ok")
+    main = ScriptedModel([tool_call("handoff", {"to": "billing"})])
+    billing = ScriptedModel([tool_call("handoff", {"to": "triage", "note": "not billing"})])
+    triage = ScriptedModel([text("Triage here.")])
+    harness = support_harness(
+        main,
+        [
+            billing_agent(billing, tools=[refund_tool]),
+            chat_agent("triage", triage, "Sort requests."),
+        ],
+        tools=[escalate_tool()],
+    )
+    session = await host.open(harness, thread_id="t1")
+
+    result = await session.send(REFUND)
+
+    assert result.text == "triage:\nTriage here."
+    assert billing.calls[0].tool_names == ("refund", "handoff")
+    assert triage.calls[0].tool_names == ("handoff",)
+    assert triage.calls[0].system_prompts == ("Sort requests.",)
+
+
 async def test_the_target_gets_the_provider_keys_of_the_user_who_sent_the_turn(
     host: HarnessHost,
 ) -> None:
     main = ScriptedModel([tool_call("handoff", {"to": "billing"})])
-    billing = ScriptedModel([text("Done.")])
+    billing = ScriptedModel([text("Done."), text("Done for Mia.")])
     harness = support_harness(main, [billing_agent(billing)])
     ada = User(id="ada", tenant_id="acme", keys={"openai": "sk-ada"})
-    session = await host.open(harness, thread_id="t1", user=ada)
+    mia = User(id="mia", tenant_id="acme", keys={"openai": "sk-mia"})
+    await (await host.open(harness, thread_id="t1", user=ada)).send(REFUND)
+    await host.sessions.share(thread_id="t1", user_id="mia", role="member", user=ada)
 
-    await session.send(REFUND)
+    await (await host.open(harness, thread_id="t1", user=mia)).send("Me too.")
 
     assert main.calls[0].keys == {"openai": "sk-ada"}
-    assert billing.calls[0].keys == {"openai": "sk-ada"}
+    assert [c.keys for c in billing.calls] == [{"openai": "sk-ada"}, {"openai": "sk-mia"}]
 
 
 async def test_router_handoff_messages_carry_by_router_and_the_agent_that_had_the_turn(
@@ -253,6 +281,69 @@ async def test_router_handoff_messages_carry_by_router_and_the_agent_that_had_th
         assert harness_meta(message)["handoff"]["by"] == "router"
         assert harness_meta(message)["agent"] == "billing"
     assert messages[-1].agent is None
+
+
+class _Empty(BaseModel):
+    pass
+
+
+@pytest.mark.parametrize("how", ["ctx.harness.handoff", "ctx.run.handoff"])
+async def test_outside_a_turn_both_calls_reject_and_write_nothing(
+    host: HarnessHost, how: str
+) -> None:
+    """Seed: "Outside a turn of a harness with routing, both calls reject"; the
+    harness without routing is ``test_code_handoff_in_a_harness_without_routing_rejects``."""
+    kept: list[Any] = []  # the handoff, kept past the part of the turn that got it
+
+    async def agent_run(ctx: AgentContext) -> str:
+        assert ctx.harness is not None
+        kept.append(ctx.harness.handoff)
+        return "Noted."
+
+    async def tool_run(args: _Empty, ctx: ToolContext) -> str:
+        kept.append(ctx.run.handoff)
+        return "Noted."
+
+    keeper = define_agent(name="keeper", description="Keeps", run=agent_run)
+    note = tool(name="note", description="Note", input=_Empty, run=tool_run)
+    if how == "ctx.harness.handoff":
+        main = ScriptedModel([tool_call("handoff", {"to": "keeper"})])
+    else:
+        main = ScriptedModel([tool_call("note"), text("Noted it.")])
+    harness = support_harness(main, [keeper, billing_agent(ScriptedModel([]))], tools=[note])
+    session = await host.open(harness, thread_id="t1")
+    await session.send("hi")
+    before = await session.snapshot()
+
+    with pytest.raises(HandoffOutsideTurnError) as info:
+        await kept[0](to="billing")
+
+    assert info.value.code == "handoff_outside_turn"
+    after = await session.snapshot()
+    assert (after.seq, after.active_agent) == (before.seq, before.active_agent)
+
+
+async def test_a_tool_handoff_to_a_non_root_agent_rejects_and_the_model_keeps_the_turn(
+    host: HarnessHost,
+) -> None:
+    researcher = billing_agent(ScriptedModel([]))
+    researcher = type(researcher)(name="researcher", description="sub", run=researcher.run)
+    main = ScriptedModel([tool_call("escalate", {"orderId": "42"}), text("I handle it myself.")])
+    harness = support_harness(
+        main,
+        [billing_agent(ScriptedModel([]))],
+        tools=[escalate_tool(to="researcher")],
+        subagents=[researcher],
+    )
+    session = await host.open(harness, thread_id="t1")
+
+    result = await session.send(REFUND)
+
+    assert result.text == "I handle it myself."
+    failed = (await session.snapshot()).messages[2].parts[0]
+    assert failed.is_error and "not_a_root_agent" not in failed.output  # type: ignore[union-attr]
+    assert "subagent" in failed.output  # type: ignore[union-attr]
+    assert (await session.snapshot()).active_agent is None
 
 
 def _fields(value: Any) -> dict[str, Any]:

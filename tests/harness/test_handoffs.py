@@ -56,18 +56,20 @@ async def test_router_returning_none_keeps_the_turn_with_the_agent_that_answers_
         seen.append(ctx.active_agent)
         return None
 
-    main = ScriptedModel([text("Hello, how can I help?"), text("Anything else?")])
-    harness = support_harness(
-        main, [billing_agent(ScriptedModel([]))], routing=Routing(router=router)
-    )
+    main = ScriptedModel([text("Hello, how can I help?"), tool_call("handoff", {"to": "billing"})])
+    billing = ScriptedModel([text("Refund started."), text("Three days.")])
+    harness = support_harness(main, [billing_agent(billing)], routing=Routing(router=router))
     session = await host.open(harness, thread_id="t1")
 
     first = await session.send("Hi")
-    second = await session.send("Still there?")
+    await session.send(REFUND)
+    third = await session.send("How long?")
 
-    assert (first.text, second.text) == ("Hello, how can I help?", "Anything else?")
-    assert seen == [None, None]
-    assert (await session.snapshot()).active_agent is None
+    assert first.text == "Hello, how can I help?"  # the main model kept the turn
+    assert third.text == "billing:\nThree days."  # billing kept the turn
+    assert seen == [None, None, "billing"]
+    assert len(main.calls) == 2
+    billing.check_consumed()
 
 
 async def test_router_returning_a_handoff_hands_off_before_the_model_answers(
@@ -105,7 +107,7 @@ async def test_main_model_handoff_tool_lists_the_root_agents(host: HarnessHost) 
     assert schema["required"] == ["to"]
 
 
-async def test_root_agent_handoff_tool_also_offers_main_and_hands_back_to_it(
+async def test_a_root_agent_can_hand_back_to_main_which_its_handoff_tool_offers(
     host: HarnessHost,
 ) -> None:
     main = ScriptedModel(
@@ -224,6 +226,29 @@ async def test_a_subagent_cannot_be_a_handoff_target(host: HarnessHost) -> None:
     assert result.text == "I will answer myself."
     error = (await session.snapshot()).messages[2].parts[0]
     assert error.is_error and "subagent" in error.output  # type: ignore[union-attr]
+    assert (await session.snapshot()).active_agent is None
+
+
+async def test_a_router_that_names_a_subagent_fails_the_turn_and_hands_nothing_off(
+    host: HarnessHost,
+) -> None:
+    researcher = chat_agent("researcher", ScriptedModel([]), "Research.")
+    main = ScriptedModel([])
+    harness = support_harness(
+        main,
+        [billing_agent(ScriptedModel([]))],
+        subagents=[researcher],
+        routing=Routing(router=lambda ctx: {"handoff": "researcher"}),
+    )
+    session = await host.open(harness, thread_id="t1")
+
+    result = await session.send("Look this up")
+
+    assert (result.status, result.code) == ("failed", "not_a_root_agent")
+    assert "'researcher' is a subagent" in (result.message or "")
+    assert main.calls == []
+    records = await host.persistence.read("harness/default/t1")
+    assert "harness.handoff" not in [r.type for r in records]
     assert (await session.snapshot()).active_agent is None
 
 
@@ -364,8 +389,73 @@ async def test_without_the_handoff_tool_no_model_has_it_and_router_and_code_stil
     assert not any(m.tool_calls for m in messages)
 
 
+async def test_a_handoff_tool_call_without_to_is_refused_and_hands_nothing_back_to_main(
+    host: HarnessHost,
+) -> None:
+    main = ScriptedModel([tool_call("handoff", {"to": "billing"})])
+    billing = ScriptedModel([tool_call("handoff", {"note": "no target"}), text("Still billing.")])
+    session = await host.open(support_harness(main, [billing_agent(billing)]), thread_id="t1")
+
+    result = await session.send(REFUND)
+
+    assert result.text == "billing:\nStill billing."
+    refused = (await session.snapshot()).messages[-2].parts[0]
+    assert refused.is_error and "needs 'to'" in refused.output  # type: ignore[union-attr]
+    assert (await session.snapshot()).active_agent == "billing"
+
+
+async def test_an_agent_that_asks_its_model_twice_has_both_replies_in_the_turn_text(
+    host: HarnessHost,
+) -> None:
+    model = ScriptedModel([text("Checking order 42."), text("It is refunded.")])
+
+    async def run(ctx: AgentContext) -> None:
+        await ctx.chat(model=model)
+        await ctx.chat(model=model)
+
+    twice = define_agent(name="twice", description="Asks twice", run=run)
+    main = ScriptedModel([tool_call("handoff", {"to": "twice"})])
+    session = await host.open(support_harness(main, [twice]), thread_id="t1")
+
+    result = await session.send(REFUND)
+
+    # The same text a host that takes the thread over would build from the log.
+    assert result.text == "twice:\nChecking order 42.\n\nIt is refunded."
+
+
+async def test_an_agent_that_returns_something_other_than_text_fails_the_turn_clearly(
+    host: HarnessHost,
+) -> None:
+    odd = define_agent(name="odd", description="Returns a number", run=lambda ctx: 42)  # type: ignore[arg-type,return-value]
+    main = ScriptedModel([tool_call("handoff", {"to": "odd"})])
+    session = await host.open(support_harness(main, [odd]), thread_id="t1")
+
+    result = await session.send("hi")
+
+    assert (result.status, result.code) == ("failed", "invalid_input")
+    assert "agent 'odd' returned int" in (result.message or "")
+
+
 async def _events_until_finished(session: Any) -> Any:
     async for event in session.events():
         yield event
         if event.name == "run.finished":
             return
+
+
+async def test_a_child_that_returns_something_other_than_text_is_a_clear_error(
+    host: HarnessHost,
+) -> None:
+    odd = define_agent(name="odd", description="A child", run=lambda ctx: {"x": 1})  # type: ignore[arg-type,return-value]
+
+    async def lead_run(ctx: AgentContext) -> str:
+        return await ctx.spawn("odd", "go")
+
+    lead = define_agent(name="lead", description="Leads", run=lead_run)
+    main = ScriptedModel([tool_call("handoff", {"to": "lead"})])
+    session = await host.open(support_harness(main, [lead], subagents=[odd]), thread_id="t1")
+
+    result = await session.send("go")
+
+    assert (result.status, result.code) == ("failed", "invalid_input")
+    assert "agent 'odd' returned dict" in (result.message or "")

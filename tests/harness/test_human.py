@@ -61,11 +61,18 @@ async def test_the_human_wait_does_not_expire(make_host: HostFactory) -> None:
     session = await host.open(desk(ScriptedModel([tool_call("handoff", PERSON)])), thread_id="t1")
     await session.send("I want a person.")
 
-    clock.advance(seconds=90 * 24 * 3600)
+    await host.close()
+    clock.advance(seconds=365 * 24 * 3600)  # a year later, on another host
 
-    [wait] = (await session.snapshot()).pending_waits
+    later = await make_host(clock=clock).open(desk(ScriptedModel([])), thread_id="t1")
+    [wait] = (await later.snapshot()).pending_waits
     assert wait.status == "open"
-    assert "expiresAt" not in wait.to_json()
+    assert (await later.snapshot()).status == "paused"
+    opened = [
+        r for r in await host.persistence.read("harness/default/t1") if r.type == "wait.opened"
+    ]
+    assert not any("expire" in key.lower() for key in opened[0].data)
+    assert await later.answer(question_id=wait.wait_id, value={"handBack": "billing"}) == "billing"
 
 
 async def test_the_turn_ends_interrupted_and_the_session_pauses(host: HarnessHost) -> None:

@@ -13,6 +13,7 @@ from agent_mem_vault.harness import (
     HarnessHost,
     InputConflictError,
     LogOwnedElsewhereError,
+    Routing,
     WrongHarnessError,
     tool,
 )
@@ -230,3 +231,85 @@ async def test_open_without_create_does_not_start_an_unknown_thread(host: Harnes
         await host.open(harness, thread_id="nope", create=False)
 
     assert await host.sessions.list() == []
+
+
+PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
+
+
+def desk_with_person(main: ScriptedModel) -> Any:
+    return support_harness(
+        main,
+        [billing_agent(ScriptedModel([]))],
+        routing=Routing(router=lambda ctx: None, allow_handoff_to_human=True),
+    )
+
+
+async def test_an_operator_reply_sent_twice_with_the_same_input_id_is_written_once(
+    host: HarnessHost,
+) -> None:
+    session = await host.open(desk_with_person(ScriptedModel([tool_call("handoff", PERSON)])))
+    await session.send("A person please")
+
+    first = await session.send("Olga here.", as_="operator", input_id="op-1")
+    again = await session.send("Olga here.", as_="operator", input_id="op-1")
+
+    assert again == first
+    assert first.text == "Olga here." and first.status == "sent"
+    assert [m.text for m in (await session.snapshot()).messages].count("Olga here.") == 1
+    with pytest.raises(InputConflictError):
+        await session.send("Olga again.", as_="operator", input_id="op-1")
+
+
+async def test_a_held_message_sent_twice_with_the_same_input_id_is_held_once(
+    host: HarnessHost,
+) -> None:
+    session = await host.open(desk_with_person(ScriptedModel([tool_call("handoff", PERSON)])))
+    await session.send("A person please")
+
+    first = await session.send("Hello?", input_id="in-2")
+    again = await session.send("Hello?", input_id="in-2")
+
+    assert again == first and first.status == "held"
+    assert [m.text for m in (await session.snapshot()).messages].count("Hello?") == 1
+
+
+async def test_continue_without_message_twice_with_the_same_input_id_runs_once(
+    host: HarnessHost,
+) -> None:
+    main = ScriptedModel([text("Hi"), text("Anything else?")])
+    session = await host.open(support_harness(main, [billing_agent(ScriptedModel([]))]))
+    await session.send("hello")
+
+    first = await session.continue_without_message(input_id="go-1")
+    again = await session.continue_without_message(input_id="go-1")
+
+    assert again == first and first.text == "Anything else?"
+    main.check_consumed()
+    with pytest.raises(InputConflictError):
+        await session.send("hello", input_id="go-1")
+
+
+async def test_a_retry_of_a_finished_input_is_answered_by_a_host_that_does_not_own_the_thread(
+    make_host: HostFactory,
+) -> None:
+    main = ScriptedModel([text("once")])
+    harness = support_harness(main, [billing_agent(ScriptedModel([]))])
+    first = make_host()
+    result = await (await first.open(harness, thread_id="t1")).send("hi", input_id="in-1")
+
+    second = make_host()  # the first host still owns the thread
+    session = await second.open(harness, thread_id="t1")
+    again = await session.send("hi", input_id="in-1")
+
+    assert again == result
+    assert len(main.calls) == 1
+    with pytest.raises(LogOwnedElsewhereError):
+        await session.send("something new")
+
+
+@pytest.mark.parametrize("arguments", [{"lease_ttl": 0}, {"summary_timeout": -1}])
+def test_a_host_with_a_lease_or_timeout_that_is_not_positive_is_refused(
+    arguments: dict[str, float],
+) -> None:
+    with pytest.raises(InvalidInputError, match="positive number of seconds"):
+        HarnessHost(**arguments)

@@ -213,9 +213,16 @@ async def test_the_answer_starts_no_turn_and_held_messages_wait_for_the_next_mes
     await ada.send("It is about order 42.")  # held
     [wait] = (await olga.snapshot()).pending_waits
 
+    started = (await olga.snapshot()).seq
+
     await olga.answer(question_id=wait.wait_id, value={"handBack": "billing"})
 
     assert billing.calls == []
+    assert [e.name async for e in _until_handoff(olga, started)] == [
+        "wait.closed",
+        "harness.handoff",
+    ]
+    assert (await olga.snapshot()).seq == started + 2  # no input, no run.started: no turn
     result = await ada.send("Are you there?")
     assert result.text == "billing:\nRefund started for order 42."
     seen = [m.text for m in billing.calls[0].messages if m.role == "user"]
@@ -262,3 +269,10 @@ async def test_the_operator_handoff_streams_a_handoff_event_by_operator(
         "runId": wait.run_id,
         "waitId": wait.wait_id,
     }
+
+
+async def _until_handoff(session: Session, after: int) -> Any:
+    async for event in session.events(after=after):
+        yield event
+        if event.name == "harness.handoff":
+            return

@@ -120,3 +120,17 @@ def test_turn_text_labels_each_agents_text() -> None:
     assert turn_text([(None, "One moment."), ("billing", "Refunded.")]) == (
         "One moment.\n\nbilling:\nRefunded."
     )
+
+
+def test_a_harness_with_two_tools_of_one_name_is_refused() -> None:
+    from pydantic import BaseModel
+
+    from agent_mem_vault.harness import tool
+
+    class Empty(BaseModel):
+        pass
+
+    lookup = tool(name="lookup", description="Look up", input=Empty, run=lambda a, c: "x")
+
+    with pytest.raises(InvalidInputError, match="two tools are called 'lookup'"):
+        define_harness(name="acme/support", model=ScriptedModel([]), tools=[lookup, lookup])

@@ -205,3 +205,37 @@ async def test_two_hosts_finishing_one_transfer_at_once_announce_it_once(
     assert [e.data["transferId"] for e in events if e.type == "transferred"] == ["move-1"]
     plan = await first.persistence.get(TRANSFERS, "default/move-1")
     assert plan is not None and plan.value["status"] == "done"
+
+
+async def test_a_snapshot_read_during_a_stale_turn_does_not_let_that_turn_write_after_a_takeover(
+    make_host: HostFactory,
+) -> None:
+    # As above, and while the stale turn still waits for its model, someone reads
+    # the thread on the stale host. The read must not move the turn's fencing
+    # point (expected_seq) past the other host's records.
+    harness = support_harness(
+        ScriptedModel([[pause(1.2), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
+    )
+    first, faulty = faulty_host(make_host, lease_ttl=0.3)
+    faulty.fake_after = 1
+    turn = asyncio.create_task(
+        (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
+    )
+    await asyncio.sleep(0.45)
+    second = make_host()
+    other = support_harness(ScriptedModel([text("fresh")]), [billing_agent(ScriptedModel([]))])
+    await (await second.open(other, thread_id="t1")).send("new", input_id="new")
+
+    seen = await (await first.open(harness, thread_id="t1")).snapshot()
+    stale = await asyncio.wait_for(turn, 10)
+
+    assert "fresh" in [m.text for m in seen.messages]
+    assert (stale.status, stale.code) == ("failed", "turn_abandoned")
+    records = await second.persistence.read(stream_name("default", "t1"))
+    assert not any(
+        p.get("text") == "stale answer"
+        for r in records
+        if r.type == "message"
+        for p in r.data["message"]["parts"]
+    )
+    assert [r.type for r in records].count("run.finished") == 2

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agent_mem_vault.core.errors import AccessDeniedError, AgentMemVaultError
+from agent_mem_vault.core.errors import AccessDeniedError, InvalidInputError
 from agent_mem_vault.harness import (
     Access,
     Endpoint,
@@ -20,7 +20,6 @@ from agent_mem_vault.harness import (
     LogOwnedElsewhereError,
     Message,
     Routing,
-    TextPart,
     ThreadNotFoundError,
     TransferConflictError,
     TransferTimeoutError,
@@ -248,6 +247,15 @@ async def test_both_threads_are_in_the_users_tenant(make_host: HostFactory) -> N
         await host.transfer(
             from_=Endpoint(harness, "case-42"), to=Endpoint(billing_desk()), user=eve
         )
+    assert await host.sessions.list(user=eve) == []
+
+    result = await host.transfer(
+        from_=Endpoint(harness, "case-42"), to=Endpoint(billing_desk()), user=ADA
+    )
+    # The target is made in Ada's tenant: there is no way to name another.
+    assert await host.persistence.last_seq(stream_name("acme", result.thread_id)) > 0
+    assert await host.sessions.list(user=eve) == []
+    assert result.thread_id in [s.thread_id for s in await host.sessions.list(user=ADA)]
 
 
 async def test_an_existing_target_needs_send_and_must_belong_to_the_target_harness(
@@ -450,14 +458,16 @@ async def test_fork_with_a_thread_of_another_harness_raises(make_host: HostFacto
     assert [m.text for m in (await fork.snapshot()).messages] == ["message 0", "Hi"]
 
 
-async def test_a_bad_envelope_is_rejected(host: HarnessHost) -> None:
+async def test_a_bad_envelope_is_rejected_with_what_it_may_hold(host: HarnessHost) -> None:
     harness = desk(ScriptedModel([]))
     await host.open(harness, thread_id="case-42")
 
-    with pytest.raises(AgentMemVaultError):
+    with pytest.raises(InvalidInputError) as info:
         await host.transfer(
             from_=Endpoint(harness, "case-42"),
             to=Endpoint(billing_desk()),
             envelope=Envelope(messages="everything"),  # type: ignore[arg-type]
         )
-    _ = TextPart
+
+    assert "'none', 'summary' or 'all'" in info.value.message
+    assert [s.thread_id for s in await host.sessions.list()] == ["case-42"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent_mem_vault.harness import HARNESS_EVENTS, Event, HarnessHost, Session
+from agent_mem_vault.harness import HARNESS_EVENTS, Event, HarnessHost, Routing, Session
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .support import billing_agent, escalate_tool, support_harness
@@ -80,6 +80,28 @@ async def test_code_handoff_event_says_by_code(host: HarnessHost) -> None:
     assert handoff.value["note"] == "Refund for order 7"
 
 
+async def test_router_handoff_event_says_by_router_with_the_note(host: HarnessHost) -> None:
+    def router(ctx: Any) -> Any:
+        return {"handoff": "billing", "note": "Refund for 42"}
+
+    main = ScriptedModel([])
+    billing = ScriptedModel([text("ok")])
+    harness = support_harness(main, [billing_agent(billing)], routing=Routing(router=router))
+    session = await host.open(harness, thread_id="t1")
+
+    result = await session.send("refund 42")
+
+    events = await collect_until_finished(session)
+    [handoff] = [e for e in events if e.name == HARNESS_EVENTS.handoff]
+    assert handoff.value == {
+        "from": None,
+        "to": "billing",
+        "note": "Refund for 42",
+        "by": "router",
+        "runId": result.run_id,
+    }
+
+
 async def test_events_stream_live_and_resume_after_the_last_id_without_gap_or_repeat(
     host: HarnessHost,
 ) -> None:
@@ -116,3 +138,29 @@ async def test_snapshot_seq_continues_into_the_event_stream(host: HarnessHost) -
 
     assert events[0].seq == snapshot.seq + 1
     assert events[0].name == "input"
+
+
+async def test_a_turn_with_a_handoff_streams_its_events_in_the_order_things_happened(
+    host: HarnessHost,
+) -> None:
+    main = ScriptedModel([tool_call("handoff", {"to": "billing", "note": "Refund for 42"})])
+    billing = ScriptedModel([text("Refund started.")])
+    session = await host.open(support_harness(main, [billing_agent(billing)]), thread_id="t1")
+
+    await session.send("refund please")
+
+    events = await collect_until_finished(session)
+    assert [e.name for e in events] == [
+        "input",
+        "message",  # the user's
+        "run.started",
+        "message",  # the main model's handoff call
+        "usage",
+        "message",  # its result: Handed off to billing.
+        "harness.handoff",
+        "message",  # billing's answer
+        "usage",
+        "run.finished",
+    ]
+    agents = [e.value["message"].get("agent") for e in events if e.name == "message"]
+    assert agents == [None, None, None, "billing"]

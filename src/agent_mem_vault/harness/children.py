@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .context import AgentContext, _Part
-from .definitions import Agent
+from .definitions import Agent, check_reply
 from .log import USAGE
 from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .model import Model, ModelRequest
@@ -53,7 +53,8 @@ class ChildTurn:
         result = self.agent.run(ctx)
         if inspect.isawaitable(result):
             result = await result
-        return result if isinstance(result, str) else (ctx.last_reply or "")
+        reply = check_reply(self.agent, result)
+        return reply if reply is not None else "\n\n".join(r for r in ctx.replies if r)
 
     async def run_child(self, agent: Agent | str, text: str) -> str:
         return await self.parent.run_child(agent, text)

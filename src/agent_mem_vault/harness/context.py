@@ -138,7 +138,8 @@ class AgentContext:
         self.harness: HarnessAgentContext | None = (
             None if part.child else HarnessAgentContext(turn, part)
         )
-        self.last_reply: str | None = None
+        self.replies: list[str] = []
+        """The text of each ``chat`` reply, in order (the agent's part of the turn text)."""
 
     @property
     def user(self) -> User | None:
@@ -176,8 +177,13 @@ class AgentContext:
         reply = await self._turn.chat(
             self.agent.name, model, tuple(system_prompts), tuple(tools), self._part
         )
-        self.last_reply = reply
+        self.replies.append(reply)
         return reply
+
+    @property
+    def last_reply(self) -> str | None:
+        """The text of the latest ``chat`` reply (None before the first)."""
+        return self.replies[-1] if self.replies else None
 
     async def spawn(self, agent: Agent | str, text: str) -> str:
         """Start a child agent on ``text``; it answers its parent, never the thread."""

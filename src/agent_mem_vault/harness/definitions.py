@@ -30,6 +30,7 @@ __all__ = [
     "Harness",
     "RouterDecision",
     "Routing",
+    "check_reply",
     "define_agent",
     "define_harness",
 ]
@@ -95,6 +96,16 @@ class Harness:
         return tuple(a.name for a in self.agents)
 
 
+def check_reply(agent: Agent, result: object) -> str | None:
+    """What an agent's ``run`` returned, if it is a reply: text, or None for none."""
+    if result is not None and not isinstance(result, str):
+        raise InvalidInputError(
+            f"agent {agent.name!r} returned {type(result).__name__}; its run must "
+            "return text (its reply) or None"
+        )
+    return result
+
+
 def define_agent(*, name: str, description: str = "", run: AgentRun) -> Agent:
     """Define an agent.
 
@@ -106,7 +117,10 @@ def define_agent(*, name: str, description: str = "", run: AgentRun) -> Agent:
             f"an agent cannot be called {MAIN!r}: that name means the main model; rename it"
         )
     if not callable(run):
-        raise InvalidInputError(f"agent {name!r}: run must be callable")
+        raise InvalidInputError(
+            f"agent {name!r}: run must be callable, got {type(run).__name__}; pass a "
+            "function that takes the AgentContext"
+        )
     return Agent(name=name, description=description, run=run)
 
 
@@ -130,6 +144,13 @@ def define_harness(
                 f"harness {name!r}: two agents are called {agent.name!r}; names must be unique"
             )
         seen.add(agent.name)
+    tool_names = [t.name for t in tools]
+    for tool_name in tool_names:
+        if tool_names.count(tool_name) > 1:
+            raise InvalidInputError(
+                f"harness {name!r}: two tools are called {tool_name!r}; the model calls "
+                "tools by name, so rename one"
+            )
     if isinstance(system_prompts, str):
         system_prompts = (system_prompts,)
     return Harness(

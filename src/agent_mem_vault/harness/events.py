@@ -9,7 +9,7 @@ id it saw as ``after`` and misses nothing, and sees nothing twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from ..core.clock import format_datetime
 from ..store import LogRecord
@@ -35,8 +35,8 @@ class HARNESS_EVENTS:
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
-    """One event of a session: ``name``, ``value``, and ``seq``/``id`` to resume after."""
+class _StreamEvent:
+    """One record of a log stream seen as an event; ``seq`` is where to resume after."""
 
     seq: int
     name: str
@@ -47,13 +47,8 @@ class Event:
     def id(self) -> str:
         return str(self.seq)
 
-    @property
-    def run_id(self) -> str | None:
-        run_id = self.value.get("runId")
-        return run_id if isinstance(run_id, str) else None
-
     @classmethod
-    def from_record(cls, record: LogRecord) -> Event:
+    def from_record(cls, record: LogRecord) -> Self:
         return cls(record.seq, record.type, record.data, format_datetime(record.at))
 
     def to_json(self) -> dict[str, Any]:
@@ -61,21 +56,21 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
-class HostEvent:
-    """A host-level event, e.g. ``transferred`` with the transfer's endpoints."""
+class HostEvent(_StreamEvent):
+    """A host-level event, e.g. ``transferred`` with the transfer's endpoints.
 
-    seq: int
-    name: str
-    value: dict[str, Any]
-    at: str
+    Resume with ``host.events(after=event.seq)``.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class Event(_StreamEvent):
+    """One event of a session: ``name``, ``value``, and ``seq``/``id`` to resume after.
+
+    Read from a thread's log; ``run_id`` is the turn the event belongs to.
+    """
 
     @property
-    def id(self) -> str:
-        return str(self.seq)
-
-    @classmethod
-    def from_record(cls, record: LogRecord) -> HostEvent:
-        return cls(record.seq, record.type, record.data, format_datetime(record.at))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "value": self.value, "at": self.at}
+    def run_id(self) -> str | None:
+        run_id = self.value.get("runId")
+        return run_id if isinstance(run_id, str) else None

@@ -89,38 +89,46 @@ def resolve_target(
             "may; answer the user now"
         )
     if isinstance(to, Mapping):
-        if dict(to) != {"human": True}:
-            raise InvalidInputError(
-                f"handoff target {dict(to)!r} is not valid; use an agent name, "
-                f"{MAIN!r} or {{'human': True}}"
-            )
-        if not routing.allow_handoff_to_human:
-            raise HandoffToHumanNotAllowedError(
-                f"harness {harness.name!r} does not allow a handoff to a person; set "
-                "Routing(allow_handoff_to_human=True) or hand off to an agent"
-            )
-        return dict(HUMAN)
-    if to is None or to == MAIN:
-        target: str | None = None
-    elif isinstance(to, str):
-        if harness.root_agent(to) is None:
-            roots = ", ".join(harness.root_names) or "(none)"
-            kind = "a subagent, which" if harness.any_agent(to) else "not an agent of it, and"
-            raise NotARootAgentError(
-                f"{to!r} is {kind} cannot be a handoff target of harness {harness.name!r}; "
-                f"hand off to one of its root agents: {roots}",
-                target=to,
-            )
-        target = to
-    else:
-        raise InvalidInputError(
-            f"handoff target must be an agent name, {MAIN!r} or {{'human': True}}, got {to!r}"
-        )
+        return _person(harness, routing.allow_handoff_to_human, to)
+    target = _root_agent(harness, to)
     if target == source:
         raise InvalidInputError(
             f"{label(target)} already answers this turn; hand off to another agent"
         )
     return target
+
+
+def _person(harness: Harness, allowed: bool, to: Mapping[str, Any]) -> Target:
+    if dict(to) != {"human": True}:
+        raise InvalidInputError(
+            f"handoff target {dict(to)!r} is not valid; use an agent name, "
+            f"{MAIN!r} or {{'human': True}}"
+        )
+    if not allowed:
+        raise HandoffToHumanNotAllowedError(
+            f"harness {harness.name!r} does not allow a handoff to a person; set "
+            "Routing(allow_handoff_to_human=True) or hand off to an agent"
+        )
+    return dict(HUMAN)
+
+
+def _root_agent(harness: Harness, to: Any) -> str | None:
+    """A root agent's name, or None for the main model (``"main"``)."""
+    if to is None or to == MAIN:
+        return None
+    if not isinstance(to, str):
+        raise InvalidInputError(
+            f"handoff target must be an agent name, {MAIN!r} or {{'human': True}}, got {to!r}"
+        )
+    if harness.root_agent(to) is None:
+        roots = ", ".join(harness.root_names) or "(none)"
+        kind = "a subagent, which" if harness.any_agent(to) else "not an agent of it, and"
+        raise NotARootAgentError(
+            f"{to!r} is {kind} cannot be a handoff target of harness {harness.name!r}; "
+            f"hand off to one of its root agents: {roots}",
+            target=to,
+        )
+    return to
 
 
 def handoff_tool_spec(harness: Harness, source: str | None) -> ToolSpec:

@@ -22,7 +22,9 @@ Many hosts on one database (``postgres_persistence(dsn)``):
   queue that must itself be exactly-once. Route requests by thread id
   (affinity) in front of the hosts; on ``log_owned_elsewhere`` send to the
   owner, or retry with the same ``input_id`` once the lease lapses — an
-  input id runs at most once, whichever host takes it.
+  input id runs at most once, whichever host takes it. What writes nothing
+  needs no lease, on any host: a read, a rejected call, the retry of an
+  input that already finished.
 * **Failover.** When the owner dies its lease lapses after at most
   ``lease_ttl``; the next host that writes the thread takes it over and
   first closes a turn the log shows in flight, exactly as the log says
@@ -34,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ from .definitions import Harness
 from .errors import ThreadNotFoundError, WrongHarnessError
 from .events import HOST_STREAM, HostEvent
 from .index import ThreadEntry, create_entry, get_entry, list_entries, update_entry
-from .log import stream_name
+from .log import check_id, stream_name
 from .session import Session
 from .state import ThreadState
 from .takeover import close_interrupted_turn
@@ -59,8 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HarnessHost", "Sessions", "ThreadSummary"]
 
-_THREAD_ID = re.compile(r"^[A-Za-z0-9._:~\-]{1,200}$")
-ROLES_HINT = "owner, member, operator"
+ROLES_HINT = "member or operator"
 _TAKEOVER_ATTEMPTS = 5
 
 
@@ -108,6 +108,12 @@ class HarnessHost:
         lease_ttl: float = 30.0,
         summary_timeout: float = 120.0,
     ) -> None:
+        for name, seconds in (("lease_ttl", lease_ttl), ("summary_timeout", summary_timeout)):
+            if not isinstance(seconds, int | float) or not seconds > 0:
+                raise InvalidInputError(
+                    f"{name} must be a positive number of seconds, got {seconds!r}; "
+                    f"pass e.g. {name}=30"
+                )
         self.persistence: Persistence = (
             persistence if persistence is not None else memory_persistence()
         )
@@ -189,18 +195,15 @@ class HarnessHost:
     def _tenant(self, user: User | None) -> str:
         require_user(self.access, user)
         if user is not None and not isinstance(user, User):
-            raise InvalidInputError(f"user must be a User, got {type(user).__name__}")
+            raise InvalidInputError(
+                f"user must be a User, got {type(user).__name__}; pass "
+                "User(id=..., tenant_id=...) or what host.get_user_of_request returned"
+            )
         return user.tenant_id if user is not None else DEFAULT_TENANT
 
     @staticmethod
     def _check_thread_id(thread_id: str) -> str:
-        if not isinstance(thread_id, str) or not _THREAD_ID.match(thread_id):
-            raise InvalidInputError(
-                f"thread id {thread_id!r} is not valid: use 1 to 200 letters, digits, "
-                "'.', '_', ':', '~', '-'",
-                field="thread_id",
-            )
-        return thread_id
+        return check_id("thread_id", thread_id)
 
     @staticmethod
     def _stream(tenant: str, thread_id: str) -> str:
@@ -255,41 +258,53 @@ class HarnessHost:
         return log
 
     async def _read_state(self, tenant: str, thread_id: str) -> ThreadState:
-        return await self._log(self._stream(tenant, thread_id)).refresh()
+        """The thread as its log says now, to read (a write decides under ``_writing``)."""
+        return await self._log(self._stream(tenant, thread_id)).view()
 
     @asynccontextmanager
     async def _writing(self, tenant: str, thread_id: str) -> AsyncIterator[ThreadLog]:
-        """Hold the thread: this process's lock, the log's lease, a current state."""
+        """Hold the thread in this process (its lock), with the log's state read fresh.
+
+        The log's lease is taken by the first append (``ThreadLog.append``),
+        not here: a call that looks at the state and rejects writes nothing
+        and takes no lease, so it never keeps another host off the thread.
+        What a call decides from stays true when it appends: the append names
+        ``expected_seq`` and fails if anyone wrote after this read.
+        """
         stream = self._stream(tenant, thread_id)
         lock = self._locks.setdefault(stream, asyncio.Lock())
         async with lock:
             log = self._log(stream)
-            # The lease first, then the read: what we decide from is then
-            # what the log held once nobody else could (rightly) write.
-            await log.own()
-            for attempt in range(_TAKEOVER_ATTEMPTS):
-                await log.refresh()
-                running = log.state.running
-                if running is None:
-                    break
-                # We hold the thread and no turn of ours runs on it (the lock),
-                # so nobody runs this turn any more: a host stopped in the
-                # middle of it. Close it, once, as the log says.
-                records = close_interrupted_turn(
-                    log.state,
-                    running,
-                    next_id=self._next_id,
-                    now=format_datetime(self.clock.now()),
-                )
-                try:
-                    await log.append(records)
-                    break
-                except LogConflictError:
-                    # The stalled host wrote after all (it may have finished
-                    # its turn): look again.
-                    if attempt == _TAKEOVER_ATTEMPTS - 1:
-                        raise
+            await log.refresh()
+            if log.state.running is not None:
+                await self._close_abandoned_turn(log)
             yield log
+
+    async def _close_abandoned_turn(self, log: ThreadLog) -> None:
+        """Close the turn the log shows in flight, once, as the log says.
+
+        No task of this process runs it (we hold the lock). If another host
+        holds the lease, that host runs it and ``own()`` raises
+        ``LogOwnedElsewhereError``; otherwise a host stopped in the middle of it.
+        """
+        # The lease first, then the read: what we close is then what the log
+        # held once nobody else could (rightly) write.
+        await log.own()
+        for attempt in range(_TAKEOVER_ATTEMPTS):
+            await log.refresh()
+            running = log.state.running
+            if running is None:
+                return
+            records = close_interrupted_turn(
+                log.state, running, next_id=self._next_id, now=format_datetime(self.clock.now())
+            )
+            try:
+                await log.append(records)
+                return
+            except LogConflictError:
+                # The stalled host wrote after all (it may have finished its turn): look again.
+                if attempt == _TAKEOVER_ATTEMPTS - 1:
+                    raise
 
     # -- host-level -------------------------------------------------------------
     async def events(self, *, after: int = 0) -> AsyncIterator[HostEvent]:
@@ -346,11 +361,16 @@ class Sessions:
         """Add (or change) a member of a thread; needs the ``share`` action."""
         host = self._host
         tenant = host._tenant(user)
+        host._check_thread_id(thread_id)
         if not isinstance(user_id, str) or not user_id or "/" in user_id:
-            raise InvalidInputError(f"user_id must be a non-empty id, got {user_id!r}")
+            raise InvalidInputError(
+                f"user_id must be a non-empty user id without '/', got {user_id!r}; "
+                "pass the id of the user to share the thread with"
+            )
         if not isinstance(role, str) or not role or role == "owner":
             raise InvalidInputError(
-                f"role must be a role name other than 'owner' (e.g. {ROLES_HINT}), got {role!r}"
+                f"role must be a role name other than 'owner' (a thread has one owner, who "
+                f"opened it), got {role!r}; share with a role such as {ROLES_HINT}"
             )
         await host._check(tenant, thread_id, user, "share")
 

@@ -63,7 +63,10 @@ def _entry(doc: Doc) -> ThreadEntry:
             version=doc.version,
         )
     except KeyError as exc:
-        raise DataError(f"thread index entry {doc.key!r} lacks {exc.args[0]!r}") from exc
+        raise DataError(
+            f"thread index entry {doc.key!r} lacks {exc.args[0]!r}; the entry is damaged: "
+            "restore it from a backup of the persistence"
+        ) from exc
 
 
 async def get_entry(p: Persistence, tenant: str, thread_id: str) -> ThreadEntry | None:
@@ -85,7 +88,10 @@ async def update_entry(
     while True:
         doc = await p.get(THREADS, key)
         if doc is None:
-            raise DataError(f"thread index entry {key!r} vanished while being updated")
+            raise DataError(
+                f"thread index entry {key!r} vanished while being updated; something "
+                "deleted it outside the harness: restore it, or open the thread again"
+            )
         value = dict(doc.value)
         change(value)
         try:

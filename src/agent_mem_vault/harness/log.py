@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..core.errors import DataError
+from ..core.errors import DataError, InvalidInputError
 from .messages import Message
 from .model import Usage
 from .state import InputRecord, RunRecord, ThreadState, Wait
@@ -42,6 +43,7 @@ __all__ = [
     "WAIT_OPENED",
     "Record",
     "apply",
+    "check_id",
     "input_hash",
     "replay",
     "stream_name",
@@ -58,6 +60,23 @@ USAGE = "usage"
 TRANSFERRED = "harness.transferred"
 
 Record = tuple[str, dict[str, Any]]
+
+_ID = re.compile(r"^[A-Za-z0-9._:~\-]{1,200}$")
+
+
+def check_id(field: str, value: Any) -> str:
+    """A thread or input id as callers give it: 1 to 200 URL-safe characters.
+
+    Ids end up in stream names, document keys and URLs, so they are checked
+    before anything is written.
+    """
+    if not isinstance(value, str) or not _ID.match(value):
+        raise InvalidInputError(
+            f"{field.replace('_', ' ')} {value!r} is not valid: use 1 to 200 letters, digits, "
+            "'.', '_', ':', '~', '-'",
+            field=field,
+        )
+    return value
 
 
 def stream_name(tenant: str, thread_id: str) -> str:

@@ -25,7 +25,16 @@ from .errors import (
 )
 from .events import Event
 from .handoff import HUMAN, Handoff, handoff_event
-from .log import HANDOFF, INPUT, MESSAGE, RUN_STARTED, WAIT_CLOSED, Record, input_hash
+from .log import (
+    HANDOFF,
+    INPUT,
+    MESSAGE,
+    RUN_STARTED,
+    WAIT_CLOSED,
+    Record,
+    check_id,
+    input_hash,
+)
 from .messages import FilePart, Message, Part, TextPart
 from .model import Usage
 from .state import InputRecord, ThreadState, Wait
@@ -132,15 +141,21 @@ class Session:
         The same ``input_id`` sent again runs once and returns the same result.
         """
         if as_ not in ("user", "operator"):
-            raise InvalidInputError(f"as_ must be 'user' or 'operator', got {as_!r}")
+            raise InvalidInputError(
+                f"as_ must be 'user' or 'operator', got {as_!r}; send as 'user', or as "
+                "'operator' to reply as the person"
+            )
         files = tuple(files)
         _check_text(text, files)
+        if input_id is not None:
+            check_id("input_id", input_id)
         await self.host._authorize(self, "operator" if as_ == "operator" else "send")
         payload = {"kind": as_, "text": text, "files": [f.to_json() for f in files]}
         digest = input_hash(payload)
         async with self.host._writing(self.tenant, self.thread_id) as log:
             input_id = input_id or self.host._next_id()
-            known = _known(log.state, input_id, digest)
+            # Same id, same payload: the text is the one sent the first time.
+            known = _known(log.state, input_id, digest, sent_text=text)
             if known is not None:
                 return known
             if as_ == "operator":
@@ -151,6 +166,8 @@ class Session:
 
     async def continue_without_message(self, *, input_id: str | None = None) -> TurnResult:
         """Run a turn on the transcript as it is (after a person handed the thread back)."""
+        if input_id is not None:
+            check_id("input_id", input_id)
         await self.host._authorize(self, "send", "operator")
         digest = input_hash({"kind": "continue"})
         async with self.host._writing(self.tenant, self.thread_id) as log:
@@ -206,10 +223,10 @@ class Session:
             # learns who owns the thread, and a retry with this input id
             # returns the verdict without running anything.
             await log.refresh()
-            run = log.state.runs.get(run_id)
-            if run is None or run.status == "running":
+            verdict = _known(log.state, input_id, digest)
+            if verdict is None or log.state.runs[run_id].status == "running":
                 raise
-            return TurnResult(run.text, run.status, run_id, input_id, run.code, run.message)
+            return verdict
         return TurnResult(
             outcome.text, outcome.status, run_id, input_id, outcome.code, outcome.message
         )
@@ -360,8 +377,14 @@ def _input(
     }
 
 
-def _known(state: ThreadState, input_id: str, digest: str) -> TurnResult | None:
-    """The recorded result of an input this thread already took, or None if it is new."""
+def _known(
+    state: ThreadState, input_id: str, digest: str, *, sent_text: str = ""
+) -> TurnResult | None:
+    """The recorded result of an input this thread already took, or None if it is new.
+
+    ``sent_text`` is what an operator reply returns again: the payload's digest
+    matched, so it is the text that was sent the first time.
+    """
     prior: InputRecord | None = state.inputs.get(input_id)
     if prior is None:
         return None
@@ -372,7 +395,9 @@ def _known(state: ThreadState, input_id: str, digest: str) -> TurnResult | None:
             input_id=input_id,
         )
     if prior.run_id is None:
-        return TurnResult("", "held" if prior.held else "sent", None, input_id)
+        if prior.held:
+            return TurnResult("", "held", None, input_id)
+        return TurnResult(sent_text, "sent", None, input_id)
     run = state.runs[prior.run_id]
     status: TurnStatus = "failed" if run.status == "running" else run.status
     return TurnResult(run.text, status, run.run_id, input_id, run.code, run.message)
@@ -382,10 +407,13 @@ def _open_wait(state: ThreadState, wait_id: str) -> Wait:
     wait = state.waits.get(wait_id)
     if wait is None:
         raise WaitNotFoundError(
-            f"thread has no wait {wait_id!r}; take the wait id from snapshot().pending_waits"
+            f"thread has no wait {wait_id!r}; take the wait id from snapshot().pending_waits",
+            wait_id=wait_id,
         )
     if wait.status != "open":
         raise ConflictError(
-            f"wait {wait_id!r} is already {wait.status}; nothing to answer", code="wait_closed"
+            f"wait {wait_id!r} is already {wait.status}; take an open wait from "
+            "snapshot().pending_waits",
+            code="wait_closed",
         )
     return wait

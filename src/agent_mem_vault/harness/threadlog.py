@@ -61,6 +61,11 @@ class ThreadLog:
         self.lease_ttl = lease_ttl
         self._clock = clock
         self.state = ThreadState()
+        # What readers (snapshots, lists) see. Kept apart from ``state``, which
+        # moves only when the writer reads or appends: a read that folded in
+        # another host's records while a turn runs would move the turn's
+        # ``expected_seq`` past them, and the fence would let it write on.
+        self._view = ThreadState()
         # Until when (on this host's monotonic clock) the lease is surely ours:
         # measured from *before* the acquire that granted it, so it never runs
         # past the expiry the store recorded.
@@ -72,10 +77,15 @@ class ThreadLog:
         return self.lease_ttl / 3
 
     async def refresh(self) -> ThreadState:
-        """Fold in whatever was appended since this host last read."""
+        """Fold in whatever was appended since this host last read (writers only)."""
         records = await self.persistence.read(self.stream, after=self.state.seq)
         replay(records, self.state)
         return self.state
+
+    async def view(self) -> ThreadState:
+        """The log as it is now, for reading: never the state a writer decides from."""
+        records = await self.persistence.read(self.stream, after=self._view.seq)
+        return replay(records, self._view)
 
     async def own(self) -> None:
         """Hold the log's lease, or raise ``LogOwnedElsewhereError``.

@@ -81,5 +81,8 @@ def tool(*, name: str, description: str, input: type[BaseModel], run: ToolFn) ->
             f"tool {name!r}: input must be a pydantic BaseModel subclass, got {input!r}"
         )
     if not callable(run):
-        raise InvalidInputError(f"tool {name!r}: run must be callable")
+        raise InvalidInputError(
+            f"tool {name!r}: run must be callable, got {type(run).__name__}; pass a "
+            "function that takes (args, ctx)"
+        )
     return Tool(name=name, description=description, input=input, run=run)

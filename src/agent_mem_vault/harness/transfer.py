@@ -139,6 +139,20 @@ def _check_envelope(envelope: Envelope) -> None:
         raise InvalidInputError("envelope note must be text of at most 20000 characters")
 
 
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """One transfer under way: where from, where to, for whom (the plan's values)."""
+
+    tenant: str
+    transfer_id: str
+    source_id: str
+    target_id: str
+    origin: dict[str, Any]
+    """``{threadId, harness, transferId}`` of the source, as both logs and the index say."""
+    destination: dict[str, Any]
+    user: User | None
+
+
 async def run_transfer(
     host: HarnessHost,
     *,
@@ -148,33 +162,106 @@ async def run_transfer(
     user: User | None,
     transfer_id: str | None,
 ) -> TransferResult:
+    """Run (or finish, or find done) the transfer ``transfer_id``; the steps are above."""
     envelope = envelope or Envelope()
-    _check_envelope(envelope)
     tenant = host._tenant(user)
+    source_id = _check_request(host, from_, to, envelope)
+    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host._next_id()
+    await _check_access(host, tenant, source_id, from_, to, user)
+    plan = await _record_plan(host, tenant, transfer_id, from_, to, envelope, user)
+    target_id = str(plan["targetThreadId"])
+    if plan.get("status") == "done":
+        return TransferResult(target_id, transfer_id, retried=True)
+    move = _Move(
+        tenant=tenant,
+        transfer_id=transfer_id,
+        source_id=source_id,
+        target_id=target_id,
+        origin={"threadId": source_id, "harness": from_.harness.name, "transferId": transfer_id},
+        destination={"threadId": target_id, "harness": to.harness.name, "transferId": transfer_id},
+        user=user,
+    )
+
+    # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
+    target_log = host._log(host._stream(tenant, target_id))
+    source_log = host._log(host._stream(tenant, source_id))
+    await target_log.own()
+    await source_log.own()
+    summary = plan.get("summary")
+    if envelope.messages == "summary" and summary is None:
+        # The summary call may outlast the leases (up to summary_timeout): keep both.
+        async with target_log.renewing(), source_log.renewing():
+            summary = await _summarize(host, move, from_.harness)
+        await _remember_summary(host, move, summary)
+
+    await _open_target(host, move, to)
+    await _write_target(host, move, envelope, summary)
+    await _write_source(host, move)
+    await _announce(
+        host,
+        tenant,
+        transfer_id,
+        move.origin,
+        move.destination,
+        user,
+        int(plan.get("hostSeq", 0)),
+    )
+    return TransferResult(target_id, transfer_id)
+
+
+def _check_request(host: HarnessHost, from_: Endpoint, to: Endpoint, envelope: Envelope) -> str:
+    """Check what a caller may get wrong before anything is read; returns the source id."""
+    _check_envelope(envelope)
     if from_.thread_id is None:
-        raise InvalidInputError("from_ needs the thread_id of the thread to transfer")
+        raise InvalidInputError(
+            "from_ needs the thread_id of the thread to transfer: Endpoint(harness, thread_id)"
+        )
     host._check_thread_id(from_.thread_id)
     if to.thread_id is not None:
         host._check_thread_id(to.thread_id)
         if to.thread_id == from_.thread_id:
             raise InvalidInputError(
-                "a thread cannot be transferred into itself; name another target"
+                "a thread cannot be transferred into itself; name another target thread or none"
             )
-    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host._next_id()
-    p = host.persistence
+    return from_.thread_id
 
-    source = await host._check(tenant, from_.thread_id, user, "transfer")
+
+async def _check_access(
+    host: HarnessHost,
+    tenant: str,
+    source_id: str,
+    from_: Endpoint,
+    to: Endpoint,
+    user: User | None,
+) -> None:
+    """``transfer`` on the source, of its own harness; ``send`` on an existing target."""
+    source = await host._check(tenant, source_id, user, "transfer")
     if source.harness != from_.harness.name:
         raise WrongHarnessError(
-            f"thread {from_.thread_id!r} belongs to harness {source.harness!r}, not "
+            f"thread {source_id!r} belongs to harness {source.harness!r}, not "
             f"{from_.harness.name!r}; name its own harness in from_",
         )
     if to.thread_id is not None:
-        existing = await get_entry(p, tenant, to.thread_id)
+        existing = await get_entry(host.persistence, tenant, to.thread_id)
         if existing is not None:
             _check_target(existing.harness, to)
             await host._check(tenant, to.thread_id, user, "send")
 
+
+async def _record_plan(
+    host: HarnessHost,
+    tenant: str,
+    transfer_id: str,
+    from_: Endpoint,
+    to: Endpoint,
+    envelope: Envelope,
+    user: User | None,
+) -> dict[str, Any]:
+    """Put the plan if absent (the target id is fixed here); a retry gets the first plan.
+
+    The same transfer id with other endpoints, envelope or user is a conflict.
+    """
+    p = host.persistence
     plan = {
         "tenant": tenant,
         "from": {"harness": from_.harness.name, "threadId": from_.thread_id},
@@ -195,106 +282,98 @@ async def run_transfer(
     )
     if not created and any(doc.value.get(k) != v for k, v in plan.items()):
         raise TransferConflictError(
-            f"transfer {transfer_id!r} was already made with other endpoints or envelope; "
-            "use a new transfer id for a new transfer",
+            f"transfer {transfer_id!r} was already made with other endpoints, envelope or "
+            "user; use a new transfer id for a new transfer",
             transfer_id=transfer_id,
         )
-    target_id = str(doc.value["targetThreadId"])
-    if doc.value.get("status") == "done":
-        return TransferResult(target_id, transfer_id, retried=True)
+    return dict(doc.value)
 
-    # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
-    target_log = host._log(host._stream(tenant, target_id))
-    source_log = host._log(host._stream(tenant, from_.thread_id))
-    await target_log.own()
-    await source_log.own()
-    origin = {"threadId": from_.thread_id, "harness": from_.harness.name, "transferId": transfer_id}
-    destination = {"threadId": target_id, "harness": to.harness.name, "transferId": transfer_id}
 
-    summary = doc.value.get("summary")
-    if envelope.messages == "summary" and summary is None:
-        # The summary call may outlast the leases (up to summary_timeout): keep both.
-        async with target_log.renewing(), source_log.renewing():
-            summary = await _summarize(host, tenant, from_, user, transfer_id)
-        await _remember_summary(host, tenant, transfer_id, summary)
-
-    # The target: entry (owner = the user), then one append with everything.
+async def _open_target(host: HarnessHost, move: _Move, to: Endpoint) -> None:
+    """The target's index entry: the user as owner, ``harness:transferredFrom``."""
     entry, _ = await create_entry(
-        p,
+        host.persistence,
         host._new_entry(
-            tenant, target_id, to.harness.name, user, {"harness:transferredFrom": origin}
+            move.tenant,
+            move.target_id,
+            to.harness.name,
+            move.user,
+            {"harness:transferredFrom": move.origin},
         ),
     )
     _check_target(entry.harness, to)
-    if entry.metadata.get("harness:transferredFrom") != origin:
+    if entry.metadata.get("harness:transferredFrom") != move.origin:
         await update_entry(
-            p,
-            tenant,
-            target_id,
-            lambda v: v.setdefault("metadata", {}).update({"harness:transferredFrom": origin}),
+            host.persistence,
+            move.tenant,
+            move.target_id,
+            lambda v: v.setdefault("metadata", {}).update({"harness:transferredFrom": move.origin}),
         )
-    source_state = await host._read_state(tenant, from_.thread_id)
-    async with host._writing(tenant, target_id) as log:
-        if transfer_id not in log.state.transfers:
-            now = format_datetime(host.clock.now())
-            records: list[Record] = [
-                (
-                    TRANSFERRED,
-                    {
-                        "transferId": transfer_id,
-                        "role": "target",
-                        "from": origin,
-                        "to": destination,
-                    },
-                ),
-            ]
-            mark = {"transfer": {"transferId": transfer_id, "from": origin}}
-            if envelope.note:
-                note = Message(
-                    host._next_id(),
-                    "system",
-                    (TextPart(envelope.note),),
-                    {"harness": {**mark, "kind": "note"}},
-                    now,
-                )
-                records.append((MESSAGE, {"message": note.to_json()}))
-            if envelope.messages == "summary":
-                text = Message(
-                    host._next_id(),
-                    "assistant",
-                    (TextPart(str(summary)),),
-                    {"harness": {**mark, "kind": "summary"}},
-                    now,
-                )
-                records.append((MESSAGE, {"message": text.to_json()}))
-            elif envelope.messages == "all":
-                copies = copy_messages(
-                    settled_messages(source_state.messages),
-                    new_id=host._next_id,
-                    thread_id=from_.thread_id,
-                    created_at=now,
-                    extra={"transferId": transfer_id},
-                )
-                records.extend((MESSAGE, {"message": m.to_json()}) for m in copies)
-            await log.append(records)
 
-    # The source keeps running; it only learns where the conversation went.
-    async with host._writing(tenant, from_.thread_id) as log:
-        if transfer_id not in log.state.transfers:
+
+async def _write_target(
+    host: HarnessHost, move: _Move, envelope: Envelope, summary: str | None
+) -> None:
+    """One append: ``harness.transferred``, the note, the envelope's messages (once)."""
+    source_state = await host._read_state(move.tenant, move.source_id)
+    async with host._writing(move.tenant, move.target_id) as log:
+        if move.transfer_id in log.state.transfers:
+            return  # an earlier attempt wrote it
+        now = format_datetime(host.clock.now())
+        records: list[Record] = [
+            (
+                TRANSFERRED,
+                {
+                    "transferId": move.transfer_id,
+                    "role": "target",
+                    "from": move.origin,
+                    "to": move.destination,
+                },
+            ),
+        ]
+        mark = {"transfer": {"transferId": move.transfer_id, "from": move.origin}}
+        messages: list[Message] = []
+        if envelope.note:
+            meta = {"harness": {**mark, "kind": "note"}}
+            messages.append(
+                Message(host._next_id(), "system", (TextPart(envelope.note),), meta, now)
+            )
+        if envelope.messages == "summary":
+            meta = {"harness": {**mark, "kind": "summary"}}
+            messages.append(
+                Message(host._next_id(), "assistant", (TextPart(str(summary)),), meta, now)
+            )
+        elif envelope.messages == "all":
+            messages += copy_messages(
+                settled_messages(source_state.messages),
+                new_id=host._next_id,
+                thread_id=move.source_id,
+                created_at=now,
+                extra={"transferId": move.transfer_id},
+            )
+        records.extend((MESSAGE, {"message": m.to_json()}) for m in messages)
+        await log.append(records)
+
+
+async def _write_source(host: HarnessHost, move: _Move) -> None:
+    """The source keeps running; it only learns where the conversation went (once)."""
+    async with host._writing(move.tenant, move.source_id) as log:
+        if move.transfer_id not in log.state.transfers:
             await log.append_one(
                 TRANSFERRED,
-                {"transferId": transfer_id, "role": "source", "from": origin, "to": destination},
+                {
+                    "transferId": move.transfer_id,
+                    "role": "source",
+                    "from": move.origin,
+                    "to": move.destination,
+                },
             )
     await update_entry(
-        p,
-        tenant,
-        from_.thread_id,
-        lambda v: v.setdefault("metadata", {}).update({"harness:transferredTo": destination}),
+        host.persistence,
+        move.tenant,
+        move.source_id,
+        lambda v: v.setdefault("metadata", {}).update({"harness:transferredTo": move.destination}),
     )
-    await _announce(
-        host, tenant, transfer_id, origin, destination, user, int(doc.value.get("hostSeq", 0))
-    )
-    return TransferResult(target_id, transfer_id)
 
 
 def _check_target(harness: str, to: Endpoint) -> None:
@@ -305,34 +384,36 @@ def _check_target(harness: str, to: Endpoint) -> None:
         )
 
 
-async def _summarize(
-    host: HarnessHost, tenant: str, from_: Endpoint, user: User | None, transfer_id: str
-) -> str:
-    state = await host._read_state(tenant, from_.thread_id or "")
-    model = from_.harness.model
+async def _summarize(host: HarnessHost, move: _Move, harness: Harness) -> str:
+    """The source harness's model writes the summary, with the user's keys, in time.
+
+    Its usage goes into the source log under ``source: "transfer"``.
+    """
+    state = await host._read_state(move.tenant, move.source_id)
     request = ModelRequest(
         system_prompts=(SUMMARY_PROMPT,),
         messages=tuple(settled_messages(state.messages)),
-        model=from_.harness.model_name,
-        keys=dict(user.keys) if user is not None else {},
+        model=harness.model_name,
+        keys=dict(move.user.keys) if move.user is not None else {},
     )
     try:
         async with asyncio.timeout(host.summary_timeout):
-            reply = await call_model(model, request)
+            reply = await call_model(harness.model, request)
     except TimeoutError:
         raise TransferTimeoutError(
             f"the summary model did not answer within {host.summary_timeout:g}s, so transfer "
-            f"{transfer_id!r} failed and nothing moved; retry it, or transfer with messages='none'",
-            transfer_id=transfer_id,
+            f"{move.transfer_id!r} failed and nothing moved; retry it, or transfer with "
+            "messages='none'",
+            transfer_id=move.transfer_id,
         ) from None
-    async with host._writing(tenant, from_.thread_id or "") as log:
+    async with host._writing(move.tenant, move.source_id) as log:
         await log.append_one(
             USAGE,
             {
                 "runId": None,
                 "source": "transfer",
-                "transferId": transfer_id,
-                "model": getattr(model, "name", None),
+                "transferId": move.transfer_id,
+                "model": getattr(harness.model, "name", None),
                 "inputTokens": reply.usage.input_tokens,
                 "outputTokens": reply.usage.output_tokens,
             },
@@ -340,8 +421,9 @@ async def _summarize(
     return reply.text
 
 
-async def _remember_summary(host: HarnessHost, tenant: str, transfer_id: str, summary: str) -> None:
-    key = f"{tenant}/{transfer_id}"
+async def _remember_summary(host: HarnessHost, move: _Move, summary: str) -> None:
+    """Keep the summary in the plan, so that a retry does not ask the model again."""
+    key = f"{move.tenant}/{move.transfer_id}"
     doc = await host.persistence.get(TRANSFERS, key)
     assert doc is not None
     await host.persistence.put(
@@ -388,7 +470,12 @@ async def _announce(
             break
         except LogConflictError:
             continue  # another host announced something meanwhile: look again
-    key = f"{tenant}/{transfer_id}"
+    await _mark_done(host, f"{tenant}/{transfer_id}")
+
+
+async def _mark_done(host: HarnessHost, key: str) -> None:
+    """The plan's last step: a retry from now on returns at once (``retried``)."""
+    p = host.persistence
     while True:
         doc = await p.get(TRANSFERS, key)
         assert doc is not None

@@ -32,7 +32,7 @@ from .context import (
     ToolContext,
     _Part,
 )
-from .definitions import Agent, Harness
+from .definitions import Agent, Harness, check_reply
 from .errors import DuplicateToolError, LogOwnedElsewhereError, NotARootAgentError
 from .handoff import (
     Handoff,
@@ -259,12 +259,14 @@ class Turn:
             result = agent.run(ctx)
             if inspect.isawaitable(result):
                 result = await result
-            text = ctx.last_reply or ""
-            if isinstance(result, str) and result and result != ctx.last_reply:
+            result = check_reply(agent, result)
+            replies = list(ctx.replies)
+            if result and result != ctx.last_reply:
                 await self._write_messages(
                     [self._assistant(current, (TextPart(result),))], defer=True
                 )
-                text = f"{text}\n\n{result}" if text else result
+                replies.append(result)
+            text = "\n\n".join(r for r in replies if r)
         part.open = False
         self._segments.append((current, text))
         pending, self._pending = self._pending, None
@@ -324,6 +326,7 @@ class Turn:
         tools: tuple[Tool, ...],
         part: _Part,
     ) -> str:
+        """Ask ``model`` and run its tool calls until it answers, or it (or a tool) hands off."""
         self._check_tools(tools)
         if not part.open:
             raise ConflictError("this part of the turn has ended; it cannot ask a model again")
@@ -340,10 +343,9 @@ class Turn:
                 keys=dict(self.user.keys) if self.user is not None else {},
             )
             reply = await call_model(model, request)
-            parts: list[Part] = []
             if reply.text:
-                parts.append(TextPart(reply.text))
                 texts.append(reply.text)
+            parts: list[Part] = [TextPart(reply.text)] if reply.text else []
             parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
             message = self._assistant(source, tuple(parts))
             records: list[Record] = [
@@ -360,24 +362,40 @@ class Turn:
             else:
                 # An app tool may act on the world: the call is on disk before it runs.
                 await self._write(records)
-            results = []
-            for call in reply.tool_calls:
-                if call.name == HANDOFF_TOOL and handoff_tool:
-                    output, failed = self._tool_handoff(source, call)
-                else:
-                    output, failed = await self._run_tool(by_name.get(call.name), call, part)
-                results.append(
-                    self._tool_message(source, ToolResultPart(call.id, call.name, output, failed))
-                )
+            results = [
+                await self._answer_call(source, call, by_name, handoff_tool, part)
+                for call in reply.tool_calls
+            ]
             # A handoff's tool result goes out with the handoff record.
             await self._write_messages(results, defer=self._pending is not None)
         return "\n\n".join(texts)
+
+    async def _answer_call(
+        self,
+        source: str | None,
+        call: ToolCallRequest,
+        by_name: Mapping[str, Tool],
+        handoff_tool: bool,
+        part: _Part,
+    ) -> Message:
+        """Run one tool call (the harness's handoff, or an app tool); its result message."""
+        if call.name == HANDOFF_TOOL and handoff_tool:
+            output, failed = self._tool_handoff(source, call)
+        else:
+            output, failed = await self._run_tool(by_name.get(call.name), call, part)
+        return self._tool_message(source, ToolResultPart(call.id, call.name, output, failed))
 
     def _tool_handoff(self, source: str | None, call: ToolCallRequest) -> tuple[Any, bool]:
         try:
             if self._pending is not None:
                 raise ConflictError("you already handed off in this reply; hand off once")
             arguments = dict(call.arguments)
+            if "to" not in arguments:
+                # Never a silent hand back to the main model: the model must name it.
+                raise InvalidInputError(
+                    "the handoff tool needs 'to': an agent name, 'main' or {'human': true}; "
+                    "call it again with 'to'"
+                )
             note = check_note(arguments.get("note"))
             target = resolve_target(
                 self.harness, arguments.get("to"), source=source, handoffs_so_far=self.handoffs
