@@ -49,9 +49,12 @@ def test_a_writer_killed_with_sigkill_mid_write_loses_nothing_acknowledged(
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     rest, _ = proc.communicate(timeout=30)
-    lines = [first, *rest.splitlines()]
-    created = {line.split()[1] for line in lines if line.startswith("created")}
-    read = {line.split()[1] for line in lines if line.startswith("read")}
+    # Only a whole line is an acknowledgement: the kill may cut the last one.
+    lines = [
+        line.split() for line in [first, *rest.splitlines(keepends=True)] if line.endswith("\n")
+    ]
+    created = {words[1] for words in lines if words[:1] == ["created"] and len(words) == 2}
+    read = {words[1] for words in lines if words[:1] == ["read"] and len(words) == 2}
 
     vault = Vault(vault_path)
     for id in created:
