@@ -31,6 +31,7 @@ if [ -z "${AMV_TEST_POSTGRES_DSN:-}" ]; then
     if amv_pg -c "CREATE DATABASE \"$amv_db\" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'" >/dev/null 2>&1 \
         || amv_pg -c "CREATE DATABASE \"$amv_db\"" >/dev/null; then
       export AMV_TEST_POSTGRES_DSN="postgresql://postgres@127.0.0.1:5432/$amv_db"
+      AMV_TEST_DB_CREATED="$amv_db"  # scripts/test drops it when the run ends
       echo "test-env: PostgreSQL tests use the fresh database $amv_db"
     else
       echo "test-env: could not create the database $amv_db as user postgres; store tests run on memory and SQLite only (PostgreSQL-only tests skip)"
