@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
+from weakref import WeakValueDictionary
 
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import InvalidInputError, UserError
@@ -94,7 +96,10 @@ class HarnessHost:
     call, or None to let everyone do everything (one tenant per user's
     ``tenant_id``, ``"default"`` without a user). ``lease_ttl`` is how long
     this host owns a thread's log after its last write; ``summary_timeout``
-    bounds the model call of a ``summary`` transfer.
+    bounds the model call of a ``summary`` transfer. ``max_cached_threads``
+    bounds how many threads' state this host keeps in memory: the log is the
+    truth, so an idle thread beyond it is forgotten and read back from its log
+    when it is next used.
     """
 
     def __init__(
@@ -107,7 +112,13 @@ class HarnessHost:
         host_id: str | None = None,
         lease_ttl: float = 30.0,
         summary_timeout: float = 120.0,
+        max_cached_threads: int = 1000,
     ) -> None:
+        if not isinstance(max_cached_threads, int) or max_cached_threads < 1:
+            raise InvalidInputError(
+                f"max_cached_threads must be a whole number of at least 1, got "
+                f"{max_cached_threads!r}; pass e.g. max_cached_threads=1000"
+            )
         for name, seconds in (("lease_ttl", lease_ttl), ("summary_timeout", summary_timeout)):
             if not isinstance(seconds, int | float) or not seconds > 0:
                 raise InvalidInputError(
@@ -123,8 +134,11 @@ class HarnessHost:
         self.host_id = host_id or f"host-{self._next_id()}"
         self.lease_ttl = lease_ttl
         self.summary_timeout = summary_timeout
-        self._logs: dict[str, ThreadLog] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.max_cached_threads = max_cached_threads
+        # Least recently used first. Locks live as long as someone holds or
+        # awaits them, so the map of them never outgrows the work in flight.
+        self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
+        self._locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
         self.sessions = Sessions(self)
 
     # -- users and threads ------------------------------------------------------
@@ -255,7 +269,27 @@ class HarnessHost:
                 clock=self.clock,
             )
             self._logs[stream] = log
+            self._forget_idle_threads()
+        else:
+            self._logs.move_to_end(stream)
         return log
+
+    def _forget_idle_threads(self) -> None:
+        """Drop the cached state of the least recently used idle threads beyond the cap.
+
+        A thread whose lease this host holds, or that a call works on now,
+        stays: forgetting it would let a second ``ThreadLog`` of the same
+        stream write beside the first in this process.
+        """
+        excess = len(self._logs) - self.max_cached_threads
+        for stream in list(self._logs):
+            if excess <= 0:
+                return
+            lock = self._locks.get(stream)
+            if self._logs[stream].holds_lease or (lock is not None and lock.locked()):
+                continue
+            del self._logs[stream]
+            excess -= 1
 
     async def _read_state(self, tenant: str, thread_id: str) -> ThreadState:
         """The thread as its log says now, to read (a write decides under ``_writing``)."""
@@ -272,7 +306,9 @@ class HarnessHost:
         ``expected_seq`` and fails if anyone wrote after this read.
         """
         stream = self._stream(tenant, thread_id)
-        lock = self._locks.setdefault(stream, asyncio.Lock())
+        lock = self._locks.get(stream)
+        if lock is None:
+            lock = self._locks[stream] = asyncio.Lock()
         async with lock:
             log = self._log(stream)
             await log.refresh()

@@ -72,6 +72,11 @@ class ThreadLog:
         self._lease_until = _NEVER
 
     @property
+    def holds_lease(self) -> bool:
+        """Whether this host may still hold the lease (a host must not forget such a log)."""
+        return self._clock.monotonic() < self._lease_until
+
+    @property
     def renew_every(self) -> float:
         """Seconds between renewals while a turn runs: two may fail before the lease lapses."""
         return self.lease_ttl / 3
