@@ -86,6 +86,16 @@ def test_install_claude_code_user_scope_writes_claude_json_in_home(
     assert not (repo / ".mcp.json").exists()
 
 
+def test_install_keeps_the_permissions_of_a_file_it_rewrites(run: Run, home: Path) -> None:
+    # ~/.claude.json holds tokens; a user who made it 0600 must find it 0600 again.
+    claude_json = home / ".claude.json"
+    claude_json.write_text('{"numStartups": 7}')
+    claude_json.chmod(0o600)
+    run("install", "claude-code", "--scope", "user", "--command", EXE)
+    assert "mcpServers" in json.loads(claude_json.read_text())
+    assert claude_json.stat().st_mode & 0o777 == 0o600
+
+
 def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -> None:
     run("install", "codex", "--command", EXE)
     assert (home / ".codex" / "config.toml").read_text() == CODEX_CONFIG_TOML

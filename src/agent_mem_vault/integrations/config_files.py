@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConflictError, DataError
+from ..vault.files import atomic_write
 
 __all__ = ["FileChange", "apply_changes", "dump_json", "json_change", "load_json", "read_text"]
 
@@ -124,22 +123,6 @@ def apply_changes(changes: list[FileChange]) -> None:
             change.path.unlink(missing_ok=True)
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
-        mode = change.path.stat().st_mode & 0o7777 if change.path.exists() else _new_file_mode()
-        fd, tmp = tempfile.mkstemp(prefix=f".{change.path.name}.", dir=change.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(change.after)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, change.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-def _new_file_mode() -> int:
-    """What ``open()`` would give a new file (mkstemp's 0600 would hide it from the tools)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+        # Keep the permission bits of a file we rewrite (~/.claude.json may be 0600).
+        mode = change.path.stat().st_mode & 0o7777 if change.path.exists() else None
+        atomic_write(change.path, change.after, mode=mode)

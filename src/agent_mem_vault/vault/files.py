@@ -185,19 +185,25 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str, *, durable: bool = True) -> os.stat_result:
+def atomic_write(
+    path: Path, text: str, *, durable: bool = True, mode: int | None = None
+) -> os.stat_result:
     """Replace ``path`` with ``text`` atomically; returns the new file's stat.
 
     The text goes to a temp file beside ``path`` (``.<name>.<8 hex>.tmp``, the
     pattern ``TEMP_FILE`` matches), is fsynced, renamed over ``path``, and the
     folder is fsynced so that the rename itself is durable. With
     ``durable=False`` the fsyncs are skipped: the write still survives the
-    process being killed (the kernel has it), but not a power cut.
+    process being killed (the kernel has it), but not a power cut. ``mode``
+    sets the new file's permission bits exactly (to keep those of the file it
+    replaces); by default it is 0644 less the umask.
     """
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:
+            if mode is not None:
+                os.fchmod(fd, mode)
             view = memoryview(text.encode("utf-8"))
             while view:
                 view = view[os.write(fd, view) :]
