@@ -14,6 +14,7 @@ from agent_mem_vault.store import (
     LogRecord,
     Persistence,
     VersionConflictError,
+    scan_all,
 )
 
 
@@ -122,6 +123,18 @@ async def test_scan_by_prefix_in_key_order(persistence: Persistence) -> None:
     page = await persistence.scan("c", prefix="b/", after="b/1", limit=1)
     assert [d.key for d in page] == ["b/2"]
     assert [d.key for d in await persistence.scan("other")] == []
+
+
+async def test_scan_all_reads_every_page_under_a_prefix(persistence: Persistence) -> None:
+    keys = [f"a/{i:02d}" for i in range(7)]
+    for key in [*keys, "b/00"]:
+        await persistence.put("c", key, {"k": key})
+    # 7 documents in pages of 3 (a short last page) and of 7 (an exact one, then an empty one).
+    for page in (3, 7):
+        got = await scan_all(persistence, "c", prefix="a/", page=page)
+        assert [d.key for d in got] == keys
+        assert [d.value["k"] for d in got] == keys
+    assert [d.key for d in await scan_all(persistence, "c", page=2)] == [*keys, "b/00"]
 
 
 async def test_scan_orders_keys_by_code_point_on_every_backend(persistence: Persistence) -> None:

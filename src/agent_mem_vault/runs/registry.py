@@ -40,7 +40,7 @@ from ..atproto.cbor import record_cid
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
-from ..store.base import LogConflictError, Persistence
+from ..store.base import Lease, LogConflictError, Persistence, scan_all
 from .errors import RunStillCurrent, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
 from .records import DEFAULT_GENERATOR, Generator, build_handoff_record, check_handoff_record
@@ -214,7 +214,7 @@ class RunRegistry:
                 "run": tid,
                 "previous": previous.run if previous else None,
                 "startedAt": format_datetime(self._clock.now()),
-                "generator": gen.to_json() if gen else None,
+                "generator": gen.to_json(),
                 "leaseSeconds": ttl,
             }
             try:
@@ -256,7 +256,7 @@ class RunRegistry:
             await self.store.insert(
                 RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
             )
-            if previous is not None and not await self._alive(previous):
+            if previous is not None and await self._own_lease(previous) is None:
                 await self._write_handoff(previous, info.run, "registry")
         except AgentMemVaultError as exc:
             _log.warning(
@@ -376,26 +376,13 @@ class RunRegistry:
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
         """The agent's handoff records, in record-key (time) order."""
         validate_agent(agent)
-        out: list[HandoffEntry] = []
-        after: str | None = None
-        while True:
-            docs = await self.store.scan(HANDOFFS, prefix=f"{agent}/", after=after, limit=500)
-            out += [_entry_from_doc(agent, d.value) for d in docs]
-            if len(docs) < 500:
-                return out
-            after = docs[-1].key
+        docs = await scan_all(self.store, HANDOFFS, prefix=f"{agent}/")
+        return [_entry_from_doc(agent, d.value) for d in docs]
 
     # -- looking ---------------------------------------------------------------
     async def agents(self) -> list[str]:
         """Every agent that ever had a run, in name order."""
-        names: list[str] = []
-        after: str | None = None
-        while True:
-            docs = await self.store.scan(AGENTS, after=after, limit=500)
-            names += [d.key for d in docs]
-            if len(docs) < 500:
-                return names
-            after = docs[-1].key
+        return [d.key for d in await scan_all(self.store, AGENTS)]
 
     async def list_runs(self, agent: str) -> list[RunState]:
         """All runs of an agent, oldest first, with what became of each."""
@@ -405,9 +392,9 @@ class RunRegistry:
         infos = [RunInfo.from_json(agent, r.seq, r.data) for r in records]
         out = []
         for i, info in enumerate(infos):
-            lease = await self.store.get_lease(_lease(agent, info.run))
-            alive = lease is not None and lease.owner == info.run
-            expires = lease.expires_at if alive and lease else None
+            lease = await self._own_lease(info)
+            alive = lease is not None
+            expires = lease.expires_at if lease else None
             if i + 1 < len(infos):
                 by = infos[i + 1].run
                 out.append(RunState(info, "taken_over", alive, expires, by, by in written))
@@ -450,9 +437,10 @@ class RunRegistry:
                 return RunInfo.from_json(agent, rec.seq, rec.data)
         return None
 
-    async def _alive(self, info: RunInfo) -> bool:
+    async def _own_lease(self, info: RunInfo) -> Lease | None:
+        """The run's lease if the run itself still holds it (it is alive), else None."""
         lease = await self.store.get_lease(_lease(info.agent, info.run))
-        return lease is not None and lease.owner == info.run
+        return lease if lease is not None and lease.owner == info.run else None
 
 
 def _lease_seconds(value: float) -> float:

@@ -57,12 +57,17 @@ class RunsHome:
         finally:
             await registry.store.close()
 
-    async def _settle(self, registry: RunRegistry, agent: str) -> str:
-        """Write what lapsed runs owe, and any note a crash left unwritten; returns ``agent``."""
+    async def _settle(self, registry: RunRegistry, agent: str) -> list[HandoffEntry]:
+        """Write what lapsed runs owe, and any note a crash left unwritten.
+
+        Returns the agent's handoff records as they stand afterwards (read once
+        for the notes, so callers that want them need not read them again).
+        """
         validate_agent(agent)
         await registry.reap(agent)
-        HandoffNotes(self.vault).sync(await registry.handoffs(agent))
-        return agent
+        entries = await registry.handoffs(agent)
+        HandoffNotes(self.vault).sync(entries)
+        return entries
 
     async def start(
         self, agent: str, *, generator: Generator | None = None, lease_seconds: float | None = None
@@ -76,18 +81,23 @@ class RunsHome:
     async def status(self, agent: str | None = None) -> list[AgentStatus]:
         """The status of one agent, or of every agent."""
         async with self._registry() as registry:
-            agents = [validate_agent(agent)] if agent else await registry.agents()
-            return [await registry.status(await self._settle(registry, a)) for a in agents]
+            agents = [agent] if agent else await registry.agents()
+            out = []
+            for name in agents:
+                await self._settle(registry, name)
+                out.append(await registry.status(name))
+            return out
 
     async def list_runs(self, agent: str) -> list[RunState]:
         """Every run of ``agent``, oldest first."""
         async with self._registry() as registry:
-            return await registry.list_runs(await self._settle(registry, agent))
+            await self._settle(registry, agent)
+            return await registry.list_runs(agent)
 
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
         """``agent``'s handoff records, in record-key order."""
         async with self._registry() as registry:
-            return await registry.handoffs(await self._settle(registry, agent))
+            return await self._settle(registry, agent)
 
     async def export(self, agent: str) -> list[dict[str, Any]]:
         """The agent's handoff records as AT Protocol JSON."""

@@ -19,6 +19,7 @@ from .base import (
     LogRecord,
     Persistence,
     VersionConflictError,
+    scan_all,
 )
 from .memory import MemoryPersistence, memory_persistence
 from .sqlite import SqlitePersistence, sqlite_persistence
@@ -38,6 +39,7 @@ __all__ = [
     "VersionConflictError",
     "memory_persistence",
     "postgres_persistence",
+    "scan_all",
     "sqlite_persistence",
 ]
 

@@ -38,6 +38,7 @@ __all__ = [
     "Persistence",
     "VersionConflictError",
     "check_name",
+    "scan_all",
 ]
 
 JSON = dict[str, Any]
@@ -220,3 +221,21 @@ class Persistence(Protocol):
 
     # -- life cycle ---------------------------------------------------------
     async def close(self) -> None: ...
+
+
+async def scan_all(
+    persistence: Persistence, collection: str, *, prefix: str = "", page: int = 500
+) -> list[Doc]:
+    """Every document under ``prefix``, in key order, read ``page`` at a time.
+
+    ``scan`` returns at most ``limit`` documents, so a caller that wants them
+    all pages with ``after``; this is that loop, written once.
+    """
+    out: list[Doc] = []
+    after: str | None = None
+    while True:
+        docs = await persistence.scan(collection, prefix=prefix, after=after, limit=page)
+        out += docs
+        if len(docs) < page:
+            return out
+        after = docs[-1].key

@@ -154,7 +154,7 @@ class SqlitePersistence:
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
         check_name("stream", stream)
-        prepared = [(check_name("record type", t), dict(d), _dump(d)) for t, d in records]
+        prepared = [(check_name("record type", t), _dump(d)) for t, d in records]
         now = self._clock.now()
 
         def tx(conn: sqlite3.Connection) -> int:
@@ -167,7 +167,7 @@ class SqlitePersistence:
                 "INSERT INTO logs (stream, seq, type, data, at) VALUES (?, ?, ?, ?, ?)",
                 [
                     (stream, last + i + 1, t, text, _to_micros(now))
-                    for i, (t, _, text) in enumerate(prepared)
+                    for i, (t, text) in enumerate(prepared)
                 ],
             )
             return int(last)
@@ -176,7 +176,7 @@ class SqlitePersistence:
         self._wakeups.wake(stream)
         return [
             LogRecord(stream, last + i + 1, t, json.loads(text), now)
-            for i, (t, _, text) in enumerate(prepared)
+            for i, (t, text) in enumerate(prepared)
         ]
 
     async def read(
