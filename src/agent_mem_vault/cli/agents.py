@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .vault import vault_option
+from .vault import open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange
@@ -29,12 +29,6 @@ namespace_option = click.option(
     help="Namespace to use; default: found from the working directory "
     "(.agent-mem-vault.toml, else the git repository's name).",
 )
-
-
-def _open_vault(path: str) -> Any:
-    from ..vault import Vault
-
-    return Vault(Path(path).expanduser())
 
 
 @click.command()
@@ -87,7 +81,7 @@ def serve(
     from ..mcp import ServerSettings, build_server
 
     settings = ServerSettings(agent=agent, namespace=namespace or discover_namespace(Path.cwd()))
-    vault = _open_vault(vault_path)
+    vault = open_vault(vault_path)
     if not vault.path.is_dir():
         # First start after `install`: make the vault rather than fail every tool call.
         vault.init()
@@ -277,7 +271,7 @@ def session_start(
     raw = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     hook_input = parse_hook_input(raw)
     text = render_session_start(
-        _open_vault(vault_path), hook_input, agent=agent, namespace=namespace, limit=max_chars
+        open_vault(vault_path), hook_input, agent=agent, namespace=namespace, limit=max_chars
     )
     if fmt == "json":
         click.echo(hook_json(text))

@@ -52,7 +52,8 @@ def namespace_option(required: bool = True) -> Callable[[_F], _F]:
     )
 
 
-def _open(path: str) -> Vault:
+def open_vault(path: str) -> Vault:
+    """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
     from ..vault import Vault
 
     return Vault(path)
@@ -119,7 +120,7 @@ def init(vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault init --vault ~/agent-mem-vault
     """
-    vault = _open(vault_path)
+    vault = open_vault(vault_path)
     report = vault.init()
     if as_json:
         _emit({"path": str(vault.path), **report.to_dict()})
@@ -162,7 +163,7 @@ def create(
         -s "Batch the orders backfill" \\
         -c "The backfill in migrations/0007 needs batching. Start with 1000 rows."
     """
-    handoff = _open(vault_path).create_handoff(
+    handoff = open_vault(vault_path).create_handoff(
         to=to,
         summary=summary,
         context=_read_text(context),
@@ -177,7 +178,7 @@ def create(
 
 
 def _take(take: bool, agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
-    vault = _open(vault_path)
+    vault = open_vault(vault_path)
     if take:
         handoff = vault.read_handoff(agent=agent, namespace=namespace)
     else:
@@ -250,7 +251,7 @@ def handoffs(
       agent-mem-vault handoffs --namespace project/harbor-api --status pending
       agent-mem-vault handoffs --status all --from claude-code --json
     """
-    found = _open(vault_path).list_handoffs(
+    found = open_vault(vault_path).list_handoffs(
         namespace=namespace,
         status=status,  # type: ignore[arg-type]  # click.Choice checked it
         agent=agent,
@@ -286,7 +287,7 @@ def show(id: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault show 3l6qyvzp7ns2c
     """
-    handoff = _open(vault_path).get_handoff(id)
+    handoff = open_vault(vault_path).get_handoff(id)
     if as_json:
         _emit(handoff.to_dict())
     else:
@@ -305,7 +306,7 @@ def ack(id: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault ack 3l6qyvzp7ns2c
     """
-    handoff = _open(vault_path).ack_handoff(id)
+    handoff = open_vault(vault_path).ack_handoff(id)
     if as_json:
         _emit(handoff.to_dict())
     else:
@@ -322,7 +323,7 @@ def reopen(id: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault reopen 3l6qyvzp7ns2c
     """
-    handoff = _open(vault_path).reopen_handoff(id)
+    handoff = open_vault(vault_path).reopen_handoff(id)
     if as_json:
         _emit(handoff.to_dict())
     else:
@@ -361,7 +362,7 @@ def memory_save(
       agent-mem-vault memory save -n project/harbor-api -k decision \\
         -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
     """
-    saved = _open(vault_path).save_memory(
+    saved = open_vault(vault_path).save_memory(
         namespace=namespace,
         title=title,
         content=_read_text(content),
@@ -389,7 +390,7 @@ def memory_search(
     Example:
       agent-mem-vault memory search "backfill batches" -n project/harbor-api
     """
-    hits = _open(vault_path).search_memory(query=query, namespace=namespace, limit=limit)
+    hits = open_vault(vault_path).search_memory(query=query, namespace=namespace, limit=limit)
     if as_json:
         _emit([hit.to_dict() for hit in hits])
         return
@@ -413,7 +414,7 @@ def brief(namespace: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault brief -n project/harbor-api
     """
-    result = _open(vault_path).get_project_brief(namespace=namespace)
+    result = open_vault(vault_path).get_project_brief(namespace=namespace)
     if as_json:
         _emit(result.to_dict())
     else:
@@ -432,7 +433,7 @@ def reindex(vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault reindex --vault ~/agent-mem-vault
     """
-    report = _open(vault_path).reindex()
+    report = open_vault(vault_path).reindex()
     if as_json:
         _emit(report.to_dict())
     else:
@@ -456,7 +457,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
     """
     from ..core.errors import DataError
 
-    report = _open(vault_path).doctor()
+    report = open_vault(vault_path).doctor()
     if as_json:
         _emit(report.to_dict())
     else:

@@ -124,5 +124,8 @@ def apply_changes(changes: list[FileChange]) -> None:
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
         # Keep the permission bits of a file we rewrite (~/.claude.json may be 0600).
-        mode = change.path.stat().st_mode & 0o7777 if change.path.exists() else None
+        try:
+            mode: int | None = change.path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = None
         atomic_write(change.path, change.after, mode=mode)

@@ -17,7 +17,7 @@ from ..core.errors import InvalidInputError
 
 __all__ = ["StaticTokenVerifier", "check_http_exposure", "is_loopback"]
 
-# The one header name and scheme an HTTP client must send.
+# The environment variable that carries the token (cli/agents.py names it in --token).
 TOKEN_ENV = "AGENT_MEM_VAULT_TOKEN"
 
 

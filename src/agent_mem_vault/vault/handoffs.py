@@ -32,7 +32,7 @@ from .notes import (
     render_body,
     render_note,
 )
-from .records import FileRecord
+from .records import FileRecord, read_file
 
 __all__ = ["HandoffOps", "StatusFilter"]
 
@@ -203,13 +203,11 @@ class HandoffOps(VaultBase):
         A note whose size or mtime differ from the index is re-indexed, so the
         index follows what the caller is about to act on.
         """
-        full = self.path / path
-        try:
-            raw = full.read_bytes()
-            stamp = full.stat()
-        except FileNotFoundError:
+        found = read_file(self.path, path)
+        if found is None:
             self._upkeep.refresh(idx, path)
             return None
+        stamp, raw = found
         try:
             note = parse_note(raw.decode("utf-8"))
             if note is None or note.meta.get("type") != "handoff":

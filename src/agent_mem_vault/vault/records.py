@@ -15,7 +15,7 @@ from typing import Literal
 from .models import Handoff, Memory
 from .notes import NoteError, _namespace, handoff_from_note, memory_from_note, parse_note
 
-__all__ = ["FileRecord", "read_record"]
+__all__ = ["FileRecord", "read_file", "read_record"]
 
 Kind = Literal["handoff", "memory", "brief", "other", "broken"]
 
@@ -50,15 +50,25 @@ class FileRecord:
         return None
 
 
-def read_record(root: Path, path: str, st: os.stat_result | None = None) -> FileRecord | None:
-    """Read and classify ``root/path``; ``None`` if the file has gone."""
+def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
+    """The bytes of ``root/path`` and the stat of the very file read; ``None`` if it has gone.
+
+    One open: the stamp (size, mtime) always belongs to the bytes, even when a
+    writer renames a new version over the path meanwhile.
+    """
     try:
         with open(f"{root}/{path}", "rb") as fh:
-            if st is None:
-                st = os.fstat(fh.fileno())
-            raw = fh.read()
+            return os.fstat(fh.fileno()), fh.read()
     except FileNotFoundError:
         return None
+
+
+def read_record(root: Path, path: str) -> FileRecord | None:
+    """Read and classify ``root/path``; ``None`` if the file has gone."""
+    found = read_file(root, path)
+    if found is None:
+        return None
+    st, raw = found
     mtime, size = st.st_mtime_ns, st.st_size
     try:
         text = raw.decode("utf-8")
