@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from .vault import vault_option
+
 if TYPE_CHECKING:
     from ..runs.service import RunsHome
 
-DEFAULT_VAULT = "~/agent-mem-vault"
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
 
@@ -31,16 +32,8 @@ def _home_options(func: _F) -> _F:
         metavar="PATH",
         help="SQLite file holding the runs (default: <vault>/.runs/runs.sqlite3).",
     )(func)
-    func = click.option(
-        "--vault",
-        "vault_path",
-        envvar="AGENT_MEM_VAULT",
-        default=DEFAULT_VAULT,
-        show_default=True,
-        metavar="PATH",
-        help="The vault folder; handoff records appear there as notes (or set AGENT_MEM_VAULT).",
-    )(func)
-    return func
+    # The vault shows each handoff record as a note.
+    return vault_option(func)
 
 
 def _json_option(func: _F) -> _F:
