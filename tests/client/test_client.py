@@ -117,6 +117,8 @@ async def test_events_resume_after_the_server_drops_without_loss_or_repeat(
     await asyncio.gather(task, return_exceptions=True)
     await client.aclose()
     assert [int(e.id) for e in seen] == list(range(1, newest + 1))
+    (handoff, *_) = [e for e in seen if e.name == "harness.handoff"]
+    assert handoff.run_id is not None and handoff.run_id == handoff.value["runId"]
 
 
 async def test_operator_reply_shows_in_every_open_view_at_once(url: str) -> None:

@@ -122,6 +122,7 @@ Call = Callable[[World], Awaitable[Any]]
 REJECTIONS: list[tuple[str, str, Call]] = [
     ("empty message", "invalid_input", lambda w: w.ada.send("   ")),
     ("bad input id", "invalid_input", lambda w: w.ada.send("hi", input_id="has space")),
+    ("input id ending in a newline", "invalid_input", lambda w: w.ada.send("hi", input_id="x\n")),
     ("bad sender", "invalid_input", lambda w: w.ada.send("hi", as_="robot")),  # type: ignore[arg-type]
     ("input id reused", "input_conflict", lambda w: w.ada.send("other", input_id="first")),
     (

@@ -59,6 +59,7 @@ async def test_event_stream_carries_the_handoff_event(live: httpx.AsyncClient) -
     assert handoff["value"]["to"] == "billing"
     assert handoff["value"]["by"] == "tool"
     assert handoff["value"]["runId"]
+    assert handoff["runId"] == handoff["value"]["runId"]
     assert [i for i, _ in events] == [e["id"] for _, e in events]
 
 

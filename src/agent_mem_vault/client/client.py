@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -28,6 +27,7 @@ from ..core.errors import (
     UnauthenticatedError,
     UnavailableError,
 )
+from ..harness.log import check_id
 from ..harness.messages import Message
 from .sse import SseParser
 
@@ -282,19 +282,14 @@ def reconnect_delay(failures: int, first: float, most: float) -> float:
     return float(min(first * 2 ** min(failures, 32), most))
 
 
-_ID = re.compile(r"[A-Za-z0-9._:~-]{1,200}")
-
-
 def _checked_id(value: str, name: str) -> str:
-    """Ids go into URL paths: only the characters the server accepts, so no id can
-    reach another route (``../members``)."""
-    if not isinstance(value, str) or not _ID.fullmatch(value) or value in (".", ".."):
+    """Ids go into URL paths: only what the server accepts, and never ``.`` or ``..``
+    (which a URL would resolve), so no id can reach another route (``../members``)."""
+    if value in (".", ".."):
         raise InvalidInputError(
-            f"{name} {value!r} is not valid: use 1 to 200 letters, digits, '.', '_', ':', "
-            "'~' or '-'",
-            code="invalid_id",
+            f"{name} {value!r} is not valid: an id cannot be '.' or '..'", code="invalid_id"
         )
-    return value
+    return check_id(name, value, code="invalid_id")
 
 
 def _turn(raw: Mapping[str, Any]) -> TurnResult:

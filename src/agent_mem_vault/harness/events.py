@@ -74,3 +74,8 @@ class Event(_StreamEvent):
     def run_id(self) -> str | None:
         run_id = self.value.get("runId")
         return run_id if isinstance(run_id, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form (the SSE ``data:``): the stream event's fields plus ``runId``."""
+        # Named base: zero-argument super() fails in a slotted dataclass.
+        return {**_StreamEvent.to_json(self), "runId": self.run_id}

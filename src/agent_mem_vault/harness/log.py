@@ -33,7 +33,9 @@ from .state import InputRecord, RunRecord, ThreadState, Wait
 
 __all__ = [
     "HANDOFF",
+    "ID_PATTERN",
     "INPUT",
+    "MAX_ID",
     "MESSAGE",
     "RUN_FINISHED",
     "RUN_STARTED",
@@ -61,19 +63,27 @@ TRANSFERRED = "harness.transferred"
 
 Record = tuple[str, dict[str, Any]]
 
-_ID = re.compile(r"^[A-Za-z0-9._:~\-]{1,200}$")
+MAX_ID = 200
+"""Longest id (thread, input, wait, transfer) accepted anywhere: it ends up in stream names."""
+
+ID_PATTERN = rf"^[A-Za-z0-9._:~-]{{1,{MAX_ID}}}$"
+"""The one id rule: the HTTP schemas publish it; server and client check with :func:`check_id`."""
+
+_ID = re.compile(ID_PATTERN)
 
 
-def check_id(field: str, value: Any) -> str:
+def check_id(field: str, value: Any, *, code: str | None = None) -> str:
     """A thread or input id as callers give it: 1 to 200 URL-safe characters.
 
     Ids end up in stream names, document keys and URLs, so they are checked
-    before anything is written.
+    before anything is written. ``code`` refines ``invalid_input`` where an
+    interface names the rejection (``invalid_id`` over HTTP).
     """
-    if not isinstance(value, str) or not _ID.match(value):
+    if not isinstance(value, str) or not _ID.fullmatch(value):
         raise InvalidInputError(
-            f"{field.replace('_', ' ')} {value!r} is not valid: use 1 to 200 letters, digits, "
-            "'.', '_', ':', '~', '-'",
+            f"{field.replace('_', ' ')} {str(value)[:80]!r} is not valid: use 1 to {MAX_ID} "
+            "ASCII letters, digits, '.', '_', ':', '~' or '-'",
+            code=code,
             field=field,
         )
     return value

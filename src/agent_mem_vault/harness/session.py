@@ -7,7 +7,7 @@ decides from the log is still true when it appends.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -332,7 +332,7 @@ class Session:
             metadata=dict(entry.metadata),
         )
 
-    async def events(self, *, after: int = 0) -> AsyncIterator[Event]:
+    async def events(self, *, after: int = 0) -> AsyncGenerator[Event]:
         """The thread's events from ``after`` (a seq / event id) on, live, forever."""
         await self.host._authorize(self, "read")
         stream = self.host._stream(self.tenant, self.thread_id)

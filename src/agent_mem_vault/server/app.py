@@ -44,6 +44,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..core.errors import AgentMemVaultError, InvalidInputError
+from ..harness.log import check_id
 from . import schemas as s
 from .bridge import HarnessService
 from .errors import BodyTooLargeError, MalformedJsonError, error_response
@@ -236,7 +237,7 @@ class _Api:
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
         user = await self.service.user_of(request)
         session, after = await self.service.open_for_events(key, thread_id, user, raw)
-        return event_stream_response(request, session, after, send_timeout=self.send_timeout)
+        return event_stream_response(session, after, send_timeout=self.send_timeout)
 
     async def _body(self, request: Request, model: type[B], *, optional: bool = False) -> B:
         raw = await _read_body(request, self.max_body_bytes)
@@ -307,15 +308,8 @@ def _thread(request: Request) -> tuple[str, str]:
 
 
 def _id(value: str, field: str) -> str:
-    """Ids in paths and queries (``s.ID_PATTERN``), checked before any service call."""
-    if not s.ID_RE.fullmatch(value):
-        raise InvalidInputError(
-            f"{field} {value[:80]!r} is not valid: use 1 to {s.MAX_ID} ASCII letters, digits, "
-            "'.', '_', ':', '~' or '-'",
-            code="invalid_id",
-            field=field,
-        )
-    return value
+    """Ids in paths and queries (``ID_PATTERN``), checked before any service call."""
+    return check_id(field, value, code="invalid_id")
 
 
 def _json(model: BaseModel) -> Response:

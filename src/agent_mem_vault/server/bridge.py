@@ -217,6 +217,8 @@ class HarnessService:
         4xx answer: once the SSE response has begun, its status is sent.
         """
         session = await self.open_existing(key, thread_id, user)
+        if not raw_after:
+            return session, 0  # a fresh stream: no id to check, so no read of the log
         snap = await session.snapshot()
         return session, parse_event_id(raw_after, snap.seq)
 

@@ -1,10 +1,10 @@
 """The SSE stream of a thread's events, resumable from ``Last-Event-ID``.
 
 Each SSE message carries the event's id as its ``id:`` and the event as JSON
-``data:`` (``{"id", "name", "value", "runId"}``). A client that lost its
-connection sends the last id it saw (browsers do this by themselves) and the
-stream continues with the next event: the ids are the thread log's order, so
-nothing is lost and nothing comes twice.
+``data:`` (``Event.to_json()``: ``{"id", "name", "value", "at", "runId"}``). A
+client that lost its connection sends the last id it saw (browsers do this by
+themselves) and the stream continues with the next event: the ids are the
+thread log's order, so nothing is lost and nothing comes twice.
 """
 
 from __future__ import annotations
@@ -13,19 +13,20 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from sse_starlette.sse import SendTimeoutError
-from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from ..harness.session import Session
 
 __all__ = [
     "PING_SECONDS",
     "RETRY_MS",
     "SEND_TIMEOUT_SECONDS",
     "event_stream_response",
-    "render_event",
 ]
 
 log = logging.getLogger(__name__)
@@ -55,23 +56,8 @@ class _EventStream(EventSourceResponse):
             log.info("dropped an event stream whose client read nothing for %ss", self.send_timeout)
 
 
-def render_event(event: Any) -> dict[str, Any]:
-    """The JSON form of one harness event, as ``data:`` of its SSE message."""
-    to_json = getattr(event, "to_json", None)
-    if callable(to_json):
-        body = dict(to_json())
-        body["id"] = str(event.id)
-        return body
-    return {
-        "id": str(event.id),
-        "name": event.name,
-        "value": event.value,
-        "runId": getattr(event, "run_id", None),
-    }
-
-
 def event_stream_response(
-    request: Request, session: Any, after: int, *, send_timeout: float = SEND_TIMEOUT_SECONDS
+    session: Session, after: int, *, send_timeout: float = SEND_TIMEOUT_SECONDS
 ) -> EventSourceResponse:
     """Stream ``session``'s events after ``after`` until the client leaves or stalls."""
 
@@ -80,7 +66,7 @@ def event_stream_response(
         source = session.events(after=after)
         async with aclosing(source):
             async for event in source:
-                body = render_event(event)
+                body = event.to_json()
                 yield ServerSentEvent(
                     id=body["id"], data=json.dumps(body, separators=(",", ":"), default=str)
                 )

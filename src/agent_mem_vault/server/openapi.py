@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .. import __version__
+from ..harness.log import ID_PATTERN
 from . import schemas as s
 
 __all__ = ["openapi_document"]
@@ -95,13 +96,13 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
         "name": "threadId",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": s.ID_PATTERN},
+        "schema": {"type": "string", "pattern": ID_PATTERN},
     }
     wait = {
         "name": "waitId",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": s.ID_PATTERN},
+        "schema": {"type": "string", "pattern": ID_PATTERN},
     }
     thread_params = [harness, thread]
     base = "/api/{harness}/threads/{threadId}"
@@ -200,7 +201,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                         "name": "threadId",
                         "in": "query",
                         "required": True,
-                        "schema": {"type": "string", "pattern": s.ID_PATTERN},
+                        "schema": {"type": "string", "pattern": ID_PATTERN},
                     },
                     {"name": "note", "in": "query", "schema": {"type": "string"}},
                     {
@@ -211,7 +212,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                     {
                         "name": "transferId",
                         "in": "query",
-                        "schema": {"type": "string", "pattern": s.ID_PATTERN},
+                        "schema": {"type": "string", "pattern": ID_PATTERN},
                     },
                 ],
             )

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..harness.log import ID_PATTERN, MAX_ID
+
 __all__ = [
     "AnswerBody",
     "ContinueBody",
@@ -37,12 +39,6 @@ __all__ = [
 
 MAX_TEXT = 100_000
 """Longest message text accepted over HTTP, in characters."""
-
-MAX_ID = 200
-"""Longest id (thread, wait, input, transfer) in a path, query or body: the host's limit."""
-
-ID_PATTERN = rf"^[A-Za-z0-9._:~-]{{1,{MAX_ID}}}$"
-ID_RE = re.compile(ID_PATTERN)
 
 
 _BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
