@@ -40,7 +40,7 @@ async def test_a_host_forgets_idle_threads_beyond_its_cache_and_reads_them_back_
     assert len(host._logs) <= 2
 
 
-@pytest.mark.parametrize("value", [0, -1, 2.5, "10"])
+@pytest.mark.parametrize("value", [0, -1, 2.5, "10", True])
 async def test_the_thread_cache_must_hold_at_least_one_thread(value: object) -> None:
     with pytest.raises(InvalidInputError, match="max_cached_threads"):
         HarnessHost(max_cached_threads=value)  # type: ignore[arg-type]

@@ -114,7 +114,11 @@ class HarnessHost:
         summary_timeout: float = 120.0,
         max_cached_threads: int = 1000,
     ) -> None:
-        if not isinstance(max_cached_threads, int) or max_cached_threads < 1:
+        if (
+            isinstance(max_cached_threads, bool)
+            or not isinstance(max_cached_threads, int)
+            or max_cached_threads < 1
+        ):
             raise InvalidInputError(
                 f"max_cached_threads must be a whole number of at least 1, got "
                 f"{max_cached_threads!r}; pass e.g. max_cached_threads=1000"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import DataError
-from ..store import Doc, Persistence, VersionConflictError
+from ..store import Doc, Persistence, VersionConflictError, scan_all
 
 __all__ = ["THREADS", "ThreadEntry", "create_entry", "get_entry", "list_entries", "update_entry"]
 
@@ -101,11 +101,4 @@ async def update_entry(
 
 
 async def list_entries(p: Persistence, tenant: str) -> list[ThreadEntry]:
-    entries: list[ThreadEntry] = []
-    after: str | None = None
-    while True:
-        docs = await p.scan(THREADS, prefix=f"{tenant}/", after=after, limit=500)
-        entries.extend(_entry(d) for d in docs)
-        if len(docs) < 500:
-            return entries
-        after = docs[-1].key
+    return [_entry(d) for d in await scan_all(p, THREADS, prefix=f"{tenant}/")]
