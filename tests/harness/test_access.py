@@ -62,7 +62,7 @@ Act = Callable[[HarnessHost, Harness, User | None], Awaitable[Any]]
 
 
 def _session(host: HarnessHost, harness: Harness, user: User | None) -> Session:
-    return Session(host, harness, user.tenant_id if user else "acme", "case", user)
+    return Session(host.threads, harness, user.tenant_id if user else "acme", "case", user)
 
 
 async def _read(host: HarnessHost, harness: Harness, user: User | None) -> Any:

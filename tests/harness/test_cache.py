@@ -24,12 +24,12 @@ async def test_a_host_forgets_idle_threads_beyond_its_cache_and_reads_them_back_
         session = await host.open(desk, thread_id=f"t{i}")
         assert (await session.send(f"question {i}")).text == f"answer {i}"
     # Every thread was written within its lease: none may be forgotten yet.
-    assert len(host._logs) == 5
+    assert host.threads.cached == 5
 
     clock.advance(seconds=6)  # the leases lapse; the threads are idle
     session = await host.open(desk, thread_id="t5")
     await session.send("question 5")
-    assert len(host._logs) <= 2
+    assert host.threads.cached <= 2
 
     # A forgotten thread carries on from its log, with its whole transcript.
     again = await host.open(desk, thread_id="t0")
@@ -37,7 +37,7 @@ async def test_a_host_forgets_idle_threads_beyond_its_cache_and_reads_them_back_
     assert result.text == "answer 6"
     texts = [m.text for m in (await again.snapshot()).messages]
     assert texts == ["question 0", "answer 0", "one more", "answer 6"]
-    assert len(host._logs) <= 2
+    assert host.threads.cached <= 2
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, "10", True])

@@ -1,8 +1,9 @@
 """A session: one user on one thread of one harness.
 
 Every call checks the user's access action first (``send``, ``operator``,
-``read``), then works under the host's hold on the thread's log, so what it
-decides from the log is still true when it appends.
+``read``), then works under the thread's hold (:meth:`.Threads.writing`), so
+what it decides from the log is still true when it appends. A send holds the
+thread for its whole turn.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.clock import format_datetime
 from ..core.errors import ConflictError, InvalidInputError
 from ..store import LogConflictError
-from .access import User
+from .access import Action, User
 from .definitions import Harness
 from .errors import (
     InputConflictError,
@@ -25,6 +25,7 @@ from .errors import (
 )
 from .events import Event
 from .handoff import HUMAN, Handoff, handoff_event
+from .index import ThreadEntry
 from .log import (
     HANDOFF,
     INPUT,
@@ -43,7 +44,7 @@ from .turn import Turn
 from .waits import answer_target, resume_target
 
 if TYPE_CHECKING:
-    from .host import HarnessHost
+    from .threads import Threads
 
 __all__ = ["Session", "Snapshot", "TurnResult"]
 
@@ -119,9 +120,9 @@ class Session:
     """Open one with ``await host.open(harness, thread_id=..., user=...)``."""
 
     def __init__(
-        self, host: HarnessHost, harness: Harness, tenant: str, thread_id: str, user: User | None
+        self, threads: Threads, harness: Harness, tenant: str, thread_id: str, user: User | None
     ) -> None:
-        self.host = host
+        self._threads = threads
         self.harness = harness
         self.tenant = tenant
         self.thread_id = thread_id
@@ -149,11 +150,11 @@ class Session:
         _check_text(text, files)
         if input_id is not None:
             check_id("input_id", input_id)
-        await self.host._authorize(self, "operator" if as_ == "operator" else "send")
+        await self._authorize("operator" if as_ == "operator" else "send")
         payload = {"kind": as_, "text": text, "files": [f.to_json() for f in files]}
         digest = input_hash(payload)
-        async with self.host._writing(self.tenant, self.thread_id) as log:
-            input_id = input_id or self.host._next_id()
+        async with self._threads.writing(self.tenant, self.thread_id) as log:
+            input_id = input_id or self._threads.next_id()
             # Same id, same payload: the text is the one sent the first time.
             known = _known(log.state, input_id, digest, sent_text=text)
             if known is not None:
@@ -168,10 +169,10 @@ class Session:
         """Run a turn on the transcript as it is (after a person handed the thread back)."""
         if input_id is not None:
             check_id("input_id", input_id)
-        await self.host._authorize(self, "send", "operator")
+        await self._authorize("send", "operator")
         digest = input_hash({"kind": "continue"})
-        async with self.host._writing(self.tenant, self.thread_id) as log:
-            input_id = input_id or self.host._next_id()
+        async with self._threads.writing(self.tenant, self.thread_id) as log:
+            input_id = input_id or self._threads.next_id()
             known = _known(log.state, input_id, digest)
             if known is not None:
                 return known
@@ -190,7 +191,7 @@ class Session:
         files: tuple[FilePart, ...],
         kind: str,
     ) -> TurnResult:
-        run_id = self.host._next_id()
+        run_id = self._threads.next_id()
         records: list[Record] = [
             (INPUT, _input(input_id, digest, kind, run_id, self.user)),
         ]
@@ -211,8 +212,8 @@ class Session:
             run_id=run_id,
             user=self.user,
             text=text,
-            next_id=self.host._next_id,
-            clock=self.host.clock,
+            next_id=self._threads.next_id,
+            clock=self._threads.clock,
         )
         try:
             async with log.renewing():
@@ -281,8 +282,8 @@ class Session:
         Starts no turn: held messages wait for the next send or
         :meth:`continue_without_message`.
         """
-        await self.host._authorize(self, "operator")
-        async with self.host._writing(self.tenant, self.thread_id) as log:
+        await self._authorize("operator")
+        async with self._threads.writing(self.tenant, self.thread_id) as log:
             wait = _open_wait(log.state, question_id)
             to = answer_target(self.harness, wait, value)
             await log.append(self._close(wait, "answer", value, to))
@@ -297,8 +298,8 @@ class Session:
         return await self._end(wait_id, "cancel")
 
     async def _end(self, wait_id: str, how: str) -> str | None:
-        await self.host._authorize(self, "operator")
-        async with self.host._writing(self.tenant, self.thread_id) as log:
+        await self._authorize("operator")
+        async with self._threads.writing(self.tenant, self.thread_id) as log:
             wait = _open_wait(log.state, wait_id)
             to = resume_target(self.harness, wait)
             await log.append(self._close(wait, how, None, to))
@@ -316,8 +317,8 @@ class Session:
     # -- reading ----------------------------------------------------------------
     async def snapshot(self) -> Snapshot:
         """The transcript (assistant messages with ``agent``), active agent, open waits."""
-        entry = await self.host._authorize(self, "read")
-        state = await self.host._read_state(self.tenant, self.thread_id)
+        entry = await self._authorize("read")
+        state = await self._threads.read_state(self.tenant, self.thread_id)
         return Snapshot(
             thread_id=self.thread_id,
             harness=entry.harness,
@@ -334,16 +335,18 @@ class Session:
 
     async def events(self, *, after: int = 0) -> AsyncGenerator[Event]:
         """The thread's events from ``after`` (a seq / event id) on, live, forever."""
-        await self.host._authorize(self, "read")
-        stream = self.host._stream(self.tenant, self.thread_id)
-        async for record in self.host.persistence.watch(stream, after=after):
+        await self._authorize("read")
+        stream = self._threads.stream(self.tenant, self.thread_id)
+        async for record in self._threads.persistence.watch(stream, after=after):
             yield Event.from_record(record)
 
     # -- helpers ----------------------------------------------------------------
+    async def _authorize(self, *actions: Action) -> ThreadEntry:
+        """Check that the session's user holds one of ``actions`` on its thread."""
+        return await self._threads.check(self.tenant, self.thread_id, self.user, *actions)
+
     def _message(self, role: Any, parts: tuple[Part, ...], metadata: dict[str, Any]) -> Message:
-        return Message(
-            self.host._next_id(), role, parts, metadata, format_datetime(self.host.clock.now())
-        )
+        return Message(self._threads.next_id(), role, parts, metadata, self._threads.now())
 
 
 def _check_text(text: Any, files: tuple[FilePart, ...]) -> None:

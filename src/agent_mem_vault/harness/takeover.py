@@ -13,7 +13,7 @@ The new owner closes it, once, from what the log holds:
   unknown, so that the transcript stays valid for the next model call
   (providers reject a tool call with no result) and the model knows.
 
-Pure: state in, records out. ``HarnessHost._writing`` appends them.
+Pure: state in, records out. ``Threads.writing`` appends them.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ SQLite file) rests on two things, and needs both:
   write meanwhile gets ``LogOwnedElsewhereError`` and writes nothing — for
   a plain ``send`` too: a send is not forwarded to the owner (see
   :mod:`.host` for why), the caller sends it there or retries once the
-  lease lapses.
+  lease lapses. On one machine (SQLite) a lease whose owner's process died
+  is taken over at once (:mod:`.liveness`).
 * **Fencing by sequence number.** A lease alone cannot stop a host that
   *believes* it still owns the thread (its process stalled, its database
   connection hung) from writing after the lease lapsed and another host
@@ -30,13 +31,16 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.clock import Clock
 from ..store import LogConflictError, Persistence
 from .errors import LogOwnedElsewhereError
 from .log import Record, replay
 from .state import ThreadState
+
+if TYPE_CHECKING:
+    from .liveness import HostLiveness
 
 __all__ = ["ThreadLog", "lease_name"]
 
@@ -53,9 +57,17 @@ class ThreadLog:
     """A host's view of one thread's log: its state, kept current, and the writer."""
 
     def __init__(
-        self, persistence: Persistence, stream: str, *, owner: str, lease_ttl: float, clock: Clock
+        self,
+        persistence: Persistence,
+        stream: str,
+        *,
+        owner: str,
+        lease_ttl: float,
+        clock: Clock,
+        liveness: HostLiveness | None = None,
     ) -> None:
         self.persistence = persistence
+        self._liveness = liveness
         self.stream = stream
         self.owner = owner
         self.lease_ttl = lease_ttl
@@ -104,9 +116,13 @@ class ThreadLog:
         await self._acquire(now)
 
     async def _acquire(self, now: float) -> None:
-        lease = await self.persistence.acquire_lease(
-            lease_name(self.stream), self.owner, self.lease_ttl
-        )
+        name = lease_name(self.stream)
+        lease = await self.persistence.acquire_lease(name, self.owner, self.lease_ttl)
+        if lease.owner != self.owner and self._liveness and self._liveness.is_dead(lease.owner):
+            # Its process ended on this machine: nobody can write for it any more.
+            _log.info("taking %s over from %s, whose process ended", self.stream, lease.owner)
+            await self.persistence.release_lease(name, lease.owner)
+            lease = await self.persistence.acquire_lease(name, self.owner, self.lease_ttl)
         if lease.owner != self.owner:
             self._lease_until = _NEVER
             raise LogOwnedElsewhereError(
@@ -117,6 +133,8 @@ class ThreadLog:
                 expires_at=lease.expires_at.isoformat(),
             )
         self._lease_until = now + self.lease_ttl
+        if self._liveness is not None:
+            self._liveness.touch()
 
     @asynccontextmanager
     async def renewing(self) -> AsyncIterator[None]:

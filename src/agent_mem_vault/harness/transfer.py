@@ -16,6 +16,11 @@ thread and copies nothing twice:
    in one append; index entry with the owner and ``harness:transferredFrom``;
 5. source log: ``harness.transferred``; index ``harness:transferredTo``;
 6. host stream: one ``transferred`` event; the plan is marked done.
+
+A tool may transfer (or fork) the thread whose turn runs it: the source is
+written through the turn's own hold on the thread (:mod:`.threads`), so
+nothing waits for the turn to end. Only settled messages move: the tool's
+own call has no result yet and stays behind, and the turn goes on.
 """
 
 from __future__ import annotations
@@ -39,12 +44,12 @@ from .model import ModelRequest
 from .turn import call_model
 
 if TYPE_CHECKING:
-    from .host import HarnessHost
-    from .session import Session
+    from .threads import Threads
 
 __all__ = [
     "TRANSFERS",
     "Endpoint",
+    "EndpointLike",
     "Envelope",
     "TransferResult",
     "run_fork",
@@ -62,10 +67,37 @@ EnvelopeMessages = Literal["none", "summary", "all"]
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    """One side of a transfer: a harness and (for the source, or an existing target) a thread."""
+    """One side of a transfer: a harness and (for the source, or an existing target) a thread.
+
+    ``host.transfer`` also takes ``(harness, thread_id)`` or a bare harness.
+    """
 
     harness: Harness
     thread_id: str | None = None
+
+    @classmethod
+    def of(cls, value: EndpointLike, side: str) -> Endpoint:
+        """``value`` as an Endpoint: an Endpoint, ``(harness, thread_id)`` or a harness."""
+        if isinstance(value, Endpoint):
+            endpoint = value
+        elif isinstance(value, Harness):
+            endpoint = cls(value)
+        elif isinstance(value, tuple) and len(value) in (1, 2):
+            endpoint = cls(*value)
+        else:
+            raise InvalidInputError(
+                f"{side} must be an Endpoint, (harness, thread_id) or a harness, got "
+                f"{type(value).__name__}; pass e.g. {side}=Endpoint(desk, 'case-42')"
+            )
+        if not isinstance(endpoint.harness, Harness):
+            raise InvalidInputError(
+                f"{side} names {endpoint.harness!r} as its harness; pass the Harness that "
+                "define_harness returned"
+            )
+        return endpoint
+
+
+EndpointLike = Endpoint | tuple[Harness, str | None] | tuple[Harness] | Harness
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,19 +186,27 @@ class _Move:
 
 
 async def run_transfer(
-    host: HarnessHost,
+    host: Threads,
     *,
-    from_: Endpoint,
-    to: Endpoint,
+    from_: EndpointLike,
+    to: EndpointLike,
     envelope: Envelope | None,
     user: User | None,
     transfer_id: str | None,
+    summary_timeout: float,
 ) -> TransferResult:
     """Run (or finish, or find done) the transfer ``transfer_id``; the steps are above."""
+    from_ = Endpoint.of(from_, "from_")
+    to = Endpoint.of(to, "to")
     envelope = envelope or Envelope()
-    tenant = host._tenant(user)
+    if not isinstance(envelope, Envelope):
+        raise InvalidInputError(
+            f"envelope must be an Envelope, got {type(envelope).__name__}; pass e.g. "
+            "Envelope(note='...', messages='summary')"
+        )
+    tenant = host.tenant(user)
     source_id = _check_request(host, from_, to, envelope)
-    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host._next_id()
+    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host.next_id()
     await _check_access(host, tenant, source_id, from_, to, user)
     plan = await _record_plan(host, tenant, transfer_id, from_, to, envelope, user)
     target_id = str(plan["targetThreadId"])
@@ -183,15 +223,15 @@ async def run_transfer(
     )
 
     # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
-    target_log = host._log(host._stream(tenant, target_id))
-    source_log = host._log(host._stream(tenant, source_id))
+    target_log = host.log(tenant, target_id)
+    source_log = host.log(tenant, source_id)
     await target_log.own()
     await source_log.own()
     summary = plan.get("summary")
     if envelope.messages == "summary" and summary is None:
         # The summary call may outlast the leases (up to summary_timeout): keep both.
         async with target_log.renewing(), source_log.renewing():
-            summary = await _summarize(host, move, from_.harness)
+            summary = await _summarize(host, move, from_.harness, summary_timeout)
         await _remember_summary(host, move, summary)
 
     await _open_target(host, move, to)
@@ -209,16 +249,16 @@ async def run_transfer(
     return TransferResult(target_id, transfer_id)
 
 
-def _check_request(host: HarnessHost, from_: Endpoint, to: Endpoint, envelope: Envelope) -> str:
+def _check_request(host: Threads, from_: Endpoint, to: Endpoint, envelope: Envelope) -> str:
     """Check what a caller may get wrong before anything is read; returns the source id."""
     _check_envelope(envelope)
     if from_.thread_id is None:
         raise InvalidInputError(
             "from_ needs the thread_id of the thread to transfer: Endpoint(harness, thread_id)"
         )
-    host._check_thread_id(from_.thread_id)
+    host.check_thread_id(from_.thread_id)
     if to.thread_id is not None:
-        host._check_thread_id(to.thread_id)
+        host.check_thread_id(to.thread_id)
         if to.thread_id == from_.thread_id:
             raise InvalidInputError(
                 "a thread cannot be transferred into itself; name another target thread or none"
@@ -227,7 +267,7 @@ def _check_request(host: HarnessHost, from_: Endpoint, to: Endpoint, envelope: E
 
 
 async def _check_access(
-    host: HarnessHost,
+    host: Threads,
     tenant: str,
     source_id: str,
     from_: Endpoint,
@@ -235,7 +275,7 @@ async def _check_access(
     user: User | None,
 ) -> None:
     """``transfer`` on the source, of its own harness; ``send`` on an existing target."""
-    source = await host._check(tenant, source_id, user, "transfer")
+    source = await host.check(tenant, source_id, user, "transfer")
     if source.harness != from_.harness.name:
         raise WrongHarnessError(
             f"thread {source_id!r} belongs to harness {source.harness!r}, not "
@@ -245,11 +285,11 @@ async def _check_access(
         existing = await get_entry(host.persistence, tenant, to.thread_id)
         if existing is not None:
             _check_target(existing.harness, to)
-            await host._check(tenant, to.thread_id, user, "send")
+            await host.check(tenant, to.thread_id, user, "send")
 
 
 async def _record_plan(
-    host: HarnessHost,
+    host: Threads,
     tenant: str,
     transfer_id: str,
     from_: Endpoint,
@@ -274,7 +314,7 @@ async def _record_plan(
         f"{tenant}/{transfer_id}",
         {
             **plan,
-            "targetThreadId": to.thread_id or host._next_id(),
+            "targetThreadId": to.thread_id or host.next_id(),
             "status": "started",
             "hostSeq": await p.last_seq(HOST_STREAM),
             "createdAt": format_datetime(host.clock.now()),
@@ -289,11 +329,11 @@ async def _record_plan(
     return dict(doc.value)
 
 
-async def _open_target(host: HarnessHost, move: _Move, to: Endpoint) -> None:
+async def _open_target(host: Threads, move: _Move, to: Endpoint) -> None:
     """The target's index entry: the user as owner, ``harness:transferredFrom``."""
     entry, _ = await create_entry(
         host.persistence,
-        host._new_entry(
+        host.new_entry(
             move.tenant,
             move.target_id,
             to.harness.name,
@@ -312,11 +352,11 @@ async def _open_target(host: HarnessHost, move: _Move, to: Endpoint) -> None:
 
 
 async def _write_target(
-    host: HarnessHost, move: _Move, envelope: Envelope, summary: str | None
+    host: Threads, move: _Move, envelope: Envelope, summary: str | None
 ) -> None:
     """One append: ``harness.transferred``, the note, the envelope's messages (once)."""
-    source_state = await host._read_state(move.tenant, move.source_id)
-    async with host._writing(move.tenant, move.target_id) as log:
+    source_state = await host.read_state(move.tenant, move.source_id)
+    async with host.writing(move.tenant, move.target_id) as log:
         if move.transfer_id in log.state.transfers:
             return  # an earlier attempt wrote it
         now = format_datetime(host.clock.now())
@@ -336,17 +376,17 @@ async def _write_target(
         if envelope.note:
             meta = {"harness": {**mark, "kind": "note"}}
             messages.append(
-                Message(host._next_id(), "system", (TextPart(envelope.note),), meta, now)
+                Message(host.next_id(), "system", (TextPart(envelope.note),), meta, now)
             )
         if envelope.messages == "summary":
             meta = {"harness": {**mark, "kind": "summary"}}
             messages.append(
-                Message(host._next_id(), "assistant", (TextPart(str(summary)),), meta, now)
+                Message(host.next_id(), "assistant", (TextPart(str(summary)),), meta, now)
             )
         elif envelope.messages == "all":
             messages += copy_messages(
                 settled_messages(source_state.messages),
-                new_id=host._next_id,
+                new_id=host.next_id,
                 thread_id=move.source_id,
                 created_at=now,
                 extra={"transferId": move.transfer_id},
@@ -355,9 +395,9 @@ async def _write_target(
         await log.append(records)
 
 
-async def _write_source(host: HarnessHost, move: _Move) -> None:
+async def _write_source(host: Threads, move: _Move) -> None:
     """The source keeps running; it only learns where the conversation went (once)."""
-    async with host._writing(move.tenant, move.source_id) as log:
+    async with host.writing(move.tenant, move.source_id) as log:
         if move.transfer_id not in log.state.transfers:
             await log.append_one(
                 TRANSFERRED,
@@ -384,12 +424,12 @@ def _check_target(harness: str, to: Endpoint) -> None:
         )
 
 
-async def _summarize(host: HarnessHost, move: _Move, harness: Harness) -> str:
+async def _summarize(host: Threads, move: _Move, harness: Harness, seconds: float) -> str:
     """The source harness's model writes the summary, with the user's keys, in time.
 
     Its usage goes into the source log under ``source: "transfer"``.
     """
-    state = await host._read_state(move.tenant, move.source_id)
+    state = await host.read_state(move.tenant, move.source_id)
     request = ModelRequest(
         system_prompts=(SUMMARY_PROMPT,),
         messages=tuple(settled_messages(state.messages)),
@@ -397,16 +437,16 @@ async def _summarize(host: HarnessHost, move: _Move, harness: Harness) -> str:
         keys=dict(move.user.keys) if move.user is not None else {},
     )
     try:
-        async with asyncio.timeout(host.summary_timeout):
+        async with asyncio.timeout(seconds):
             reply = await call_model(harness.model, request)
     except TimeoutError:
         raise TransferTimeoutError(
-            f"the summary model did not answer within {host.summary_timeout:g}s, so transfer "
+            f"the summary model did not answer within {seconds:g}s, so transfer "
             f"{move.transfer_id!r} failed and nothing moved; retry it, or transfer with "
             "messages='none'",
             transfer_id=move.transfer_id,
         ) from None
-    async with host._writing(move.tenant, move.source_id) as log:
+    async with host.writing(move.tenant, move.source_id) as log:
         await log.append_one(
             USAGE,
             {
@@ -421,7 +461,7 @@ async def _summarize(host: HarnessHost, move: _Move, harness: Harness) -> str:
     return reply.text
 
 
-async def _remember_summary(host: HarnessHost, move: _Move, summary: str) -> None:
+async def _remember_summary(host: Threads, move: _Move, summary: str) -> None:
     """Keep the summary in the plan, so that a retry does not ask the model again."""
     key = f"{move.tenant}/{move.transfer_id}"
     doc = await host.persistence.get(TRANSFERS, key)
@@ -432,7 +472,7 @@ async def _remember_summary(host: HarnessHost, move: _Move, summary: str) -> Non
 
 
 async def _announce(
-    host: HarnessHost,
+    host: Threads,
     tenant: str,
     transfer_id: str,
     origin: dict[str, Any],
@@ -473,7 +513,7 @@ async def _announce(
     await _mark_done(host, f"{tenant}/{transfer_id}")
 
 
-async def _mark_done(host: HarnessHost, key: str) -> None:
+async def _mark_done(host: Threads, key: str) -> None:
     """The plan's last step: a retry from now on returns at once (``retried``)."""
     p = host.persistence
     while True:
@@ -491,26 +531,34 @@ async def _mark_done(host: HarnessHost, key: str) -> None:
 
 
 async def run_fork(
-    host: HarnessHost,
+    host: Threads,
     harness: Harness,
     *,
     thread_id: str,
     user: User | None,
     new_thread_id: str | None,
-) -> Session:
-    """A fork stays in its harness: a thread of another harness raises ``wrong_harness``."""
-    tenant = host._tenant(user)
-    entry = await host._check(tenant, thread_id, user, "read")
+) -> str:
+    """Fork into a new thread (its id is returned); a fork stays in its harness.
+
+    A thread of another harness raises ``wrong_harness``. A tool may fork the
+    thread its turn runs in: the fork only reads the source.
+    """
+    tenant = host.tenant(user)
+    entry = await host.check(tenant, thread_id, user, "read")
     if entry.harness != harness.name:
         raise WrongHarnessError(
             f"thread {thread_id!r} belongs to harness {entry.harness!r}; a fork stays in its "
             f"harness, so use host.transfer to move it to {harness.name!r}",
         )
-    state = await host._read_state(tenant, thread_id)
-    new_id = host._check_thread_id(new_thread_id) if new_thread_id else host._next_id()
+    state = await host.read_state(tenant, thread_id)
+    new_id = host.check_thread_id(new_thread_id) if new_thread_id else host.next_id()
     if await get_entry(host.persistence, tenant, new_id) is not None:
         raise InvalidInputError(f"thread {new_id!r} exists already; fork into a new thread id")
-    session = await host.open(harness, thread_id=new_id, user=user)
+    _, created = await create_entry(
+        host.persistence, host.new_entry(tenant, new_id, harness.name, user)
+    )
+    if not created:
+        raise InvalidInputError(f"thread {new_id!r} exists already; fork into a new thread id")
     await update_entry(
         host.persistence,
         tenant,
@@ -521,11 +569,11 @@ async def run_fork(
     )
     copies = copy_messages(
         settled_messages(state.messages),
-        new_id=host._next_id,
+        new_id=host.next_id,
         thread_id=thread_id,
         created_at=format_datetime(host.clock.now()),
         extra={"fork": True},
     )
-    async with host._writing(tenant, new_id) as log:
+    async with host.writing(tenant, new_id) as log:
         await log.append([(MESSAGE, {"message": m.to_json()}) for m in copies])
-    return session
+    return new_id
