@@ -60,6 +60,8 @@ class TurnResult:
     input_id: str | None = None
     code: str | None = None
     message: str | None = None
+    refusals: tuple[Mapping[str, Any], ...] = ()
+    """Tool calls the harness answered with an error: ``{code, message, tool, toolCallId}``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +302,7 @@ def _turn(raw: Mapping[str, Any]) -> TurnResult:
         input_id=raw.get("inputId"),
         code=raw.get("code"),
         message=raw.get("message"),
+        refusals=tuple(raw.get("refusals") or ()),
     )
 
 

@@ -51,7 +51,7 @@ from .index import ThreadEntry
 from .messages import FilePart, Message, TextPart, ToolCallPart, ToolResultPart
 from .model import Model, ModelRequest, TextDelta, ToolCallRequest, ToolSpec, Usage, UsageReport
 from .session import Session, Snapshot, TurnResult
-from .state import Wait
+from .state import Refusal, Wait
 from .tools import Tool, tool
 from .transfer import Endpoint, Envelope, TransferResult
 
@@ -87,6 +87,7 @@ __all__ = [
     "ModelRequest",
     "NoHumanWaitError",
     "NotARootAgentError",
+    "Refusal",
     "RouterContext",
     "Routing",
     "Rules",

@@ -25,6 +25,7 @@ class HARNESS_EVENTS:
 
     handoff = "harness.handoff"
     transferred = "harness.transferred"
+    refused = "harness.refused"
     message = "message"
     input = "input"
     run_started = "run.started"

@@ -13,6 +13,7 @@ record is also an event of the session's stream, under the same name:
 ``run.finished``   status (completed / interrupted / failed), text, code
 ``usage``          tokens a model call spent, and for what (turn, transfer)
 ``harness.transferred`` a transfer in or out, with its transfer id
+``harness.refused`` a tool call answered with an error: code, message, tool
 ================== ==========================================================
 
 Everything here is pure: records in, state out.
@@ -24,12 +25,13 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from ..core.errors import DataError, InvalidInputError
 from .messages import Message
 from .model import Usage
-from .state import InputRecord, RunRecord, ThreadState, Wait
+from .state import InputRecord, Refusal, RunRecord, ThreadState, Wait
 
 __all__ = [
     "HANDOFF",
@@ -37,6 +39,7 @@ __all__ = [
     "INPUT",
     "MAX_ID",
     "MESSAGE",
+    "REFUSED",
     "RUN_FINISHED",
     "RUN_STARTED",
     "TRANSFERRED",
@@ -60,6 +63,7 @@ WAIT_CLOSED = "wait.closed"
 RUN_FINISHED = "run.finished"
 USAGE = "usage"
 TRANSFERRED = "harness.transferred"
+REFUSED = "harness.refused"
 
 Record = tuple[str, dict[str, Any]]
 
@@ -187,6 +191,7 @@ def _run_finished(state: ThreadState, data: Mapping[str, Any]) -> None:
         code=data.get("code"),
         message=data.get("message"),
         start=old.start,
+        refusals=old.refusals,
     )
     if state.running == run_id:
         state.running = None
@@ -202,7 +207,14 @@ def _transferred(state: ThreadState, data: Mapping[str, Any]) -> None:
     state.transfers[data["transferId"]] = dict(data)
 
 
+def _refused(state: ThreadState, data: Mapping[str, Any]) -> None:
+    run = state.runs.get(data["runId"])
+    if run is not None:
+        state.runs[run.run_id] = replace(run, refusals=(*run.refusals, Refusal.from_json(data)))
+
+
 _APPLY = {
+    REFUSED: _refused,
     INPUT: _input,
     MESSAGE: _message,
     RUN_STARTED: _run_started,

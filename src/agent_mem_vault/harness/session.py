@@ -38,7 +38,7 @@ from .log import (
 )
 from .messages import FilePart, Message, Part, TextPart
 from .model import Usage
-from .state import InputRecord, ThreadState, Wait
+from .state import InputRecord, Refusal, ThreadState, Wait
 from .threadlog import ThreadLog
 from .turn import Turn
 from .waits import answer_target, resume_target
@@ -68,6 +68,9 @@ class TurnResult:
     input_id: str
     code: str | None = None
     message: str | None = None
+    refusals: tuple[Refusal, ...] = ()
+    """Every tool call the harness answered with an error during the turn (handoff limit,
+    unknown agent or tool, bad arguments, …): what the model was told, for the app."""
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -75,6 +78,7 @@ class TurnResult:
             "status": self.status,
             "runId": self.run_id,
             "inputId": self.input_id,
+            "refusals": [r.to_json() for r in self.refusals],
         }
         if self.code is not None:
             body.update(code=self.code, message=self.message)
@@ -229,7 +233,13 @@ class Session:
                 raise
             return verdict
         return TurnResult(
-            outcome.text, outcome.status, run_id, input_id, outcome.code, outcome.message
+            outcome.text,
+            outcome.status,
+            run_id,
+            input_id,
+            outcome.code,
+            outcome.message,
+            outcome.refusals,
         )
 
     async def _hold(
@@ -403,7 +413,7 @@ def _known(
         return TurnResult(sent_text, "sent", None, input_id)
     run = state.runs[prior.run_id]
     status: TurnStatus = "failed" if run.status == "running" else run.status
-    return TurnResult(run.text, status, run.run_id, input_id, run.code, run.message)
+    return TurnResult(run.text, status, run.run_id, input_id, run.code, run.message, run.refusals)
 
 
 def _open_wait(state: ThreadState, wait_id: str) -> Wait:

@@ -7,6 +7,7 @@ same log sees the same transcript, active agent and waits.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,6 +59,42 @@ class InputRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """A tool call the harness answered with an error during a turn, so the app sees it too.
+
+    ``code``: ``too_many_handoffs``, ``unknown_agent``, ``duplicate_handoff``,
+    ``unknown_tool``, ``invalid_tool_arguments``, ``tool_error`` (the app's
+    tool raised), … — the model got ``message`` as the tool's result.
+    """
+
+    code: str
+    message: str
+    tool: str
+    tool_call_id: str
+    agent: str | None = None
+    """The agent whose model made the call (None: the main model)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "tool": self.tool,
+            "toolCallId": self.tool_call_id,
+            "agent": self.agent,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Refusal:
+        return cls(
+            str(data["code"]),
+            str(data["message"]),
+            str(data["tool"]),
+            str(data["toolCallId"]),
+            data.get("agent"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RunRecord:
     """A turn: started, and (once finished) its status and text."""
 
@@ -69,6 +106,7 @@ class RunRecord:
     message: str | None = None
     start: int = 0
     """Where the turn's messages begin in ``ThreadState.messages`` (for closing it later)."""
+    refusals: tuple[Refusal, ...] = ()
 
 
 @dataclass(slots=True)

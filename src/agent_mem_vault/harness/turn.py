@@ -44,7 +44,7 @@ from .handoff import (
     resolve_target,
     turn_text,
 )
-from .log import HANDOFF, MESSAGE, RUN_FINISHED, USAGE, WAIT_OPENED, Record
+from .log import HANDOFF, MESSAGE, REFUSED, RUN_FINISHED, USAGE, WAIT_OPENED, Record
 from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
 from .model import (
     Model,
@@ -55,6 +55,7 @@ from .model import (
     Usage,
     UsageReport,
 )
+from .state import Refusal
 from .threadlog import ThreadLog
 from .tools import HANDOFF_TOOL, Tool
 
@@ -67,6 +68,7 @@ class TurnOutcome:
     text: str
     code: str | None = None
     message: str | None = None
+    refusals: tuple[Refusal, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,8 @@ class Turn:
         # Set once an append finds the thread taken by another host; every
         # later write re-raises it, even if app code swallowed the first.
         self._lost: LogConflictError | LogOwnedElsewhereError | None = None
+        self.refusals: list[Refusal] = []
+        """Each tool call answered with an error in this turn (also ``harness.refused``)."""
 
     # -- what contexts reach ------------------------------------------------
     @property
@@ -192,7 +196,9 @@ class Turn:
         if self._lost is not None:
             raise self._lost  # another host closes this turn; write nothing more
         await self._write([(RUN_FINISHED, finished)])
-        return outcome
+        return TurnOutcome(
+            outcome.status, outcome.text, outcome.code, outcome.message, tuple(self.refusals)
+        )
 
     async def _run(self) -> TurnOutcome:
         self._check_tools(self.harness.tools)
@@ -388,7 +394,10 @@ class Turn:
     def _tool_handoff(self, source: str | None, call: ToolCallRequest) -> tuple[Any, bool]:
         try:
             if self._pending is not None:
-                raise ConflictError("you already handed off in this reply; hand off once")
+                raise ConflictError(
+                    "you already handed off in this reply; hand off once",
+                    code="duplicate_handoff",
+                )
             arguments = dict(call.arguments)
             if "to" not in arguments:
                 # Never a silent hand back to the main model: the model must name it.
@@ -401,7 +410,7 @@ class Turn:
                 self.harness, arguments.get("to"), source=source, handoffs_so_far=self.handoffs
             )
         except AgentMemVaultError as exc:
-            return exc.message, True
+            return self._refuse(source, call, exc.code, exc.message), True
         self._pending = Handoff(source, target, note, "tool", call.id)
         return handoff_result_text(target), False
 
@@ -409,7 +418,8 @@ class Turn:
         self, found: Tool | None, call: ToolCallRequest, part: _Part
     ) -> tuple[Any, bool]:
         if found is None:
-            return f"there is no tool {call.name!r}; use one of the tools you were given", True
+            message = f"there is no tool {call.name!r}; use one of the tools you were given"
+            return self._refuse(part.source, call, "unknown_tool", message), True
         ctx = ToolContext(
             run=HarnessRunContext(self, part),
             agent=part.source,
@@ -418,10 +428,20 @@ class Turn:
         )
         try:
             return await found.call(call.arguments, ctx), False
+        except (LogConflictError, LogOwnedElsewhereError):
+            raise  # the thread is lost to another host: nothing more is written
         except AgentMemVaultError as exc:
-            return exc.message, True
+            return self._refuse(part.source, call, exc.code, exc.message), True
         except Exception as exc:  # the app's tool failed; the model hears why
-            return f"tool {call.name!r} failed: {type(exc).__name__}: {exc}", True
+            message = f"tool {call.name!r} failed: {type(exc).__name__}: {exc}"
+            return self._refuse(part.source, call, "tool_error", message), True
+
+    def _refuse(self, source: str | None, call: ToolCallRequest, code: str, message: str) -> str:
+        """Note a refusal for the app (turn result and a ``harness.refused`` event)."""
+        refusal = Refusal(code, message, call.name, call.id, source)
+        self.refusals.append(refusal)
+        self._defer([(REFUSED, {"runId": self.run_id, **refusal.to_json()})], [])
+        return message
 
     # -- message helpers ------------------------------------------------------
     def _now(self) -> str:

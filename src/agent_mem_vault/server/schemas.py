@@ -148,6 +148,12 @@ class TurnResultBody(_Out):
     input_id: str | None = Field(default=None, alias="inputId")
     code: str | None = Field(default=None, description="Why the turn failed, as a code.")
     message: str | None = Field(default=None, description="Why the turn failed, in words.")
+    refusals: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each tool call the harness answered with an error during the turn "
+        "({code, message, tool, toolCallId, agent}): the handoff limit, an unknown agent "
+        "or tool, bad arguments, a tool that raised.",
+    )
 
 
 class MessageBody(_Out):
