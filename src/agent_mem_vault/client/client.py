@@ -105,7 +105,7 @@ class HarnessClient:
     ...                        headers={"authorization": "Bearer token-olga"})
     >>> # snapshot = await client.snapshot()
     >>> # await client.answer(question_id=snapshot.pending_waits[0].wait_id,
-    >>> #                     value={"handBack": "billing"})
+    >>> #                     value={"hand_back": "billing"})
     """
 
     def __init__(
@@ -173,8 +173,13 @@ class HarnessClient:
             last_event_id=raw.get("lastEventId"),
         )
 
-    async def answer(self, *, question_id: str, value: Any) -> None:
-        """Answer a wait: ``{"resume": True}``, ``{"handBack": "billing"}`` or ``"main"``."""
+    async def answer(self, question_id: str, value: Any) -> None:
+        """Answer a wait: ``{"resume": True}`` or ``{"hand_back": "billing" | "main"}``.
+
+        ``hand_back`` is sent as the wire's ``handBack`` (either is accepted).
+        """
+        if isinstance(value, Mapping) and "hand_back" in value and "handBack" not in value:
+            value = {("handBack" if k == "hand_back" else k): v for k, v in value.items()}
         await self._call("POST", "/answer", {"questionId": question_id, "value": value})
 
     async def resolve(self, wait_id: str) -> None:

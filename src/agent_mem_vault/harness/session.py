@@ -41,7 +41,7 @@ from .model import Usage
 from .state import InputRecord, Refusal, ThreadState, Wait
 from .threadlog import ThreadLog
 from .turn import Turn
-from .waits import answer_target, resume_target
+from .waits import answer_target, resume_target, wire_answer
 
 if TYPE_CHECKING:
     from .threads import Threads
@@ -286,8 +286,11 @@ class Session:
         return TurnResult(text, "sent", None, input_id)
 
     # -- ending a person's wait -----------------------------------------------
-    async def answer(self, *, question_id: str, value: Any) -> str | None:
-        """Answer a wait; returns the agent that has the thread now (None: main model).
+    async def answer(self, question_id: str, value: Any) -> str | None:
+        """Answer a wait: ``{"resume": True}`` or ``{"hand_back": "billing" | "main"}``.
+
+        Returns the agent that has the thread now (None: main model). Like
+        ``resolve`` and ``cancel``, the wait id comes first, by position or name.
 
         Starts no turn: held messages wait for the next send or
         :meth:`continue_without_message`.
@@ -296,7 +299,7 @@ class Session:
         async with self._threads.writing(self.tenant, self.thread_id) as log:
             wait = _open_wait(log.state, question_id)
             to = answer_target(self.harness, wait, value)
-            await log.append(self._close(wait, "answer", value, to))
+            await log.append(self._close(wait, "answer", wire_answer(value), to))
             return to
 
     async def resolve(self, wait_id: str) -> str | None:
