@@ -8,7 +8,7 @@ __all__ = ["instructions_text"]
 def instructions_text(namespace: str | None = None) -> str:
     """The instruction line, naming the namespace when one is known.
 
-    >>> instructions_text("project/harbor-api")[:46]
+    >>> instructions_text("project/harbor-api")[:47]
     'At the start of work call get_project_brief and'
     """
     where = f" ({namespace})" if namespace else ""

@@ -5,8 +5,8 @@
 >>> registry = RunRegistry(memory_persistence())
 >>> old = await registry.start_run("support-bot")  # doctest: +SKIP
 >>> new = await registry.start_run("support-bot")  # doctest: +SKIP
->>> await old.ensure_current()  # doctest: +SKIP  -> raises RunTakenOver
->>> record = await old.write_handoff()  # doctest: +SKIP  -> {"toRun": new.tid, ...}
+>>> await old.ensure_current()  # raises RunTakenOver  # doctest: +SKIP
+>>> record = await old.write_handoff()  # {"toRun": new.tid, ...}  # doctest: +SKIP
 
 Starting a run takes the agent over; the replaced run learns it from
 ``ensure_current()`` or ``heartbeat()`` and writes the handoff record, keyed
