@@ -27,6 +27,7 @@ on the same store finds them dead and untouched for :data:`STALE_AFTER`.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import time
@@ -39,6 +40,8 @@ except ImportError:  # pragma: no cover - not POSIX: leases alone decide
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["STALE_AFTER", "HostLiveness", "liveness_for"]
+
+_log = logging.getLogger(__name__)
 
 STALE_AFTER = 24 * 3600.0
 """Seconds after its last lease renewal that a dead host's lock file is removed."""
@@ -132,4 +135,8 @@ def liveness_for(persistence: Any, host_id: str) -> HostLiveness | None:
 
     if fcntl is None or not isinstance(persistence, SqlitePersistence):
         return None
-    return HostLiveness(Path(f"{persistence.path}.hosts"), host_id)
+    try:
+        return HostLiveness(Path(f"{persistence.path}.hosts"), host_id)
+    except OSError as exc:  # a read-only folder: the leases alone decide, as across machines
+        _log.warning("no liveness lock beside %s (%s); leases alone decide", persistence.path, exc)
+        return None
