@@ -41,7 +41,7 @@ from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
 from ..store.base import Lease, LogConflictError, Persistence, scan_all
-from .errors import RunStillCurrent, RunTakenOver
+from .errors import RunStillCurrent, RunStopped, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
 from .records import DEFAULT_GENERATOR, Generator, build_handoff_record, check_handoff_record
 
@@ -50,6 +50,7 @@ __all__ = ["Run", "RunRegistry", "validate_agent"]
 AGENTS = "runs.agents"
 RUNS = "runs.runs"
 HANDOFFS = "runs.handoffs"
+STOPPED = "runs.stopped"
 STARTED = "run.started"
 _AGENT = re.compile(r"[A-Za-z0-9._~:-]{1,128}", re.ASCII)
 _START_ATTEMPTS = 100
@@ -124,11 +125,30 @@ class Run:
             raise RunTakenOver(self.agent, self.tid, by or "?")
 
     async def heartbeat(self) -> None:
-        """Renew this run's lease, so it counts as alive; raises ``RunTakenOver`` once replaced."""
+        """Renew this run's lease, so it counts as alive; raises ``RunTakenOver`` once replaced.
+
+        A run that was stopped (:meth:`stop`, or ``runs stop`` from a shell) is
+        not brought back to life: ``RunStopped`` is raised instead.
+        """
         await self.ensure_current()
+        if await self._registry.store.get(STOPPED, _run_key(self.agent, self.tid)) is not None:
+            raise RunStopped(
+                f"run {self.tid} of agent {self.agent!r} was stopped; start a new run",
+                agent=self.agent,
+                run=self.tid,
+            )
         await self._registry.store.acquire_lease(
             _lease(self.agent, self.tid), self.tid, self.info.lease_seconds
         )
+
+    async def stop(self) -> None:
+        """End this run on purpose: the run that takes over next writes its record at once.
+
+        Idempotent. The run stays the agent's current run until another starts;
+        it no longer counts as alive, and its lease is not renewed again. If it
+        was already taken over, its handoff record is written now.
+        """
+        await self._registry.stop_run(self.agent, self.tid)
 
     async def write_handoff(self) -> dict[str, Any]:
         """Write the handoff record to the run that took over; returns the record that landed.
@@ -267,6 +287,35 @@ class RunRegistry:
                 previous.run if previous else "-",
                 exc,
             )
+
+    async def stop_run(self, agent: str, tid: str | None = None) -> RunInfo:
+        """Stop run ``tid`` of ``agent`` (default: its current run); returns the stopped run.
+
+        A stopped run is marked (``runs.stopped``, put-if-absent) and its lease
+        released, so it no longer counts as alive: the next takeover writes its
+        handoff record at once, and if it was taken over already, the record is
+        written now. Stopping a stopped run changes nothing.
+        """
+        validate_agent(agent)
+        if tid is None:
+            last = await self.store.last_seq(_stream(agent))
+            info = await self._entry(agent, last) if last else None
+            if info is None:
+                raise NotFoundError(
+                    f"agent {agent!r} has no runs to stop", code="run_not_found", agent=agent
+                )
+        else:
+            info = (await self.attach(agent, tid)).info
+        await self.store.insert(
+            STOPPED,
+            _run_key(agent, info.run),
+            {"agent": agent, "run": info.run, "stoppedAt": format_datetime(self._clock.now())},
+        )
+        await self.store.release_lease(_lease(agent, info.run), info.run)
+        successor = await self._successor(info)
+        if successor is not None:
+            await self._write_handoff(info, successor, "registry")
+        return info
 
     async def attach(self, agent: str, tid: str) -> Run:
         """A handle on an existing run, e.g. from another process that knows its TID."""
