@@ -252,3 +252,40 @@ def test_publish_of_a_taken_key_exits_4_with_our_cid_and_theirs(
     assert proc.returncode == 4, proc.stderr
     assert f"ours {record_cid(ours)}, theirs {record_cid(theirs)}" in proc.stderr
     assert "[record_taken]" in proc.stderr
+
+
+# -- a run whose process ended -------------------------------------------------------
+def test_a_takeover_of_a_run_whose_process_ended_writes_its_record_at_once(
+    tmp_path: Path,
+) -> None:
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        first = _ok("start", "bot", "--pid", str(worker.pid), vault=tmp_path).strip()
+    finally:
+        worker.kill()
+        worker.wait()
+    second = _ok("start", "bot", vault=tmp_path).strip()
+    (record,) = [json.loads(line) for line in _ok("export", "bot", vault=tmp_path).splitlines()]
+    assert (record["fromRun"], record["toRun"]) == (first, second)
+
+
+def test_a_run_whose_process_is_alive_stays_pending_after_a_takeover(tmp_path: Path) -> None:
+    _ok("start", "bot", "--pid", str(os.getpid()), vault=tmp_path)
+    _ok("start", "bot", vault=tmp_path)
+    assert _ok("export", "bot", vault=tmp_path) == ""
+
+
+async def test_a_reused_pid_is_not_taken_for_the_process_that_did_the_run(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    from agent_mem_vault.runs.process import ProcessId, is_known_dead, process_of
+
+    me = process_of()
+    assert me is not None and not is_known_dead(me)
+    # Same pid, another start time: the pid was reused, the run's process is gone.
+    assert is_known_dead(replace(me, start=me.start - 1))
+    # Another boot (or machine): nothing is known, the lease decides.
+    assert not is_known_dead(replace(me, start=me.start - 1, boot="another-boot"))
+    assert not is_known_dead(ProcessId.from_json({"pid": "x"}))

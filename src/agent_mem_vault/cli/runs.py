@@ -76,6 +76,13 @@ def runs() -> None:
     default=None,
     help="Seconds the run counts as alive without a heartbeat (default 30).",
 )
+@click.option(
+    "--pid",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The process doing the run (default: the shell or program that called this "
+    "command). Once it has ended, a takeover writes this run's record at once.",
+)
 @click.option("--generator-name", help="The software doing the run (default agent-mem-vault).")
 @click.option("--generator-version", help="Its version (with --generator-name).")
 @click.option("--generator-url", help="Where to learn about it (optional).")
@@ -83,6 +90,7 @@ def runs() -> None:
 def start(
     agent: str,
     lease_seconds: float | None,
+    pid: int | None,
     generator_name: str | None,
     generator_version: str | None,
     generator_url: str | None,
@@ -102,7 +110,12 @@ def start(
             raise click.UsageError("--generator-name and --generator-version go together")
         generator = Generator(generator_name, generator_version, generator_url)
     home = _home(vault_path, store_path)
-    click.echo(_run(home.start(agent, generator=generator, lease_seconds=lease_seconds)))
+    import os
+
+    owner = (
+        pid if pid is not None else os.getppid()
+    )  # this command ends at once; its caller runs on
+    click.echo(_run(home.start(agent, generator=generator, lease_seconds=lease_seconds, pid=owner)))
 
 
 @runs.command("stop")

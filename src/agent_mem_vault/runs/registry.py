@@ -43,6 +43,7 @@ from ..core.ids import TidGenerator
 from ..store.base import Lease, LogConflictError, Persistence, scan_all
 from .errors import RunStillCurrent, RunStopped, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
+from .process import is_known_dead, process_of
 from .records import DEFAULT_GENERATOR, Generator, build_handoff_record, check_handoff_record
 
 __all__ = ["Run", "RunRegistry", "validate_agent"]
@@ -207,12 +208,15 @@ class RunRegistry:
         generator: Generator | Mapping[str, Any] | None = None,
         *,
         lease_seconds: float | None = None,
+        pid: int | None = None,
     ) -> Run:
         """Mint a run TID and make it the agent's current run, taking over from the last one.
 
         ``generator`` names the software doing the run (it goes into the
         handoff record this run writes when it is replaced); by default,
-        agent-mem-vault itself.
+        agent-mem-vault itself. ``pid`` is the process doing the run (default:
+        this one); once it is known dead, the run counts as stopped and a
+        takeover writes its record at once (see :mod:`.process`).
         """
         validate_agent(agent)
         gen = _generator(generator)
@@ -224,6 +228,7 @@ class RunRegistry:
         if await self.store.get(AGENTS, agent) is None:  # a read spares a write transaction
             await self.store.insert(AGENTS, agent, {"agent": agent})
         stream = _stream(agent)
+        process = process_of(pid)
         tid: str | None = None
         for _ in range(_START_ATTEMPTS):
             last = await self.store.last_seq(stream)
@@ -236,6 +241,7 @@ class RunRegistry:
                 "startedAt": format_datetime(self._clock.now()),
                 "generator": gen.to_json(),
                 "leaseSeconds": ttl,
+                "process": None if process is None else process.to_json(),
             }
             try:
                 (rec,) = await self.store.append(stream, [(STARTED, data)], expected_seq=last)
@@ -277,6 +283,7 @@ class RunRegistry:
                 RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
             )
             if previous is not None and await self._own_lease(previous) is None:
+                # Lapsed, stopped, or its process is known dead (_own_lease says so).
                 await self._write_handoff(previous, info.run, "registry")
         except AgentMemVaultError as exc:
             _log.warning(
@@ -487,9 +494,14 @@ class RunRegistry:
         return None
 
     async def _own_lease(self, info: RunInfo) -> Lease | None:
-        """The run's lease if the run itself still holds it (it is alive), else None."""
+        """The run's lease if the run itself still holds it (it is alive), else None.
+
+        A run whose process is known dead holds nothing, whatever its lease says.
+        """
         lease = await self.store.get_lease(_lease(info.agent, info.run))
-        return lease if lease is not None and lease.owner == info.run else None
+        if lease is None or lease.owner != info.run or is_known_dead(info.process):
+            return None
+        return lease
 
 
 def _lease_seconds(value: float) -> float:

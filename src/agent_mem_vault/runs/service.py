@@ -70,11 +70,19 @@ class RunsHome:
         return entries
 
     async def start(
-        self, agent: str, *, generator: Generator | None = None, lease_seconds: float | None = None
+        self,
+        agent: str,
+        *,
+        generator: Generator | None = None,
+        lease_seconds: float | None = None,
+        pid: int | None = None,
     ) -> str:
-        """Start a run of ``agent`` (taking it over); returns the new run's TID."""
+        """Start a run of ``agent`` (taking it over); returns the new run's TID.
+
+        ``pid``: the process doing the run (default: this one).
+        """
         async with self._registry() as registry:
-            run = await registry.start_run(agent, generator, lease_seconds=lease_seconds)
+            run = await registry.start_run(agent, generator, lease_seconds=lease_seconds, pid=pid)
             await self._settle(registry, agent)
             return run.tid
 
