@@ -289,3 +289,37 @@ async def test_a_reused_pid_is_not_taken_for_the_process_that_did_the_run(
     # Another boot (or machine): nothing is known, the lease decides.
     assert not is_known_dead(replace(me, start=me.start - 1, boot="another-boot"))
     assert not is_known_dead(ProcessId.from_json({"pid": "x"}))
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@pytest.mark.slow
+def test_the_readme_runs_example_as_written_exports_and_publishes_a_record(
+    tmp_path: Path, pds_url: str
+) -> None:
+    text = README.read_text()
+    block = text[text.index("## Runs:") :].split("```bash\n", 1)[1].split("```", 1)[0]
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        **_pds_env(pds_url),
+        "AGENT_MEM_VAULT": str(tmp_path / "vault"),
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+    }
+    env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    exported = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    (record,) = [json.loads(line) for line in exported]
+    assert record["$type"] == "garden.engram.agents.handoff"
+    assert "created            at://" in proc.stdout
+    assert f"/garden.engram.agents.handoff/{record['toRun']}" in proc.stdout
+    assert "validationStatus=unknown" in proc.stdout
