@@ -99,7 +99,7 @@ def test_runs_start_with_a_bad_agent_name_exits_2_and_stores_nothing(
 def test_runs_help_lists_every_command(tmp_path: Path) -> None:
     text = _cli("--help", vault=tmp_path).stdout
     listed = {line.split()[0] for line in text.split("Commands:")[1].splitlines() if line.strip()}
-    assert listed == {"start", "status", "list", "handoffs", "export", "publish"}
+    assert listed == {"start", "stop", "status", "list", "handoffs", "export", "publish"}
 
 
 def test_runs_errors_with_json_are_json_on_stderr_with_the_exit_status(tmp_path: Path) -> None:

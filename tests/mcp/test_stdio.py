@@ -154,3 +154,28 @@ def test_serve_rejects_an_invalid_namespace_at_start(vault_path: Path) -> None:
     assert proc.returncode == 2
     assert "--namespace '../etc' may not contain '.' or '..' segments" in proc.stderr
     assert "[invalid_namespace]" in proc.stderr
+
+
+@pytest.mark.slow
+async def test_bad_tool_arguments_get_one_actionable_line_over_stdio(vault_path: Path) -> None:
+    async with Client(serve_params(vault_path, "claude-code")) as client:
+        unknown = await client.call_tool(
+            "create_handoff",
+            {"to": "codex", "summary": "s", "context": "c", "namespace": NS, "tags": ["x"]},
+        )
+        missing = await client.call_tool("create_handoff", {"to": "codex", "namespace": NS})
+        listed = await client.call_tool("list_handoffs", {"namespace": NS, "status": "all"})
+    assert unknown.is_error and missing.is_error
+    assert text_of(unknown) == (
+        "error: create_handoff: tags: unknown argument (this tool takes: to, summary, "
+        "context, namespace, supersedes) [invalid_arguments]"
+    )
+    assert text_of(missing) == (
+        "error: create_handoff: summary: missing, expected a string; "
+        "context: missing, expected a string [invalid_arguments]"
+    )
+    for result in (unknown, missing):
+        assert "\n" not in text_of(result) and "http" not in text_of(result)
+        assert result.structured_content["error"]["code"] == "invalid_arguments"
+    # Nothing was created by the refused calls.
+    assert listed.structured_content["count"] == 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agent_mem_vault.vault import Vault
 from mcp import Client
 
@@ -236,6 +238,47 @@ async def test_bad_arguments_are_a_tool_error_not_a_crash(vault: Vault) -> None:
     assert result.is_error
     assert "status" in text_of(result)
     assert not after.is_error
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "problems"),
+    [
+        (
+            "create_handoff",
+            {"to": "codex", "summary": "s", "context": "c", "tags": ["a"]},
+            [
+                "tags: unknown argument (this tool takes: to, summary, context, namespace, "
+                "supersedes)"
+            ],
+        ),
+        (
+            "create_handoff",
+            {"to": "codex", "summary": 1, "context": "c", "supersedes": "x"},
+            ["summary: expected a string", "supersedes: expected a list of strings"],
+        ),
+        ("ack_handoff", {}, ["id: missing, expected a string"]),
+        (
+            "list_handoffs",
+            {"status": "maybe", "limit": 0},
+            [
+                "status: expected 'pending', 'read' or 'all'",
+                "limit: expected greater than or equal to 1",
+            ],
+        ),
+        ("search_memory", {"query": "x", "limit": "many"}, ["limit: expected an integer"]),
+    ],
+    ids=["unknown", "wrong types", "missing", "constraints", "not a number"],
+)
+async def test_bad_arguments_are_refused_in_one_line_naming_field_and_expectation(
+    vault: Vault, tool: str, arguments: dict[str, Any], problems: list[str]
+) -> None:
+    async with in_process(vault) as client:
+        result = await client.call_tool(tool, arguments)
+        listed = await client.call_tool("list_handoffs", {"status": "all"})
+    assert result.is_error
+    assert text_of(result) == f"error: {tool}: {'; '.join(problems)} [invalid_arguments]"
+    assert result.structured_content["error"]["details"]["problems"] == problems
+    assert listed.structured_content["count"] == 0
 
 
 async def test_resources_give_the_brief_and_an_agents_pending_handoffs(vault: Vault) -> None:

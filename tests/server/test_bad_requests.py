@@ -12,6 +12,12 @@ from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, start_case
 
 DESK = "/api/desk/threads/case-42"
+JSON = {"content-type": "application/json"}
+# 1,100 levels in about 2 KB: Python's json parser would recurse past its limit.
+DEEP = b'{"a":' + b"[" * 1100 + b"]" * 1100 + b"}"
+DEEP_VALUE = b'{"questionId": "w", "value": ' + b"[" * 40 + b"]" * 40 + b"}"
+NUM = "number_out_of_range"
+STR = "invalid_string"
 
 # (name, method, path, headers, body, status, code)
 CASES: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
@@ -165,6 +171,102 @@ CASES: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
         "forbidden",
     ),
     ("unknown route", "GET", "/api/desk/nothing/here", ADA, None, 404, "route_not_found"),
+    ("deep nesting", "POST", f"{DESK}/messages", ADA, DEEP, 400, "body_too_deep"),
+    ("deep nesting in a value", "POST", f"{DESK}/answer", OLGA, DEEP_VALUE, 400, "body_too_deep"),
+    ("deep nesting without a login", "POST", f"{DESK}/members", {}, DEEP, 401, "unauthenticated"),
+    (
+        "malformed body without a login",
+        "POST",
+        f"{DESK}/messages",
+        {},
+        b'{"text": ',
+        401,
+        "unauthenticated",
+    ),
+    (
+        "wide array",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "x", "files": [' + b",".join([b"1"] * 1001) + b"]}",
+        400,
+        "body_too_wide",
+    ),
+    (
+        "duplicate key",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "hi", "text": "there"}',
+        400,
+        "duplicate_key",
+    ),
+    ("NaN", "POST", f"{DESK}/answer", OLGA, b'{"questionId": "w", "value": NaN}', 400, NUM),
+    (
+        "Infinity",
+        "POST",
+        f"{DESK}/answer",
+        OLGA,
+        b'{"questionId": "w", "value": -Infinity}',
+        400,
+        NUM,
+    ),
+    (
+        "float overflow",
+        "POST",
+        f"{DESK}/answer",
+        OLGA,
+        b'{"questionId": "w", "value": 1e999}',
+        400,
+        NUM,
+    ),
+    (
+        "huge integer",
+        "POST",
+        f"{DESK}/answer",
+        OLGA,
+        b'{"questionId": "w", "value": ' + b"9" * 5000 + b"}",
+        400,
+        NUM,
+    ),
+    ("lone surrogate", "POST", f"{DESK}/messages", ADA, b'{"text": "a\\ud800b"}', 400, STR),
+    ("NUL character", "POST", f"{DESK}/messages", ADA, b'{"text": "a\\u0000b"}', 400, STR),
+    (
+        "text/plain body",
+        "POST",
+        f"{DESK}/messages",
+        {**ADA, "content-type": "text/plain"},
+        b'{"text": "hi"}',
+        415,
+        "unsupported_media_type",
+    ),
+    (
+        "form body",
+        "POST",
+        f"{DESK}/members",
+        {**ADA, "content-type": "application/x-www-form-urlencoded"},
+        b"userId=eve&role=member",
+        415,
+        "unsupported_media_type",
+    ),
+    (
+        "no content type",
+        "POST",
+        f"{DESK}/messages",
+        {**ADA, "content-type": ""},
+        b'{"text": "hi"}',
+        415,
+        "unsupported_media_type",
+    ),
+    (
+        "optional body as text",
+        "POST",
+        f"{DESK}/continue",
+        {**ADA, "content-type": "text/plain"},
+        b"{}",
+        415,
+        "unsupported_media_type",
+    ),
     ("wrong method", "DELETE", DESK, ADA, None, 405, "method_not_allowed"),
     (
         "event id not a number",
@@ -221,6 +323,10 @@ async def test_bad_request_gets_4xx_with_its_code_and_changes_nothing(
         return [e.thread_id for e in await list_entries(demo.host.persistence, "acme")]
 
     before = (await case.get(DESK, headers=OLGA)).json(), await threads()
+    if body is not None:
+        headers = {**JSON, **headers}  # a case names another content type (or "") itself
+        if not headers["content-type"]:
+            del headers["content-type"]
     r = await case.request(method, path, content=body, headers=headers)
     assert (r.status_code, r.json()["code"]) == (status, code), r.text
     assert r.json()["message"]
@@ -229,7 +335,7 @@ async def test_bad_request_gets_4xx_with_its_code_and_changes_nothing(
 
 async def test_oversized_body_is_413_by_its_declared_length(case: httpx.AsyncClient) -> None:
     big = b'{"text": "' + b"x" * 1_100_000 + b'"}'
-    r = await case.post(f"{DESK}/messages", content=big, headers=ADA)
+    r = await case.post(f"{DESK}/messages", content=big, headers={**ADA, **JSON})
     assert (r.status_code, r.json()["code"]) == (413, "body_too_large")
 
 
@@ -242,6 +348,6 @@ async def test_oversized_body_is_413_when_streamed_without_a_length(
             yield b"x" * 100_000
         yield b'"}'
 
-    r = await case.post(f"{DESK}/messages", content=chunks(), headers=ADA)
+    r = await case.post(f"{DESK}/messages", content=chunks(), headers={**ADA, **JSON})
     assert "content-length" not in r.request.headers
     assert (r.status_code, r.json()["code"]) == (413, "body_too_large")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -135,3 +138,72 @@ def test_demo_lets_the_customer_follow_a_case_the_operator_moved(tmp_path: Path)
             time.sleep(0.1)
         assert r.json()["messages"][0]["parts"][0]["text"] == "Refund for order 42."
         assert httpx.get(target, headers=BOB).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        (["--port", "{busy}"], "port_in_use", "port {busy} is in use"),
+        (["--host", "10.255.255.1"], "bad_address", "is not an address of this machine"),
+        (["--host", "no-such-host.invalid"], "bad_address", "this machine can resolve"),
+    ],
+    ids=["port in use", "address not ours", "unknown host"],
+)
+def test_demo_start_up_failure_is_reported_before_any_banner_with_exit_9(
+    tmp_path: Path, args: list[str], code: str, says: str
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        argv = [a.replace("{busy}", port) for a in args]
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "agent-mem-vault"),
+                "demo",
+                "support",
+                *argv,
+                "--db",
+                str(tmp_path / "d.db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 9, proc.stderr
+    assert proc.stdout == ""  # no banner, no links, no "Press Ctrl+C"
+    assert f"[{code}]" in proc.stderr and says.replace("{busy}", port) in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert not (tmp_path / "d.db").exists()
+
+
+def test_serve_http_port_in_use_is_reported_before_the_banner_with_exit_9(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "agent-mem-vault"),
+                "serve",
+                "--agent",
+                "x",
+                "--http",
+                "--port",
+                port,
+                "--vault",
+                str(tmp_path / "v"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 9, proc.stderr
+    assert proc.stderr == (
+        f"error: cannot listen on 127.0.0.1:{port}: port {port} is in use (another server "
+        "is listening there); stop it or pass --port with a free port [port_in_use]\n"
+    )

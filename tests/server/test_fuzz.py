@@ -9,6 +9,7 @@ valid thread would stream forever; its bad inputs are in test_bad_requests.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,36 @@ def test_api_answers_generated_requests_as_documented(
         case.call_and_validate(base_url=demo_url, headers=OLGA, checks=CHECKS, timeout=30)
 
     run()
+
+
+BODY_OPERATIONS = [op for op in OPERATIONS if op.body]
+# Deeper than Python's recursion limit once parsed; schemathesis generates nothing like it.
+DEEP_LEVELS = 1_100
+
+
+def _deep(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels - 1):
+        value = [value]
+    return {"text": "x", "value": value}
+
+
+@pytest.mark.parametrize("operation", BODY_OPERATIONS, ids=[op.label for op in BODY_OPERATIONS])
+def test_api_refuses_deeply_nested_bodies_as_documented(demo_url: str, operation: Any) -> None:
+    params = {"harness": "desk", "threadId": "case-42", "waitId": "w1"}
+    case = operation.Case(
+        path_parameters={k: v for k, v in params.items() if f"{{{k}}}" in operation.path},
+        body=_deep(DEEP_LEVELS),
+        media_type="application/json",
+    )
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10_000)  # for schemathesis to serialize the body; the server has its own
+    try:
+        response = case.call(base_url=demo_url, headers=OLGA, timeout=30)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert (response.status_code, response.json()["code"]) == (400, "body_too_deep")
+    case.validate_response(
+        response,
+        checks=[not_a_server_error, status_code_conformance, response_schema_conformance],
+    )

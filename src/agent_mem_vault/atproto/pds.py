@@ -13,11 +13,14 @@ back with ``getRecord`` and decides by content:
 ``putRecord`` with ``swapRecord: null`` ("only if absent") is the other way
 to write; the reference PDS answers 400 ``InvalidSwap`` when a different
 record is there and 200 without a commit when the identical one is. Records
-are sent without ``validate`` so that the PDS does not need our lexicon.
+are sent without ``validate`` by default, so that the PDS does not need our lexicon
+(it answers ``validationStatus: "unknown"``); ``validate=True`` asks it to check
+the record, which fails on a PDS that does not know the lexicon.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -88,6 +91,12 @@ class PublishResult:
     """CID of the record that is in the repository (ours unless ``taken``)."""
     record: dict[str, Any]
     """The record that is in the repository under this key."""
+    validation_status: str | None = None
+    """The PDS's ``validationStatus`` for a write now: ``valid`` (checked against the
+    lexicon), ``unknown`` (stored unchecked: the PDS does not know the lexicon), or None
+    when nothing was written now."""
+    ours: str | None = None
+    """CID of our record (differs from ``cid`` when ``taken``)."""
 
 
 class PdsClient:
@@ -107,8 +116,23 @@ class PdsClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
         self._http = httpx.AsyncClient(base_url=self.base_url, timeout=timeout, transport=transport)
         self.session: PdsSession | None = None
+
+    def _what(self, exc: httpx.HTTPError) -> str:
+        """What went wrong on the network, in words: timed out, refused, or no such host."""
+        if isinstance(exc, httpx.TimeoutException):
+            return f"timed out after {self.timeout:g} s (raise it with --timeout)"
+        text = str(exc) or type(exc).__name__
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, ConnectionRefusedError) or "refused" in str(cause).lower():
+                return "connection refused (nothing listens at that address and port)"
+            if isinstance(cause, socket.gaierror) or "name or service" in str(cause).lower():
+                return f"the host name does not resolve (DNS: {cause})"
+            cause = cause.__cause__ or cause.__context__
+        return text
 
     async def __aenter__(self) -> PdsClient:
         return self
@@ -142,16 +166,28 @@ class PdsClient:
                 response = await self._http.get(f"/xrpc/{method}", params=params, headers=headers)
         except httpx.HTTPError as exc:
             raise RemoteError(
-                f"{method}: could not reach the PDS at {self.base_url}: {exc}",
+                f"{method}: could not reach the PDS at {self.base_url}: {self._what(exc)}",
                 code="pds_unreachable",
             ) from exc
         data: dict[str, Any] = {}
+        parsed: Any = None
         if response.content:
             try:
                 parsed = response.json()
                 data = parsed if isinstance(parsed, dict) else {}
             except ValueError:
-                data = {}
+                parsed = None
+        if parsed is None and (response.status_code in (404, 405) or response.is_success):
+            # An XRPC server answers every method with JSON; a web page or an empty 404
+            # means the URL is something else (a website, a wrong path, a proxy).
+            kind = response.headers.get("content-type", "no content type").split(";")[0]
+            raise RemoteError(
+                f"{self.base_url} does not look like a PDS: {method} answered HTTP "
+                f"{response.status_code} with {kind}, not XRPC JSON; pass the PDS's base URL "
+                "(e.g. https://pds.example, without /xrpc)",
+                code="not_a_pds",
+                status=response.status_code,
+            )
         if response.status_code >= 400:
             raise XrpcError(method, response.status_code, data.get("error"), data.get("message"))
         return data
@@ -184,28 +220,34 @@ class PdsClient:
         return self.session.did
 
     async def create_record(
-        self, collection: str, rkey: str, record: Mapping[str, Any]
+        self,
+        collection: str,
+        rkey: str,
+        record: Mapping[str, Any],
+        *,
+        validate: bool | None = None,
     ) -> dict[str, Any]:
-        """``com.atproto.repo.createRecord`` under a chosen key; returns ``{uri, cid}``."""
-        return await self._call(
-            "com.atproto.repo.createRecord",
-            body={"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record},
-        )
+        """``com.atproto.repo.createRecord`` under a chosen key; returns ``{uri, cid, …}``."""
+        body = {"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record}
+        return await self._call("com.atproto.repo.createRecord", body=_validate(body, validate))
 
     async def put_record_if_absent(
-        self, collection: str, rkey: str, record: Mapping[str, Any]
+        self,
+        collection: str,
+        rkey: str,
+        record: Mapping[str, Any],
+        *,
+        validate: bool | None = None,
     ) -> dict[str, Any]:
         """``com.atproto.repo.putRecord`` with ``swapRecord: null``: only if the key is free."""
-        return await self._call(
-            "com.atproto.repo.putRecord",
-            body={
-                "repo": self._repo(),
-                "collection": collection,
-                "rkey": rkey,
-                "record": record,
-                "swapRecord": None,
-            },
-        )
+        body = {
+            "repo": self._repo(),
+            "collection": collection,
+            "rkey": rkey,
+            "record": record,
+            "swapRecord": None,
+        }
+        return await self._call("com.atproto.repo.putRecord", body=_validate(body, validate))
 
     async def get_record(
         self, collection: str, rkey: str, *, repo: str | None = None
@@ -229,21 +271,27 @@ class PdsClient:
         *,
         mode: Literal["create", "put"] = "create",
         check: Callable[[Mapping[str, Any], str], object] = validate_record,
+        validate: bool | None = None,
     ) -> PublishResult:
         """Write ``record`` under ``rkey`` at most once, and say what the repository holds.
 
         The record is checked first (by default against its lexicon; pass
         ``check`` for rules of your own, such as "the key is toRun"): an
         invalid one raises ``RecordValidationError`` and nothing is sent.
+        ``validate=True`` asks the PDS to check the record against the lexicon
+        too (it fails on a PDS that does not know the lexicon); None leaves it
+        to the PDS, which stores records of unknown lexicons unchecked.
         """
         check(record, rkey)
         collection = str(record["$type"])
         ours = record_cid(record)
         try:
             if mode == "put":
-                written = await self.put_record_if_absent(collection, rkey, record)
+                written = await self.put_record_if_absent(
+                    collection, rkey, record, validate=validate
+                )
             else:
-                written = await self.create_record(collection, rkey, record)
+                written = await self.create_record(collection, rkey, record, validate=validate)
         except RemoteError as failure:
             return await self._decide_after_failure(collection, rkey, record, ours, failure)
         uri = str(written.get("uri", f"at://{self._repo()}/{collection}/{rkey}"))
@@ -251,7 +299,15 @@ class PdsClient:
         outcome: Outcome = (
             "created" if written.get("commit") or mode == "create" else ("already_published")
         )
-        return PublishResult(outcome, uri, str(written.get("cid", ours)), dict(record))
+        status = written.get("validationStatus")
+        return PublishResult(
+            outcome,
+            uri,
+            str(written.get("cid", ours)),
+            dict(record),
+            str(status) if status is not None else None,
+            ours,
+        )
 
     async def _decide_after_failure(
         self,
@@ -289,8 +345,13 @@ class PdsClient:
         theirs = record_cid(value)
         uri = str(there.get("uri", ""))
         if theirs == ours:
-            return PublishResult("already_published", uri, theirs, value)
-        return PublishResult("taken", uri, theirs, value)
+            return PublishResult("already_published", uri, theirs, value, ours=ours)
+        return PublishResult("taken", uri, theirs, value, ours=ours)
+
+
+def _validate(body: dict[str, Any], validate: bool | None) -> dict[str, Any]:
+    # Absent, the PDS validates records of lexicons it knows and stores others unchecked.
+    return body if validate is None else {**body, "validate": validate}
 
 
 def _refused(failure: RemoteError) -> bool:

@@ -88,10 +88,13 @@ def serve(
     if not use_http:
         build_server(vault, settings).run("stdio")
         return
-    url = f"http://{host}:{port}"
+    from .listen import listen, serve_socket
+
+    sock = listen(host, port)  # before anything is printed: a port in use is all one sees
+    url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     server = build_server(vault, settings, token=token, url=url)
     click.echo(f"agent-mem-vault: serving MCP at {url}/mcp as {agent}", err=True)
-    server.run("streamable-http", host=host, port=port)
+    serve_socket(server.streamable_http_app(host=host), sock)
 
 
 def _default_command() -> tuple[str, ...]:

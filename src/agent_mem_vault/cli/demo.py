@@ -1,7 +1,8 @@
 """``agent-mem-vault demo support``: the seed's support desk with the operator console.
 
-Thin on purpose: build the demo (:func:`agent_mem_vault.server.support_demo.build_support_demo`),
-print where it is and how to sign in, and serve it with uvicorn.
+Thin on purpose: take the port (:mod:`.listen`; failing there prints nothing else), build
+the demo (:func:`agent_mem_vault.server.support_demo.build_support_demo`), print where it
+is and how to sign in, and serve it with uvicorn.
 """
 
 from __future__ import annotations
@@ -39,10 +40,10 @@ def support(port: int, bind: str, db: Path) -> None:
     Models: offline rule-based unless AGENT_MEM_VAULT_MODEL names a model of an
     OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).
     """
-    import uvicorn
-
     from ..server.support_demo import DEMO_USERS, build_support_demo
+    from .listen import listen, serve_socket
 
+    sock = listen(bind, port)  # before the banner: a port in use is the only thing shown
     built = build_support_demo(db)
     url = f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"  # IPv6
     click.echo(f"Support desk demo at {url}  (threads in {db}; models: {built.model_description})")
@@ -61,4 +62,4 @@ def support(port: int, bind: str, db: Path) -> None:
             "public demo tokens, so anyone who reaches this address can use them."
         )
     click.echo("Press Ctrl+C to stop.")
-    uvicorn.run(built.app, host=bind, port=port, log_level="warning")
+    serve_socket(built.app, sock)

@@ -76,6 +76,13 @@ def runs() -> None:
     default=None,
     help="Seconds the run counts as alive without a heartbeat (default 30).",
 )
+@click.option(
+    "--pid",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The process doing the run (default: the shell or program that called this "
+    "command). Once it has ended, a takeover writes this run's record at once.",
+)
 @click.option("--generator-name", help="The software doing the run (default agent-mem-vault).")
 @click.option("--generator-version", help="Its version (with --generator-name).")
 @click.option("--generator-url", help="Where to learn about it (optional).")
@@ -83,6 +90,7 @@ def runs() -> None:
 def start(
     agent: str,
     lease_seconds: float | None,
+    pid: int | None,
     generator_name: str | None,
     generator_version: str | None,
     generator_url: str | None,
@@ -102,7 +110,27 @@ def start(
             raise click.UsageError("--generator-name and --generator-version go together")
         generator = Generator(generator_name, generator_version, generator_url)
     home = _home(vault_path, store_path)
-    click.echo(_run(home.start(agent, generator=generator, lease_seconds=lease_seconds)))
+    import os
+
+    owner = (
+        pid if pid is not None else os.getppid()
+    )  # this command ends at once; its caller runs on
+    click.echo(_run(home.start(agent, generator=generator, lease_seconds=lease_seconds, pid=owner)))
+
+
+@runs.command("stop")
+@click.argument("agent")
+@click.argument("run", required=False)
+@_home_options
+def stop(agent: str, run: str | None, vault_path: str, store_path: str | None) -> None:
+    """Stop RUN of AGENT (default: its current run) on purpose; prints the run's TID.
+
+    \b
+    The next `runs start AGENT` then writes the stopped run's handoff record at
+    once, instead of after its lease lapses:
+      agent-mem-vault runs stop support-bot "$RUN"
+    """
+    click.echo(_run(_home(vault_path, store_path).stop(agent, run)))
 
 
 @runs.command("status")
@@ -208,6 +236,24 @@ def export(agent: str, vault_path: str, store_path: str | None) -> None:
     show_default=True,
     help="createRecord with the key, or putRecord with swapRecord null.",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    help="Seconds to wait for each answer of the PDS.",
+)
+@click.option(
+    "--validate",
+    is_flag=True,
+    help="Ask the PDS to validate each record against its lexicon (fails on a PDS that "
+    "does not know garden.engram.agents.handoff; see the README).",
+)
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="First wait until no handoff record is pending (the stopped runs' leases lapse).",
+)
 @_home_options
 @_json_option
 def publish(
@@ -216,27 +262,77 @@ def publish(
     identifier: str,
     password: str,
     mode: str,
+    timeout: float,
+    validate: bool,
+    wait: bool,
     vault_path: str,
     store_path: str | None,
     as_json: bool,
 ) -> None:
-    """Publish AGENT's handoff records to an AT Protocol repository, each at most once."""
+    """Publish AGENT's handoff records to an AT Protocol repository, each at most once.
+
+    \b
+    Lists on stderr the records still pending (runs taken over that have not
+    written theirs) and when each will be written; --wait waits for them.
+    Exits 4 (conflict) if the repository holds another record under one of
+    our keys ("taken"), naming our CID and theirs.
+    """
+    home = _home(vault_path, store_path)
+    if wait:
+        _run(home.wait_for_pending(agent))
     results = _run(
-        _home(vault_path, store_path).publish(
+        home.publish(
             agent,
             pds=pds,
             identifier=identifier,
             password=password,
             mode="put" if mode == "put" else "create",
+            pds_timeout=timeout,
+            validate=True if validate else None,
         )
     )
+    pending = _run(home.pending(agent))
     if as_json:
         _emit(
             [
-                {"rkey": p.entry.rkey, "outcome": p.outcome, "uri": p.uri, "cid": p.cid}
+                {
+                    "rkey": p.entry.rkey,
+                    "outcome": p.outcome,
+                    "uri": p.uri,
+                    "cid": p.cid,
+                    "ours": p.ours,
+                    "validationStatus": p.validation_status,
+                }
                 for p in results
             ]
         )
-        return
-    for p in results:
-        click.echo(f"{p.outcome:<18} {p.uri}  {p.cid}")
+    else:
+        for p in results:
+            status = f"  validationStatus={p.validation_status}" if p.validation_status else ""
+            click.echo(f"{p.outcome:<18} {p.uri}  {p.cid}{status}")
+    for r in pending:
+        when = (
+            f"when its lease lapses at {r.lease_expires_at.isoformat(timespec='seconds')}"
+            if r.lease_expires_at
+            else "on the next command"
+        )
+        click.echo(
+            f"pending: run {r.info.run} was taken over by {r.taken_over_by}; its handoff "
+            f"record is written when it writes it, is stopped (`runs stop {agent} "
+            f"{r.info.run}`), or {when}; then publish again (or use --wait)",
+            err=True,
+        )
+    taken = [p for p in results if p.outcome == "taken"]
+    if taken:
+        from ..core.errors import ConflictError
+
+        for p in taken:
+            click.echo(
+                f"taken: {p.uri} holds another record: ours {p.ours}, theirs {p.cid}", err=True
+            )
+        raise ConflictError(
+            f"{len(taken)} record(s) of {agent!r} are taken: the repository holds another "
+            "record under our key (see above); nothing was overwritten",
+            code="record_taken",
+            rkeys=[p.entry.rkey for p in taken],
+        )

@@ -14,7 +14,9 @@ an exit status, MCP to a tool error, HTTP to a status and a JSON body.
     │   └── AccessDeniedError          403 · exit 5   the user lacks the access action
     ├── UnavailableError               503 · exit 6   a lock or lease did not come in time
     ├── DataError                      500 · exit 7   stored data is damaged or unreadable
-    └── RemoteError                    502 · exit 8   a remote service (PDS, model) failed
+    ├── RemoteError                    502 · exit 8   a remote service (PDS, model) failed
+    └── StartupError                   500 · exit 9   a server could not start listening
+                                                      (port in use, bad address)
 
 Subclasses in the services add codes; they never add branches.
 """
@@ -31,6 +33,7 @@ __all__ = [
     "InvalidInputError",
     "NotFoundError",
     "RemoteError",
+    "StartupError",
     "UnauthenticatedError",
     "UnavailableError",
     "UserError",
@@ -133,3 +136,15 @@ class RemoteError(AgentMemVaultError):
     code = "remote_error"
     http_status = 502
     exit_status = 8
+
+
+class StartupError(AgentMemVaultError):
+    """A server command could not start: its port is in use, its address is not this machine's.
+
+    Reported before the command prints anything else (no banner, no links), so a
+    script or a person sees only what went wrong and what to change.
+    """
+
+    code = "startup_failed"
+    http_status = 500
+    exit_status = 9

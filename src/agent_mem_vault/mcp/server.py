@@ -25,6 +25,7 @@ from pydantic import Field
 
 from .. import __version__
 from ..core.errors import AgentMemVaultError, InvalidInputError
+from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
     HandoffListResult,
@@ -239,9 +240,16 @@ def build_server(
 def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[F], F]]:
     """``@tool(hints)``: register a tool on ``server`` with its hints, vault errors guarded."""
 
+    # Unknown or bad arguments are answered before a tool runs (see .arguments).
+    check = next((m for m in server.middleware if isinstance(m, ArgumentCheck)), None)
+    if check is None:
+        check = ArgumentCheck()
+        server.middleware.append(check)
+
     def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
         def register(fn: F) -> F:
             server.tool(annotations=annotations)(_guarded(fn))
+            check.add(fn.__name__, fn)
             return fn
 
         return register

@@ -15,7 +15,7 @@ by the new run's TID, at most once. Records are never updated or deleted.
 
 from __future__ import annotations
 
-from .errors import RunStillCurrent, RunTakenOver
+from .errors import RunStillCurrent, RunStopped, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
 from .records import (
     DEFAULT_GENERATOR,
@@ -37,6 +37,7 @@ __all__ = [
     "RunRegistry",
     "RunState",
     "RunStillCurrent",
+    "RunStopped",
     "RunTakenOver",
     "build_handoff_record",
     "check_handoff_record",

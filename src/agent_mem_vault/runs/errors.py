@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.errors import ConflictError
 
-__all__ = ["RunStillCurrent", "RunTakenOver"]
+__all__ = ["RunStillCurrent", "RunStopped", "RunTakenOver"]
 
 
 class RunTakenOver(ConflictError):
@@ -32,3 +32,9 @@ class RunStillCurrent(ConflictError):
     """A handoff was asked of a run that nobody has taken over."""
 
     code = "run_still_current"
+
+
+class RunStopped(ConflictError):
+    """A stopped run was asked to go on (``heartbeat``): start a new run instead."""
+
+    code = "run_stopped"

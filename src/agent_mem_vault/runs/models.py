@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from .process import ProcessId
 from .records import Generator
 
 __all__ = ["AgentStatus", "HandoffEntry", "RunInfo", "RunState"]
@@ -25,6 +26,8 @@ class RunInfo:
     started_at: str
     generator: Generator | None
     lease_seconds: float
+    process: ProcessId | None = None
+    """The process doing the run, when known (see :mod:`.process`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -35,6 +38,7 @@ class RunInfo:
             "startedAt": self.started_at,
             "generator": None if self.generator is None else self.generator.to_json(),
             "leaseSeconds": self.lease_seconds,
+            "process": None if self.process is None else self.process.to_json(),
         }
 
     @classmethod
@@ -48,6 +52,7 @@ class RunInfo:
             started_at=str(data["startedAt"]),
             generator=None if gen is None else Generator.from_json(gen),
             lease_seconds=float(data.get("leaseSeconds", 0.0)),
+            process=ProcessId.from_json(data.get("process")),
         )
 
 

@@ -34,7 +34,14 @@ class Published:
     """``taken``: the repository holds a different record under this key."""
     uri: str
     cid: str
-    """CID of the record in the repository."""
+    """CID of the record in the repository (another writer's when ``taken``)."""
+    validation_status: str | None = None
+    """The PDS's ``validationStatus`` when it was written: ``valid`` or ``unknown``."""
+
+    @property
+    def ours(self) -> str:
+        """CID of our record."""
+        return self.entry.cid
 
 
 async def publish_handoffs(
@@ -43,6 +50,7 @@ async def publish_handoffs(
     agent: str,
     *,
     mode: Literal["create", "put"] = "create",
+    validate: bool | None = None,
 ) -> list[Published]:
     """Publish every handoff record of ``agent`` not yet published to this repository.
 
@@ -66,18 +74,22 @@ async def publish_handoffs(
                     "already_published" if v["outcome"] != "taken" else "taken",
                     v["uri"],
                     v["cid"],
+                    v.get("validationStatus"),
                 )
             )
             continue
         result = await client.publish(
-            entry.record, entry.rkey, mode=mode, check=check_handoff_record
+            entry.record, entry.rkey, mode=mode, check=check_handoff_record, validate=validate
         )
         value = {
             "outcome": result.outcome,
             "uri": result.uri,
             "cid": result.cid,
             "pds": client.base_url,
+            "validationStatus": result.validation_status,
         }
         await registry.store.insert(PUBLISHED, key, value)
-        out.append(Published(entry, result.outcome, result.uri, result.cid))
+        out.append(
+            Published(entry, result.outcome, result.uri, result.cid, result.validation_status)
+        )
     return out

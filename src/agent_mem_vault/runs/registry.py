@@ -41,8 +41,9 @@ from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
 from ..store.base import Lease, LogConflictError, Persistence, scan_all
-from .errors import RunStillCurrent, RunTakenOver
+from .errors import RunStillCurrent, RunStopped, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
+from .process import is_known_dead, process_of
 from .records import DEFAULT_GENERATOR, Generator, build_handoff_record, check_handoff_record
 
 __all__ = ["Run", "RunRegistry", "validate_agent"]
@@ -50,6 +51,7 @@ __all__ = ["Run", "RunRegistry", "validate_agent"]
 AGENTS = "runs.agents"
 RUNS = "runs.runs"
 HANDOFFS = "runs.handoffs"
+STOPPED = "runs.stopped"
 STARTED = "run.started"
 _AGENT = re.compile(r"[A-Za-z0-9._~:-]{1,128}", re.ASCII)
 _START_ATTEMPTS = 100
@@ -124,11 +126,30 @@ class Run:
             raise RunTakenOver(self.agent, self.tid, by or "?")
 
     async def heartbeat(self) -> None:
-        """Renew this run's lease, so it counts as alive; raises ``RunTakenOver`` once replaced."""
+        """Renew this run's lease, so it counts as alive; raises ``RunTakenOver`` once replaced.
+
+        A run that was stopped (:meth:`stop`, or ``runs stop`` from a shell) is
+        not brought back to life: ``RunStopped`` is raised instead.
+        """
         await self.ensure_current()
+        if await self._registry.store.get(STOPPED, _run_key(self.agent, self.tid)) is not None:
+            raise RunStopped(
+                f"run {self.tid} of agent {self.agent!r} was stopped; start a new run",
+                agent=self.agent,
+                run=self.tid,
+            )
         await self._registry.store.acquire_lease(
             _lease(self.agent, self.tid), self.tid, self.info.lease_seconds
         )
+
+    async def stop(self) -> None:
+        """End this run on purpose: the run that takes over next writes its record at once.
+
+        Idempotent. The run stays the agent's current run until another starts;
+        it no longer counts as alive, and its lease is not renewed again. If it
+        was already taken over, its handoff record is written now.
+        """
+        await self._registry.stop_run(self.agent, self.tid)
 
     async def write_handoff(self) -> dict[str, Any]:
         """Write the handoff record to the run that took over; returns the record that landed.
@@ -187,12 +208,15 @@ class RunRegistry:
         generator: Generator | Mapping[str, Any] | None = None,
         *,
         lease_seconds: float | None = None,
+        pid: int | None = None,
     ) -> Run:
         """Mint a run TID and make it the agent's current run, taking over from the last one.
 
         ``generator`` names the software doing the run (it goes into the
         handoff record this run writes when it is replaced); by default,
-        agent-mem-vault itself.
+        agent-mem-vault itself. ``pid`` is the process doing the run (default:
+        this one); once it is known dead, the run counts as stopped and a
+        takeover writes its record at once (see :mod:`.process`).
         """
         validate_agent(agent)
         gen = _generator(generator)
@@ -204,6 +228,7 @@ class RunRegistry:
         if await self.store.get(AGENTS, agent) is None:  # a read spares a write transaction
             await self.store.insert(AGENTS, agent, {"agent": agent})
         stream = _stream(agent)
+        process = process_of(pid)
         tid: str | None = None
         for _ in range(_START_ATTEMPTS):
             last = await self.store.last_seq(stream)
@@ -216,6 +241,7 @@ class RunRegistry:
                 "startedAt": format_datetime(self._clock.now()),
                 "generator": gen.to_json(),
                 "leaseSeconds": ttl,
+                "process": None if process is None else process.to_json(),
             }
             try:
                 (rec,) = await self.store.append(stream, [(STARTED, data)], expected_seq=last)
@@ -257,6 +283,7 @@ class RunRegistry:
                 RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
             )
             if previous is not None and await self._own_lease(previous) is None:
+                # Lapsed, stopped, or its process is known dead (_own_lease says so).
                 await self._write_handoff(previous, info.run, "registry")
         except AgentMemVaultError as exc:
             _log.warning(
@@ -267,6 +294,35 @@ class RunRegistry:
                 previous.run if previous else "-",
                 exc,
             )
+
+    async def stop_run(self, agent: str, tid: str | None = None) -> RunInfo:
+        """Stop run ``tid`` of ``agent`` (default: its current run); returns the stopped run.
+
+        A stopped run is marked (``runs.stopped``, put-if-absent) and its lease
+        released, so it no longer counts as alive: the next takeover writes its
+        handoff record at once, and if it was taken over already, the record is
+        written now. Stopping a stopped run changes nothing.
+        """
+        validate_agent(agent)
+        if tid is None:
+            last = await self.store.last_seq(_stream(agent))
+            info = await self._entry(agent, last) if last else None
+            if info is None:
+                raise NotFoundError(
+                    f"agent {agent!r} has no runs to stop", code="run_not_found", agent=agent
+                )
+        else:
+            info = (await self.attach(agent, tid)).info
+        await self.store.insert(
+            STOPPED,
+            _run_key(agent, info.run),
+            {"agent": agent, "run": info.run, "stoppedAt": format_datetime(self._clock.now())},
+        )
+        await self.store.release_lease(_lease(agent, info.run), info.run)
+        successor = await self._successor(info)
+        if successor is not None:
+            await self._write_handoff(info, successor, "registry")
+        return info
 
     async def attach(self, agent: str, tid: str) -> Run:
         """A handle on an existing run, e.g. from another process that knows its TID."""
@@ -438,9 +494,14 @@ class RunRegistry:
         return None
 
     async def _own_lease(self, info: RunInfo) -> Lease | None:
-        """The run's lease if the run itself still holds it (it is alive), else None."""
+        """The run's lease if the run itself still holds it (it is alive), else None.
+
+        A run whose process is known dead holds nothing, whatever its lease says.
+        """
         lease = await self.store.get_lease(_lease(info.agent, info.run))
-        return lease if lease is not None and lease.owner == info.run else None
+        if lease is None or lease.owner != info.run or is_known_dead(info.process):
+            return None
+        return lease
 
 
 def _lease_seconds(value: float) -> float:

@@ -70,13 +70,28 @@ class RunsHome:
         return entries
 
     async def start(
-        self, agent: str, *, generator: Generator | None = None, lease_seconds: float | None = None
+        self,
+        agent: str,
+        *,
+        generator: Generator | None = None,
+        lease_seconds: float | None = None,
+        pid: int | None = None,
     ) -> str:
-        """Start a run of ``agent`` (taking it over); returns the new run's TID."""
+        """Start a run of ``agent`` (taking it over); returns the new run's TID.
+
+        ``pid``: the process doing the run (default: this one).
+        """
         async with self._registry() as registry:
-            run = await registry.start_run(agent, generator, lease_seconds=lease_seconds)
+            run = await registry.start_run(agent, generator, lease_seconds=lease_seconds, pid=pid)
             await self._settle(registry, agent)
             return run.tid
+
+    async def stop(self, agent: str, run: str | None = None) -> str:
+        """Stop ``run`` of ``agent`` (default: the current one); returns the stopped run's TID."""
+        async with self._registry() as registry:
+            info = await registry.stop_run(agent, run)
+            await self._settle(registry, agent)
+            return info.run
 
     async def status(self, agent: str | None = None) -> list[AgentStatus]:
         """The status of one agent, or of every agent."""
@@ -103,6 +118,29 @@ class RunsHome:
         """The agent's handoff records as AT Protocol JSON."""
         return [entry.record for entry in await self.handoffs(agent)]
 
+    async def pending(self, agent: str) -> list[RunState]:
+        """Runs of ``agent`` taken over whose handoff record is not written yet.
+
+        Each is written when the run writes it itself, is stopped, or its lease
+        lapses (``lease_expires_at``; None: already lapsed, written on the next command).
+        """
+        async with self._registry() as registry:
+            await self._settle(registry, agent)
+            runs = await registry.list_runs(agent)
+            return [r for r in runs if r.state == "taken_over" and not r.handoff_written]
+
+    async def wait_for_pending(self, agent: str, *, poll: float = 0.5) -> None:
+        """Return once no handoff record of ``agent`` is pending (each lease lapsed, or written)."""
+        import asyncio
+
+        from ..core.clock import SYSTEM_CLOCK
+
+        while pending := await self.pending(agent):
+            due = [r.lease_expires_at for r in pending if r.lease_expires_at is not None]
+            now = SYSTEM_CLOCK.now()
+            wait = min((d - now).total_seconds() for d in due) if due else 0.0
+            await asyncio.sleep(min(max(wait, poll), 5.0))
+
     async def publish(
         self,
         agent: str,
@@ -111,12 +149,17 @@ class RunsHome:
         identifier: str,
         password: str,
         mode: Literal["create", "put"] = "create",
+        pds_timeout: float = 15.0,
+        validate: bool | None = None,
     ) -> list[Published]:
-        """Log in to the PDS with an app password and publish the agent's handoff records."""
+        """Log in to the PDS with an app password and publish the agent's handoff records.
+
+        ``pds_timeout``: seconds to wait for each answer of the PDS.
+        """
         from ..atproto.pds import PdsClient
         from .publish import publish_handoffs
 
-        async with self._registry() as registry, PdsClient(pds) as client:
+        async with self._registry() as registry, PdsClient(pds, timeout=pds_timeout) as client:
             await self._settle(registry, agent)
             await client.login(identifier, password)
-            return await publish_handoffs(registry, client, agent, mode=mode)
+            return await publish_handoffs(registry, client, agent, mode=mode, validate=validate)

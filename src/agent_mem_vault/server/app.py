@@ -1,9 +1,11 @@
 """``create_harness_app``: the harness service over HTTP, as one Starlette app.
 
-The app is an interface and stays thin: each route parses its input (path,
-query, a size-limited JSON body checked by a pydantic model), finds the user of
-the request with the host's access (``access.get_user(request)``), calls ONE
-method of the harness service and renders the result. Errors go to the single
+The app is an interface and stays thin: each route first finds the user of the
+request with the host's access (``access.get_user(request)``; 401 before any
+input is looked at), then parses its input (path, query, a JSON body: its
+content type, size, depth and widths checked before it is parsed, then a
+pydantic model, see :mod:`.json_body`), calls ONE method of the harness
+service and renders the result. Errors go to the single
 handler in :mod:`.errors`. The service never sees Starlette: it gets plain
 values and the request object only through ``get_user``.
 
@@ -30,7 +32,6 @@ GET    /console/                                                    the operator
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,8 +48,14 @@ from ..core.errors import AgentMemVaultError, InvalidInputError
 from ..harness.log import check_id
 from . import schemas as s
 from .bridge import HarnessService
-from .errors import BodyTooLargeError, MalformedJsonError, error_response
+from .errors import (
+    BodyTooLargeError,
+    MalformedJsonError,
+    UnsupportedMediaTypeError,
+    error_response,
+)
 from .events import SEND_TIMEOUT_SECONDS, event_stream_response
+from .json_body import is_json_media_type, parse_json_body
 from .openapi import openapi_document
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_harness_app"]
@@ -150,26 +157,26 @@ class _Api:
         return JSONResponse([h.model_dump(by_alias=True) for h in self.service.harness_infos()])
 
     async def waiting(self, request: Request) -> Response:
-        key = _path(request, "harness")
         user = await self.service.user_of(request)
+        key = _path(request, "harness")
         rows = await self.service.waiting(key, user)
         return JSONResponse([r.model_dump(by_alias=True) for r in rows])
 
     async def snapshot(self, request: Request) -> Response:
-        key, thread_id = _thread(request)
         user = await self.service.user_of(request)
+        key, thread_id = _thread(request)
         return _json(await self.service.snapshot(key, thread_id, user))
 
     async def send(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         body = await self._body(request, s.SendBody)
-        user = await self.service.user_of(request)
         return _json(await self.service.send(key, thread_id, user, body))
 
     async def answer(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         body = await self._body(request, s.AnswerBody)
-        user = await self.service.user_of(request)
         await self.service.answer(key, thread_id, user, body.question_id, body.value)
         return _json(s.OkBody())
 
@@ -180,36 +187,37 @@ class _Api:
         return await self._end_wait(request, "cancel")
 
     async def _end_wait(self, request: Request, how: str) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         wait_id = _id(request.path_params["wait_id"], "waitId")
         await self._body(request, s.EndWaitBody, optional=True)
-        user = await self.service.user_of(request)
         await self.service.end_wait(key, thread_id, user, wait_id, how)
         return _json(s.OkBody())
 
     async def continue_(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         body = await self._body(request, s.ContinueBody, optional=True)
-        user = await self.service.user_of(request)
         return _json(
             await self.service.continue_without_message(key, thread_id, user, body.input_id)
         )
 
     async def share(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         body = await self._body(request, s.ShareBody)
-        user = await self.service.user_of(request)
         await self.service.share(key, thread_id, user, body.user_id, body.role)
         return _json(s.ShareResultBody(threadId=thread_id, userId=body.user_id, role=body.role))
 
     async def transfer(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         body = await self._body(request, s.TransferBody)
-        user = await self.service.user_of(request)
         return _json(await self.service.transfer(key, thread_id, user, body))
 
     async def move_to(self, request: Request) -> Response:
         """The seed's ``POST /api/move-to-billing?threadId=…``: answers the new thread id."""
+        user = await self.service.user_of(request)
         key = _path(request, "harness")
         target = _path(request, "target")
         query = request.query_params
@@ -228,18 +236,32 @@ class _Api:
                 **({"transferId": query["transferId"]} if "transferId" in query else {}),
             },
         )
-        user = await self.service.user_of(request)
         result = await self.service.transfer(key, _id(raw_thread, "threadId"), user, body)
         return PlainTextResponse(result.thread_id)
 
     async def events(self, request: Request) -> Response:
+        user = await self.service.user_of(request)
         key, thread_id = _thread(request)
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
-        user = await self.service.user_of(request)
         session, after = await self.service.open_for_events(key, thread_id, user, raw)
         return event_stream_response(session, after, send_timeout=self.send_timeout)
 
     async def _body(self, request: Request, model: type[B], *, optional: bool = False) -> B:
+        """The body as ``model``: content type, then size, then depth and widths, then fields.
+
+        Called after the user is known, so a request without a login never has
+        its body read. A route whose body is optional takes no body at all
+        (no content type needed) as an empty object.
+        """
+        content_type = request.headers.get("content-type")
+        if not is_json_media_type(content_type):
+            if optional and not _has_body(request):
+                return model()
+            raise UnsupportedMediaTypeError(
+                f"the request body is sent as {content_type or 'no content type'}; "
+                "send JSON with Content-Type: application/json",
+                contentType=content_type,
+            )
         raw = await _read_body(request, self.max_body_bytes)
         if not raw.strip():
             if optional:
@@ -247,16 +269,21 @@ class _Api:
             raise MalformedJsonError(
                 f"the request body is empty; send a JSON object ({model.__name__})"
             )
-        try:
-            value = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise MalformedJsonError(f"the request body is not valid JSON: {exc}") from None
+        value = parse_json_body(raw)
         if not isinstance(value, dict):
             raise MalformedJsonError(
                 f"the request body must be a JSON object ({model.__name__}), "
                 f"got {type(value).__name__}"
             )
         return _validate(model, value)
+
+
+def _has_body(request: Request) -> bool:
+    """Whether the request says it carries a body (a non-zero length, or chunks)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        return declared.strip() != "0"
+    return "transfer-encoding" in request.headers
 
 
 async def _read_body(request: Request, limit: int) -> bytes:

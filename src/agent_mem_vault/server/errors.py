@@ -20,9 +20,12 @@ from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError
 
 __all__ = [
     "BadEventIdError",
+    "BodyTooDeepError",
     "BodyTooLargeError",
+    "BodyTooWideError",
     "MalformedJsonError",
     "UnknownHarnessError",
+    "UnsupportedMediaTypeError",
     "error_response",
 ]
 
@@ -36,8 +39,32 @@ class BodyTooLargeError(InvalidInputError):
     http_status = 413
 
 
+class UnsupportedMediaTypeError(InvalidInputError):
+    """A body sent as anything but JSON (``Content-Type: application/json``)."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+
+
+class BodyTooDeepError(InvalidInputError):
+    """The body nests arrays and objects deeper than the limit (checked before parsing)."""
+
+    code = "body_too_deep"
+
+
+class BodyTooWideError(InvalidInputError):
+    """An array or object in the body has more items than the limit."""
+
+    code = "body_too_wide"
+
+
 class MalformedJsonError(InvalidInputError):
-    """The body is not a JSON document, or not the object the route expects."""
+    """The body is not a JSON document, or not the object the route expects.
+
+    Refinements carry their own code: ``duplicate_key``, ``number_out_of_range``
+    (NaN, Infinity, a number beyond a float or a 64-bit integer) and
+    ``invalid_string`` (a NUL or a lone surrogate).
+    """
 
     code = "malformed_json"
 
@@ -59,6 +86,7 @@ _HTTP_CODES = {
     404: "route_not_found",
     405: "method_not_allowed",
     413: "body_too_large",
+    415: "unsupported_media_type",
 }
 
 

@@ -15,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 from .. import __version__
 from ..harness.log import ID_PATTERN
 from . import schemas as s
+from .json_body import MAX_DEPTH, MAX_ITEMS
 
 __all__ = ["openapi_document"]
 
@@ -49,12 +50,16 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
 
 def _errors(*statuses: int) -> dict[str, Any]:
     reasons = {
-        400: "Bad input: malformed JSON, a body or id that does not validate.",
+        400: "Bad input: malformed JSON, a body or id that does not validate, a body nested "
+        f"deeper than {MAX_DEPTH} levels (`body_too_deep`) or with a collection of more than "
+        f"{MAX_ITEMS:,} items (`body_too_wide`), duplicate keys, NaN/Infinity, NUL or lone "
+        "surrogates.",
         401: "No user could be found for the request.",
         403: "The user lacks the access action.",
         404: "Unknown harness, thread, wait or agent.",
         409: "The thread's state forbids it (e.g. `no_human_wait`, `wrong_harness`).",
         413: "The body is larger than the limit.",
+        415: "The body is not sent as `application/json`.",
     }
     return {str(code): _json(_ref(s.ErrorBody), reasons[code]) for code in statuses}
 
@@ -76,7 +81,7 @@ def _op(
             "required": body_required,
             "content": {"application/json": {"schema": _ref(body)}},
         }
-        op["responses"].update(_errors(413))
+        op["responses"].update(_errors(400, 413, 415))
     return op
 
 

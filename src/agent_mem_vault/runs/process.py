@@ -1,0 +1,83 @@
+"""Which process does a run, and whether that process is known to be dead.
+
+A run that crashed is found by its lease lapsing, which takes a lease (30 s by
+default). On the same machine we can know sooner: a run records the process
+doing it, and a takeover checks whether that process still exists. A pid alone
+is not enough, since pids are reused; so a run records the pid *and* the
+process's start time (``/proc/<pid>/stat``, in clock ticks since boot) and the
+boot id. The process is known dead when, in the same boot, no process has that
+pid or the one that has it started at another time. On another machine or
+another boot, or where ``/proc`` is missing, nothing is known and the lease
+decides.
+
+>>> me = process_of()  # doctest: +SKIP
+>>> is_known_dead(me)  # doctest: +SKIP
+False
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ProcessId", "is_known_dead", "process_of"]
+
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessId:
+    """A process, told apart from later processes that get the same pid."""
+
+    pid: int
+    start: int
+    """Start time in clock ticks since boot (field 22 of ``/proc/<pid>/stat``)."""
+    boot: str
+    """The kernel's boot id: the same on this machine until it reboots."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "start": self.start, "boot": self.boot}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ProcessId | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(int(data["pid"]), int(data["start"]), str(data["boot"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def _boot_id() -> str | None:
+    try:
+        return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def _start_ticks(pid: int) -> int | None:
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces: split after it.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[19])  # field 22 overall
+
+
+def process_of(pid: int | None = None) -> ProcessId | None:
+    """The process ``pid`` (default: this one), or None where it cannot be identified."""
+    pid = os.getpid() if pid is None else pid
+    boot, start = _boot_id(), _start_ticks(pid)
+    if boot is None or start is None:
+        return None
+    return ProcessId(pid, start, boot)
+
+
+def is_known_dead(process: ProcessId | None) -> bool:
+    """True only when ``process`` surely ended: same boot, and its pid is gone or reused."""
+    if process is None or _boot_id() != process.boot:
+        return False
+    return _start_ticks(process.pid) != process.start
