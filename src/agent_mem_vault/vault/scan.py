@@ -1,15 +1,17 @@
 """Bringing the index up to date with the folder: what people did in Obsidian.
 
-Two speeds:
+Three checks, from cheapest to dearest; no call pays for the whole vault:
 
 - ``changed_dirs``: one ``stat`` per known folder. Adding, deleting or renaming
   a note (and the atomic save that most editors do) changes its folder's
-  mtime, so this finds them for the price of a few system calls. Every call
-  of the service runs it.
-- ``scan_tree`` from the root: one ``stat`` per note, comparing size and mtime
-  with what the index holds; it also finds notes edited in place. This is a
-  rescan (``Vault.rescan``); the service runs one every ``rescan_interval``
-  seconds and whenever the index is new.
+  mtime, so this finds them for the price of a few system calls (it grows
+  with the number of namespaces, not of notes). Every call runs it.
+- ``stale_dirs``: one ``stat`` per note of the folders a call reads (its
+  namespace), compared as one sum with what the index holds for each folder.
+  It finds notes edited in place (Obsidian saves in place, which leaves the
+  folder's mtime alone). A call runs it for its own namespace only.
+- ``scan_tree`` from the root: one ``stat`` per note of the vault. This is
+  ``Vault.rescan`` (and ``doctor``); no ordinary call runs it.
 
 Only notes whose size or mtime differ are read and parsed again. Folders whose
 names start with ``.`` (the index, Obsidian's settings, temp files) and the
@@ -27,11 +29,13 @@ from .records import FileRecord, read_record
 
 __all__ = [
     "ScanStats",
+    "Scope",
     "changed_dirs",
     "rebuild_tree",
     "scan_dir",
     "scan_tree",
     "signature",
+    "stale_dirs",
     "stamp_dir",
     "sync_changed",
 ]
@@ -118,6 +122,34 @@ def stamp_dir(root: Path, directory: str) -> Stamps | None:
             continue
         stamps.append((prefix + entry.name, st.st_mtime_ns, st.st_size))
     return mtime, subdirs, stamps
+
+
+Scope = tuple[str, str]
+"""What a call reads: (a namespace's folder, ``handoffs`` or ``memories``)."""
+
+
+def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
+    """Folders of ``scope`` whose notes differ from the index (one stat per note).
+
+    ``scope`` is a namespace folder and a leaf name: the folders checked are
+    ``<folder>/<leaf>`` and those of namespaces below it. A folder is stale
+    when it is gone, is new, or its mtime or the sum over its notes' sizes and
+    mtimes differs from what the index holds.
+    """
+    folder, leaf = scope
+    known = index.dirs_under(folder)
+    if folder not in known:
+        exists = os.path.isdir(f"{root}/{folder}")
+        return [folder] if exists or known else []
+    out: list[str] = []
+    for directory, mtime in known.items():
+        if directory.rpartition("/")[2] != leaf:
+            continue
+        looked = stamp_dir(root, directory)
+        same = looked is not None and looked[0] == mtime
+        if not same or index.dir_signature(directory) != signature(looked[2] if looked else []):
+            out.append(directory)
+    return out
 
 
 def scan_dir(

@@ -3,14 +3,15 @@
 The service asks for the index through ``IndexUpkeep`` and never opens it
 itself, so that one place decides when to migrate, when to rebuild (missing,
 damaged, or written by a newer version), when a cheap folder check is enough
-and when a full rescan is due. A forked child gets a fresh connection.
+and when a full rescan is due. A forked child gets a fresh connection. No
+ordinary call scans the whole vault: see ``scan.py`` for what each checks.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TypeVar
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .records import read_record
-from .scan import ScanStats, changed_dirs, rebuild_tree, scan_tree, sync_changed
+from .scan import ScanStats, Scope, changed_dirs, rebuild_tree, scan_tree, stale_dirs, sync_changed
 
 __all__ = ["IndexUpkeep"]
 
@@ -104,8 +105,16 @@ class IndexUpkeep:
         with self.locked():
             return run(self.rebuild())
 
-    def sync(self) -> Index:
-        """Bring the index up to date cheaply: changed folders now, a full rescan when due."""
+    def sync(self, scope: Sequence[Scope] = ()) -> Index:
+        """Bring the index up to date for a call that reads the folders in ``scope``.
+
+        Every call checks the mtime of each known folder (notes added, deleted
+        or saved atomically anywhere); the notes of the folders in ``scope``
+        (the namespace the call reads) are also checked one ``stat`` each, for
+        notes edited in place. A full rescan runs only when the index is new,
+        after a failed index write, or every ``rescan_interval`` seconds if
+        one was set (none by default).
+        """
         idx = self.handle()
         try:
             if self.full_scan_due(idx):
@@ -114,20 +123,30 @@ class IndexUpkeep:
                         self.full_scan(idx, ScanStats())
                 return idx
             dirs = changed_dirs(self.root, idx)
+            if dirs is not None:
+                for folder in scope:
+                    dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
             if dirs is None or dirs:
                 with self.locked():
-                    dirs = changed_dirs(self.root, idx)
-                    if dirs is None:
-                        self.full_scan(idx, ScanStats())
-                    elif dirs:
-                        with idx.transaction():
-                            sync_changed(self.root, idx, dirs, ScanStats())
+                    self._sync_locked(idx, scope)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             with self.locked():
                 idx = self.rebuild()
         return idx
+
+    def _sync_locked(self, idx: Index, scope: Sequence[Scope]) -> None:
+        """The checks of ``sync`` again, now under the lock, and the changes applied."""
+        dirs = changed_dirs(self.root, idx)
+        if dirs is None:
+            self.full_scan(idx, ScanStats())
+            return
+        for folder in scope:
+            dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
+        if dirs:
+            with idx.transaction():
+                sync_changed(self.root, idx, dirs, ScanStats())
 
     def full_scan(self, idx: Index, stats: ScanStats) -> None:
         """One ``stat`` per note; reads only notes whose size or mtime changed (under the lock)."""
