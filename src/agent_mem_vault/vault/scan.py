@@ -21,9 +21,10 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .files import atomic_write
 from .index import Index
 from .records import FileRecord, read_record
 
@@ -32,6 +33,7 @@ __all__ = [
     "Scope",
     "changed_dirs",
     "rebuild_tree",
+    "repaired",
     "scan_dir",
     "scan_tree",
     "signature",
@@ -128,6 +130,26 @@ Scope = tuple[str, str]
 """What a call reads: (a namespace's folder, ``handoffs`` or ``memories``)."""
 
 
+def repaired(root: Path, record: FileRecord) -> FileRecord:
+    """Write a note's repaired text (see ``FileRecord.repair``); the caller holds the lock.
+
+    The note is rewritten atomically, keeping its permission bits, and only if
+    it is still the file that was read (same size and mtime): an edit a person
+    saves meanwhile is never written over; it is read at the next call instead.
+    """
+    if record.repair is None:
+        return record
+    target = root / record.path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return replace(record, repair=None)
+    if (st.st_mtime_ns, st.st_size) != (record.mtime_ns, record.size):
+        return replace(record, repair=None)
+    new = atomic_write(target, record.repair, mode=st.st_mode & 0o7777)
+    return replace(record, mtime_ns=new.st_mtime_ns, size=new.st_size, repair=None)
+
+
 def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
     """Folders of ``scope`` whose notes differ from the index (one stat per note).
 
@@ -182,6 +204,9 @@ def scan_dir(
         if old is not None and old == (mtime, size):
             continue
         record = read_record(root, path)
+        if record is not None and record.repair is not None:
+            record = repaired(root, record)
+            dir_mtime = os.stat(f"{root}/{directory}" if directory else str(root)).st_mtime_ns
         if record is None:
             if old is not None:
                 index.remove_file(path)
@@ -240,10 +265,16 @@ def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
             # rowids oldest first, which search relies on to rank the newest matches.
             notes = sorted(prefix + entry.name for entry in entries)
             subdirs.sort(reverse=True)
+            repairs = False
             for record in pool.map(read, notes, chunksize=64):
                 if record is not None:
+                    if record.repair is not None:
+                        record = repaired(root, record)
+                        repairs = True
                     loader.add(record)
                     stats.added += 1
+            if repairs:
+                index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
             stack.extend(subdirs)
 
 

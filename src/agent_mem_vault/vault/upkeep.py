@@ -20,7 +20,16 @@ from typing import TypeVar
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .records import read_record
-from .scan import ScanStats, Scope, changed_dirs, rebuild_tree, scan_tree, stale_dirs, sync_changed
+from .scan import (
+    ScanStats,
+    Scope,
+    changed_dirs,
+    rebuild_tree,
+    repaired,
+    scan_tree,
+    stale_dirs,
+    sync_changed,
+)
 
 __all__ = ["IndexUpkeep"]
 
@@ -191,6 +200,8 @@ class IndexUpkeep:
     def refresh(self, idx: Index, path: str) -> None:
         """Read one note again and store what it says now (the caller holds the lock)."""
         record = read_record(self.root, path)
+        if record is not None and record.repair is not None:
+            record = repaired(self.root, record)
         with idx.transaction():
             if record is None:
                 idx.remove_file(path)
