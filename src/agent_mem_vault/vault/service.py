@@ -86,10 +86,15 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
             return self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
 
     def doctor(self) -> DoctorReport:
-        """Rescan, then report broken notes, dangling links and leftovers; changes no note."""
+        """Rescan, then report broken notes, dangling links and leftovers; changes no note
+        (but repairs, as every scan does, notes whose read box was ticked by hand).
+
+        Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
+        flight in another process is never reported as damage."""
         self._require_vault()
         self.rescan()
-        with self._held():
+        # Under the lock: a temp file seen then is a killed write's, never one in flight.
+        with self._held(), self._locked():
             idx = self._upkeep.handle()
             problems = [*self._link_problems(idx), *self._leftover_problems(idx)]
             return DoctorReport(
