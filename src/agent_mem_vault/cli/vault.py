@@ -468,13 +468,30 @@ def reindex(vault_path: str, as_json: bool) -> None:
     """Rebuild the index from the notes (run after big changes made by hand).
 
     The index is derived and safe to delete; this also removes temp files a
-    killed writer left behind. No note is changed.
+    killed writer left behind. No note is changed (but a handoff whose read
+    box was ticked by hand gets status and read_at to match). On a terminal a
+    progress bar shows on stderr; none with --json or when piped.
 
     \b
     Example:
       agent-mem-vault reindex --vault ~/agent-mem-vault
     """
-    report = open_vault(vault_path).reindex()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Indexing notes", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    # A bar only for a person at a terminal: never with --json, nor when piped.
+    show = not as_json and sys.stderr.isatty()
+    try:
+        report = open_vault(vault_path).reindex(progress if show else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
     if as_json:
         _emit(report.to_dict())
     else:

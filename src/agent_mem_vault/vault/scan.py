@@ -21,6 +21,7 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from .index import Index
 from .records import FileRecord, read_record
 
 __all__ = [
+    "Progress",
     "ScanStats",
     "Scope",
     "changed_dirs",
@@ -241,32 +243,50 @@ def scan_tree(root: Path, index: Index, directory: str, stats: ScanStats) -> Non
         stack.extend(subdirs)
 
 
-def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
+Progress = Callable[[int, int], None]
+"""Called as notes are indexed: (notes done, notes in all)."""
+
+
+def rebuild_tree(
+    root: Path, index: Index, stats: ScanStats, progress: Progress | None = None
+) -> None:
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
-    Files are read by a few threads so that disk reads overlap with parsing.
+    The folders are listed first (no ``stat``), so that ``progress`` knows the
+    total; then files are read by a few threads so that disk reads overlap
+    with parsing.
     """
     from concurrent.futures import ThreadPoolExecutor
+
+    folders: list[tuple[str, int, list[str]]] = []
+    stack = [""]
+    while stack:
+        directory = stack.pop()
+        listing = _entries(root, directory)
+        if listing is None:
+            continue
+        mtime, subdirs, entries = listing
+        prefix = f"{directory}/" if directory else ""
+        # Notes are named by TID, so name order is creation order.
+        folders.append((directory, mtime, sorted(prefix + entry.name for entry in entries)))
+        subdirs.sort(reverse=True)
+        stack.extend(subdirs)
+    total = sum(len(notes) for _d, _m, notes in folders)
+    done = 0
+    if progress is not None:
+        progress(0, total)
 
     def read(path: str) -> FileRecord | None:
         return read_record(root, path)
 
     with ThreadPoolExecutor(max_workers=4) as pool, index.bulk() as loader:
-        stack = [""]
-        while stack:
-            directory = stack.pop()
-            listing = _entries(root, directory)
-            if listing is None:
-                continue
-            mtime, subdirs, entries = listing
+        for directory, mtime, notes in folders:
             index.set_dir(directory, mtime)
-            prefix = f"{directory}/" if directory else ""
-            # Notes are named by TID, so name order is creation order: memories get
-            # rowids oldest first, which search relies on to rank the newest matches.
-            notes = sorted(prefix + entry.name for entry in entries)
-            subdirs.sort(reverse=True)
             repairs = False
             for record in pool.map(read, notes, chunksize=64):
+                done += 1
+                if progress is not None and done % 500 == 0:
+                    progress(done, total)
                 if record is not None:
                     if record.repair is not None:
                         record = repaired(root, record)
@@ -275,7 +295,8 @@ def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
                     stats.added += 1
             if repairs:
                 index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
-            stack.extend(subdirs)
+    if progress is not None:
+        progress(total, total)
 
 
 def sync_changed(root: Path, index: Index, dirs: list[str], stats: ScanStats) -> None:

@@ -36,7 +36,7 @@ from .handoffs import HandoffOps, StatusFilter
 from .index import Index
 from .memories import MemoryOps
 from .models import DoctorReport, ReindexReport
-from .scan import ScanStats
+from .scan import Progress, ScanStats
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
@@ -76,12 +76,15 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
             self._upkeep.full_scan(idx, stats)
             return self._report(idx, stats)
 
-    def reindex(self) -> ReindexReport:
-        """Rebuild the index from the notes alone; also clears temp files a crash left."""
+    def reindex(self, progress: Progress | None = None) -> ReindexReport:
+        """Rebuild the index from the notes alone; also clears temp files a crash left.
+
+        ``progress`` is called as notes are read, with (done, total).
+        """
         with self._held(), self._locked():
             for rel in self._temp_files():
                 (self.path / rel).unlink(missing_ok=True)
-            idx = self._upkeep.rebuild()
+            idx = self._upkeep.rebuild(progress)
             self._ensure_dashboard()
             return self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
 

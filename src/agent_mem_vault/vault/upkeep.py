@@ -21,6 +21,7 @@ from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .records import read_record
 from .scan import (
+    Progress,
     ScanStats,
     Scope,
     changed_dirs,
@@ -91,7 +92,7 @@ class IndexUpkeep:
         self._index = idx
         return idx
 
-    def rebuild(self) -> Index:
+    def rebuild(self, progress: Progress | None = None) -> Index:
         """Delete the index and build it again from the notes (the caller holds the lock)."""
         self.close()
         for suffix in ("", "-wal", "-shm"):
@@ -99,7 +100,7 @@ class IndexUpkeep:
         idx = Index(self.db_path)
         idx.migrate(format_datetime(self.clock.now()))
         with idx.transaction():
-            rebuild_tree(self.root, idx, ScanStats())
+            rebuild_tree(self.root, idx, ScanStats(), progress)
             self.mark_full_scan(idx)
         self._index = idx
         return idx
