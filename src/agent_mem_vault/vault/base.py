@@ -96,9 +96,27 @@ class VaultBase:
         self._upkeep.rescan_interval = value
 
     def close(self) -> None:
-        """Close the index connection (it reopens on the next call)."""
+        """Close the index connection (it reopens on the next call) and stop watching."""
+        self.stop_watching()
         with self._held():
             self._upkeep.close()
+
+    def watch(self, wait: float = 0.0) -> bool:
+        """Watch the folder for notes changed by hand (for a long-lived process such as
+        the MCP server): calls then read just the notes the watcher reports instead
+        of checking their namespace's notes one ``stat`` each. The watch is set up in
+        the background; True if it is in place within ``wait`` seconds. Until it is
+        (or where it cannot be), calls keep checking by ``stat``."""
+        from .watch import NoteWatcher
+
+        if self._upkeep.watcher is None:
+            self._upkeep.watcher = NoteWatcher(self.path)
+        return self._upkeep.watcher.start(wait)
+
+    def stop_watching(self) -> None:
+        watcher, self._upkeep.watcher = self._upkeep.watcher, None
+        if watcher is not None:
+            watcher.stop()
 
     # -- locking ---------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from .scan import (
     stale_dirs,
     sync_changed,
 )
+from .watch import NoteWatcher
 
 __all__ = ["IndexUpkeep"]
 
@@ -61,6 +62,10 @@ class IndexUpkeep:
         self._pid = os.getpid()
         self._last_full_scan: datetime | None = None
         self._rescan_now = False
+        self.watcher: NoteWatcher | None = None
+        self._checked: set[Scope | None] = set()
+        """What was checked by stat since the watcher (of ``_checked_gen``) began."""
+        self._checked_gen = -1
 
     def close(self) -> None:
         if self._index is not None:
@@ -132,6 +137,11 @@ class IndexUpkeep:
                     if self.full_scan_due(idx):
                         self.full_scan(idx, ScanStats())
                 return idx
+            watcher = self.watcher
+            changes = watcher.take() if watcher is not None else None
+            if watcher is not None and changes is not None:
+                self._sync_watched(idx, watcher, changes, scope)
+                return idx
             dirs = changed_dirs(self.root, idx)
             if dirs is not None:
                 for folder in scope:
@@ -145,6 +155,48 @@ class IndexUpkeep:
             with self.locked():
                 idx = self.rebuild()
         return idx
+
+    def _sync_watched(
+        self,
+        idx: Index,
+        watcher: NoteWatcher,
+        changes: tuple[set[str], set[str]],
+        scope: Sequence[Scope],
+    ) -> None:
+        """``sync`` with a watcher: apply the changes it reported; check by stat only
+        what was not checked since it began (the vault's folders once, each
+        namespace a call reads once)."""
+        if watcher.generation != self._checked_gen:
+            self._checked, self._checked_gen = set(), watcher.generation
+        files, folders = changes
+        todo = [s for s in scope if s not in self._checked]
+        first = None not in self._checked
+        dirs = changed_dirs(self.root, idx) if first else []
+        if dirs is None:
+            dirs = [""]
+        for item in todo:
+            dirs.extend(d for d in stale_dirs(self.root, idx, item) if d not in dirs)
+        known = idx.dirs() if folders else {}
+        for folder in folders:
+            if folder not in dirs and (folder in known or os.path.isdir(self.root / folder)):
+                dirs.append(folder)
+        if dirs or files:
+            try:
+                with self.locked(), idx.transaction():
+                    sync_changed(self.root, idx, dirs, ScanStats())
+                    for path in sorted(files):
+                        record = read_record(self.root, path)
+                        if record is not None and record.repair is not None:
+                            record = repaired(self.root, record)
+                        if record is None:
+                            idx.remove_file(path)
+                        else:
+                            idx.put(record)
+            except BaseException:
+                self._checked.clear()  # what the watcher told is lost: check by stat again
+                raise
+        self._checked.update(todo)
+        self._checked.add(None)
 
     def _sync_locked(self, idx: Index, scope: Sequence[Scope]) -> None:
         """The checks of ``sync`` again, now under the lock, and the changes applied."""
