@@ -287,7 +287,7 @@ def main() -> None:
             file=sys.stderr,
         )
 
-        vault = Vault(root, rescan_interval=None)
+        vault = Vault(root)
         start = time.perf_counter()
         report = vault.reindex()
         reindex_s = time.perf_counter() - start
@@ -363,7 +363,7 @@ def main() -> None:
             )
 
         results.append(("create_handoff (fsync)", fmt(timed(create, calls))))
-        fast = Vault(root, rescan_interval=None, durable=False)
+        fast = Vault(root, durable=False)
         results.append(
             (
                 "create_handoff (durable=False)",
@@ -413,7 +413,7 @@ def main() -> None:
             )
         )
         start = time.perf_counter()
-        Vault(root, rescan_interval=None).peek_handoff(agent="codex", namespace=ns)
+        Vault(root).peek_handoff(agent="codex", namespace=ns)
         results.append(
             ("open a Vault + first peek", f"{(time.perf_counter() - start) * 1000:.1f} ms")
         )

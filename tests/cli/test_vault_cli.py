@@ -133,9 +133,11 @@ def test_handoffs_prints_a_readable_table(vault: Path) -> None:
 
 def test_handoffs_json_is_for_scripts(vault: Path) -> None:
     run(vault, "create", "--to", "codex", "-n", NS, "-s", "s", "-c", "c")
-    data = run_json(vault, "handoffs", "--namespace", NS, "--status", "all")
+    page = run_json(vault, "handoffs", "--namespace", NS, "--status", "all")
+    data = page["handoffs"]
     assert [h["summary"] for h in data] == ["s"]
     assert set(data[0]) >= {"id", "from", "to", "status", "read", "created_at", "namespace"}
+    assert (page["total"], page["more"], page["next_offset"]) == (1, False, None)
     assert run(vault, "handoffs", "-n", NS, "--status", "read").stdout.strip() == (
         f"No read handoffs in {NS}."
     )
@@ -174,8 +176,9 @@ def test_memory_save_search_and_brief_from_the_cli(vault: Path) -> None:
         "--tag",
         "db",
     ).stdout.strip()
-    hits = run_json(vault, "memory", "search", "lock time", "-n", NS)
-    assert [h["memory"]["id"] for h in hits] == [mid]
+    found = run_json(vault, "memory", "search", "lock time", "-n", NS)
+    assert [h["memory"]["id"] for h in found["hits"]] == [mid]
+    assert (found["total"], found["more"]) == (1, False)
     assert "Backfill in batches of 1000" in run(vault, "memory", "search", "lock").stdout
     assert "Backfill in batches of 1000" in run(vault, "brief", "-n", NS).stdout
 
@@ -216,8 +219,8 @@ def test_vault_option_overrides_the_environment(vault: Path, tmp_path: Path) -> 
     other = tmp_path / "other"
     run(None, "init", "--vault", str(other))
     run(vault, "create", "--vault", str(other), "--to", "codex", "-n", NS, "-s", "s", "-c", "c")
-    assert run_json(vault, "handoffs", "--status", "all") == []
-    assert len(run_json(vault, "handoffs", "--status", "all", "--vault", str(other))) == 1
+    assert run_json(vault, "handoffs", "--status", "all")["handoffs"] == []
+    assert run_json(vault, "handoffs", "--status", "all", "--vault", str(other))["total"] == 1
 
 
 def test_doctor_and_reindex(vault: Path) -> None:
@@ -229,6 +232,36 @@ def test_doctor_and_reindex(vault: Path) -> None:
     proc = run(vault, "doctor", check=False)
     assert proc.returncode == 7
     assert f"broken: {NS}/handoffs/{hid}.md" in proc.stdout
+
+
+def test_a_cut_handoff_listing_says_how_many_and_how_to_get_the_next_page(vault: Path) -> None:
+    for i in range(5):
+        run(vault, "create", "--to", "codex", "-n", NS, "-s", f"s{i}", "-c", "c")
+    first = run_json(vault, "handoffs", "--limit", "2")
+    assert [h["summary"] for h in first["handoffs"]] == ["s4", "s3"]
+    assert (first["total"], first["more"], first["next_offset"]) == (5, True, 2)
+    last = run_json(vault, "handoffs", "--limit", "2", "--offset", "4")
+    assert [h["summary"] for h in last["handoffs"]] == ["s0"]
+    assert (last["more"], last["next_offset"]) == (False, None)
+    text = run(vault, "handoffs", "--limit", "2").stdout
+    assert text.rstrip().endswith("Showing 1-2 of 5 handoffs; the next page: --offset 2")
+    text = run(vault, "handoffs", "--limit", "2", "--offset", "4").stdout
+    assert text.rstrip().endswith("Showing 5-5 of 5 handoffs.")
+    assert "Showing" not in run(vault, "handoffs", "--limit", "5").stdout
+    bad = run(vault, "handoffs", "--offset", "-1", check=False)
+    assert bad.returncode == 2 and "--offset" in bad.stderr
+
+
+def test_a_cut_memory_search_says_how_many_and_how_to_get_the_next_page(vault: Path) -> None:
+    for i in range(3):
+        run(vault, "memory", "save", "-n", NS, "-t", f"deploy {i}", "-c", "deploy step")
+    first = run_json(vault, "memory", "search", "deploy", "--limit", "2")
+    assert (len(first["hits"]), first["total"], first["next_offset"]) == (2, 3, 2)
+    rest = run_json(vault, "memory", "search", "deploy", "--limit", "2", "--offset", "2")
+    seen = {h["memory"]["id"] for h in first["hits"] + rest["hits"]}
+    assert len(seen) == 3 and rest["more"] is False
+    text = run(vault, "memory", "search", "deploy", "--limit", "2").stdout
+    assert text.rstrip().endswith("Showing 1-2 of 3 memories; the next page: --offset 2")
 
 
 @pytest.mark.parametrize("command", VAULT_COMMANDS)
@@ -258,7 +291,7 @@ def test_a_lock_held_longer_than_five_seconds_exits_6_with_what_to_do(vault: Pat
     assert proc.returncode == 6
     assert "did not come within 5 s" in proc.stderr and "retry" in proc.stderr
     assert "[lock_timeout]" in proc.stderr
-    assert run_json(vault, "handoffs", "--status", "all") == []
+    assert run_json(vault, "handoffs", "--status", "all")["total"] == 0
 
 
 def test_a_vault_path_that_is_a_file_is_a_usage_error(tmp_path: Path) -> None:

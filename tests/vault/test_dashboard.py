@@ -35,7 +35,7 @@ def test_the_first_view_is_pending_handoffs_then_all_handoffs_then_memories(
     base = yaml.safe_load(render_dashboard())
     names = [view["name"] for view in base["views"]]
     assert names == ["Pending handoffs", "All handoffs", "Memories"]
-    assert 'note.status == "pending"' in _filters(base["views"][0]["filters"])
+    assert "note.read != true" in _filters(base["views"][0]["filters"])
     assert all(view["type"] == "table" for view in base["views"])
 
 

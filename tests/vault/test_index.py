@@ -145,22 +145,87 @@ def test_an_in_place_edit_marking_it_read_is_honoured_by_read_handoff(vault: Vau
     assert vault.read_handoff(agent="codex", namespace=NS) is None
 
 
-def test_a_full_rescan_runs_when_the_interval_has_passed(
+def _edit_in_place(note: Path, old: str, new: str) -> None:
+    """Rewrite a note without a rename (as Obsidian saves), so its folder's mtime stays."""
+    st = note.stat()
+    with open(note, "r+", encoding="utf-8") as fh:
+        text = fh.read().replace(old, new)
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
+def _indexed_stamp(vault_path: Path, note: str) -> tuple[int, int]:
+    """What the index file (read by a second connection) holds for one note."""
+    conn = sqlite3.connect(vault_path / INDEX)
+    try:
+        row = conn.execute("SELECT mtime_ns, size FROM files WHERE path=?", (note,)).fetchone()
+    finally:
+        conn.close()
+    return row[0], row[1]
+
+
+def test_no_periodic_full_rescan_by_default(vault: Vault) -> None:
+    assert vault.rescan_interval is None
+    assert Vault(vault.path).rescan_interval is None
+
+
+def test_a_call_checks_only_the_notes_of_its_own_namespace(
+    vault: Vault, vault_path: Path, clock: TickingClock
+) -> None:
+    other = "team/other"
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=other, from_="a")
+    vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    before = _indexed_stamp(vault_path, h.path)
+    _edit_in_place(vault_path / h.path, "## Summary\ns\n", "## Summary\nS\n")
+    clock.advance(3600)
+    assert vault.peek_handoff(agent="codex", namespace=NS) is not None
+    # The edit in the other namespace was not looked at: no stat of its notes.
+    assert _indexed_stamp(vault_path, h.path) == before
+    got = vault.peek_handoff(agent="codex", namespace=other)
+    assert got is not None and got.summary == "S"
+    assert _indexed_stamp(vault_path, h.path) != before
+
+
+def test_a_listing_of_every_namespace_shows_each_note_as_it_is_now(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _edit_in_place(vault.path / h.path, "## Summary\ns\n", "## Summary\nS\n")
+    assert vault.list_handoffs()[0].summary == "S"
+
+
+def test_an_older_note_made_pending_in_place_is_seen_by_the_next_peek(vault: Vault) -> None:
+    old = vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    vault.ack_handoff(old.id)
+    assert vault.peek_handoff(agent="codex", namespace=NS) is None
+    note = vault.path / old.path
+    text = note.read_text().replace("status: read", "status: pending")
+    text = text.replace("read: true", "read: false")
+    _edit_in_place(note, note.read_text(), text)
+    got = vault.peek_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.id == old.id
+
+
+def test_a_memory_edited_in_place_is_found_by_a_search_in_its_namespace(vault: Vault) -> None:
+    m = vault.save_memory(namespace=NS, title="deploy notes", content="nothing yet")
+    _edit_in_place(vault.path / m.path, "nothing yet", "zeppelin rollout")
+    hits = vault.search_memory(query="zeppelin", namespace=NS)
+    assert [x.memory.id for x in hits] == [m.id]
+
+
+def test_the_periodic_full_rescan_still_runs_when_asked_for(
     vault_path: Path, clock: TickingClock
 ) -> None:
     v = Vault(vault_path, clock=clock, durable=False, rescan_interval=60)
     v.init()
-    h = v.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
-    note = vault_path / h.path
-    st = note.stat()
-    with open(note, "r+", encoding="utf-8") as fh:
-        text = fh.read().replace("## Summary\ns\n", "## Summary\nS\n")
-        fh.seek(0)
-        fh.write(text)
-    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
-    assert v.list_handoffs()[0].summary == "s"  # not yet: only folders were checked
+    h = v.create_handoff(to="codex", summary="s", context="c", namespace="team/other", from_="a")
+    before = _indexed_stamp(vault_path, h.path)
+    _edit_in_place(vault_path / h.path, "## Summary\ns\n", "## Summary\nS\n")
+    v.peek_handoff(agent="codex", namespace=NS)
+    assert _indexed_stamp(vault_path, h.path) == before
     clock.advance(61)
-    assert v.list_handoffs()[0].summary == "S"
+    v.peek_handoff(agent="codex", namespace=NS)
+    assert _indexed_stamp(vault_path, h.path) != before
 
 
 def test_rescan_reports_what_changed(vault: Vault) -> None:

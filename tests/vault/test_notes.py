@@ -13,6 +13,7 @@ from agent_mem_vault.vault.notes import (
     apply_handoff,
     handoff_from_note,
     handoff_meta,
+    needs_repair,
     parse_note,
     render_body,
     render_note,
@@ -114,8 +115,8 @@ def test_a_note_without_frontmatter_is_not_ours() -> None:
 @pytest.mark.parametrize(
     ("meta_change", "problem"),
     [
-        ({"status": "done"}, "status"),
-        ({"read": True}, "disagree"),
+        ({"status": "done", "read": None}, "status"),
+        ({"status": None, "read": "yes"}, "status"),
         ({"id": "not-a-tid"}, "TID"),
         ({"namespace": "../escape"}, "namespace"),
         ({"from": None}, "'from' is missing"),
@@ -129,6 +130,36 @@ def test_a_handoff_note_with_bad_properties_says_which(
     assert note is not None
     with pytest.raises(NoteError, match=problem):
         handoff_from_note(note, "x.md")
+
+
+@pytest.mark.parametrize(
+    ("meta_change", "status", "read_at"),
+    [
+        ({"read": True}, "read", "2026-02-02T00:00:00.000Z"),  # ticked in Obsidian
+        ({"status": "read", "read": False}, "pending", None),  # unticked
+        ({"status": "Pending", "read": False}, "pending", None),
+        ({"read_at": "2026-01-05T00:00:00.000Z"}, "pending", None),  # stray read_at
+        ({"status": "read", "read": None}, "read", "2026-02-02T00:00:00.000Z"),
+        ({"status": None, "read": True}, "read", "2026-02-02T00:00:00.000Z"),
+    ],
+)
+def test_disagreeing_lifecycle_properties_are_read_as_a_person_meant_them(
+    meta_change: dict[str, object], status: str, read_at: str | None
+) -> None:
+    meta = {k: v for k, v in {**handoff_meta(H), **meta_change}.items() if v is not None}
+    note = parse_note(render_note(meta, render_body("s", "c")))
+    assert note is not None
+    got = handoff_from_note(note, "x.md", read_hint="2026-02-02T00:00:00.000Z")
+    assert (got.status, got.read_at) == (status, read_at)
+    assert needs_repair(note.meta, got)
+    fixed = parse_note(render_note(apply_handoff(note.meta, got), note.body))
+    assert fixed is not None and not needs_repair(fixed.meta, got)
+
+
+def test_a_consistent_note_needs_no_repair() -> None:
+    note = parse_note(render_note(handoff_meta(H), render_body("s", "c")))
+    assert note is not None
+    assert not needs_repair(note.meta, handoff_from_note(note, "x.md"))
 
 
 def test_split_body_is_lenient_with_hand_written_bodies() -> None:

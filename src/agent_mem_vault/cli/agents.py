@@ -85,6 +85,9 @@ def serve(
     if not vault.path.is_dir():
         # First start after `install`: make the vault rather than fail every tool call.
         vault.init()
+    # A long-lived process: notes changed by hand are reported by a file watcher
+    # instead of being looked for, one stat per note, on every call.
+    vault.watch()
     if not use_http:
         build_server(vault, settings).run("stdio")
         return

@@ -52,6 +52,28 @@ def namespace_option(required: bool = True) -> Callable[[_F], _F]:
     )
 
 
+offset_option = click.option(
+    "--offset",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Skip this many (the next page starts where the last one ended).",
+)
+
+
+def _echo_page_note(
+    shown: int, total: int, offset: int, next_offset: int | None, what: str
+) -> None:
+    """After a table: how many there are in all, and the --offset of the next page."""
+    if next_offset is None and offset == 0:
+        return
+    line = f"Showing {offset + 1}-{offset + shown} of {total} {what}"
+    if next_offset is None:
+        click.echo(line + ".")
+    else:
+        click.echo(line + f"; the next page: --offset {next_offset}")
+
+
 def open_vault(path: str) -> Vault:
     """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
     from ..vault import Vault
@@ -234,6 +256,7 @@ def peek(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
 @click.option("--agent", "--to", "agent", help="Only handoffs to this agent.")
 @click.option("--from", "sender", help="Only handoffs from this agent.")
 @click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
+@offset_option
 @vault_options
 def handoffs(
     namespace: str | None,
@@ -241,30 +264,38 @@ def handoffs(
     agent: str | None,
     sender: str | None,
     limit: int,
+    offset: int,
     vault_path: str,
     as_json: bool,
 ) -> None:
     """List handoffs as a table, newest first.
 
+    When more match than --limit, the last line says how many there are and
+    the --offset that gives the next page (--json: total, more, next_offset).
+
     \b
     Examples:
       agent-mem-vault handoffs --namespace project/harbor-api --status pending
       agent-mem-vault handoffs --status all --from claude-code --json
+      agent-mem-vault handoffs --status all --offset 50
     """
-    found = open_vault(vault_path).list_handoffs(
+    page = open_vault(vault_path).page_handoffs(
         namespace=namespace,
         status=status,  # type: ignore[arg-type]  # click.Choice checked it
         agent=agent,
         sender=sender,
         limit=limit,
+        offset=offset,
     )
+    found = page.handoffs
     if as_json:
-        _emit([h.to_dict() for h in found])
+        _emit(page.to_dict())
         return
     if not found:
         where = f" in {namespace}" if namespace else ""
         label = "" if status == "all" else f"{status} "
-        click.echo(f"No {label}handoffs{where}.")
+        more = f" from offset {offset} (there are {page.total})" if offset else ""
+        click.echo(f"No {label}handoffs{where}{more}.")
         return
     rows = [
         [h.id, _short_time(h.created_at), h.sender, h.recipient, h.status, h.summary] for h in found
@@ -275,6 +306,7 @@ def handoffs(
     else:
         headers = ["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"]
     click.echo(render_table(headers, rows))
+    _echo_page_note(len(found), page.total, offset, page.next_offset, "handoffs")
 
 
 @click.command()
@@ -380,28 +412,37 @@ def memory_save(
 @click.argument("query")
 @namespace_option(required=False)
 @click.option("--limit", default=10, show_default=True, help="At most this many results.")
+@offset_option
 @vault_options
 def memory_search(
-    query: str, namespace: str | None, limit: int, vault_path: str, as_json: bool
+    query: str, namespace: str | None, limit: int, offset: int, vault_path: str, as_json: bool
 ) -> None:
-    """Full-text search of memories, best match first.
+    """Full-text search of memories, best match first (every match ranked by BM25).
+
+    When more match than --limit, the last line says how many match and the
+    --offset that gives the next page (--json: total, more, next_offset).
 
     \b
     Example:
       agent-mem-vault memory search "backfill batches" -n project/harbor-api
     """
-    hits = open_vault(vault_path).search_memory(query=query, namespace=namespace, limit=limit)
+    page = open_vault(vault_path).search_page(
+        query=query, namespace=namespace, limit=limit, offset=offset
+    )
+    hits = page.hits
     if as_json:
-        _emit([hit.to_dict() for hit in hits])
+        _emit(page.to_dict())
         return
     if not hits:
-        click.echo("No memories match.")
+        more = f" from offset {offset} (there are {page.total})" if offset else ""
+        click.echo(f"No memories match{more}.")
         return
     rows = [
         [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
         for h in hits
     ]
     click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+    _echo_page_note(len(hits), page.total, offset, page.next_offset, "memories")
 
 
 @click.command()
@@ -427,13 +468,30 @@ def reindex(vault_path: str, as_json: bool) -> None:
     """Rebuild the index from the notes (run after big changes made by hand).
 
     The index is derived and safe to delete; this also removes temp files a
-    killed writer left behind. No note is changed.
+    killed writer left behind. No note is changed (but a handoff whose read
+    box was ticked by hand gets status and read_at to match). On a terminal a
+    progress bar shows on stderr; none with --json or when piped.
 
     \b
     Example:
       agent-mem-vault reindex --vault ~/agent-mem-vault
     """
-    report = open_vault(vault_path).reindex()
+    bar: Any = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="Indexing notes", file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    # A bar only for a person at a terminal: never with --json, nor when piped.
+    show = not as_json and sys.stderr.isatty()
+    try:
+        report = open_vault(vault_path).reindex(progress if show else None)
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
     if as_json:
         _emit(report.to_dict())
     else:

@@ -84,6 +84,12 @@ class HandoffListResult(BaseModel):
 
     handoffs: list[HandoffJson] = Field(description="Matching handoffs, newest first.")
     count: int = Field(description="Number of handoffs returned.")
+    total: int = Field(description="How many handoffs match in all (this page may be fewer).")
+    offset: int = Field(description="Where this page starts among them (0 for the first).")
+    more: bool = Field(description="True when the list was cut: more handoffs match.")
+    next_offset: int | None = Field(
+        description="Pass as offset to get the next page; null on the last page."
+    )
 
 
 class MemoryOut(BaseModel):
@@ -124,6 +130,12 @@ class SearchResult(BaseModel):
         description="Matching memories, best first."
     )
     count: int = Field(description="Number of hits returned.")
+    total: int = Field(description="How many memories match in all (this page may be fewer).")
+    offset: int = Field(description="Where this page starts among them (0 for the first).")
+    more: bool = Field(description="True when the list was cut: more memories match.")
+    next_offset: int | None = Field(
+        description="Pass as offset to get the next page; null on the last page."
+    )
 
 
 class BriefResult(BaseModel):

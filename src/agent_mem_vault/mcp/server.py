@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
@@ -37,8 +37,7 @@ from .models import (
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault.models import Brief, Handoff, Memory
-    from ..vault.models import SearchHit as VaultSearchHit
+    from ..vault.models import Brief, Handoff, HandoffPage, Memory, SearchPage
 
 __all__ = ["SERVER_INSTRUCTIONS", "ServerSettings", "build_server"]
 
@@ -98,6 +97,9 @@ AgentArg = Annotated[
     Field(description="Agent name, matched exactly (e.g. codex). Omit it for yourself."),
 ]
 IdArg = Annotated[str, Field(description="Id (TID) of the handoff, as list_handoffs shows it.")]
+OffsetArg = Annotated[
+    int, Field(ge=0, description="Skip this many (the next_offset of the previous page).")
+]
 
 
 class _Runner:
@@ -176,23 +178,47 @@ def _next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendere
     return render
 
 
-def _list_text(handoffs: Sequence[Handoff]) -> Rendered:
+def _page_note(shown: int, total: int, offset: int, next_offset: int | None, what: str) -> str:
+    """The line that says a listing was cut, and how to get the next page; '' if it was not."""
+    if next_offset is None and offset == 0:
+        return ""
+    if shown == 0:
+        return f"No {what} from offset {offset}; there are {total} in all."
+    line = f"Showing {offset + 1}-{offset + shown} of {total} {what}"
+    if next_offset is None:
+        return line + "."
+    return line + f"; pass offset={next_offset} for the next page."
+
+
+def _list_text(page: HandoffPage) -> Rendered:
+    handoffs = page.handoffs
     lines = [
         f"{h.id}  {h.status:<7}  {h.sender} -> {h.recipient}  {h.created_at}  {h.summary}"
         for h in handoffs
     ]
     text = "\n".join(lines) if lines else "No handoffs match."
-    return text, {"handoffs": [h.to_dict() for h in handoffs], "count": len(handoffs)}
+    note = _page_note(len(handoffs), page.total, page.offset, page.next_offset, "handoffs")
+    if note:
+        text += "\n" + note
+    data = page.to_dict()
+    data["count"] = len(handoffs)
+    return text, data
 
 
 def _memory_text(m: Memory) -> Rendered:
     return f"saved {m.kind} {m.id}: {m.title}", {"memory": m.to_dict()}
 
 
-def _search_text(hits: Sequence[VaultSearchHit]) -> Rendered:
+def _search_text(page: SearchPage) -> Rendered:
+    hits = page.hits
     lines = [f"{h.memory.id}  [{h.memory.kind}] {h.memory.title}: {h.snippet}" for h in hits]
     text = "\n".join(lines) if lines else "No memories match."
-    return text, {"hits": [h.to_dict() for h in hits], "count": len(hits)}
+    note = _page_note(len(hits), page.total, page.offset, page.next_offset, "memories")
+    if note:
+        text += "\n" + note
+    data = page.to_dict()
+    data["count"] = len(hits)
+    return text, data
 
 
 def _brief_text(brief: Brief) -> Rendered:
@@ -338,15 +364,23 @@ def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
             Field(description="Only handoffs from this agent (exact name), e.g. what you sent."),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
+        offset: OffsetArg = 0,
     ) -> Annotated[CallToolResult, HandoffListResult]:
         """See what is waiting (agent = you), or what was sent (sender = you), newest first.
 
         Use it to find the id to pass to ack_handoff, reopen_handoff or supersedes.
+        The result says how many match in all; when more match than limit, pass
+        next_offset as offset for the next page.
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.list_handoffs(
-                namespace=ns, status=status, agent=agent, sender=sender, limit=limit
+            lambda: vault.page_handoffs(
+                namespace=ns,
+                status=status,
+                agent=agent,
+                sender=sender,
+                limit=limit,
+                offset=offset,
             ),
             _list_text,
         )
@@ -401,11 +435,17 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
             str | None, Field(description="Limit to this namespace; omit for this repository's.")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
+        offset: OffsetArg = 0,
     ) -> Annotated[CallToolResult, SearchResult]:
-        """Search saved memories (decisions, notes, tasks, risks), best match first."""
+        """Search saved memories (decisions, notes, tasks, risks), best match first.
+
+        Every match is ranked; the result says how many match in all, and
+        next_offset (pass it as offset) gives the next page.
+        """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.search_memory(query=query, namespace=ns, limit=limit), _search_text
+            lambda: vault.search_page(query=query, namespace=ns, limit=limit, offset=offset),
+            _search_text,
         )
 
     @tool(_READ_ONLY)
@@ -428,10 +468,10 @@ def _add_resources(server: MCPServer[Any], run: _Runner) -> None:
         return brief.text
 
     async def pending_text(agent: str, namespace: str) -> str:
-        handoffs = await run.value(
-            lambda: vault.list_handoffs(namespace=namespace, status="pending", agent=agent)
+        page = await run.value(
+            lambda: vault.page_handoffs(namespace=namespace, status="pending", agent=agent)
         )
-        return _list_text(handoffs)[0]
+        return _list_text(page)[0]
 
     @server.resource(
         "vault://brief/{+namespace}",

@@ -6,7 +6,8 @@ idempotent, and :meth:`HandoffNotes.sync` rewrites any that are missing, so a
 crash between storing a record and writing its note loses nothing. The
 property ``type: run-handoff`` keeps the vault's own index from mistaking
 them for vault handoffs. Files are replaced atomically with the vault's own
-writer.
+writer, under the vault's own lock (so ``doctor`` never takes one of their temp
+files for the leftover of a killed write, and ``reindex`` never removes one).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..vault.files import atomic_write
+from ..vault.files import atomic_write, vault_lock
 from ..vault.notes import render_note
 from .models import HandoffEntry
 
@@ -55,15 +56,26 @@ class HandoffNotes:
     >>> registry = RunRegistry(store, on_handoff=notes.write)  # doctest: +SKIP
     """
 
-    def __init__(self, vault: str | Path, *, durable: bool = True) -> None:
+    def __init__(
+        self, vault: str | Path, *, durable: bool = True, lock_timeout: float = 5.0
+    ) -> None:
         self.vault = Path(vault).expanduser().absolute()
         self.durable = durable
+        self.lock_timeout = lock_timeout
 
     def path(self, entry: HandoffEntry) -> Path:
         return self.vault / "agents" / entry.agent / "runs" / f"{entry.rkey}.md"
 
     def write(self, entry: HandoffEntry) -> Path:
-        """Write the note for ``entry`` unless it is already there as it should be."""
+        """Write the note for ``entry`` unless it is already there as it should be.
+
+        Under the vault lock; ``UnavailableError`` (``lock_timeout``) if it does
+        not come within ``lock_timeout`` seconds.
+        """
+        with vault_lock(self.vault, self.lock_timeout):
+            return self._write(entry)
+
+    def _write(self, entry: HandoffEntry) -> Path:
         path = self.path(entry)
         text = render_handoff_note(entry)
         try:
@@ -76,9 +88,8 @@ class HandoffNotes:
 
     def sync(self, entries: Iterable[HandoffEntry]) -> list[Path]:
         """Make sure every entry has its note; returns the notes written now."""
-        written = []
-        for entry in entries:
-            path = self.path(entry)
-            if not path.exists():
-                written.append(self.write(entry))
-        return written
+        missing = [entry for entry in entries if not self.path(entry).exists()]
+        if not missing:
+            return []
+        with vault_lock(self.vault, self.lock_timeout):
+            return [self._write(entry) for entry in missing]

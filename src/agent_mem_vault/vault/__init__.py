@@ -10,10 +10,12 @@ from .models import (
     BrokenNote,
     DoctorReport,
     Handoff,
+    HandoffPage,
     HandoffStatus,
     Memory,
     ReindexReport,
     SearchHit,
+    SearchPage,
 )
 from .service import Vault
 
@@ -22,9 +24,11 @@ __all__ = [
     "BrokenNote",
     "DoctorReport",
     "Handoff",
+    "HandoffPage",
     "HandoffStatus",
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchPage",
     "Vault",
 ]

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,9 +33,10 @@ from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
 from .records import FileRecord, Kind
+from .scan import Scope
 from .upkeep import IndexUpkeep
 
-__all__ = ["DOT_DIR", "MAX_LIMIT", "NewNote", "VaultBase", "check_limit"]
+__all__ = ["DOT_DIR", "MAX_LIMIT", "NewNote", "VaultBase", "check_limit", "check_offset"]
 
 DOT_DIR = ".agent-mem-vault"
 INDEX_FILE = "index.sqlite3"
@@ -66,7 +67,7 @@ class VaultBase:
         clock: Clock = SYSTEM_CLOCK,
         lock_timeout: float = 5.0,
         durable: bool = True,
-        rescan_interval: float | None = 60.0,
+        rescan_interval: float | None = None,
     ) -> None:
         self.path = Path(path).expanduser().absolute()
         self.clock = clock
@@ -95,9 +96,27 @@ class VaultBase:
         self._upkeep.rescan_interval = value
 
     def close(self) -> None:
-        """Close the index connection (it reopens on the next call)."""
+        """Close the index connection (it reopens on the next call) and stop watching."""
+        self.stop_watching()
         with self._held():
             self._upkeep.close()
+
+    def watch(self, wait: float = 0.0) -> bool:
+        """Watch the folder for notes changed by hand (for a long-lived process such as
+        the MCP server): calls then read just the notes the watcher reports instead
+        of checking their namespace's notes one ``stat`` each. The watch is set up in
+        the background; True if it is in place within ``wait`` seconds. Until it is
+        (or where it cannot be), calls keep checking by ``stat``."""
+        from .watch import NoteWatcher
+
+        if self._upkeep.watcher is None:
+            self._upkeep.watcher = NoteWatcher(self.path)
+        return self._upkeep.watcher.start(wait)
+
+    def stop_watching(self) -> None:
+        watcher, self._upkeep.watcher = self._upkeep.watcher, None
+        if watcher is not None:
+            watcher.stop()
 
     # -- locking ---------------------------------------------------------------------
 
@@ -153,18 +172,41 @@ class VaultBase:
             self._lock.release()
 
     @contextmanager
-    def _writing(self, *, sync: bool = True) -> Iterator[Index]:
-        """Both locks and the index, brought up to date first unless ``sync=False``."""
+    def _writing(self, *, sync: bool = True, scope: Sequence[Scope] = ()) -> Iterator[Index]:
+        """Both locks and the index, brought up to date first (for the folders in
+        ``scope``, see ``IndexUpkeep.sync``) unless ``sync=False``."""
         with self._held(), self._locked():
-            idx = self._upkeep.sync() if sync else self._upkeep.handle()
+            idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
             if not self._dashboard_checked:
                 self._ensure_dashboard()
             yield idx
 
-    def _query(self, run: Callable[[Index], _T]) -> _T:
-        """A read from the index, after the cheap check for notes changed by hand."""
+    def _query(self, run: Callable[[Index], _T], scope: Sequence[Scope] = ()) -> _T:
+        """A read from the index, after the checks for notes changed by hand in ``scope``."""
         with self._held():
-            self._upkeep.sync()
+            self._upkeep.sync(scope)
+            return self._upkeep.query(run)
+
+    def _query_fresh(
+        self,
+        run: Callable[[Index], _T],
+        paths: Callable[[_T], Iterable[str]],
+        scope: Sequence[Scope] = (),
+    ) -> _T:
+        """``_query``, then each note the answer names (``paths``) is checked against the
+        size and mtime it was indexed at; notes changed by hand are read again (under
+        the lock) and the query re-run, so a listing never shows a stale note."""
+        with self._held():
+            idx = self._upkeep.sync(scope)
+            for _ in range(4):
+                result = self._upkeep.query(run)
+                stale = [p for p in paths(result) if not self._upkeep.stamp_matches(idx, p)]
+                if not stale:
+                    return result
+                with self._locked():
+                    idx = self._upkeep.handle()
+                    for path in stale:
+                        self._upkeep.refresh(idx, path)
             return self._upkeep.query(run)
 
     # -- writing notes ---------------------------------------------------------------
@@ -294,3 +336,14 @@ def check_limit(limit: object) -> int:
             field="limit",
         )
     return limit
+
+
+def check_offset(offset: object) -> int:
+    """``offset`` if it is a whole number, 0 or more (where a page starts)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInputError(
+            f"offset must be a whole number, 0 or more, not {offset!r}",
+            code="invalid_offset",
+            field="offset",
+        )
+    return offset

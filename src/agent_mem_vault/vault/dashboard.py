@@ -1,8 +1,9 @@
 """``_dashboards/memory.base``: the Obsidian Bases file that shows the vault as tables.
 
 Bases is YAML: global filters, then views. The first view is what a person
-opens the dashboard to see, the pending handoffs; then all handoffs, then
-memories. Every property a filter or a column names is one the notes carry
+opens the dashboard to see, the pending handoffs (by the ``read`` checkbox, so
+a box ticked in Obsidian takes the handoff off that view at once); then all
+handoffs, then memories. Every property a filter or a column names is one the notes carry
 (``HANDOFF_PROPERTIES`` / ``MEMORY_PROPERTIES``, checked by a test).
 """
 
@@ -45,7 +46,7 @@ def _dashboard() -> dict[str, Any]:
             {
                 "type": "table",
                 "name": "Pending handoffs",
-                "filters": {"and": ['note.type == "handoff"', 'note.status == "pending"']},
+                "filters": {"and": ['note.type == "handoff"', "note.read != true"]},
                 "order": [
                     "file.name",
                     "note.namespace",

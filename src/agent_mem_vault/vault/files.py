@@ -29,7 +29,10 @@ from ..core.errors import UnavailableError
 TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 """The name of a temp file ``atomic_write`` leaves if it is killed before the rename."""
 
-__all__ = ["TEMP_FILE", "VaultLock", "atomic_write", "fsync_dir"]
+__all__ = ["LOCK_FILE", "TEMP_FILE", "VaultLock", "atomic_write", "fsync_dir", "vault_lock"]
+
+LOCK_FILE = ".agent-mem-vault/lock"
+"""The vault's lock file, relative to the vault folder."""
 
 
 class VaultLock:
@@ -106,6 +109,17 @@ class VaultLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def vault_lock(root: Path, timeout: float = 5.0) -> VaultLock:
+    """The lock of the vault at ``root``, for writers outside ``Vault`` (run notes).
+
+    Every file the package writes into a vault is written under this one lock,
+    so ``doctor`` and ``reindex``, which take it too, never see a write in flight.
+    """
+    lock = root / LOCK_FILE
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    return VaultLock(lock, timeout=timeout)
 
 
 def _try_flock(fd: int) -> bool:

@@ -7,14 +7,14 @@ applies a rule and writes only what it returns, inside the vault lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from ..core.errors import DataError, InvalidInputError, NotFoundError
 from . import lifecycle
-from .base import VaultBase, check_limit
+from .base import VaultBase, check_limit, check_offset
 from .index import Index
-from .models import Handoff
+from .models import Handoff, HandoffPage
 from .namespaces import (
     validate_agent,
     validate_id,
@@ -33,6 +33,7 @@ from .notes import (
     render_note,
 )
 from .records import FileRecord, read_file
+from .scan import Scope
 
 __all__ = ["HandoffOps", "StatusFilter"]
 
@@ -98,7 +99,7 @@ class HandoffOps(VaultBase):
         """
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
-        with self._writing() as idx:
+        with self._writing(scope=[(namespace, "handoffs")]) as idx:
             skip: list[str] = []
             while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
                 current = self._fresh_from_disk(idx, candidate)
@@ -115,7 +116,9 @@ class HandoffOps(VaultBase):
         """The handoff ``read_handoff`` would return, without marking it read."""
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
-        return self._reading(lambda idx: idx.newest_pending(namespace, agent))
+        return self._reading(
+            lambda idx: idx.newest_pending(namespace, agent), [(namespace, "handoffs")]
+        )
 
     def list_handoffs(
         self,
@@ -125,9 +128,33 @@ class HandoffOps(VaultBase):
         agent: str | None = None,
         sender: str | None = None,
         limit: int = 50,
+        offset: int = 0,
     ) -> list[Handoff]:
         """Handoffs, newest first: by ``status`` (pending, read or all), recipient ``agent``
-        and ``sender``; all namespaces when ``namespace`` is None."""
+        and ``sender``; all namespaces when ``namespace`` is None. ``page_handoffs``
+        also says how many there are in all."""
+        page = self.page_handoffs(
+            namespace=namespace,
+            status=status,
+            agent=agent,
+            sender=sender,
+            limit=limit,
+            offset=offset,
+        )
+        return list(page.handoffs)
+
+    def page_handoffs(
+        self,
+        *,
+        namespace: str | None = None,
+        status: StatusFilter = "pending",
+        agent: str | None = None,
+        sender: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> HandoffPage:
+        """One page of ``list_handoffs``: the handoffs from ``offset``, the total, and the
+        ``next_offset`` to pass for the next page (``None`` on the last one)."""
         if namespace is not None:
             namespace = validate_namespace(namespace)
         if status not in ("pending", "read", "all"):
@@ -141,11 +168,22 @@ class HandoffOps(VaultBase):
         if sender is not None:
             sender = validate_agent(sender, field="sender")
         limit = check_limit(limit)
-        return self._query(
-            lambda idx: idx.list_handoffs(
-                namespace=namespace, status=status, agent=agent, sender=sender, limit=limit
+        offset = check_offset(offset)
+
+        def run(idx: Index) -> HandoffPage:
+            found = idx.list_handoffs(
+                namespace=namespace,
+                status=status,
+                agent=agent,
+                sender=sender,
+                limit=limit,
+                offset=offset,
             )
-        )
+            total = idx.count_listed(namespace=namespace, status=status, agent=agent, sender=sender)
+            return HandoffPage(tuple(found), total, offset)
+
+        scope = [] if namespace is None else [(namespace, "handoffs")]
+        return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)
 
     def get_handoff(self, id: str) -> Handoff:
         """One handoff by id; ``NotFoundError`` (``handoff_not_found``) if there is none."""
@@ -167,14 +205,16 @@ class HandoffOps(VaultBase):
 
     # -- internals -------------------------------------------------------------------
 
-    def _reading(self, query: Callable[[Index], Handoff | None]) -> Handoff | None:
+    def _reading(
+        self, query: Callable[[Index], Handoff | None], scope: Sequence[Scope] = ()
+    ) -> Handoff | None:
         """Run a one-handoff query and check the note on disk still says the same.
 
         If the note was edited or removed by hand since it was indexed, the
         index is corrected for it (under the lock) and the query runs again.
         """
         with self._held():
-            idx = self._upkeep.sync()
+            idx = self._upkeep.sync(scope)
             for _ in range(8):
                 found = self._upkeep.query(query)
                 if found is None or self._upkeep.stamp_matches(idx, found.path):

@@ -69,13 +69,36 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
 ]
 
-RANK_WINDOW = 5000
-"""Search ranks at most this many of the newest matching memories."""
-
 _HANDOFF_COLUMNS = (
     "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
     "superseded_by, summary, context, path"
 )
+
+
+def _handoff_filter(
+    namespace: str | None, status: str, agent: str | None, sender: str | None
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (with a leading space, or empty) of a handoff listing, and its args."""
+    where: list[str] = []
+    args: list[Any] = []
+    for column, value in (("namespace", namespace), ("recipient", agent), ("sender", sender)):
+        if value is not None:
+            where.append(f"{column}=?")
+            args.append(value)
+    if status != "all":
+        where.append("status=?")
+        args.append(status)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
+def _search_filter(match: str, namespace: str | None) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of a search: the match, and the namespace with those below it."""
+    where = "WHERE memories_fts MATCH ?"
+    args: list[Any] = [match]
+    if namespace is not None:
+        where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
+        args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
+    return where, args
 
 
 class IndexDamaged(Exception):
@@ -327,6 +350,24 @@ class Index:
         ).fetchone()
         return _as_duplicate(record, row[0] if row else "another note")
 
+    def dirs_under(self, folder: str) -> dict[str, int]:
+        """Known folders at or below ``folder`` (a namespace's folders), with their mtimes."""
+        like = folder.replace("%", r"\%").replace("_", r"\_") + "/%"
+        rows = self.conn.execute(
+            "SELECT path, mtime_ns FROM dirs WHERE path=? OR path LIKE ? ESCAPE '\\'",
+            (folder, like),
+        ).fetchall()
+        return dict(rows)
+
+    def dir_signature(self, directory: str) -> tuple[int, int]:
+        """``dir_signatures`` for one folder, from the covering ``files_dir`` index."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(mtime_ns % 4294967291 + size * 65537), 0) "
+            "FROM files WHERE dir=?",
+            (directory,),
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
     def dir_signatures(self) -> dict[str, tuple[int, int]]:
         """Per folder: (notes, a sum over their mtimes and sizes), to skip unchanged folders."""
         rows = self.conn.execute(
@@ -385,22 +426,19 @@ class Index:
         agent: str | None,
         sender: str | None,
         limit: int,
+        offset: int = 0,
     ) -> list[Handoff]:
-        where: list[str] = []
-        args: list[Any] = []
-        for column, value in (("namespace", namespace), ("recipient", agent), ("sender", sender)):
-            if value is not None:
-                where.append(f"{column}=?")
-                args.append(value)
-        if status != "all":
-            where.append("status=?")
-            args.append(status)
-        sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
-        args.append(limit)
-        return [_handoff(row) for row in self.conn.execute(sql, args)]
+        where, args = _handoff_filter(namespace, status, agent, sender)
+        sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}"
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        return [_handoff(row) for row in self.conn.execute(sql, [*args, limit, offset])]
+
+    def count_listed(
+        self, *, namespace: str | None, status: str, agent: str | None, sender: str | None
+    ) -> int:
+        """How many handoffs ``list_handoffs`` with these filters has in all."""
+        where, args = _handoff_filter(namespace, status, agent, sender)
+        return int(self.conn.execute(f"SELECT count(*) FROM handoffs{where}", args).fetchone()[0])
 
     def count_handoffs(self, status: str | None = None) -> int:
         if status is None:
@@ -424,29 +462,19 @@ class Index:
         return [_memory(r) for r in rows]
 
     def search(
-        self, match: str, namespace: str | None, limit: int
+        self, match: str, namespace: str | None, limit: int, offset: int = 0
     ) -> list[tuple[Memory, float, str]]:
-        """Best ``limit`` memories for an FTS5 ``match``: ranked inside FTS5 first,
-        then only those rows are joined and given a snippet."""
-        where = "WHERE memories_fts MATCH ?"
-        args: list[Any] = [match]
-        if namespace is not None:
-            where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
-            args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
-        # BM25 is computed for every match, so a word found in most of 100,000
-        # memories would cost ~100 ms. Only the newest RANK_WINDOW matches are
-        # ranked: FTS5 walks rowids newest first and stops, then ranks that range.
-        bound = self.conn.execute(
-            f"SELECT rowid FROM memories_fts {where} ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-            [*args, RANK_WINDOW - 1],
-        ).fetchone()
-        if bound is not None:
-            where += " AND rowid >= ?"
-            args.append(bound[0])
+        """The memories ranked ``offset`` to ``offset + limit`` for an FTS5 ``match``.
+
+        Every match is ranked by BM25 (title weighs 5, tags 2, content 1) inside
+        FTS5; only the rows of the page are then joined and given a snippet.
+        This is the lexical ranking a hybrid search fuses with others.
+        """
+        where, args = _search_filter(match, namespace)
         top = self.conn.execute(
             "SELECT rowid, bm25(memories_fts, 5.0, 1.0, 2.0) AS score FROM memories_fts "
-            f"{where} ORDER BY score LIMIT ?",
-            [*args, limit],
+            f"{where} ORDER BY score LIMIT ? OFFSET ?",
+            [*args, limit, offset],
         ).fetchall()
         if not top:
             return []
@@ -465,6 +493,13 @@ class Index:
             if row is not None:
                 out.append((_memory(row[1:10]), -float(score), str(row[10])))
         return out
+
+    def count_matches(self, match: str, namespace: str | None) -> int:
+        """How many memories ``search`` ranks for ``match`` (its ``total``)."""
+        where, args = _search_filter(match, namespace)
+        return int(
+            self.conn.execute(f"SELECT count(*) FROM memories_fts {where}", args).fetchone()[0]
+        )
 
     def brief_path(self, namespace: str) -> str | None:
         row = self.conn.execute(

@@ -6,9 +6,10 @@ import re
 from collections.abc import Iterable
 
 from ..core.errors import InvalidInputError
-from .base import VaultBase, check_limit
+from .base import VaultBase, check_limit, check_offset
 from .brief import MAX_DECISIONS, MAX_PENDING
-from .models import Brief, Memory, SearchHit
+from .index import Index
+from .models import Brief, Memory, SearchHit, SearchPage
 from .namespaces import (
     validate_agent,
     validate_kind,
@@ -63,14 +64,23 @@ class MemoryOps(VaultBase):
         return memory
 
     def search_memory(
-        self, *, query: str, namespace: str | None = None, limit: int = 10
+        self, *, query: str, namespace: str | None = None, limit: int = 10, offset: int = 0
     ) -> list[SearchHit]:
         """Full-text search of memories (title, content, tags), best first.
 
         All words must match; when no memory has them all, memories with any
         of them are returned. ``namespace`` includes the namespaces below it.
-        When more than 5,000 memories match, the newest 5,000 are ranked.
+        Every matching memory is ranked by BM25. ``search_page`` also says how
+        many matched in all.
         """
+        page = self.search_page(query=query, namespace=namespace, limit=limit, offset=offset)
+        return list(page.hits)
+
+    def search_page(
+        self, *, query: str, namespace: str | None = None, limit: int = 10, offset: int = 0
+    ) -> SearchPage:
+        """One page of ``search_memory``: the hits ranked from ``offset``, the total number
+        of matching memories, and the ``next_offset`` for the next page."""
         words = _WORD.findall(query) if isinstance(query, str) else []
         if not words:
             raise InvalidInputError(
@@ -81,18 +91,31 @@ class MemoryOps(VaultBase):
         if namespace is not None:
             namespace = validate_namespace(namespace)
         limit = check_limit(limit)
+        offset = check_offset(offset)
         # Each word quoted: FTS5 syntax in a query is taken as words, never as operators.
         terms = ['"' + w.replace('"', "") + '"' for w in words[:MAX_QUERY_WORDS]]
-        rows = self._query(lambda idx: idx.search(" AND ".join(terms), namespace, limit))
-        if not rows and len(terms) > 1:
-            rows = self._query(lambda idx: idx.search(" OR ".join(terms), namespace, limit))
-        return [SearchHit(memory=m, score=score, snippet=snip) for m, score, snip in rows]
+        scope = [] if namespace is None else [(namespace, "memories")]
+
+        def run(idx: Index) -> SearchPage:
+            match = " AND ".join(terms)
+            total = idx.count_matches(match, namespace)
+            if total == 0 and len(terms) > 1:
+                match = " OR ".join(terms)
+                total = idx.count_matches(match, namespace)
+            rows = idx.search(match, namespace, limit, offset) if total > offset else []
+            hits = tuple(SearchHit(memory=m, score=sc, snippet=sn) for m, sc, sn in rows)
+            return SearchPage(hits, total, offset)
+
+        return self._query_fresh(run, lambda page: [h.memory.path for h in page.hits], scope)
 
     def get_project_brief(self, *, namespace: str) -> Brief:
         """The brief note, recent decisions and pending handoffs of ``namespace``."""
         namespace = validate_namespace(namespace)
         with self._held():
-            path = self._query(lambda idx: idx.brief_path(namespace))
+            path = self._query(
+                lambda idx: idx.brief_path(namespace),
+                [(namespace, "memories"), (namespace, "handoffs")],
+            )
             decisions = self._upkeep.query(
                 lambda idx: idx.recent_memories(namespace, "decision", MAX_DECISIONS)
             )

@@ -14,10 +14,12 @@ __all__ = [
     "BrokenNote",
     "DoctorReport",
     "Handoff",
+    "HandoffPage",
     "HandoffStatus",
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchPage",
 ]
 
 HandoffStatus = Literal["pending", "read"]
@@ -210,4 +212,62 @@ class DoctorReport:
             "pending": self.pending,
             "broken": [b.to_dict() for b in self.broken],
             "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffPage:
+    """One page of a handoff listing, and how to get the next one.
+
+    ``total`` counts every handoff the filters match; ``next_offset`` is the
+    ``offset`` that gives the next page, or ``None`` when this page is the last.
+    """
+
+    handoffs: tuple[Handoff, ...]
+    total: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self.handoffs)
+        return end if end < self.total else None
+
+    @property
+    def more(self) -> bool:
+        return self.next_offset is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "handoffs": [h.to_dict() for h in self.handoffs],
+            "total": self.total,
+            "offset": self.offset,
+            "more": self.more,
+            "next_offset": self.next_offset,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    """One page of search hits, best first; ``total`` counts every matching memory."""
+
+    hits: tuple[SearchHit, ...]
+    total: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self.hits)
+        return end if end < self.total else None
+
+    @property
+    def more(self) -> bool:
+        return self.next_offset is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hits": [h.to_dict() for h in self.hits],
+            "total": self.total,
+            "offset": self.offset,
+            "more": self.more,
+            "next_offset": self.next_offset,
         }

@@ -31,6 +31,7 @@ __all__ = [
     "handoff_meta",
     "memory_from_note",
     "memory_meta",
+    "needs_repair",
     "parse_note",
     "render_body",
     "render_note",
@@ -358,15 +359,40 @@ def _namespace(meta: dict[str, Any]) -> str:
     return value
 
 
-def handoff_from_note(note: ParsedNote, path: str) -> Handoff:
-    """A ``Handoff`` from a parsed note; ``NoteError`` naming the property that is wrong."""
-    meta = note.meta
-    status = _str(meta, "status")
+def _lifecycle(meta: dict[str, Any], read_hint: str | None) -> tuple[str, str | None]:
+    """(status, read_at) as a person meant them, from properties that may disagree.
+
+    The ``read`` checkbox is what a person ticks in Obsidian, so when it is a
+    boolean it wins over ``status``: ticked means read, unticked pending. A
+    read handoff without ``read_at`` gets ``read_hint`` (when the note was
+    last saved), and a pending one loses its ``read_at``.
+    """
+    raw = meta.get("status")
+    status = raw.strip().lower() if isinstance(raw, str) else None
     if status not in ("pending", "read"):
-        raise NoteError(f"property 'status' must be pending or read, not {status!r}")
-    read = meta.get("read", status == "read")
-    if read is not (status == "read"):
-        raise NoteError(f"properties disagree: status is {status} but read is {read!r}")
+        status = None
+    read = meta.get("read")
+    if isinstance(read, bool):
+        status = "read" if read else "pending"
+    elif status is None:
+        raise NoteError(
+            f"property 'status' must be pending or read, not {raw!r} (or tick the 'read' checkbox)"
+        )
+    if status == "pending":
+        return status, None
+    read_at = _str(meta, "read_at", required=False)
+    return status, read_at or read_hint or _str(meta, "created_at", required=False)
+
+
+def handoff_from_note(note: ParsedNote, path: str, *, read_hint: str | None = None) -> Handoff:
+    """A ``Handoff`` from a parsed note; ``NoteError`` naming the property that is wrong.
+
+    Lifecycle properties that disagree (see ``_lifecycle``) are read the way a
+    person meant them; ``needs_repair`` says whether the note should be
+    rewritten so that they agree.
+    """
+    meta = note.meta
+    status, read_at = _lifecycle(meta, read_hint)
     summary, context = split_body(note.body)
     return Handoff(
         id=_tid(meta, "id"),
@@ -377,10 +403,19 @@ def handoff_from_note(note: ParsedNote, path: str) -> Handoff:
         context=context,
         status="read" if status == "read" else "pending",
         created_at=_str(meta, "created_at") or "",
-        read_at=_str(meta, "read_at", required=False),
+        read_at=read_at,
         supersedes=_str_list(meta, "supersedes"),
         superseded_by=_str(meta, "superseded_by", required=False),
         path=path,
+    )
+
+
+def needs_repair(meta: dict[str, Any], handoff: Handoff) -> bool:
+    """True when the note's ``status``, ``read`` or ``read_at`` differ from ``handoff``'s."""
+    return (
+        meta.get("status") != handoff.status
+        or meta.get("read") is not handoff.read
+        or meta.get("read_at") != handoff.read_at
     )
 
 

@@ -2,18 +2,32 @@
 
 A file is one of: a handoff, a memory, a namespace brief, some other Markdown
 note (ignored), or broken (reported by ``doctor``, skipped by listings, never
-written over).
+written over). Only a note that cannot be understood is broken: a handoff whose
+lifecycle properties disagree (ticked ``read`` in Obsidian while ``status`` is
+still ``pending``) is read as the person meant it and carries the repaired
+text, which the scanner writes under the vault lock.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+from ..core.clock import format_datetime
 from .models import Handoff, Memory
-from .notes import NoteError, _namespace, handoff_from_note, memory_from_note, parse_note
+from .notes import (
+    NoteError,
+    _namespace,
+    apply_handoff,
+    handoff_from_note,
+    memory_from_note,
+    needs_repair,
+    parse_note,
+    render_note,
+)
 
 __all__ = ["FileRecord", "read_file", "read_record"]
 
@@ -35,6 +49,9 @@ class FileRecord:
     """For a brief: the namespace it describes."""
     problem: str | None = None
     """For a broken note: what is wrong with it."""
+    repair: str | None = None
+    """For a handoff whose lifecycle properties disagree (a ``read`` box ticked in
+    Obsidian): the note's text with them made to agree, for the scanner to write."""
 
     @property
     def dir(self) -> str:
@@ -80,7 +97,12 @@ def read_record(root: Path, path: str) -> FileRecord | None:
             return FileRecord(path, mtime, size, "other")
         kind = note.meta.get("type")
         if kind == "handoff":
-            return FileRecord(path, mtime, size, "handoff", handoff=handoff_from_note(note, path))
+            hint = format_datetime(datetime.fromtimestamp(mtime / 1e9, UTC))
+            handoff = handoff_from_note(note, path, read_hint=hint)
+            repair = None
+            if needs_repair(note.meta, handoff):
+                repair = render_note(apply_handoff(note.meta, handoff), note.body)
+            return FileRecord(path, mtime, size, "handoff", handoff=handoff, repair=repair)
         if kind == "memory":
             return FileRecord(path, mtime, size, "memory", memory=memory_from_note(note, path))
         if kind == "brief":

@@ -1,15 +1,17 @@
 """Bringing the index up to date with the folder: what people did in Obsidian.
 
-Two speeds:
+Three checks, from cheapest to dearest; no call pays for the whole vault:
 
 - ``changed_dirs``: one ``stat`` per known folder. Adding, deleting or renaming
   a note (and the atomic save that most editors do) changes its folder's
-  mtime, so this finds them for the price of a few system calls. Every call
-  of the service runs it.
-- ``scan_tree`` from the root: one ``stat`` per note, comparing size and mtime
-  with what the index holds; it also finds notes edited in place. This is a
-  rescan (``Vault.rescan``); the service runs one every ``rescan_interval``
-  seconds and whenever the index is new.
+  mtime, so this finds them for the price of a few system calls (it grows
+  with the number of namespaces, not of notes). Every call runs it.
+- ``stale_dirs``: one ``stat`` per note of the folders a call reads (its
+  namespace), compared as one sum with what the index holds for each folder.
+  It finds notes edited in place (Obsidian saves in place, which leaves the
+  folder's mtime alone). A call runs it for its own namespace only.
+- ``scan_tree`` from the root: one ``stat`` per note of the vault. This is
+  ``Vault.rescan`` (and ``doctor``); no ordinary call runs it.
 
 Only notes whose size or mtime differ are read and parsed again. Folders whose
 names start with ``.`` (the index, Obsidian's settings, temp files) and the
@@ -19,19 +21,25 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .files import atomic_write
 from .index import Index
 from .records import FileRecord, read_record
 
 __all__ = [
+    "Progress",
     "ScanStats",
+    "Scope",
     "changed_dirs",
     "rebuild_tree",
+    "repaired",
     "scan_dir",
     "scan_tree",
     "signature",
+    "stale_dirs",
     "stamp_dir",
     "sync_changed",
 ]
@@ -120,6 +128,54 @@ def stamp_dir(root: Path, directory: str) -> Stamps | None:
     return mtime, subdirs, stamps
 
 
+Scope = tuple[str, str]
+"""What a call reads: (a namespace's folder, ``handoffs`` or ``memories``)."""
+
+
+def repaired(root: Path, record: FileRecord) -> FileRecord:
+    """Write a note's repaired text (see ``FileRecord.repair``); the caller holds the lock.
+
+    The note is rewritten atomically, keeping its permission bits, and only if
+    it is still the file that was read (same size and mtime): an edit a person
+    saves meanwhile is never written over; it is read at the next call instead.
+    """
+    if record.repair is None:
+        return record
+    target = root / record.path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return replace(record, repair=None)
+    if (st.st_mtime_ns, st.st_size) != (record.mtime_ns, record.size):
+        return replace(record, repair=None)
+    new = atomic_write(target, record.repair, mode=st.st_mode & 0o7777)
+    return replace(record, mtime_ns=new.st_mtime_ns, size=new.st_size, repair=None)
+
+
+def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
+    """Folders of ``scope`` whose notes differ from the index (one stat per note).
+
+    ``scope`` is a namespace folder and a leaf name: the folders checked are
+    ``<folder>/<leaf>`` and those of namespaces below it. A folder is stale
+    when it is gone, is new, or its mtime or the sum over its notes' sizes and
+    mtimes differs from what the index holds.
+    """
+    folder, leaf = scope
+    known = index.dirs_under(folder)
+    if folder not in known:
+        exists = os.path.isdir(f"{root}/{folder}")
+        return [folder] if exists or known else []
+    out: list[str] = []
+    for directory, mtime in known.items():
+        if directory.rpartition("/")[2] != leaf:
+            continue
+        looked = stamp_dir(root, directory)
+        same = looked is not None and looked[0] == mtime
+        if not same or index.dir_signature(directory) != signature(looked[2] if looked else []):
+            out.append(directory)
+    return out
+
+
 def scan_dir(
     root: Path,
     index: Index,
@@ -150,6 +206,9 @@ def scan_dir(
         if old is not None and old == (mtime, size):
             continue
         record = read_record(root, path)
+        if record is not None and record.repair is not None:
+            record = repaired(root, record)
+            dir_mtime = os.stat(f"{root}/{directory}" if directory else str(root)).st_mtime_ns
         if record is None:
             if old is not None:
                 index.remove_file(path)
@@ -184,35 +243,60 @@ def scan_tree(root: Path, index: Index, directory: str, stats: ScanStats) -> Non
         stack.extend(subdirs)
 
 
-def rebuild_tree(root: Path, index: Index, stats: ScanStats) -> None:
+Progress = Callable[[int, int], None]
+"""Called as notes are indexed: (notes done, notes in all)."""
+
+
+def rebuild_tree(
+    root: Path, index: Index, stats: ScanStats, progress: Progress | None = None
+) -> None:
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
-    Files are read by a few threads so that disk reads overlap with parsing.
+    The folders are listed first (no ``stat``), so that ``progress`` knows the
+    total; then files are read by a few threads so that disk reads overlap
+    with parsing.
     """
     from concurrent.futures import ThreadPoolExecutor
+
+    folders: list[tuple[str, int, list[str]]] = []
+    stack = [""]
+    while stack:
+        directory = stack.pop()
+        listing = _entries(root, directory)
+        if listing is None:
+            continue
+        mtime, subdirs, entries = listing
+        prefix = f"{directory}/" if directory else ""
+        # Notes are named by TID, so name order is creation order.
+        folders.append((directory, mtime, sorted(prefix + entry.name for entry in entries)))
+        subdirs.sort(reverse=True)
+        stack.extend(subdirs)
+    total = sum(len(notes) for _d, _m, notes in folders)
+    done = 0
+    if progress is not None:
+        progress(0, total)
 
     def read(path: str) -> FileRecord | None:
         return read_record(root, path)
 
     with ThreadPoolExecutor(max_workers=4) as pool, index.bulk() as loader:
-        stack = [""]
-        while stack:
-            directory = stack.pop()
-            listing = _entries(root, directory)
-            if listing is None:
-                continue
-            mtime, subdirs, entries = listing
+        for directory, mtime, notes in folders:
             index.set_dir(directory, mtime)
-            prefix = f"{directory}/" if directory else ""
-            # Notes are named by TID, so name order is creation order: memories get
-            # rowids oldest first, which search relies on to rank the newest matches.
-            notes = sorted(prefix + entry.name for entry in entries)
-            subdirs.sort(reverse=True)
+            repairs = False
             for record in pool.map(read, notes, chunksize=64):
+                done += 1
+                if progress is not None and done % 500 == 0:
+                    progress(done, total)
                 if record is not None:
+                    if record.repair is not None:
+                        record = repaired(root, record)
+                        repairs = True
                     loader.add(record)
                     stats.added += 1
-            stack.extend(subdirs)
+            if repairs:
+                index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
+    if progress is not None:
+        progress(total, total)
 
 
 def sync_changed(root: Path, index: Index, dirs: list[str], stats: ScanStats) -> None:

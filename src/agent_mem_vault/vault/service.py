@@ -36,7 +36,7 @@ from .handoffs import HandoffOps, StatusFilter
 from .index import Index
 from .memories import MemoryOps
 from .models import DoctorReport, ReindexReport
-from .scan import ScanStats
+from .scan import Progress, ScanStats
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
@@ -76,20 +76,28 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
             self._upkeep.full_scan(idx, stats)
             return self._report(idx, stats)
 
-    def reindex(self) -> ReindexReport:
-        """Rebuild the index from the notes alone; also clears temp files a crash left."""
+    def reindex(self, progress: Progress | None = None) -> ReindexReport:
+        """Rebuild the index from the notes alone; also clears temp files a crash left.
+
+        ``progress`` is called as notes are read, with (done, total).
+        """
         with self._held(), self._locked():
             for rel in self._temp_files():
                 (self.path / rel).unlink(missing_ok=True)
-            idx = self._upkeep.rebuild()
+            idx = self._upkeep.rebuild(progress)
             self._ensure_dashboard()
             return self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
 
     def doctor(self) -> DoctorReport:
-        """Rescan, then report broken notes, dangling links and leftovers; changes no note."""
+        """Rescan, then report broken notes, dangling links and leftovers; changes no note
+        (but repairs, as every scan does, notes whose read box was ticked by hand).
+
+        Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
+        flight in another process is never reported as damage."""
         self._require_vault()
         self.rescan()
-        with self._held():
+        # Under the lock: a temp file seen then is a killed write's, never one in flight.
+        with self._held(), self._locked():
             idx = self._upkeep.handle()
             problems = [*self._link_problems(idx), *self._leftover_problems(idx)]
             return DoctorReport(

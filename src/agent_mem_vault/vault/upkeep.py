@@ -3,14 +3,15 @@
 The service asks for the index through ``IndexUpkeep`` and never opens it
 itself, so that one place decides when to migrate, when to rebuild (missing,
 damaged, or written by a newer version), when a cheap folder check is enough
-and when a full rescan is due. A forked child gets a fresh connection.
+and when a full rescan is due. A forked child gets a fresh connection. No
+ordinary call scans the whole vault: see ``scan.py`` for what each checks.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,18 @@ from typing import TypeVar
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .records import read_record
-from .scan import ScanStats, changed_dirs, rebuild_tree, scan_tree, sync_changed
+from .scan import (
+    Progress,
+    ScanStats,
+    Scope,
+    changed_dirs,
+    rebuild_tree,
+    repaired,
+    scan_tree,
+    stale_dirs,
+    sync_changed,
+)
+from .watch import NoteWatcher
 
 __all__ = ["IndexUpkeep"]
 
@@ -50,6 +62,10 @@ class IndexUpkeep:
         self._pid = os.getpid()
         self._last_full_scan: datetime | None = None
         self._rescan_now = False
+        self.watcher: NoteWatcher | None = None
+        self._checked: set[Scope | None] = set()
+        """What was checked by stat since the watcher (of ``_checked_gen``) began."""
+        self._checked_gen = -1
 
     def close(self) -> None:
         if self._index is not None:
@@ -81,7 +97,7 @@ class IndexUpkeep:
         self._index = idx
         return idx
 
-    def rebuild(self) -> Index:
+    def rebuild(self, progress: Progress | None = None) -> Index:
         """Delete the index and build it again from the notes (the caller holds the lock)."""
         self.close()
         for suffix in ("", "-wal", "-shm"):
@@ -89,7 +105,7 @@ class IndexUpkeep:
         idx = Index(self.db_path)
         idx.migrate(format_datetime(self.clock.now()))
         with idx.transaction():
-            rebuild_tree(self.root, idx, ScanStats())
+            rebuild_tree(self.root, idx, ScanStats(), progress)
             self.mark_full_scan(idx)
         self._index = idx
         return idx
@@ -104,8 +120,16 @@ class IndexUpkeep:
         with self.locked():
             return run(self.rebuild())
 
-    def sync(self) -> Index:
-        """Bring the index up to date cheaply: changed folders now, a full rescan when due."""
+    def sync(self, scope: Sequence[Scope] = ()) -> Index:
+        """Bring the index up to date for a call that reads the folders in ``scope``.
+
+        Every call checks the mtime of each known folder (notes added, deleted
+        or saved atomically anywhere); the notes of the folders in ``scope``
+        (the namespace the call reads) are also checked one ``stat`` each, for
+        notes edited in place. A full rescan runs only when the index is new,
+        after a failed index write, or every ``rescan_interval`` seconds if
+        one was set (none by default).
+        """
         idx = self.handle()
         try:
             if self.full_scan_due(idx):
@@ -113,21 +137,78 @@ class IndexUpkeep:
                     if self.full_scan_due(idx):
                         self.full_scan(idx, ScanStats())
                 return idx
+            watcher = self.watcher
+            changes = watcher.take() if watcher is not None else None
+            if watcher is not None and changes is not None:
+                self._sync_watched(idx, watcher, changes, scope)
+                return idx
             dirs = changed_dirs(self.root, idx)
+            if dirs is not None:
+                for folder in scope:
+                    dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
             if dirs is None or dirs:
                 with self.locked():
-                    dirs = changed_dirs(self.root, idx)
-                    if dirs is None:
-                        self.full_scan(idx, ScanStats())
-                    elif dirs:
-                        with idx.transaction():
-                            sync_changed(self.root, idx, dirs, ScanStats())
+                    self._sync_locked(idx, scope)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             with self.locked():
                 idx = self.rebuild()
         return idx
+
+    def _sync_watched(
+        self,
+        idx: Index,
+        watcher: NoteWatcher,
+        changes: tuple[set[str], set[str]],
+        scope: Sequence[Scope],
+    ) -> None:
+        """``sync`` with a watcher: apply the changes it reported; check by stat only
+        what was not checked since it began (the vault's folders once, each
+        namespace a call reads once)."""
+        if watcher.generation != self._checked_gen:
+            self._checked, self._checked_gen = set(), watcher.generation
+        files, folders = changes
+        todo = [s for s in scope if s not in self._checked]
+        first = None not in self._checked
+        dirs = changed_dirs(self.root, idx) if first else []
+        if dirs is None:
+            dirs = [""]
+        for item in todo:
+            dirs.extend(d for d in stale_dirs(self.root, idx, item) if d not in dirs)
+        known = idx.dirs() if folders else {}
+        for folder in folders:
+            if folder not in dirs and (folder in known or os.path.isdir(self.root / folder)):
+                dirs.append(folder)
+        if dirs or files:
+            try:
+                with self.locked(), idx.transaction():
+                    sync_changed(self.root, idx, dirs, ScanStats())
+                    for path in sorted(files):
+                        record = read_record(self.root, path)
+                        if record is not None and record.repair is not None:
+                            record = repaired(self.root, record)
+                        if record is None:
+                            idx.remove_file(path)
+                        else:
+                            idx.put(record)
+            except BaseException:
+                self._checked.clear()  # what the watcher told is lost: check by stat again
+                raise
+        self._checked.update(todo)
+        self._checked.add(None)
+
+    def _sync_locked(self, idx: Index, scope: Sequence[Scope]) -> None:
+        """The checks of ``sync`` again, now under the lock, and the changes applied."""
+        dirs = changed_dirs(self.root, idx)
+        if dirs is None:
+            self.full_scan(idx, ScanStats())
+            return
+        for folder in scope:
+            dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
+        if dirs:
+            with idx.transaction():
+                sync_changed(self.root, idx, dirs, ScanStats())
 
     def full_scan(self, idx: Index, stats: ScanStats) -> None:
         """One ``stat`` per note; reads only notes whose size or mtime changed (under the lock)."""
@@ -172,6 +253,8 @@ class IndexUpkeep:
     def refresh(self, idx: Index, path: str) -> None:
         """Read one note again and store what it says now (the caller holds the lock)."""
         record = read_record(self.root, path)
+        if record is not None and record.repair is not None:
+            record = repaired(self.root, record)
         with idx.transaction():
             if record is None:
                 idx.remove_file(path)
