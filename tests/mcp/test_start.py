@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp import Client
@@ -136,7 +137,7 @@ def test_requests_sent_before_the_server_has_loaded_are_all_answered(
 
 @pytest.mark.slow
 async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
-    vault_path: Path, vault: Any
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
 ) -> None:
     """tools/list with schemas, a call, resources and prompts: as from the server in-process."""
 
@@ -159,8 +160,12 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
         ]
 
     params = serve_params(vault_path, "claude-code", "--namespace", NS)
+    params.env.update(own_warm_dir)
     async with Client(params) as client:
         warm = await session(client)
+    folder = anyio.Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    [log] = [path async for path in folder.glob("*.log")]
+    assert "serve --agent" in await log.read_text()  # handed over, not run in its own process
     async with in_process(vault, agent="claude-code", namespace=NS) as client:
         direct = await session(client)
     assert warm == direct

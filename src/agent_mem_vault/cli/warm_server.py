@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         sys.exit(0)  # another warm process has this key: the caller waits for it
+    with contextlib.suppress(OSError):  # stderr is the log: drop the previous process's
+        os.ftruncate(2, 0)
     preload()
     idle = float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE)
     with contextlib.suppress(FileNotFoundError):
@@ -149,13 +151,10 @@ def _run_child(conn: socket.socket) -> None:
 
 
 def _receive(conn: socket.socket) -> dict[str, Any]:
-    """The caller's stdio (now fds 0, 1, 2), then its arguments and surroundings."""
+    """The caller's stdio (made fds 0, 1, 2), then its arguments and surroundings."""
     data, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH, 3)
     if len(data) != _LENGTH or len(fds) != 3:
         raise RuntimeError("the caller sent no stdio")
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
     (size,) = struct.unpack("!Q", data)
     chunks = []
     while size > 0:
@@ -165,6 +164,13 @@ def _receive(conn: socket.socket) -> dict[str, Any]:
         chunks.append(chunk)
         size -= len(chunk)
     request: dict[str, Any] = json.loads(b"".join(chunks))
+    # One line per command in the warm process's log, before stderr becomes the caller's.
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    print(f"{stamp} pid {os.getpid()}: {' '.join(request['argv'][:2])}", file=sys.stderr)
+    sys.stderr.flush()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
     return request
 
 
