@@ -29,6 +29,7 @@ turns the warm path off.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
     import subprocess
@@ -92,11 +93,15 @@ def handed_over(argv: list[str]) -> int | None:
             conn = _wait_ready(path, starter)
             if conn is None:
                 return None
-        return _hand_over(conn, argv)
-    except OSError:
-        # Nothing was handed over yet (an error after the handover is the child's
-        # to report): run here, as without a warm process.
+        replies = _hand_over(conn, argv)
+        child = _child_pid(replies)
+    except (OSError, ValueError):
+        # No child took the command, so nothing has read its stdin or written its
+        # stdout yet: run here, as without a warm process.
         return None
+    if child is None:
+        return None
+    return _wait_child(replies, child)
 
 
 def runtime_dir() -> Path:
@@ -184,8 +189,8 @@ def _wait_ready(path: Path, starter: subprocess.Popen[bytes]) -> socket.socket |
     return None
 
 
-def _hand_over(conn: socket.socket, argv: list[str]) -> int:
-    """Pass this process's stdio to the warm process; wait for the child it forks."""
+def _hand_over(conn: socket.socket, argv: list[str]) -> BinaryIO:
+    """Pass this process's stdio and request to the warm process; the stream of its replies."""
     streams = {
         name: getattr(getattr(sys, name), "encoding", None) or "utf-8"
         for name in ("stdin", "stdout", "stderr")
@@ -201,13 +206,7 @@ def _hand_over(conn: socket.socket, argv: list[str]) -> int:
     ).encode()
     socket.send_fds(conn, [struct.pack("!Q", len(header))], [0, 1, 2])
     conn.sendall(header)
-    # Only the child reads and writes the client's pipes from now on: when it ends,
-    # the client sees end of file at once, whatever this process still does.
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
-    return _wait_child(conn)
+    return conn.makefile("rb")
 
 
 def _umask() -> int:
@@ -216,25 +215,34 @@ def _umask() -> int:
     return mask
 
 
-def _wait_child(conn: socket.socket) -> int:
-    child: list[int] = []
+def _child_pid(replies: BinaryIO) -> int | None:
+    """The pid of the child that took the command, or None if none did."""
+    line = replies.readline()
+    if not line:
+        return None
+    return int(json.loads(line)["pid"])
+
+
+def _wait_child(replies: BinaryIO, child: int) -> int:
+    """Forward signals to the child and exit with its status."""
+    # Only the child reads and writes the client's pipes from now on: when it ends,
+    # the client sees end of file at once, whatever this process still does.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
     forwarded: list[int] = []
 
     def forward(signum: int, frame: FrameType | None) -> None:
         forwarded.append(signum)
-        if child:
-            os.kill(child[0], signum)
-        else:
-            raise SystemExit(128 + signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
 
     for signum in _FORWARDED:
         signal.signal(signum, forward)
-    stream = conn.makefile("rb")
-    for line in stream:
+    for line in replies:
         message = json.loads(line)
-        if "pid" in message:
-            child.append(int(message["pid"]))
-        elif "exit" in message:
+        if "exit" in message:
             return int(message["exit"])
     if forwarded:
         return 128 + forwarded[-1]

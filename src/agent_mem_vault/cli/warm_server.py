@@ -109,7 +109,11 @@ def _accept_loop(listener: socket.socket, path: Path, bound: int, idle: float) -
         if not _same_user(conn):
             conn.close()
             continue
-        if os.fork() == 0:
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1  # the caller sees its connection close and runs the command itself
+        if pid == 0:
             listener.close()
             _run_child(conn)  # never returns
         conn.close()
