@@ -268,3 +268,17 @@ def test_a_runtime_folder_others_can_open_is_not_used(vault_path: Path, tmp_path
     assert "result" in server.lines(1)[0]
     assert server.close()[0] == 0
     assert list(folder.iterdir()) == []  # ran in its own process: no socket, no warm process
+
+
+@pytest.mark.slow
+def test_killing_the_command_outright_still_ends_the_server(
+    vault_path: Path, own_warm_dir: dict[str, str]
+) -> None:
+    # SIGKILL cannot be forwarded: the child sees its caller's connection close.
+    server = RawServer(vault_path, own_warm_dir)
+    server.send(message(1, "initialize", INIT))
+    server.lines(1)
+    server.proc.kill()
+    status, stdout, _ = server.close()  # returns only once every writer of stdout is gone
+    assert status == -signal.SIGKILL
+    assert stdout == b""
