@@ -436,6 +436,46 @@ def bench_startup(sizes: list[int], n: int, work: Path) -> tuple[list[str], dict
     return lines, ratios
 
 
+def _hook_once(argv: list[str], env: dict[str, str], stdin: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, check=True)
+    return (time.perf_counter() - start) * 1000, proc.stdout
+
+
+def bench_hook(sizes: list[int], n: int, work: Path) -> list[str]:
+    """The session hook, warm and in its own process: wall time and the same output."""
+    ours = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "agent_mem_vault.cli.main"]
+    stdin = json.dumps({"cwd": str(work), "hook_event_name": "SessionStart"})
+    cells: dict[str, list[str]] = {}
+    for size in sizes:
+        root = cached_vault(size) if size else work / "empty-vault"
+        argv = [*ours, "hook", "session-start", "--agent", "codex", "--namespace", NS]
+        argv += ["--vault", str(root)]
+        warm_dir = work / f"hook-warm-{size}"
+        warm_env = {"AGENT_MEM_VAULT_RUNTIME_DIR": str(warm_dir)}
+
+        def run(extra: dict[str, str], argv: list[str] = argv) -> tuple[float, str]:
+            return _hook_once(argv, {**os.environ, **extra}, stdin)
+
+        run(warm_env)  # runs in its own process and starts the warm process
+        deadline = time.monotonic() + 60
+        while not any(warm_dir.glob("*.sock")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        warm = [run(warm_env) for _ in range(n)]
+        alone = [run({**warm_env, "AGENT_MEM_VAULT_WARM": "0"}) for _ in range(n)]
+        _warm_left(warm_dir)
+        if {out for _, out in warm} != {out for _, out in alone}:
+            raise RuntimeError("the hook printed something else in the warm process")
+        for name, samples in (("warm process ready", warm), ("AGENT_MEM_VAULT_WARM=0", alone)):
+            median = statistics.median(t for t, _ in samples)
+            cells.setdefault(f"hook session-start, {name}", []).append(f"{median:.0f} ms")
+    header = f"| hook (median of {n}, same output both ways) | " + " | ".join(
+        "empty" if s == 0 else f"{s:,} + {s:,} notes" for s in sizes
+    )
+    lines = [header + " |", "|---|" + "---:|" * len(sizes)]
+    return lines + [f"| {name} | " + " | ".join(c) + " |" for name, c in cells.items()]
+
+
 def _node_version(node: str | None) -> str:
     if not node:
         return "-"
@@ -530,6 +570,8 @@ def main() -> None:
     try:
         table, _ = bench_startup(start_sizes, starts, base)
         print("\n".join(table))
+        print()
+        print("\n".join(bench_hook(start_sizes, starts, base)))
         print("(wall-clock medians on this machine; ratio < 1 means faster than server-memory)\n")
         if args.start_only:
             return
