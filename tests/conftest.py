@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,18 @@ INTEROP = Path(os.environ.get("AMV_INTEROP_TESTS", SHARED / "atproto-interop-tes
 # Backends every persistence-backed suite runs on. PostgreSQL joins when the
 # test run has a database for it (see tests/postgres_support.py).
 BACKENDS = ["memory", "sqlite"]
+
+
+# `serve` and the session hook hand over to a warm process (cli/warm.py); the CLI
+# subprocesses of this run share one in a folder of their own, which goes (and the
+# warm process with it, within a second) when the run ends.
+os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="amv-warm-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_processes_end_with_the_run() -> Iterator[None]:
+    yield
+    shutil.rmtree(os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"], ignore_errors=True)
 
 
 def _postgres_dsn() -> str | None:

@@ -56,3 +56,8 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# The warm-process folder of this test run (tests/conftest.py), for tests that build
+# their subprocess's environment from nothing.
+WARM_DIR = {"AGENT_MEM_VAULT_RUNTIME_DIR": os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"]}

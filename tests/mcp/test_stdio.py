@@ -13,7 +13,7 @@ import pytest
 from agent_mem_vault.vault import Vault
 from mcp import Client
 
-from .conftest import NS, serve_params
+from .conftest import NS, WARM_DIR, serve_params
 
 SEED_CONTEXT = (
     "The backfill in migrations/0007 needs batching. Start with 1000 rows and measure lock time."
@@ -108,7 +108,7 @@ def test_serve_rejects_a_bad_agent_name_with_the_cli_message(vault_path: Path) -
         [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "bad name"],
         capture_output=True,
         text=True,
-        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin"},
+        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR},
         timeout=60,
         check=False,
     )
@@ -147,7 +147,7 @@ def test_serve_rejects_an_invalid_namespace_at_start(vault_path: Path) -> None:
         [*SERVE_CODEX, "--namespace", "../etc"],
         capture_output=True,
         text=True,
-        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin"},
+        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR},
         timeout=60,
         check=False,
     )

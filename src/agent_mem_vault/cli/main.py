@@ -94,6 +94,13 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; every error leaves here as a message and an exit status (see above)."""
     args = sys.argv[1:] if argv is None else argv
+    if argv is None:
+        from .warm import handed_over
+
+        # The commands a client spawns per session run in a warm process (see warm.py).
+        status = handed_over(args)
+        if status is not None:
+            sys.exit(status)
     as_json = "--json" in args
     try:
         cli.main(args=args, prog_name="agent-mem-vault", standalone_mode=False)

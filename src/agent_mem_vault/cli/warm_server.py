@@ -1,0 +1,234 @@
+"""The warm process behind ``warm.py``: imported once, forked once per command.
+
+    python -m agent_mem_vault.cli.warm_server SOCKET_PATH
+
+It imports what ``serve`` and the session hook need (the CLI, the vault, the
+MCP SDK) and nothing else, then listens on ``SOCKET_PATH``. For each command
+it forks a child that takes the caller's stdin, stdout and stderr, working
+directory, environment and umask, and runs the CLI's own ``main`` with the
+caller's arguments: the same code as a fresh process, minus the imports.
+
+Rules that keep the fork safe: the parent never starts a thread, an event
+loop, or opens a vault or a database (a child would inherit them half-used);
+it only imports. One warm process per socket path, held by a lock on
+``SOCKET_PATH.lock``; it leaves after ``AGENT_MEM_VAULT_WARM_IDLE`` seconds
+without a command, or as soon as its socket file is removed or replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import io
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from .warm import IDLE_ENV
+
+__all__ = ["main"]
+
+DEFAULT_IDLE = 1800.0
+_LENGTH = struct.calcsize("!Q")
+
+
+# What ``serve`` and the session hook import, including what the SDK and anyio import
+# only when a server is built or run (its rich log handler, anyio's asyncio backend).
+PRELOAD = (
+    "agent_mem_vault.cli.main",
+    "agent_mem_vault.cli.agents",
+    "agent_mem_vault.cli.vault",
+    "agent_mem_vault.integrations.namespace",
+    "agent_mem_vault.integrations.session_hook",
+    "agent_mem_vault.vault.service",
+    "agent_mem_vault.mcp.server",
+    "mcp.server.stdio",
+    "anyio._backends._asyncio",
+    "rich.console",
+    "rich.logging",
+)
+
+
+def preload() -> None:
+    """Import everything the eligible commands import, without running any of it."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        sys.exit("usage: python -m agent_mem_vault.cli.warm_server SOCKET_PATH")
+    path = Path(args[0])
+    lock = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(0)  # another warm process has this key: the caller waits for it
+    with contextlib.suppress(OSError):  # stderr is the log: drop the previous process's
+        os.ftruncate(2, 0)
+    preload()
+    idle = float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    bound = os.stat(path).st_ino
+    # Children are never waited for: the caller gets their status from them directly.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        _accept_loop(listener, path, bound, idle)
+    finally:
+        listener.close()
+        if _still_bound(path, bound):
+            path.unlink()
+
+
+def _accept_loop(listener: socket.socket, path: Path, bound: int, idle: float) -> None:
+    last = time.monotonic()
+    while True:
+        ready, _, _ = select.select([listener], [], [], 1.0)
+        if not ready:
+            if time.monotonic() - last > idle or not _still_bound(path, bound):
+                return
+            continue
+        conn, _ = listener.accept()
+        last = time.monotonic()
+        if not _same_user(conn):
+            conn.close()
+            continue
+        try:
+            pid = os.fork()
+        except OSError:
+            pid = -1  # the caller sees its connection close and runs the command itself
+        if pid == 0:
+            listener.close()
+            _run_child(conn)  # never returns
+        conn.close()
+
+
+def _still_bound(path: Path, inode: int) -> bool:
+    try:
+        return os.stat(path).st_ino == inode
+    except FileNotFoundError:
+        return False
+
+
+def _same_user(conn: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):
+        return True  # the folder is private to this user already
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    uid: int = struct.unpack("3i", creds)[1]
+    return uid == os.getuid()
+
+
+def _run_child(conn: socket.socket) -> None:
+    """Become the caller's command; report its exit status; never return."""
+    code = 1
+    try:
+        for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        request = _receive(conn)
+        conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+        threading.Thread(target=_exit_with_caller, args=(conn,), daemon=True).start()
+        code = _run(request)
+        conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+            sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def _receive(conn: socket.socket) -> dict[str, Any]:
+    """The caller's stdio (made fds 0, 1, 2), then its arguments and surroundings."""
+    data, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH, 3)
+    if len(data) != _LENGTH or len(fds) != 3:
+        raise RuntimeError("the caller sent no stdio")
+    (size,) = struct.unpack("!Q", data)
+    chunks = []
+    while size > 0:
+        chunk = conn.recv(min(size, 1 << 16))
+        if not chunk:
+            raise RuntimeError("the caller left before sending its request")
+        chunks.append(chunk)
+        size -= len(chunk)
+    request: dict[str, Any] = json.loads(b"".join(chunks))
+    # One line per command in the warm process's log, before stderr becomes the caller's.
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    print(f"{stamp} pid {os.getpid()}: {' '.join(request['argv'][:2])}", file=sys.stderr)
+    sys.stderr.flush()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    return request
+
+
+def _run(request: dict[str, Any]) -> int:
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.umask(int(request["umask"]))
+    encodings = request["encodings"]
+    sys.stdin = _text(0, "r", encodings["stdin"])
+    sys.stdout = _text(1, "w", encodings["stdout"])
+    sys.stderr = _text(2, "w", encodings["stderr"], errors="backslashreplace")
+    sys.argv = ["agent-mem-vault", *request["argv"]]
+    from .main import main as cli_main
+
+    code: int = 0
+    try:
+        cli_main(list(request["argv"]))
+    except SystemExit as exc:
+        code = _status(exc.code)
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+    return code
+
+
+def _status(value: object) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+def _text(fd: int, mode: str, encoding: str, errors: str = "strict") -> io.TextIOWrapper:
+    """A fresh text stream on ``fd`` in the caller's encoding (the parent's may differ)."""
+    raw = io.FileIO(fd, mode, closefd=False)
+    line_buffering = raw.isatty()
+    if mode == "r":
+        reader = io.BufferedReader(raw)
+        return io.TextIOWrapper(reader, encoding=encoding, errors=errors)
+    writer = io.BufferedWriter(raw)
+    return io.TextIOWrapper(writer, encoding=encoding, errors=errors, line_buffering=line_buffering)
+
+
+def _exit_with_caller(conn: socket.socket) -> None:
+    """The caller was killed (no signal could be forwarded): end the command with it."""
+    with contextlib.suppress(OSError):
+        while conn.recv(1024):
+            pass
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    main()

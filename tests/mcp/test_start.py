@@ -1,0 +1,284 @@
+"""How ``serve`` starts: handed to a warm process (cli/warm.py), or in its own process.
+
+Each test runs on a runtime folder of its own, so "cold" means that no warm
+process exists yet and the command must start one and hand over to it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp import Client
+
+from .conftest import NS, in_process, serve_params
+
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "1"},
+}
+
+
+def message(id_: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        body["id"] = id_
+    if params is not None:
+        body["params"] = params
+    return json.dumps(body).encode() + b"\n"
+
+
+class RawServer:
+    """``agent-mem-vault serve`` on bare pipes: bytes in, JSON lines out."""
+
+    def __init__(self, vault_path: Path, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **env},
+        )
+        self.pending = b""
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def lines(self, count: int, timeout: float = 60) -> list[dict[str, Any]]:
+        """The next ``count`` lines of stdout, each of which must be a JSON-RPC message."""
+        assert self.proc.stdout
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while self.pending.count(b"\n") < count:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            chunk = os.read(fd, 1 << 16) if ready else b""
+            if not chunk:
+                self.proc.kill()
+                self.close()
+                raise AssertionError(f"stdout ended or stalled; got {self.pending[:300]!r}")
+            self.pending += chunk
+        out: list[dict[str, Any]] = []
+        for _ in range(count):
+            line, self.pending = self.pending.split(b"\n", 1)
+            parsed = json.loads(line)
+            assert parsed["jsonrpc"] == "2.0"
+            out.append(parsed)
+        return out
+
+    def close(self) -> tuple[int, bytes, bytes]:
+        stdout, stderr = self.proc.communicate(timeout=60)
+        return self.proc.returncode, self.pending + stdout, stderr
+
+
+@pytest.fixture
+def own_warm_dir(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A runtime folder no warm process uses yet; its warm process leaves with it."""
+    folder = tmp_path / "rt"
+    yield {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder)}
+    for sock in folder.glob("*.sock"):
+        sock.unlink()
+
+
+MODES = {
+    "cold start of a warm process": {},
+    "in its own process": {"AGENT_MEM_VAULT_WARM": "0"},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_requests_sent_before_the_server_has_loaded_are_all_answered(
+    vault_path: Path, own_warm_dir: dict[str, str], mode: str
+) -> None:
+    server = RawServer(vault_path, {**own_warm_dir, **MODES[mode]})
+    # Everything at once, the moment the process exists: nothing may be lost.
+    server.send(
+        message(1, "initialize", INIT)
+        + message(None, "notifications/initialized")
+        + message(2, "tools/list", {})
+        + message(3, "tools/call", {"name": "peek_handoff", "arguments": {"namespace": NS}})
+        + message(4, "resources/templates/list", {})
+        + message(5, "prompts/list", {})
+    )
+    answers = {a["id"]: a for a in server.lines(5)}
+    status, rest, stderr = server.close()
+
+    assert sorted(answers) == [1, 2, 3, 4, 5]
+    assert all("error" not in a for a in answers.values()), answers
+    assert answers[1]["result"]["serverInfo"]["name"] == "agent-mem-vault"
+    assert len(answers[2]["result"]["tools"]) == 9
+    assert answers[3]["result"]["content"][0]["text"] == f"No pending handoff for codex in {NS}."
+    assert {t["name"] for t in answers[4]["result"]["resourceTemplates"]} == {
+        "project-brief",
+        "pending-handoffs",
+    }
+    assert {p["name"] for p in answers[5]["result"]["prompts"]} == {
+        "load-project-memory",
+        "prepare-handoff",
+    }
+    assert (status, rest) == (0, b""), stderr.decode()
+    assert b"Traceback" not in stderr
+
+
+@pytest.mark.slow
+async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> None:
+    """tools/list with schemas, a call, resources and prompts: as from the server in-process."""
+
+    async def session(client: Client) -> list[Any]:
+        tools = await client.list_tools()
+        call = await client.call_tool("list_handoffs", {"namespace": NS})
+        resources = await client.list_resources()
+        templates = await client.list_resource_templates()
+        prompts = await client.list_prompts()
+        prompt = await client.get_prompt("prepare-handoff", {"to": "codex"})
+        info = [
+            client.protocol_version,
+            client.instructions,
+            client.server_info,
+            client.server_capabilities,
+        ]
+        return [
+            r if isinstance(r, str) else r.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for r in (*info, tools, call, resources, templates, prompts, prompt)
+        ]
+
+    params = serve_params(vault_path, "claude-code", "--namespace", NS)
+    params.env.update(own_warm_dir)
+    async with Client(params) as client:
+        warm = await session(client)
+    folder = anyio.Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    [log] = [path async for path in folder.glob("*.log")]
+    assert "serve --agent" in await log.read_text()  # handed over, not run in its own process
+    async with in_process(vault, agent="claude-code", namespace=NS) as client:
+        direct = await session(client)
+    assert warm == direct
+    assert warm[2]["name"] == "agent-mem-vault"
+    tools = warm[4]["tools"]
+    assert len(tools) == 9
+    assert all(t["inputSchema"]["type"] == "object" and t["outputSchema"] for t in tools)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_a_server_whose_stdin_closes_at_once_exits_cleanly(
+    vault_path: Path, own_warm_dir: dict[str, str], mode: str
+) -> None:
+    server = RawServer(vault_path, {**own_warm_dir, **MODES[mode]})
+    status, stdout, stderr = server.close()  # closes stdin before anything was sent
+    assert (status, stdout) == (0, b"")
+    assert b"Traceback" not in stderr, stderr.decode()
+
+
+def _lock_free(folder: Path) -> bool:
+    """True once no warm process holds a lock in ``folder`` (all have left)."""
+    for lock in folder.glob("*.lock"):
+        with lock.open("rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+    return True
+
+
+def _wait_until(condition: Any, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.slow
+def test_a_warm_process_serves_later_starts_then_leaves_when_idle(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "rt"
+    env = {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder), "AGENT_MEM_VAULT_WARM_IDLE": "5"}
+    first = RawServer(vault_path, env)
+    first.send(message(1, "initialize", INIT))
+    first.lines(1)
+    first.close()
+    [sock] = folder.glob("*.sock")
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    inode = sock.stat().st_ino
+
+    second = RawServer(vault_path, env)
+    second.send(message(1, "initialize", INIT))
+    assert second.lines(1)[0]["result"]["serverInfo"]["name"] == "agent-mem-vault"
+    second.close()
+    assert sock.stat().st_ino == inode, "the second start used the same warm process"
+
+    assert _wait_until(lambda: _lock_free(folder) and not sock.exists())
+
+
+@pytest.mark.slow
+def test_terminating_the_command_ends_the_server_it_handed_over_to(
+    vault_path: Path, own_warm_dir: dict[str, str]
+) -> None:
+    server = RawServer(vault_path, own_warm_dir)
+    server.send(message(1, "initialize", INIT))
+    server.lines(1)
+    server.proc.send_signal(signal.SIGTERM)
+    status, stdout, _ = server.close()  # stdout ends: the forked server is gone too
+    assert status == 128 + signal.SIGTERM
+    assert stdout == b""
+
+
+@pytest.mark.slow
+def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here(
+    vault_path: Path, own_warm_dir: dict[str, str]
+) -> None:
+    # The warm process fails on this setting after loading; the command must not.
+    server = RawServer(vault_path, {**own_warm_dir, "AGENT_MEM_VAULT_WARM_IDLE": "soon"})
+    server.send(message(1, "initialize", INIT) + message(None, "notifications/initialized"))
+    server.send(message(2, "tools/call", {"name": "peek_handoff", "arguments": {"namespace": NS}}))
+    answers = server.lines(2)
+    status, _, _ = server.close()
+    assert [a["id"] for a in answers] == [1, 2] and "result" in answers[1]
+    assert status == 0
+    log = next(Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"]).glob("*.log")).read_text()
+    assert "could not convert string to float: 'soon'" in log
+
+
+@pytest.mark.slow
+def test_a_runtime_folder_others_can_open_is_not_used(vault_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "shared-rt"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    server = RawServer(vault_path, {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder)})
+    server.send(message(1, "initialize", INIT))
+    assert "result" in server.lines(1)[0]
+    assert server.close()[0] == 0
+    assert list(folder.iterdir()) == []  # ran in its own process: no socket, no warm process
+
+
+@pytest.mark.slow
+def test_killing_the_command_outright_still_ends_the_server(
+    vault_path: Path, own_warm_dir: dict[str, str]
+) -> None:
+    # SIGKILL cannot be forwarded: the child sees its caller's connection close.
+    server = RawServer(vault_path, own_warm_dir)
+    server.send(message(1, "initialize", INIT))
+    server.lines(1)
+    server.proc.kill()
+    status, stdout, _ = server.close()  # returns only once every writer of stdout is gone
+    assert status == -signal.SIGKILL
+    assert stdout == b""
