@@ -66,11 +66,11 @@ else
 fi
 unset amv_pds_dir
 
-# -- The real coding agents for the end-to-end vault tests (tests/agents/):
+# -- The real coding agents for the end-to-end vault tests (tests/coding_agents/):
 # Claude Code, Codex, Gemini CLI and opencode at the pinned versions of
-# tests/agents/package.json, installed once with npm (again when package.json
+# tests/coding_agents/package.json, installed once with npm (again when package.json
 # changes). They need Node 20+; without it those tests skip with the reason.
-amv_agents_dir="tests/agents"
+amv_agents_dir="tests/coding_agents"
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
   amv_agents_mark="$amv_agents_dir/node_modules/.amv-installed"
