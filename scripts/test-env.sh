@@ -66,6 +66,28 @@ else
 fi
 unset amv_pds_dir
 
+# -- The real coding agents for the end-to-end vault tests (tests/coding_agents/):
+# Claude Code, Codex, Gemini CLI and opencode at the pinned versions of
+# tests/coding_agents/package.json, installed once with npm (again when package.json
+# changes). They need Node 20+; without it those tests skip with the reason.
+amv_agents_dir="tests/coding_agents"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+    && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+  amv_agents_mark="$amv_agents_dir/node_modules/.amv-installed"
+  if [ ! -f "$amv_agents_mark" ] || [ "$amv_agents_dir/package.json" -nt "$amv_agents_mark" ]; then
+    echo "test-env: installing Claude Code, Codex, Gemini CLI and opencode in $amv_agents_dir; once"
+    if (cd "$amv_agents_dir" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null); then
+      touch "$amv_agents_mark"
+    else
+      echo "test-env: npm install failed in $amv_agents_dir; the real-agent tests will skip"
+    fi
+  fi
+  unset amv_agents_mark
+else
+  echo "test-env: Node 20+ with npm not found; the real-agent tests skip"
+fi
+unset amv_agents_dir
+
 # -- Chromium for the operator console tests (tests/console/): Debian's
 # `chromium` package, driven by Playwright with executable_path; never a
 # browser download. Installed with apt when missing (apt-get update once);

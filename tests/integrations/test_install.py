@@ -54,11 +54,14 @@ CLAUDE_SETTINGS_JSON = f"""\
 CODEX_CONFIG_TOML = """\
 [mcp_servers.agent-mem-vault]
 command = "/opt/amv/bin/agent-mem-vault"
-args = ["serve", "--agent", "codex"]
+args = ["serve", "--agent", "codex", "--vault", "/data/vault"]
+required = true
+startup_timeout_sec = 30
 
 [features]
-codex_hooks = true # added by agent-mem-vault install
+hooks = true # added by agent-mem-vault install
 """
+VAULT = ("--vault", "/data/vault")
 
 
 def snapshot(*roots: Path) -> dict[str, bytes]:
@@ -78,11 +81,13 @@ def test_install_claude_code_user_scope_writes_claude_json_in_home(
     run: Run, home: Path, repo: Path
 ) -> None:
     (home / ".claude.json").write_text('{"numStartups": 7, "projects": {"/x": {}}}')
-    run("install", "claude-code", "--scope", "user", "--command", EXE)
+    run("install", "claude-code", "--scope", "user", "--command", EXE, *VAULT)
     data = json.loads((home / ".claude.json").read_text())
     assert data["numStartups"] == 7 and data["projects"] == {"/x": {}}
-    assert data["mcpServers"]["agent-mem-vault"]["args"] == ["serve", "--agent", "claude-code"]
-    assert (home / ".claude" / "settings.json").read_text() == CLAUDE_SETTINGS_JSON
+    args = data["mcpServers"]["agent-mem-vault"]["args"]
+    assert args == ["serve", "--agent", "claude-code", *VAULT]
+    pinned = CLAUDE_SETTINGS_JSON.replace(HOOK, f"{HOOK} --vault /data/vault")
+    assert (home / ".claude" / "settings.json").read_text() == pinned
     assert not (repo / ".mcp.json").exists()
 
 
@@ -91,13 +96,13 @@ def test_install_keeps_the_permissions_of_a_file_it_rewrites(run: Run, home: Pat
     claude_json = home / ".claude.json"
     claude_json.write_text('{"numStartups": 7}')
     claude_json.chmod(0o600)
-    run("install", "claude-code", "--scope", "user", "--command", EXE)
+    run("install", "claude-code", "--scope", "user", "--command", EXE, *VAULT)
     assert "mcpServers" in json.loads(claude_json.read_text())
     assert claude_json.stat().st_mode & 0o777 == 0o600
 
 
 def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -> None:
-    run("install", "codex", "--command", EXE)
+    run("install", "codex", "--command", EXE, *VAULT)
     assert (home / ".codex" / "config.toml").read_text() == CODEX_CONFIG_TOML
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
     (group,) = hooks["hooks"]["SessionStart"]
@@ -105,7 +110,7 @@ def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -
     assert group["hooks"] == [
         {
             "type": "command",
-            "command": f"{EXE} hook session-start --agent codex --format json",
+            "command": f"{EXE} hook session-start --agent codex --format json --vault /data/vault",
             "timeout": 10,
         }
     ]
@@ -115,7 +120,16 @@ def test_install_codex_honours_codex_home(run: Run, home: Path, tmp_path: Path) 
     codex_home = tmp_path / "elsewhere"
     env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(codex_home)}
     subprocess.run(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "install", "codex", "--command", EXE],
+        [
+            sys.executable,
+            "-m",
+            "agent_mem_vault.cli.main",
+            "install",
+            "codex",
+            "--command",
+            EXE,
+            *VAULT,
+        ],
         env=env,
         check=True,
         capture_output=True,
@@ -173,7 +187,7 @@ def test_install_codex_keeps_comments_and_formatting_of_config_toml(run: Run, ho
     )
     (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text(original)
-    run("install", "codex", "--command", EXE)
+    run("install", "codex", "--command", EXE, *VAULT)
     after = (home / ".codex" / "config.toml").read_text()
     assert after == (
         "# my codex settings\n"
@@ -184,11 +198,13 @@ def test_install_codex_keeps_comments_and_formatting_of_config_toml(run: Run, ho
         "\n"
         "[mcp_servers.agent-mem-vault]\n"
         'command = "/opt/amv/bin/agent-mem-vault"\n'
-        'args = ["serve", "--agent", "codex"]\n'
+        'args = ["serve", "--agent", "codex", "--vault", "/data/vault"]\n'
+        "required = true\n"
+        "startup_timeout_sec = 30\n"
         "\n"
         "[features]\n"
         "web_search = true\n"
-        "codex_hooks = true # added by agent-mem-vault install\n"
+        "hooks = true # added by agent-mem-vault install\n"
     )
     tomllib.loads(after)
     run("uninstall", "codex", "--command", EXE)
@@ -291,9 +307,19 @@ def test_install_finds_the_repository_from_a_subfolder(run: Run, repo: Path) -> 
     assert not (sub / ".mcp.json").exists()
 
 
-def test_install_without_command_registers_an_executable_that_exists(run: Run, repo: Path) -> None:
+def test_project_files_name_the_bare_command_and_no_path_of_this_machine(
+    run: Run, repo: Path
+) -> None:
     run("install", "claude-code")
     server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["agent-mem-vault"]
+    assert server["command"] == "agent-mem-vault" and "--vault" not in server["args"]
+    assert "agent-mem-vault hook" in (repo / ".claude" / "settings.json").read_text()
+    assert str(Path(sys.executable).parent) not in (repo / ".claude" / "settings.json").read_text()
+
+
+def test_user_wide_install_registers_an_executable_that_exists(run: Run, home: Path) -> None:
+    run("install", "claude-code", "--scope", "user")
+    server = json.loads((home / ".claude.json").read_text())["mcpServers"]["agent-mem-vault"]
     assert Path(server["command"]).is_absolute() and Path(server["command"]).exists()
 
 

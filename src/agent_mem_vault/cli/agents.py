@@ -9,6 +9,7 @@ session start) stay fast.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -16,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .vault import open_vault, vault_option
+from .vault import DEFAULT_VAULT, open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange
 
-AGENTS = ("claude-code", "codex")
+AGENTS = ("claude-code", "codex", "gemini", "opencode")
 
 namespace_option = click.option(
     "--namespace",
@@ -100,7 +101,16 @@ def serve(
     serve_socket(server.streamable_http_app(host=host), sock)
 
 
-def _default_command() -> tuple[str, ...]:
+def _default_command(portable: bool) -> tuple[str, ...]:
+    """What the tools run to start us.
+
+    Files a team commits (project scope) name the bare ``agent-mem-vault``, found
+    on PATH on every machine that has it installed. User-wide files name this
+    machine's executable by its absolute path: a tool started from a desktop
+    launcher may not have ~/.local/bin or a virtualenv on its PATH.
+    """
+    if portable:
+        return ("agent-mem-vault",)
     found = shutil.which("agent-mem-vault")
     if found:
         return (str(Path(found).resolve()),)
@@ -116,8 +126,10 @@ def _install_options(fn: Any) -> Any:
                 type=click.Choice(["project", "user"]),
                 default="project",
                 show_default=True,
-                help="Claude Code: .mcp.json + .claude/settings.json in the repository, "
-                "or ~/.claude.json + ~/.claude/settings.json. (Codex is always user-wide.)",
+                help="project: files in the repository, meant to be committed (.mcp.json and "
+                ".claude/settings.json; .gemini/settings.json; opencode.json and "
+                ".opencode/plugin/); user: the same in your home folder. Codex is always "
+                "user-wide.",
             ),
             click.option(
                 "--repo",
@@ -129,19 +141,23 @@ def _install_options(fn: Any) -> Any:
                 "--vault",
                 "vault_path",
                 default=None,
-                help="Pin this vault in the registered commands; default: use "
-                "$AGENT_MEM_VAULT or ~/agent-mem-vault when they run.",
+                help="Pin this vault in the registered commands. Default: user-wide files "
+                "pin $AGENT_MEM_VAULT (else ~/agent-mem-vault), since Codex and others pass "
+                "no environment to MCP servers; project files pin nothing.",
             ),
             click.option(
                 "--agent",
                 default=None,
-                help="Agent name to register; default: the tool's name (claude-code, codex).",
+                help="Agent name to register; default: the tool's name (claude-code, codex, "
+                "gemini, opencode).",
             ),
             click.option(
                 "--command",
                 "command",
                 default=None,
-                help="Executable the tools should run; default: this agent-mem-vault.",
+                help="Command the tools should run, e.g. 'uvx agent-mem-vault'; default: "
+                "agent-mem-vault (project files) or this machine's agent-mem-vault by its "
+                "absolute path (user-wide files).",
             ),
             click.option(
                 "--dry-run", is_flag=True, help="Show the changes as a diff; write nothing."
@@ -163,12 +179,31 @@ def _plan(
     remove: bool,
 ) -> list[FileChange]:
     from ..integrations.namespace import find_repo_root
-    from ..integrations.targets import Launch, codex_home, plan_claude_code, plan_codex
+    from ..integrations.targets import (
+        Launch,
+        codex_home,
+        opencode_config_dir,
+        plan_claude_code,
+        plan_codex,
+        plan_gemini,
+        plan_opencode,
+    )
     from ..vault.namespaces import validate_agent
 
     name = validate_agent(agent or tool, field="--agent")
+    user_wide = tool == "codex" or scope == "user"
+    if command is not None:
+        words = tuple(shlex.split(command))
+        if not words:
+            raise click.BadParameter(
+                "give the command to run, e.g. agent-mem-vault", param_hint="--command"
+            )
+    else:
+        words = _default_command(portable=not user_wide)
+    if vault_path is None and user_wide:
+        vault_path = os.environ.get("AGENT_MEM_VAULT") or DEFAULT_VAULT
     launch = Launch(
-        command=(command,) if command else _default_command(),
+        command=words,
         agent=name,
         vault=str(Path(vault_path).expanduser().resolve()) if vault_path else None,
     )
@@ -176,7 +211,48 @@ def _plan(
     if tool == "codex":
         return plan_codex(launch, codex_home=codex_home(home), remove=remove)
     root = Path(repo).resolve() if repo else (find_repo_root(Path.cwd()) or Path.cwd())
-    return plan_claude_code(launch, scope=scope, repo=root, home=home, remove=remove)  # type: ignore[arg-type]
+    where: Any = scope
+    if tool == "gemini":
+        return plan_gemini(launch, scope=where, repo=root, home=home, remove=remove)
+    if tool == "opencode":
+        config_dir = opencode_config_dir(home)
+        return plan_opencode(launch, scope=where, repo=root, config_dir=config_dir, remove=remove)
+    return plan_claude_code(launch, scope=where, repo=root, home=home, remove=remove)
+
+
+def _codex_trust(remove: bool, dry_run: bool) -> None:
+    """Record (or drop) Codex's trust in our hook by asking the installed codex."""
+    from ..integrations.codex_trust import list_codex_hooks, trust_change, untrust_change
+    from ..integrations.config_files import apply_changes
+    from ..integrations.targets import codex_home
+
+    home = codex_home(Path.home())
+    codex = os.environ.get("AGENT_MEM_VAULT_CODEX") or shutil.which("codex")
+    fix = (
+        "Codex runs only hooks you trust: start codex, type /hooks and trust the "
+        "agent-mem-vault hook (or put codex on PATH and run this install again)"
+    )
+    if dry_run:
+        if not remove:
+            click.echo(
+                "dry run: the hook's trust would be recorded with codex's hooks/list", err=True
+            )
+        return
+    if codex is None:
+        if not remove:
+            click.echo(f"note: codex is not on PATH. {fix}", err=True)
+        return
+    try:
+        hooks = list_codex_hooks(codex, home, Path.cwd())
+    except (OSError, RuntimeError) as exc:
+        if not remove:
+            click.echo(f"note: could not ask codex about its hooks ({exc}). {fix}", err=True)
+        return
+    config = home / "config.toml"
+    change = untrust_change(config, hooks) if remove else trust_change(config, hooks)
+    apply_changes([change])
+    if change.changed:
+        click.echo(f"{'untrusted' if remove else 'trusted':<9} the session hook in {config}")
 
 
 def _report(changes: list[FileChange], dry_run: bool) -> None:
@@ -211,15 +287,21 @@ def install(
     command: str | None,
     dry_run: bool,
 ) -> None:
-    """Register the MCP server and the session-start hook with Claude Code or Codex.
+    """Register the MCP server and the session-start hook with Claude Code, Codex,
+    Gemini CLI or opencode.
 
     \b
     Re-running changes nothing; existing settings are merged, never lost.
+    For Codex it also records that you trust the hook, as Codex's /hooks does.
       agent-mem-vault install claude-code            # this repository
       agent-mem-vault install claude-code --scope user
       agent-mem-vault install codex --dry-run
+      agent-mem-vault install gemini
+      agent-mem-vault install opencode --scope user
     """
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
+    if tool == "codex":
+        _codex_trust(remove=False, dry_run=dry_run)
 
 
 @click.command()
@@ -234,6 +316,9 @@ def uninstall(
     dry_run: bool,
 ) -> None:
     """Remove what `install` added (and nothing else)."""
+    if tool == "codex":
+        # Before the hook goes: codex names our hook's trust entry only while it is there.
+        _codex_trust(remove=True, dry_run=dry_run)
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=True), dry_run)
 
 

@@ -13,7 +13,7 @@ import shlex
 from itertools import pairwise
 from typing import Any
 
-__all__ = ["add_session_hook", "is_our_hook", "remove_session_hooks"]
+__all__ = ["add_session_hook", "find_our_hook", "is_our_hook", "remove_session_hooks"]
 
 EVENT = "SessionStart"
 TIMEOUT_SECONDS = 10
@@ -31,10 +31,16 @@ def is_our_hook(hook: Any) -> bool:
     return ours and any(a == "hook" and b == "session-start" for a, b in pairwise(words))
 
 
-def add_session_hook(data: dict[str, Any], *, command: str, matcher: str) -> dict[str, Any]:
-    """``data`` with our SessionStart hook present exactly once, everything else kept."""
+def add_session_hook(
+    data: dict[str, Any], *, command: str, matcher: str, timeout: int = TIMEOUT_SECONDS
+) -> dict[str, Any]:
+    """``data`` with our SessionStart hook present exactly once, everything else kept.
+
+    ``timeout`` is in the tool's unit: seconds for Claude Code and Codex,
+    milliseconds for Gemini CLI.
+    """
     out = copy.deepcopy(data)
-    entry = {"type": "command", "command": command, "timeout": TIMEOUT_SECONDS}
+    entry = {"type": "command", "command": command, "timeout": timeout}
     groups = out.setdefault("hooks", {}).setdefault(EVENT, [])
     for group in groups:
         hooks = group.get("hooks") if isinstance(group, dict) else None
@@ -92,3 +98,15 @@ def _dedupe(data: dict[str, Any]) -> dict[str, Any]:
         g for g in data["hooks"][EVENT] if not isinstance(g, dict) or g.get("hooks") != []
     ]
     return data
+
+
+def find_our_hook(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Our SessionStart hook entry in ``data``, if there is one."""
+    hooks_obj = data.get("hooks")
+    groups = hooks_obj.get(EVENT) if isinstance(hooks_obj, dict) else None
+    for group in groups if isinstance(groups, list) else []:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        for hook in hooks if isinstance(hooks, list) else []:
+            if is_our_hook(hook):
+                return dict(hook)
+    return None

@@ -1,4 +1,5 @@
-"""Installers for Claude Code and Codex: where each keeps its settings, and what we add.
+"""Installers for Claude Code, Codex, Gemini CLI and opencode: where each keeps its
+settings, and what we add.
 
 Claude Code
     MCP server: ``<repo>/.mcp.json`` (scope ``project``, shared with the team) or
@@ -7,9 +8,21 @@ Claude Code
     ``hooks.SessionStart``.
 Codex
     MCP server: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), table
-    ``[mcp_servers.agent-mem-vault]``. Hook: ``$CODEX_HOME/hooks.json``, plus
-    ``[features] codex_hooks = true`` in config.toml (hooks are behind that flag),
+    ``[mcp_servers.agent-mem-vault]``, ``required = true`` with a start-up
+    timeout, so Codex waits for the server before its first model request.
+    Hook: ``$CODEX_HOME/hooks.json``; ``[features] hooks = true`` in config.toml
+    (on by default since 0.169; written so an older default cannot hide it),
     marked with a comment so uninstall removes the flag only if install set it.
+    The deprecated ``codex_hooks`` flag an earlier install wrote goes. Codex runs
+    only hooks the person trusted: ``codex_trust.py`` records that trust.
+Gemini CLI
+    ``<repo>/.gemini/settings.json`` or ``~/.gemini/settings.json``: the server in
+    ``mcpServers``, the hook in ``hooks.SessionStart`` (timeout in milliseconds).
+opencode
+    ``<repo>/opencode.json`` or ``$XDG_CONFIG_HOME/opencode/opencode.json``: the
+    server in ``mcp`` (``type: local``). opencode has no command hooks; its
+    plugins do: ``.opencode/plugin/agent-mem-vault.js`` runs our hook once per
+    session and adds what it prints to the system prompt.
 
 Each function is pure: text before → text after. ``cli/agents.py`` reads the files,
 shows or applies the changes.
@@ -17,6 +30,7 @@ shows or applies the changes.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from dataclasses import dataclass
@@ -25,12 +39,24 @@ from typing import Any, Literal
 
 from ..core.errors import InvalidInputError
 from .config_files import FileChange, json_change, load_json, read_text
-from .hooks_json import add_session_hook, remove_session_hooks
+from .hooks_json import TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
 
-__all__ = ["SERVER_NAME", "Launch", "codex_home", "plan_claude_code", "plan_codex"]
+__all__ = [
+    "SERVER_NAME",
+    "Launch",
+    "codex_home",
+    "opencode_config_dir",
+    "plan_claude_code",
+    "plan_codex",
+    "plan_gemini",
+    "plan_opencode",
+]
 
 SERVER_NAME = "agent-mem-vault"
 FLAG_COMMENT = "added by agent-mem-vault install"
+STARTUP_TIMEOUT_SECONDS = 30
+"""How long a client waits for ``serve`` to answer ``initialize`` where it can be told."""
+PLUGIN_MARK = "// agent-mem-vault: written by `agent-mem-vault install opencode`"
 Scope = Literal["project", "user"]
 
 
@@ -39,7 +65,7 @@ class Launch:
     """How the tools start us: the executable (and any leading words), for one agent."""
 
     command: tuple[str, ...]
-    """E.g. ``("/home/me/.local/bin/agent-mem-vault",)``."""
+    """E.g. ``("agent-mem-vault",)`` or ``("/home/me/.local/bin/agent-mem-vault",)``."""
     agent: str
     vault: str | None = None
     """Passed as ``--vault`` when given; else the server uses $AGENT_MEM_VAULT or the default."""
@@ -50,9 +76,12 @@ class Launch:
     def server_args(self) -> list[str]:
         return [*self.command[1:], "serve", "--agent", self.agent, *self._vault_args()]
 
-    def hook_command(self) -> str:
+    def hook_words(self, fmt: str = "json") -> list[str]:
         words = [*self.command, "hook", "session-start", "--agent", self.agent]
-        return shlex.join([*words, "--format", "json", *self._vault_args()])
+        return [*words, "--format", fmt, *self._vault_args()]
+
+    def hook_command(self) -> str:
+        return shlex.join(self.hook_words())
 
 
 def plan_claude_code(
@@ -64,20 +93,12 @@ def plan_claude_code(
     else:
         mcp_file, settings_file = home / ".claude.json", home / ".claude" / "settings.json"
     entry = {"type": "stdio", "command": launch.command[0], "args": launch.server_args()}
-    changes = [
+    return [
         _json_edit(mcp_file, lambda d: _set_server(d, "mcpServers", entry, remove)),
         _json_edit(
-            settings_file,
-            lambda d: (
-                remove_session_hooks(d)
-                if remove
-                else add_session_hook(
-                    d, command=launch.hook_command(), matcher="startup|resume|clear|compact"
-                )
-            ),
+            settings_file, lambda d: _hook_edit(d, launch, "startup|resume|clear|compact", remove)
         ),
     ]
-    return changes
 
 
 def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> list[FileChange]:
@@ -85,21 +106,113 @@ def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> lis
     config, hooks = codex_home / "config.toml", codex_home / "hooks.json"
     return [
         _toml_edit(config, launch, remove),
-        _json_edit(
-            hooks,
-            lambda d: (
-                remove_session_hooks(d)
-                if remove
-                else add_session_hook(d, command=launch.hook_command(), matcher="startup|resume")
-            ),
-        ),
+        _json_edit(hooks, lambda d: _hook_edit(d, launch, "startup|resume", remove)),
     ]
+
+
+def plan_gemini(
+    launch: Launch, *, scope: Scope, repo: Path, home: Path, remove: bool = False
+) -> list[FileChange]:
+    """The changes ``install gemini`` (or ``uninstall``) makes: one settings.json."""
+    base = repo if scope == "project" else home
+    settings = base / ".gemini" / "settings.json"
+    entry = {"command": launch.command[0], "args": launch.server_args()}
+
+    def edit(data: dict[str, Any]) -> dict[str, Any]:
+        data = _set_server(data, "mcpServers", entry, remove)
+        # Gemini CLI counts hook timeouts in milliseconds.
+        return _hook_edit(data, launch, "startup|resume|clear", remove, TIMEOUT_SECONDS * 1000)
+
+    return [_json_edit(settings, edit)]
+
+
+def plan_opencode(
+    launch: Launch, *, scope: Scope, repo: Path, config_dir: Path, remove: bool = False
+) -> list[FileChange]:
+    """The changes ``install opencode`` (or ``uninstall``) makes: the server in
+    opencode.json and the session-start plugin next to it."""
+    if scope == "project":
+        config, plugin = repo / "opencode.json", repo / ".opencode" / "plugin"
+    else:
+        config, plugin = config_dir / "opencode.json", config_dir / "plugin"
+    entry = {
+        "type": "local",
+        "command": [*launch.command, *launch.server_args()],
+        "enabled": True,
+        "timeout": STARTUP_TIMEOUT_SECONDS * 1000,
+    }
+    plugin_file = plugin / "agent-mem-vault.js"
+    before = read_text(plugin_file)
+    if before is not None and PLUGIN_MARK not in before:
+        raise InvalidInputError(
+            f"{plugin_file} exists and was not written by agent-mem-vault; move it away "
+            "and run again. Nothing was changed",
+            field="plugin",
+        )
+    after = None if remove else _opencode_plugin(launch)
+    return [
+        _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove)),
+        FileChange(plugin_file, before, after),
+    ]
+
+
+def _opencode_plugin(launch: Launch) -> str:
+    """The plugin: run the hook once per session, add its text to the system prompt."""
+    words = launch.hook_words("text")
+    return f"""{PLUGIN_MARK}
+// Runs the session-start hook once per opencode session and adds what it prints
+// (the project brief and pending handoffs) to the system prompt, as Claude Code
+// and Codex add a SessionStart hook's output. Re-run install to update it;
+// uninstall removes it.
+import {{ execFileSync }} from "node:child_process";
+
+const HOOK = {json.dumps(words)};
+
+export const AgentMemVault = async ({{ directory }}) => {{
+  let context;
+  const load = () => {{
+    try {{
+      return execFileSync(HOOK[0], HOOK.slice(1), {{
+        input: JSON.stringify({{ cwd: directory, source: "startup" }}),
+        encoding: "utf8",
+        timeout: {TIMEOUT_SECONDS * 1000},
+      }}).trim();
+    }} catch (error) {{
+      return `agent-mem-vault: the session-start hook failed: ${{error.message}}`;
+    }}
+  }};
+  return {{
+    "experimental.chat.system.transform": async (_input, output) => {{
+      context ??= load();
+      if (context) output.system.push(context);
+    }},
+  }};
+}};
+"""
 
 
 def codex_home(home: Path) -> Path:
     """``$CODEX_HOME``, else ``~/.codex``."""
     value = os.environ.get("CODEX_HOME")
     return Path(value).expanduser() if value else home / ".codex"
+
+
+def opencode_config_dir(home: Path) -> Path:
+    """``$XDG_CONFIG_HOME/opencode``, else ``~/.config/opencode``."""
+    value = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(value).expanduser() if value else home / ".config") / "opencode"
+
+
+def _hook_edit(
+    data: dict[str, Any],
+    launch: Launch,
+    matcher: str,
+    remove: bool,
+    timeout: int = TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    if remove:
+        return remove_session_hooks(data)
+    return add_session_hook(data, command=launch.hook_command(), matcher=matcher, timeout=timeout)
 
 
 def _json_edit(path: Path, edit: Any) -> FileChange:
@@ -132,32 +245,15 @@ def _set_server(
 
 
 def _toml_edit(path: Path, launch: Launch, remove: bool) -> FileChange:
-    import tomlkit
-    from tomlkit.exceptions import TOMLKitError
-
-    from ..core.errors import DataError
+    from .toml_files import parse_toml, toml_change
 
     before = read_text(path)
-    try:
-        doc = tomlkit.parse(before or "")
-    except TOMLKitError as exc:
-        raise DataError(
-            f"{path} is not valid TOML ({exc}); fix it and run again. Nothing was changed",
-            path=str(path),
-        ) from exc
+    doc = parse_toml(path, before)
     if remove:
-        removed = _toml_remove(doc)
+        _toml_remove(doc)
     else:
         _toml_add(doc, launch)
-    after = tomlkit.dumps(doc)
-    if remove and removed and after.endswith("\n\n"):
-        # tomlkit put a blank line before our table when it appended it; take it back.
-        after = after.rstrip("\n") + "\n"
-    if before is not None and not after.strip():
-        return FileChange(path, before, None)
-    if before is None and not after.strip():
-        return FileChange(path, None, None)
-    return FileChange(path, before, after)
+    return toml_change(path, before, doc)
 
 
 def _toml_add(doc: Any, launch: Launch) -> None:
@@ -167,7 +263,14 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
         doc["mcp_servers"] = servers
-    wanted = {"command": launch.command[0], "args": launch.server_args()}
+    # Codex passes no environment (AGENT_MEM_VAULT) to MCP servers: the vault is in
+    # the args. `required` makes Codex wait for the server before the first request.
+    wanted: dict[str, Any] = {
+        "command": launch.command[0],
+        "args": launch.server_args(),
+        "required": True,
+        "startup_timeout_sec": STARTUP_TIMEOUT_SECONDS,
+    }
     table = servers.get(SERVER_NAME)
     if table is None:
         table = tomlkit.table()
@@ -181,26 +284,34 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     if features is None:
         features = tomlkit.table()
         doc["features"] = features
-    if features.get("codex_hooks") is not True:
+    _drop_our_flag(doc, features, "codex_hooks")
+    if "features" not in doc:
+        features = tomlkit.table()
+        doc["features"] = features
+    if features.get("hooks") is not True:
         item = tomlkit.item(True)
         item.comment(FLAG_COMMENT)
-        features["codex_hooks"] = item
+        features["hooks"] = item
 
 
-def _toml_remove(doc: Any) -> bool:
-    removed = False
+def _toml_remove(doc: Any) -> None:
     servers = doc.get("mcp_servers")
     if servers is not None and SERVER_NAME in servers:
         del servers[SERVER_NAME]
-        removed = True
         if not servers:
             del doc["mcp_servers"]
     features = doc.get("features")
-    if features is not None and "codex_hooks" in features:
-        item = features.item("codex_hooks")
-        if FLAG_COMMENT in (item.trivia.comment or ""):
-            del features["codex_hooks"]
-            removed = True
-            if not features:
-                del doc["features"]
-    return removed
+    if features is not None:
+        for flag in ("hooks", "codex_hooks"):
+            _drop_our_flag(doc, features, flag)
+
+
+def _drop_our_flag(doc: Any, features: Any, flag: str) -> None:
+    """Remove ``[features] flag`` if install set it (it carries our comment)."""
+    if flag not in features:
+        return
+    item = features.item(flag)
+    if FLAG_COMMENT in (item.trivia.comment or ""):
+        del features[flag]
+        if not features:
+            del doc["features"]

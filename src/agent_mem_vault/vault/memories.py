@@ -141,7 +141,9 @@ class MemoryOps(VaultBase):
         if path is None:
             return ""
         try:
-            parsed = parse_note((self.path / path).read_text(encoding="utf-8"))
+            text = (self.path / path).read_text(encoding="utf-8")
+            parsed = parse_note(text)
         except (OSError, UnicodeDecodeError, NoteError):
             return ""
-        return "" if parsed is None else parsed.body
+        # A brief written by hand may have no frontmatter: then all of it is the body.
+        return text if parsed is None else parsed.body

@@ -20,6 +20,7 @@ from ..core.clock import format_datetime
 from .models import Handoff, Memory
 from .notes import (
     NoteError,
+    _checked_namespace,
     _namespace,
     apply_handoff,
     handoff_from_note,
@@ -93,8 +94,8 @@ def read_record(root: Path, path: str) -> FileRecord | None:
         return FileRecord(path, mtime, size, "broken", problem=f"not UTF-8 text ({exc.reason})")
     try:
         note = parse_note(text)
-        if note is None:
-            return FileRecord(path, mtime, size, "other")
+        if note is None or "type" not in note.meta:
+            return _plain(path, mtime, size)
         kind = note.meta.get("type")
         if kind == "handoff":
             hint = format_datetime(datetime.fromtimestamp(mtime / 1e9, UTC))
@@ -111,3 +112,18 @@ def read_record(root: Path, path: str) -> FileRecord | None:
         return FileRecord(path, mtime, size, "other")
     except NoteError as exc:
         return FileRecord(path, mtime, size, "broken", problem=str(exc))
+
+
+BRIEF_NAME = "_brief.md"
+
+
+def _plain(path: str, mtime: int, size: int) -> FileRecord:
+    """A note without a ``type``: ignored, unless it is a namespace's ``_brief.md``.
+
+    A person who writes the brief by hand rarely adds frontmatter; the file's
+    place says what it is (``<namespace>/_brief.md``), so it is the brief.
+    """
+    folder, _, name = path.rpartition("/")
+    if name == BRIEF_NAME and folder and _checked_namespace(folder) is None:
+        return FileRecord(path, mtime, size, "brief", namespace=folder)
+    return FileRecord(path, mtime, size, "other")
