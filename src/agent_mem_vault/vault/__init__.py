@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .embeddings import EmbeddingSettings
 from .models import (
     Brief,
     BrokenNote,
@@ -14,6 +15,7 @@ from .models import (
     Memory,
     ReindexReport,
     SearchHit,
+    SearchHits,
 )
 from .service import Vault
 
@@ -21,10 +23,12 @@ __all__ = [
     "Brief",
     "BrokenNote",
     "DoctorReport",
+    "EmbeddingSettings",
     "Handoff",
     "HandoffStatus",
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchHits",
     "Vault",
 ]

@@ -424,7 +424,13 @@ class Index:
         return [_memory(r) for r in rows]
 
     def search(
-        self, match: str, namespace: str | None, limit: int
+        self,
+        match: str,
+        namespace: str | None,
+        limit: int,
+        *,
+        kind: str | None = None,
+        tags: Sequence[str] = (),
     ) -> list[tuple[Memory, float, str]]:
         """Best ``limit`` memories for an FTS5 ``match``: ranked inside FTS5 first,
         then only those rows are joined and given a snippet."""
@@ -433,6 +439,9 @@ class Index:
         if namespace is not None:
             where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
             args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
+        # Kind and tags filters (issue 16): applied before ranking, like the namespace.
+        if kind is not None or tags:
+            where, args = _with_kind_and_tags(where, args, kind, tags)
         # BM25 is computed for every match, so a word found in most of 100,000
         # memories would cost ~100 ms. Only the newest RANK_WINDOW matches are
         # ranked: FTS5 walks rowids newest first and stops, then ranks that range.
@@ -483,6 +492,22 @@ class Index:
             (r[0], r[1])
             for r in self.conn.execute("SELECT id, supersedes FROM handoffs WHERE supersedes!='[]'")
         ]
+
+
+def _with_kind_and_tags(
+    where: str, args: list[Any], kind: str | None, tags: Sequence[str]
+) -> tuple[str, list[Any]]:
+    """``where`` narrowed to memories of ``kind`` carrying every one of ``tags``."""
+    conditions: list[str] = []
+    extra: list[Any] = []
+    if kind is not None:
+        conditions.append("kind = ?")
+        extra.append(kind)
+    for tag in tags:
+        conditions.append("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)")
+        extra.append(tag)
+    sub = f"SELECT rowid FROM memories WHERE {' AND '.join(conditions)}"
+    return f"{where} AND rowid IN ({sub})", [*args, *extra]
 
 
 class BulkLoader:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 
 from ..core.errors import InvalidInputError
 from .base import VaultBase, check_limit
 from .brief import MAX_DECISIONS, MAX_PENDING
-from .models import Brief, Memory, SearchHit
+from .embeddings import Embedder, EmbeddingUnavailable
+from .index import Index
+from .models import Brief, Memory, SearchHit, SearchHits
 from .namespaces import (
     validate_agent,
     validate_kind,
@@ -18,11 +21,31 @@ from .namespaces import (
     validate_title,
 )
 from .notes import NoteError, memory_meta, parse_note, render_body, render_note
+from .vectors import (
+    ensure_vector_schema,
+    memories_by_rowid,
+    pending_texts,
+    rrf_fuse,
+    store_vectors,
+    vector_schema_exists,
+)
 
 __all__ = ["MemoryOps"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_WORDS = 32
+SEARCH_MODES = ("auto", "fts", "hybrid")
+CANDIDATES = 50
+"""Each of the two rankings (words, meaning) contributes this many candidates to fusion."""
+EMBED_BATCH = 32
+PENDING_BUDGET = 2.0
+"""Seconds a search spends embedding memories still waiting for a vector."""
+
+
+def _excerpt(content: str, words: int = 24) -> str:
+    """The start of a memory found by meaning only (no matched words to show)."""
+    parts = content.split()
+    return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 
 class MemoryOps(VaultBase):
@@ -63,13 +86,25 @@ class MemoryOps(VaultBase):
         return memory
 
     def search_memory(
-        self, *, query: str, namespace: str | None = None, limit: int = 10
-    ) -> list[SearchHit]:
-        """Full-text search of memories (title, content, tags), best first.
+        self,
+        *,
+        query: str,
+        namespace: str | None = None,
+        limit: int = 10,
+        kind: str | None = None,
+        tags: Iterable[str] = (),
+        mode: str = "auto",
+    ) -> SearchHits:
+        """Search memories (title, content, tags), best first; the result says which mode answered.
 
-        All words must match; when no memory has them all, memories with any
-        of them are returned. ``namespace`` includes the namespaces below it.
-        When more than 5,000 memories match, the newest 5,000 are ranked.
+        ``fts``: full text (BM25). All words must match; when no memory has
+        them all, memories with any of them are returned. When more than 5,000
+        memories match, the newest 5,000 are ranked. ``hybrid``: the same,
+        fused by reciprocal rank with the memories nearest in meaning (see
+        ``vectors.py``). ``auto`` (the default) is ``hybrid`` when an embedder
+        is available (``embeddings.py``) and ``fts`` otherwise, with the reason.
+        ``namespace`` includes the namespaces below it; ``kind`` and ``tags``
+        (all of them) narrow the memories before ranking.
         """
         words = _WORD.findall(query) if isinstance(query, str) else []
         if not words:
@@ -78,15 +113,153 @@ class MemoryOps(VaultBase):
                 code="missing_field",
                 field="query",
             )
+        if mode not in SEARCH_MODES:
+            raise InvalidInputError(
+                f"mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}",
+                code="invalid_mode",
+                field="mode",
+            )
         if namespace is not None:
             namespace = validate_namespace(namespace)
+        if kind is not None:
+            kind = validate_kind(kind)
+        tag_tuple = validate_tags(tags)
         limit = check_limit(limit)
+        embedder: Embedder | None = None
+        reason: str | None = "full-text search was asked for"
+        if mode != "fts":
+            embedder, reason = self._semantic.embedder(self.embeddings)
+            if embedder is None and mode == "hybrid":
+                raise InvalidInputError(
+                    f"hybrid search is not available here: {reason}",
+                    code="embeddings_unavailable",
+                    field="mode",
+                )
+        pool = limit if embedder is None else max(limit, CANDIDATES)
         # Each word quoted: FTS5 syntax in a query is taken as words, never as operators.
         terms = ['"' + w.replace('"', "") + '"' for w in words[:MAX_QUERY_WORDS]]
-        rows = self._query(lambda idx: idx.search(" AND ".join(terms), namespace, limit))
+
+        def fts(match: str) -> list[tuple[Memory, float, str]]:
+            return self._query(
+                lambda idx: idx.search(match, namespace, pool, kind=kind, tags=tag_tuple)
+            )
+
+        rows = fts(" AND ".join(terms))
         if not rows and len(terms) > 1:
-            rows = self._query(lambda idx: idx.search(" OR ".join(terms), namespace, limit))
-        return [SearchHit(memory=m, score=score, snippet=snip) for m, score, snip in rows]
+            rows = fts(" OR ".join(terms))
+        if embedder is not None:
+            try:
+                return self._hybrid(embedder, query, rows, namespace, kind, tag_tuple, limit)
+            except EmbeddingUnavailable as exc:
+                reason = str(exc)
+                if mode == "hybrid":
+                    raise InvalidInputError(
+                        f"hybrid search failed: {reason}",
+                        code="embeddings_unavailable",
+                        field="mode",
+                    ) from exc
+        hits = [SearchHit(memory=m, score=score, snippet=snip) for m, score, snip in rows[:limit]]
+        return SearchHits(hits, mode="fts", reason=reason)
+
+    def embed_pending(self, *, budget: float | None = None) -> int:
+        """Compute the vectors memories are waiting for, newest first; returns how many.
+
+        The model runs outside the vault lock; only storing each batch takes
+        it. ``budget`` (seconds) stops early, leaving the rest for later.
+        Does nothing (returns 0) when no embedder is available.
+        """
+        embedder, _reason = self._semantic.embedder(self.embeddings)
+        if embedder is None:
+            return 0
+        return self._embed_pending(embedder, budget)
+
+    def _embed_pending(self, embedder: Embedder, budget: float | None) -> int:
+        started = time.monotonic()
+        model = embedder.model
+        self._ensure_vectors(model)
+        done = 0
+        while True:
+            batch = self._query(lambda idx: pending_texts(idx.conn, EMBED_BATCH))
+            if not batch:
+                return done
+            vectors = embedder.embed([text for _rowid, text in batch])
+            with self._held(), self._locked():
+                idx = self._upkeep.handle()
+                with idx.transaction():
+                    ensure_vector_schema(idx.conn, model)
+                    kept = store_vectors(idx.conn, model, [r for r, _t in batch], vectors)
+            done += len(batch)
+            if kept == 0 and done >= len(batch) * 4:
+                return done  # another process keeps changing the model: stop
+            if budget is not None and time.monotonic() - started >= budget:
+                return done
+
+    def _ensure_vectors(self, model: str) -> None:
+        """The vector tables for ``model`` exist (made under the lock the first time)."""
+
+        def ready(idx: Index) -> bool:
+            if not vector_schema_exists(idx.conn):
+                return False
+            return idx.get_meta("vectors_model") == model
+
+        if self._query(ready):
+            return
+        with self._held(), self._locked():
+            idx = self._upkeep.handle()
+            with idx.transaction():
+                ensure_vector_schema(idx.conn, model)
+
+    def _hybrid(
+        self,
+        embedder: Embedder,
+        query: str,
+        rows: list[tuple[Memory, float, str]],
+        namespace: str | None,
+        kind: str | None,
+        tags: tuple[str, ...],
+        limit: int,
+    ) -> SearchHits:
+        """BM25 ``rows`` fused with the nearest memories by meaning."""
+        # Memories saved since the last search get their vectors first (bounded,
+        # so a vault that was just reindexed answers while it catches up).
+        self._embed_pending(embedder, PENDING_BUDGET)
+        vector = embedder.embed([query])[0]
+        settings = self.embeddings
+        near = self._query(
+            lambda idx: self._semantic.cache.nearest(
+                idx.conn,
+                vector,
+                namespace=namespace,
+                kind=kind,
+                tags=tags,
+                limit=CANDIDATES,
+                min_similarity=settings.min_similarity,
+            )
+        )
+        near_memories = self._query(
+            lambda idx: memories_by_rowid(idx.conn, [rowid for rowid, _s in near])
+        )
+        by_id: dict[str, tuple[Memory, str]] = {m.id: (m, snip) for m, _s, snip in rows}
+        meaning: list[str] = []
+        for rowid, _similarity in near:
+            memory = near_memories.get(rowid)
+            if memory is not None:
+                meaning.append(memory.id)
+                by_id.setdefault(memory.id, (memory, _excerpt(memory.content)))
+        words = [m.id for m, _s, _snip in rows]
+        word_set, meaning_set = set(words), set(meaning)
+        hits = []
+        for memory_id, score in rrf_fuse([words, meaning])[:limit]:
+            memory, snippet = by_id[memory_id]
+            found = (
+                "both"
+                if memory_id in word_set and memory_id in meaning_set
+                else "words"
+                if memory_id in word_set
+                else "meaning"
+            )
+            hits.append(SearchHit(memory=memory, score=score, snippet=snippet, match=found))
+        return SearchHits(hits, mode="hybrid")
 
     def get_project_brief(self, *, namespace: str) -> Brief:
         """The brief note, recent decisions and pending handoffs of ``namespace``."""

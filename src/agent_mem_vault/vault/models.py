@@ -18,6 +18,7 @@ __all__ = [
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchHits",
 ]
 
 HandoffStatus = Literal["pending", "read"]
@@ -118,12 +119,41 @@ class SearchHit:
 
     memory: Memory
     score: float
-    """BM25 relevance from SQLite FTS5; higher is better."""
+    """Higher is better: BM25 from SQLite FTS5 in ``fts`` mode, the fused
+    reciprocal-rank score in ``hybrid`` mode."""
     snippet: str
     """A short excerpt with the matched words between ``[`` and ``]``."""
+    match: str = "words"
+    """How it was found: ``words`` (full text), ``meaning`` (vector) or ``both``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": self.score, "snippet": self.snippet}
+        return {
+            "memory": self.memory.to_dict(),
+            "score": self.score,
+            "snippet": self.snippet,
+            "match": self.match,
+        }
+
+
+class SearchHits(list[SearchHit]):
+    """The hits of one search, best first, and which mode answered it.
+
+    ``mode`` is ``hybrid`` (full text and meaning, fused) or ``fts`` (full
+    text only); ``reason`` says why a search fell back to ``fts``.
+    """
+
+    def __init__(self, hits: list[SearchHit], *, mode: str, reason: str | None = None) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "reason": self.reason,
+            "count": len(self),
+            "hits": [hit.to_dict() for hit in self],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +226,8 @@ class DoctorReport:
     broken: tuple[BrokenNote, ...] = ()
     problems: tuple[str, ...] = field(default=())
     """Other problems: dangling ``supersedes`` links, a missing dashboard, …"""
+    search: dict[str, Any] = field(default_factory=dict)
+    """Search by meaning: backend, model, where the model is kept, vectors made and waiting."""
 
     @property
     def ok(self) -> bool:
@@ -210,4 +242,5 @@ class DoctorReport:
             "pending": self.pending,
             "broken": [b.to_dict() for b in self.broken],
             "problems": list(self.problems),
+            "search": self.search,
         }
