@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-__all__ = ["model_folder", "model_files"]
+__all__ = ["model_files", "model_folder"]
 
 
 def _package_dir(name: str) -> Path:

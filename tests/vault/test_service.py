@@ -30,11 +30,13 @@ def test_public_names_are_pinned() -> None:
         "Brief",
         "BrokenNote",
         "DoctorReport",
+        "EmbeddingSettings",
         "Handoff",
         "HandoffStatus",
         "Memory",
         "ReindexReport",
         "SearchHit",
+        "SearchHits",
         "Vault",
     }
 

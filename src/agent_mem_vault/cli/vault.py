@@ -379,29 +379,66 @@ def memory_save(
 @memory.command("search")
 @click.argument("query")
 @namespace_option(required=False)
+@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
+@click.option("--tag", "-t", "tags", multiple=True, help="Only memories with this tag (repeat).")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "fts", "hybrid"]),
+    default="auto",
+    show_default=True,
+    help="fts: words only; hybrid: words and meaning; auto: hybrid when an embedder is set up.",
+)
 @click.option("--limit", default=10, show_default=True, help="At most this many results.")
 @vault_options
 def memory_search(
-    query: str, namespace: str | None, limit: int, vault_path: str, as_json: bool
+    query: str,
+    namespace: str | None,
+    kind: str | None,
+    tags: tuple[str, ...],
+    mode: str,
+    limit: int,
+    vault_path: str,
+    as_json: bool,
 ) -> None:
-    """Full-text search of memories, best match first.
+    """Search memories by words and (with an embedder) by meaning, best match first.
+
+    The last line (or the JSON's "mode") says which mode answered.
 
     \b
     Example:
-      agent-mem-vault memory search "backfill batches" -n project/harbor-api
+      agent-mem-vault memory search "why are the backfill batches small" -n project/harbor-api
     """
-    hits = open_vault(vault_path).search_memory(query=query, namespace=namespace, limit=limit)
+    hits = open_vault(vault_path).search_memory(
+        query=query, namespace=namespace, kind=kind, tags=tags, mode=mode, limit=limit
+    )
     if as_json:
-        _emit([hit.to_dict() for hit in hits])
+        _emit(hits.to_dict())
         return
     if not hits:
         click.echo("No memories match.")
-        return
-    rows = [
-        [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
-        for h in hits
-    ]
-    click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+    else:
+        rows = [
+            [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
+            for h in hits
+        ]
+        click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+    click.echo(f"search mode: {hits.mode}" + (f" ({hits.reason})" if hits.reason else ""))
+
+
+def _search_status_text(status: dict[str, Any]) -> str:
+    """doctor's line about search by meaning."""
+    mode = status.get("mode", "fts")
+    if mode == "hybrid":
+        where = status.get("url") or status.get("model_dir")
+        waiting = status.get("waiting_for_vector", 0)
+        line = (
+            f"search: hybrid ({status.get('backend')}, model {status.get('model')} at {where}; "
+            f"{status.get('vectors', 0)} vectors, {waiting} waiting)"
+        )
+        if status.get("model_present") is False:
+            line += f"; {status.get('detail')}"
+        return line
+    return f"search: {mode} ({status.get('detail')})"
 
 
 @click.command()
@@ -437,9 +474,10 @@ def reindex(vault_path: str, as_json: bool) -> None:
     if as_json:
         _emit(report.to_dict())
     else:
+        vectors = f" {report.vectors} memory vectors computed." if report.vectors else ""
         click.echo(
             f"Indexed {report.handoffs} handoffs and {report.memories} memories; "
-            f"{len(report.broken)} broken notes."
+            f"{len(report.broken)} broken notes.{vectors}"
         )
 
 
@@ -465,6 +503,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"{report.path}: {report.handoffs} handoffs ({report.pending} pending), "
             f"{report.memories} memories."
         )
+        click.echo(_search_status_text(report.search))
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:

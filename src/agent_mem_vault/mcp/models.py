@@ -115,6 +115,9 @@ class SearchHit(BaseModel):
     memory: MemoryJson = Field(description="The matching memory.")
     snippet: str = Field(description="Matching excerpt of the memory.")
     score: float = Field(description="Relevance; higher is better.")
+    match: str = Field(
+        description="How it was found: words (full text), meaning (embeddings) or both."
+    )
 
 
 class SearchResult(BaseModel):
@@ -124,6 +127,10 @@ class SearchResult(BaseModel):
         description="Matching memories, best first."
     )
     count: int = Field(description="Number of hits returned.")
+    mode: str = Field(
+        description="Which search answered: hybrid (words and meaning, fused) or fts (words only)."
+    )
+    reason: str | None = Field(description="Why the search was full-text only, if it was.")
 
 
 class BriefResult(BaseModel):

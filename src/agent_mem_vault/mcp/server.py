@@ -36,8 +36,7 @@ from .models import (
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault.models import Brief, Handoff, Memory
-    from ..vault.models import SearchHit as VaultSearchHit
+    from ..vault.models import Brief, Handoff, Memory, SearchHits
 
 __all__ = ["SERVER_INSTRUCTIONS", "ServerSettings", "build_server"]
 
@@ -188,10 +187,11 @@ def _memory_text(m: Memory) -> Rendered:
     return f"saved {m.kind} {m.id}: {m.title}", {"memory": m.to_dict()}
 
 
-def _search_text(hits: Sequence[VaultSearchHit]) -> Rendered:
+def _search_text(hits: SearchHits) -> Rendered:
     lines = [f"{h.memory.id}  [{h.memory.kind}] {h.memory.title}: {h.snippet}" for h in hits]
     text = "\n".join(lines) if lines else "No memories match."
-    return text, {"hits": [h.to_dict() for h in hits], "count": len(hits)}
+    text += f"\n(search mode: {hits.mode}" + (f"; {hits.reason})" if hits.reason else ")")
+    return text, hits.to_dict()
 
 
 def _brief_text(brief: Brief) -> Rendered:
@@ -388,16 +388,32 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
 
     @tool(_READ_ONLY)
     async def search_memory(
-        query: Annotated[str, Field(description="Words to look for (full-text search).")],
+        query: Annotated[
+            str,
+            Field(description="What to look for: words, or a question (matched by meaning too)."),
+        ],
         namespace: Annotated[
             str | None, Field(description="Limit to this namespace; omit for this repository's.")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
+        kind: Annotated[
+            str | None, Field(description="Only memories of this kind, e.g. decision.")
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only memories carrying all these tags.")
+        ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
-        """Search saved memories (decisions, notes, tasks, risks), best match first."""
+        """Search saved memories (decisions, notes, tasks, risks), best match first.
+
+        Finds memories by their words and, when embeddings are set up, by meaning;
+        the result's mode says which answered.
+        """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.search_memory(query=query, namespace=ns, limit=limit), _search_text
+            lambda: vault.search_memory(
+                query=query, namespace=ns, limit=limit, kind=kind, tags=tags or ()
+            ),
+            _search_text,
         )
 
     @tool(_READ_ONLY)

@@ -208,6 +208,8 @@ class ReindexReport:
     changed: int = 0
     removed: int = 0
     broken: tuple[BrokenNote, ...] = ()
+    vectors: int = 0
+    """Memories given a vector for search by meaning (``reindex`` with an embedder)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
