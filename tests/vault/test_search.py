@@ -446,6 +446,6 @@ async def test_mcp_search_memory_over_stdio_reports_the_mode(
         data = result.structured_content
         assert data["mode"] == "hybrid" and data["reason"] is None
         assert data["hits"][0]["memory"]["title"] == ANSWER_TITLE
-        assert "(search mode: hybrid)" in "".join(b.text for b in result.content)
+        assert "(search mode: hybrid)" in "".join(getattr(b, "text", "") for b in result.content)
         tagged = await client.call_tool("search_memory", {"query": QUESTION, "tags": ["none"]})
         assert tagged.structured_content["count"] == 0
