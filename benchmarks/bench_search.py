@@ -32,12 +32,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from bench_vault import generate  # noqa: E402
-from search_set import ANSWERS, distractors  # noqa: E402
-
 from agent_mem_vault.vault import EmbeddingSettings, Vault  # noqa: E402
 from agent_mem_vault.vault.embeddings import find_model_files, open_embedder  # noqa: E402
 from agent_mem_vault.vault.vectors import ensure_vector_schema, store_vectors  # noqa: E402
+from bench_vault import generate  # noqa: E402
+from search_set import ANSWERS, distractors  # noqa: E402
 
 NS = "project/bench"
 _WORD = re.compile(r"\w+")

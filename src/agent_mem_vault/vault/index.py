@@ -507,7 +507,8 @@ def _with_kind_and_tags(
         conditions.append("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)")
         extra.append(tag)
     sub = f"SELECT rowid FROM memories WHERE {' AND '.join(conditions)}"
-    return f"{where} AND rowid IN ({sub})", [*args, *extra]
+    # "+rowid": a filter on the matches; a bare rowid IN would run the MATCH once per row.
+    return f"{where} AND +rowid IN ({sub})", [*args, *extra]
 
 
 class BulkLoader:
