@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..core.errors import InvalidInputError
 from .base import VaultBase, check_limit
@@ -145,9 +145,15 @@ class MemoryOps(VaultBase):
             )
 
         rows = fts(" AND ".join(terms))
-        loose = False
+        loose: Callable[[], list[tuple[Memory, float, str]]] | None = None
         if not rows and len(terms) > 1:
-            rows, loose = fts(" OR ".join(terms)), True
+            # Memories with some of the words: in hybrid mode they only fill up
+            # behind the meaning ranking, so they are looked for only if needed.
+            def loose() -> list[tuple[Memory, float, str]]:
+                return fts(" OR ".join(terms))
+
+            if embedder is None:
+                rows = loose()
         if embedder is not None:
             try:
                 return self._hybrid(embedder, query, rows, loose, namespace, kind, tag_tuple, limit)
@@ -215,7 +221,7 @@ class MemoryOps(VaultBase):
         embedder: Embedder,
         query: str,
         rows: list[tuple[Memory, float, str]],
-        loose: bool,
+        loose: Callable[[], list[tuple[Memory, float, str]]] | None,
         namespace: str | None,
         kind: str | None,
         tags: tuple[str, ...],
@@ -223,9 +229,10 @@ class MemoryOps(VaultBase):
     ) -> SearchHits:
         """BM25 ``rows`` fused with the nearest memories by meaning.
 
-        ``loose`` rows matched only some of the words (no memory had them all);
-        measured on bench_search.py, fusing them drowns the meaning ranking
-        (recall@5 on paraphrased questions 0.22 vs 0.68), so they only follow it.
+        When no memory has all the words, ``loose`` finds those with some of
+        them; measured on bench_search.py, fusing those drowns the meaning
+        ranking (recall@5 on paraphrased questions 0.22 vs 0.68), so they only
+        follow it, and are looked for only when meaning found too few.
         """
         # Memories saved since the last search get their vectors first (bounded,
         # so a vault that was just reindexed answers while it catches up).
@@ -253,13 +260,17 @@ class MemoryOps(VaultBase):
             if memory is not None:
                 meaning.append(memory.id)
                 by_id.setdefault(memory.id, (memory, _excerpt(memory.content)))
-        words = [m.id for m, _s, _snip in rows]
-        word_set, meaning_set = set(words), set(meaning)
-        if loose:
+        meaning_set = set(meaning)
+        if loose is not None:
             fused = rrf_fuse([meaning])
-            fused += [(key, 0.0) for key, _ in rrf_fuse([words]) if key not in meaning_set]
+            if len(fused) < limit:
+                rows = loose()
+                for m, _s, snip in rows:
+                    by_id.setdefault(m.id, (m, snip))
+                fused += [(m.id, 0.0) for m, _s, _snip in rows if m.id not in meaning_set]
         else:
-            fused = rrf_fuse([words, meaning])
+            fused = rrf_fuse([[m.id for m, _s, _snip in rows], meaning])
+        word_set = {m.id for m, _s, _snip in rows}
         hits = []
         for memory_id, score in fused[:limit]:
             memory, snippet = by_id[memory_id]

@@ -10,9 +10,10 @@ insert, so an edited memory is re-embedded. Embedding itself happens later,
 outside the vault lock (see ``memories.py``): a save never waits for a model.
 
 Vectors are unit-length float32 BLOBs. Search is an exact dot product over
-all of them with numpy, against a copy kept in memory per process and
-reloaded only when the table changed (``meta`` holds an epoch and a counter
-bumped by triggers). Filters (namespace, kind, tags) choose the rows before
+all of them with numpy, against a copy kept in memory per process: vectors
+added since the last search are appended (each has a ``seq``), and the copy is
+read again only when a vector was removed or the index is new (``meta`` holds
+an epoch and counters that triggers bump). Filters (namespace, kind, tags) choose the rows before
 ranking.
 """
 
@@ -48,7 +49,9 @@ RRF_K = 60
 """Reciprocal rank fusion constant (Cormack et al., 2009); measured in bench_search.py."""
 
 _SCHEMA = (
-    "CREATE TABLE memory_vectors(rowid INTEGER PRIMARY KEY, vec BLOB NOT NULL)",
+    "CREATE TABLE memory_vectors("
+    "rowid INTEGER PRIMARY KEY, seq INTEGER NOT NULL, vec BLOB NOT NULL)",
+    "CREATE INDEX memory_vectors_seq ON memory_vectors(seq)",
     "CREATE TABLE vector_queue(rowid INTEGER PRIMARY KEY)",
     """CREATE TRIGGER memories_vector_queue AFTER INSERT ON memories BEGIN
         INSERT OR IGNORE INTO vector_queue(rowid) VALUES (new.rowid);
@@ -61,7 +64,7 @@ _SCHEMA = (
         UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
     END""",
     """CREATE TRIGGER memory_vectors_removed AFTER DELETE ON memory_vectors BEGIN
-        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
+        UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_removed';
     END""",
 )
 
@@ -88,6 +91,7 @@ def ensure_vector_schema(conn: sqlite3.Connection, model: str) -> None:
             conn.execute(statement)
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('vectors_model', ?)", (model,))
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('vectors_version', '0')")
+    conn.execute("INSERT OR REPLACE INTO meta VALUES ('vectors_removed', '0')")
     conn.execute("INSERT OR REPLACE INTO meta VALUES ('vectors_epoch', ?)", (secrets.token_hex(8),))
     conn.execute("INSERT OR IGNORE INTO vector_queue(rowid) SELECT rowid FROM memories")
 
@@ -110,11 +114,20 @@ def pending_texts(conn: sqlite3.Connection, limit: int) -> list[tuple[int, str]]
     """Up to ``limit`` queued memories, newest first, as ``(rowid, text to embed)``."""
     if not vector_schema_exists(conn):
         return []
+    # The queue alone first: joined, SQLite may walk every memory to find it empty.
+    queued = [
+        r[0]
+        for r in conn.execute(
+            "SELECT rowid FROM vector_queue ORDER BY rowid DESC LIMIT ?", (limit,)
+        ).fetchall()
+    ]
+    if not queued:
+        return []
     rows = conn.execute(
-        "SELECT q.rowid, m.title, f.content FROM vector_queue q "
-        "JOIN memories m ON m.rowid = q.rowid JOIN memories_fts f ON f.rowid = q.rowid "
-        "ORDER BY q.rowid DESC LIMIT ?",
-        (limit,),
+        "SELECT m.rowid, m.title, f.content FROM memories m "
+        "JOIN memories_fts f ON f.rowid = m.rowid "
+        f"WHERE m.rowid IN ({','.join('?' * len(queued))}) ORDER BY m.rowid DESC",
+        queued,
     ).fetchall()
     return [(int(r[0]), memory_text(r[1], r[2])) for r in rows]
 
@@ -134,8 +147,11 @@ def store_vectors(conn: sqlite3.Connection, model: str, rowids: Sequence[int], v
     kept = 0
     for rowid, vec in zip(rowids, vectors, strict=True):
         if conn.execute("DELETE FROM vector_queue WHERE rowid=?", (rowid,)).rowcount:
+            # seq: the version this insert makes (the trigger bumps it), so a
+            # process's copy reads only the vectors added since it last looked.
             conn.execute(
-                "INSERT OR REPLACE INTO memory_vectors(rowid, vec) VALUES (?, ?)",
+                "INSERT OR REPLACE INTO memory_vectors(rowid, seq, vec) VALUES (?, "
+                "(SELECT CAST(value AS INTEGER) + 1 FROM meta WHERE key = 'vectors_version'), ?)",
                 (rowid, vec.astype("<f4").tobytes()),
             )
             kept += 1
@@ -144,17 +160,67 @@ def store_vectors(conn: sqlite3.Connection, model: str, rowids: Sequence[int], v
 
 @dataclass(slots=True)
 class _Loaded:
+    """The vectors of one index generation; appended to in place as vectors are added."""
+
     key: tuple[str, str]
+    """(epoch, removals): when either changes, everything is read again."""
+    version: int
+    """The highest ``seq`` read so far."""
+    size: int
     rowids: npt.NDArray[np.int64]
-    matrix: npt.NDArray[np.float32]
-    namespaces: list[str]
+    buffer: npt.NDArray[np.float32]
+    """Rows ``[:size]`` are vectors; the rest is room to grow without copying."""
+    namespaces: dict[str, int]
     namespace_codes: npt.NDArray[np.int32]
-    kinds: list[str]
+    kinds: dict[str, int]
     kind_codes: npt.NDArray[np.int32]
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.buffer[: self.size]
+
+    def append(self, rows: list[tuple[Any, ...]]) -> None:
+        """Add ``(rowid, vec, namespace, kind)`` rows, growing the buffers by doubling."""
+        import numpy as np
+
+        if not rows:
+            return
+        dim = len(rows[0][1]) // 4
+        if self.buffer.shape[1] != dim:
+            self.buffer = np.zeros((0, dim), dtype=np.float32)
+            self.size = 0
+        need = self.size + len(rows)
+        if need > self.buffer.shape[0]:
+            capacity = max(need, 2 * self.buffer.shape[0], 1024)
+            self.buffer = _grown(self.buffer, capacity, self.size)
+            self.rowids = _grown(self.rowids, capacity, self.size)
+            self.namespace_codes = _grown(self.namespace_codes, capacity, self.size)
+            self.kind_codes = _grown(self.kind_codes, capacity, self.size)
+        end = self.size + len(rows)
+        blob = b"".join(r[1] for r in rows)
+        self.buffer[self.size : end] = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
+        self.rowids[self.size : end] = [r[0] for r in rows]
+        ns, kinds = self.namespaces, self.kinds
+        self.namespace_codes[self.size : end] = [ns.setdefault(r[2], len(ns)) for r in rows]
+        self.kind_codes[self.size : end] = [kinds.setdefault(r[3], len(kinds)) for r in rows]
+        self.size = end
+
+
+def _grown(array: Any, capacity: int, used: int) -> Any:
+    import numpy as np
+
+    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[:used] = array[:used]
+    return out
 
 
 class VectorCache:
-    """One process's in-memory copy of a vault's vectors, reloaded when they change."""
+    """One process's in-memory copy of a vault's vectors, kept in step with the table.
+
+    Vectors added since the last search are read by their ``seq`` and
+    appended; a removal (an edit or a deleted note) or a new index means
+    reading everything again.
+    """
 
     def __init__(self) -> None:
         self._loaded: _Loaded | None = None
@@ -163,39 +229,39 @@ class VectorCache:
     def _current(self, conn: sqlite3.Connection) -> _Loaded:
         import numpy as np
 
-        key_rows = dict(
+        meta = dict(
             conn.execute(
-                "SELECT key, value FROM meta WHERE key IN ('vectors_epoch', 'vectors_version')"
+                "SELECT key, value FROM meta WHERE key IN "
+                "('vectors_epoch', 'vectors_version', 'vectors_removed')"
             ).fetchall()
         )
-        key = (str(key_rows.get("vectors_epoch")), str(key_rows.get("vectors_version")))
+        key = (str(meta.get("vectors_epoch")), str(meta.get("vectors_removed")))
+        version = int(meta.get("vectors_version") or 0)
         with self._lock:
-            if self._loaded is not None and self._loaded.key == key:
-                return self._loaded
-            rows = conn.execute(
-                "SELECT v.rowid, v.vec, m.namespace, m.kind FROM memory_vectors v "
-                "JOIN memories m ON m.rowid = v.rowid ORDER BY v.rowid"
-            ).fetchall()
-            namespaces: dict[str, int] = {}
-            kinds: dict[str, int] = {}
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            ns_codes = np.fromiter(
-                (namespaces.setdefault(r[2], len(namespaces)) for r in rows),
-                dtype=np.int32,
-                count=len(rows),
-            )
-            kind_codes = np.fromiter(
-                (kinds.setdefault(r[3], len(kinds)) for r in rows), dtype=np.int32, count=len(rows)
-            )
-            if rows:
-                blob = b"".join(r[1] for r in rows)
-                matrix = np.frombuffer(blob, dtype="<f4").reshape(len(rows), -1)
-            else:
-                matrix = np.zeros((0, 0), dtype=np.float32)
-            self._loaded = _Loaded(
-                key, rowids, matrix, list(namespaces), ns_codes, list(kinds), kind_codes
-            )
-            return self._loaded
+            loaded = self._loaded
+            if loaded is None or loaded.key != key or version < loaded.version:
+                empty = np.zeros(0, dtype=np.int32)
+                loaded = _Loaded(
+                    key,
+                    0,
+                    0,
+                    np.zeros(0, dtype=np.int64),
+                    np.zeros((0, 0), dtype=np.float32),
+                    {},
+                    empty,
+                    {},
+                    empty.copy(),
+                )
+            if version > loaded.version:
+                rows = conn.execute(
+                    "SELECT v.rowid, v.vec, m.namespace, m.kind FROM memory_vectors v "
+                    "JOIN memories m ON m.rowid = v.rowid WHERE v.seq > ? ORDER BY v.seq",
+                    (loaded.version,),
+                ).fetchall()
+                loaded.append(rows)
+                loaded.version = version
+            self._loaded = loaded
+            return loaded
 
     def nearest(
         self,
@@ -214,35 +280,34 @@ class VectorCache:
         if not vector_schema_exists(conn):
             return []
         loaded = self._current(conn)
-        if loaded.matrix.shape[0] == 0 or loaded.matrix.shape[1] != query.shape[0]:
+        size = loaded.size
+        matrix = loaded.matrix
+        if size == 0 or matrix.shape[1] != query.shape[0]:
             return []
+        rowids = loaded.rowids[:size]
         mask: npt.NDArray[np.bool_] | None = None
         if namespace is not None:
             codes = [
-                i
-                for i, ns in enumerate(loaded.namespaces)
+                code
+                for ns, code in loaded.namespaces.items()
                 if ns == namespace or ns.startswith(namespace + "/")
             ]
-            mask = np.isin(loaded.namespace_codes, codes)
+            mask = np.isin(loaded.namespace_codes[:size], codes)
         if kind is not None:
-            kind_mask = (
-                loaded.kind_codes == loaded.kinds.index(kind)
-                if kind in loaded.kinds
-                else np.zeros(len(loaded.rowids), dtype=bool)
-            )
+            code = loaded.kinds.get(kind, -1)
+            kind_mask = loaded.kind_codes[:size] == code
             mask = kind_mask if mask is None else mask & kind_mask
         if tags:
-            allowed = _rowids_with_tags(conn, tags)
-            tag_mask = np.isin(loaded.rowids, allowed)
+            tag_mask = np.isin(rowids, _rowids_with_tags(conn, tags))
             mask = tag_mask if mask is None else mask & tag_mask
-        scores = loaded.matrix @ query
+        scores = matrix @ query
         if mask is not None:
-            scores = np.where(mask, scores, -np.inf)
-        n = min(limit, scores.shape[0])
-        top = np.argpartition(-scores, n - 1)[:n]
+            scores[~mask] = -np.inf
+        n = min(limit, size)
+        top = np.argpartition(scores, size - n)[size - n :]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [
-            (int(loaded.rowids[i]), float(scores[i]))
+            (int(rowids[i]), float(scores[i]))
             for i in top
             if np.isfinite(scores[i]) and scores[i] >= min_similarity
         ]
