@@ -449,3 +449,24 @@ async def test_mcp_search_memory_over_stdio_reports_the_mode(
         assert "(search mode: hybrid)" in "".join(getattr(b, "text", "") for b in result.content)
         tagged = await client.call_tool("search_memory", {"query": QUESTION, "tags": ["none"]})
         assert tagged.structured_content["count"] == 0
+
+
+def test_a_second_vault_handle_sees_vectors_and_edits_made_by_the_first(
+    vault_path: Path, local: EmbeddingSettings
+) -> None:
+    # Two handles on one folder, as two agents' MCP servers: each keeps its own
+    # copy of the vectors, which follows what the other one adds and removes.
+    first = Vault(vault_path, durable=False, embeddings=local)
+    first.init()
+    second = Vault(vault_path, durable=False, embeddings=local)
+    answer = fill(first)
+    assert second.search_memory(query=QUESTION, namespace=NS)[0].memory.id == answer
+    pet = first.save_memory(namespace=NS, title="Pet care", content="Dogs need a walk daily.")
+    first.embed_pending()
+    puppy = "how frequently should I exercise my puppy"
+    assert second.search_memory(query=puppy, namespace=NS)[0].memory.id == pet.id
+    note_path(first, pet.id).unlink()
+    first.rescan()
+    assert pet.id not in [h.memory.id for h in second.search_memory(query=puppy, namespace=NS)]
+    first.close()
+    second.close()
