@@ -183,10 +183,19 @@ class MemoryOps(VaultBase):
     def _embed_pending(self, embedder: Embedder, budget: float | None) -> int:
         started = time.monotonic()
         model = embedder.model
-        self._ensure_vectors(model)
+
+        def waiting(idx: Index) -> list[tuple[int, str]] | None:
+            """The next batch to embed; ``None`` if the vector tables need making first."""
+            if not vector_schema_exists(idx.conn) or idx.get_meta("vectors_model") != model:
+                return None
+            return pending_texts(idx.conn, EMBED_BATCH)
+
         done = 0
         while True:
-            batch = self._query(lambda idx: pending_texts(idx.conn, EMBED_BATCH))
+            batch = self._query(waiting)
+            if batch is None:
+                self._ensure_vectors(model)
+                batch = self._query(lambda idx: pending_texts(idx.conn, EMBED_BATCH))
             if not batch:
                 return done
             vectors = embedder.embed([text for _rowid, text in batch])
@@ -202,15 +211,7 @@ class MemoryOps(VaultBase):
                 return done
 
     def _ensure_vectors(self, model: str) -> None:
-        """The vector tables for ``model`` exist (made under the lock the first time)."""
-
-        def ready(idx: Index) -> bool:
-            if not vector_schema_exists(idx.conn):
-                return False
-            return idx.get_meta("vectors_model") == model
-
-        if self._query(ready):
-            return
+        """Make the vector tables for ``model`` (under the lock; a no-op if they exist)."""
         with self._held(), self._locked():
             idx = self._upkeep.handle()
             with idx.transaction():
@@ -239,8 +240,9 @@ class MemoryOps(VaultBase):
         self._embed_pending(embedder, PENDING_BUDGET)
         vector = embedder.embed([query])[0]
         settings = self.embeddings
-        near = self._query(
-            lambda idx: self._semantic.cache.nearest(
+
+        def nearest(idx: Index) -> tuple[list[tuple[int, float]], dict[int, Memory]]:
+            near = self._semantic.cache.nearest(
                 idx.conn,
                 vector,
                 namespace=namespace,
@@ -249,10 +251,9 @@ class MemoryOps(VaultBase):
                 limit=CANDIDATES,
                 min_similarity=settings.min_similarity,
             )
-        )
-        near_memories = self._query(
-            lambda idx: memories_by_rowid(idx.conn, [rowid for rowid, _s in near])
-        )
+            return near, memories_by_rowid(idx.conn, [rowid for rowid, _s in near])
+
+        near, near_memories = self._query(nearest)
         by_id: dict[str, tuple[Memory, str]] = {m.id: (m, snip) for m, _s, snip in rows}
         meaning: list[str] = []
         for rowid, _similarity in near:
