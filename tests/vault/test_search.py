@@ -470,3 +470,23 @@ def test_a_second_vault_handle_sees_vectors_and_edits_made_by_the_first(
     assert pet.id not in [h.memory.id for h in second.search_memory(query=puppy, namespace=NS)]
     first.close()
     second.close()
+
+
+def test_a_failed_model_download_is_remembered_so_searches_do_not_wait_for_it(
+    vault_path: Path, tmp_path: Path
+) -> None:
+    # Offline (HF_HUB_OFFLINE=1 in the tests): the first use tries to download
+    # the default model into the cache folder, fails, and says so.
+    settings = EmbeddingSettings.from_env(
+        {"AGENT_MEM_VAULT_EMBEDDINGS": "auto", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    )
+    v = Vault(vault_path, durable=False, embeddings=settings)
+    v.init()
+    fill(v)
+    found = v.search_memory(query="teal logo")
+    assert found.mode == "fts" and found[0].memory.title == "Logo colours"
+    assert "could not download sentence-transformers/all-MiniLM-L6-v2" in (found.reason or "")
+    mark = settings.local_dir / ".download-failed"
+    assert mark.is_file()
+    again = Vault(vault_path, durable=False, embeddings=settings).search_memory(query="teal")
+    assert again.mode == "fts" and "tried 0 min ago" in (again.reason or "")

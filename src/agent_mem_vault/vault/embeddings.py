@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,15 +170,21 @@ class EmbeddingSettings:
                 return {"backend": "local", "mode": "unavailable", "detail": detail}
             return {"backend": "auto", "mode": "fts", "detail": detail}
         files = find_model_files(self.local_dir)
+        detail = "ready"
+        if files is None:
+            mark = self.local_dir / _FAILED_MARK
+            detail = (
+                f"the last download failed: {mark.read_text(errors='replace').strip()}"
+                if mark.is_file()
+                else f"downloaded from {DEFAULT_REPO} into {self.local_dir} on first search"
+            )
         return {
             "backend": self.backend,
             "mode": "hybrid",
             "model": DEFAULT_MODEL if self.model_dir is None else str(self.model_dir),
             "model_dir": str(self.local_dir),
             "model_present": files is not None,
-            "detail": "ready"
-            if files is not None
-            else f"downloaded from {DEFAULT_REPO} into {self.local_dir} on first search",
+            "detail": detail,
         }
 
 
@@ -190,8 +197,40 @@ def find_model_files(folder: Path) -> tuple[Path, Path] | None:
     return None
 
 
+RETRY_DOWNLOAD_AFTER = 3600.0
+"""Seconds after a failed download before a process tries again (offline machines)."""
+_FAILED_MARK = ".download-failed"
+
+
 def download_default_model(folder: Path) -> tuple[Path, Path]:
-    """Fetch the default model's ONNX file and tokenizer into ``folder`` (first use)."""
+    """Fetch the default model's ONNX file and tokenizer into ``folder`` (first use).
+
+    A failure is remembered in ``folder/.download-failed`` for an hour, so that
+    on a machine without network every short-lived CLI process does not wait
+    for the hub again; delete the file to retry at once.
+    """
+    mark = folder / _FAILED_MARK
+    try:
+        age = time.time() - mark.stat().st_mtime
+    except OSError:
+        age = None
+    if age is not None and age < RETRY_DOWNLOAD_AFTER:
+        reason = mark.read_text(encoding="utf-8", errors="replace").strip()
+        raise EmbeddingUnavailable(
+            f"{reason} (tried {int(age // 60)} min ago; delete {mark} to try again now)"
+        )
+    try:
+        return _download(folder)
+    except EmbeddingUnavailable as exc:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            mark.write_text(str(exc), encoding="utf-8")
+        except OSError:
+            pass
+        raise
+
+
+def _download(folder: Path) -> tuple[Path, Path]:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError as exc:
