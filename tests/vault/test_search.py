@@ -358,6 +358,9 @@ def test_an_endpoint_that_fails_leaves_search_full_text_with_the_reason(vault_pa
     found = v.search_memory(query="teal logo")
     assert found.mode == "fts" and found[0].memory.title == "Logo colours"
     assert "the embeddings endpoint" in (found.reason or "")
+    # No memory has both words: the memories with either one still answer.
+    some = v.search_memory(query="teal rainbow")
+    assert some.mode == "fts" and [h.memory.title for h in some] == ["Logo colours"]
 
 
 def test_a_memory_saved_while_the_model_is_busy_is_found_by_words_at_once_then_by_meaning(

@@ -165,6 +165,8 @@ class MemoryOps(VaultBase):
                         code="embeddings_unavailable",
                         field="mode",
                     ) from exc
+                if not rows and loose is not None:
+                    rows = loose()
         hits = [SearchHit(memory=m, score=score, snippet=snip) for m, score, snip in rows[:limit]]
         return SearchHits(hits, mode="fts", reason=reason)
 
