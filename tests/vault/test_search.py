@@ -493,3 +493,15 @@ def test_a_failed_model_download_is_remembered_so_searches_do_not_wait_for_it(
     assert mark.is_file()
     again = Vault(vault_path, durable=False, embeddings=settings).search_memory(query="teal")
     assert again.mode == "fts" and "tried 0 min ago" in (again.reason or "")
+
+
+def test_a_memory_row_updated_in_place_is_queued_for_a_new_vector(hybrid_vault: Vault) -> None:
+    # The index may one day update a changed memory in place instead of delete +
+    # insert; its vector must not outlive the text it described.
+    answer = fill(hybrid_vault)
+    hybrid_vault.search_memory(query=QUESTION, namespace=NS)
+    idx = hybrid_vault._upkeep.handle()
+    with idx.transaction():
+        idx.conn.execute("UPDATE memories SET title = 'Renamed' WHERE id = ?", (answer,))
+    status = hybrid_vault.doctor().search
+    assert (status["vectors"], status["waiting_for_vector"]) == (3, 1)

@@ -60,6 +60,12 @@ _SCHEMA = (
         DELETE FROM memory_vectors WHERE rowid = old.rowid;
         DELETE FROM vector_queue WHERE rowid = old.rowid;
     END""",
+    # An index that updates a memory row in place (rather than delete + insert)
+    # must re-embed it too.
+    """CREATE TRIGGER memories_vector_requeue AFTER UPDATE ON memories BEGIN
+        DELETE FROM memory_vectors WHERE rowid = old.rowid;
+        INSERT OR IGNORE INTO vector_queue(rowid) VALUES (new.rowid);
+    END""",
     """CREATE TRIGGER memory_vectors_added AFTER INSERT ON memory_vectors BEGIN
         UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_version';
     END""",
