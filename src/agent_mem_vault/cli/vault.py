@@ -380,7 +380,7 @@ def memory_save(
 @click.argument("query")
 @namespace_option(required=False)
 @click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
-@click.option("--tag", "-t", "tags", multiple=True, help="Only memories with this tag (repeat).")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
 @click.option(
     "--mode",
     type=click.Choice(["auto", "fts", "hybrid"]),
