@@ -37,7 +37,8 @@ def support(port: int, bind: str, db: Path) -> None:
 
     \b
     Models: offline rule-based unless AGENT_MEM_VAULT_MODEL names a model of an
-    OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY).
+    OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY), or a claude-…
+    model of Anthropic's API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL).
     """
     import uvicorn
 

@@ -72,6 +72,8 @@ class AnthropicModel:
     """
 
     name: str
+    system = "anthropic"
+    """``gen_ai.system`` of this adapter's spans."""
 
     def __init__(
         self,

@@ -53,6 +53,7 @@ from .events import HOST_STREAM, HostEvent
 from .index import ThreadEntry, create_entry, get_entry, list_entries, update_entry
 from .log import check_id, stream_name
 from .session import Session
+from .spans import takeover_span
 from .state import ThreadState
 from .takeover import close_interrupted_turn
 from .threadlog import ThreadLog
@@ -339,7 +340,12 @@ class HarnessHost:
                 log.state, running, next_id=self._next_id, now=format_datetime(self.clock.now())
             )
             try:
-                await log.append(records)
+                with takeover_span(
+                    stream=log.stream,
+                    run_id=running,
+                    link=log.state.runs[running].trace,
+                ):
+                    await log.append(records)
                 return
             except LogConflictError:
                 # The stalled host wrote after all (it may have finished its turn): look again.

@@ -68,6 +68,8 @@ class OpenAIChatModel:
     """
 
     name: str
+    system = "openai"
+    """``gen_ai.system`` of this adapter's spans."""
 
     def __init__(
         self,
