@@ -32,7 +32,14 @@ def demo() -> None:
     show_default=True,
     help="SQLite file that keeps the threads.",
 )
-def support(port: int, bind: str, db: Path) -> None:
+@click.option(
+    "--otlp",
+    metavar="URL",
+    default=None,
+    help="Send OpenTelemetry spans to this OTLP/HTTP endpoint (a collector, Jaeger), "
+    "e.g. http://localhost:4318; needs the otlp extra.",
+)
+def support(port: int, bind: str, db: Path, otlp: str | None) -> None:
     """Start the support desk: main model, billing agent, a person, a billing team harness.
 
     \b
@@ -43,6 +50,16 @@ def support(port: int, bind: str, db: Path) -> None:
     import uvicorn
 
     from ..server.support_demo import DEMO_USERS, build_support_demo
+
+    provider = None
+    if otlp is not None:
+        from ..core.errors import InvalidInputError
+        from ..core.tracing import export_to_otlp
+
+        try:
+            provider = export_to_otlp(otlp, service_name="agent-mem-vault-demo")
+        except InvalidInputError as exc:
+            raise click.BadParameter(exc.message, param_hint="--otlp") from None
 
     built = build_support_demo(db)
     url = f"http://[{bind}]:{port}" if ":" in bind else f"http://{bind}:{port}"  # IPv6
@@ -61,5 +78,11 @@ def support(port: int, bind: str, db: Path) -> None:
             f"  Warning: listening on {bind}, beyond this machine; the logins above are "
             "public demo tokens, so anyone who reaches this address can use them."
         )
+    if otlp is not None:
+        click.echo(f"  Traces (OTLP/HTTP): {otlp}")
     click.echo("Press Ctrl+C to stop.")
-    uvicorn.run(built.app, host=bind, port=port, log_level="warning")
+    try:
+        uvicorn.run(built.app, host=bind, port=port, log_level="warning")
+    finally:
+        if provider is not None:
+            provider.shutdown()  # sends the spans still in the batch

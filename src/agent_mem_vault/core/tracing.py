@@ -33,6 +33,7 @@ __all__ = [
     "capture_message_text",
     "captures_message_text",
     "enabled",
+    "export_to_otlp",
     "span",
     "traceparent",
 ]
@@ -153,3 +154,43 @@ def _links(parent: str | None) -> list[Any]:
         trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(flags)
     )
     return [trace.Link(context)] if context.is_valid else []
+
+
+def export_to_otlp(url: str, *, service_name: str = "agent-mem-vault") -> Any:
+    """Send this process's spans to an OTLP/HTTP endpoint (a collector, Jaeger, …).
+
+    ``url`` is the collector's base URL (``http://localhost:4318``) or its
+    traces endpoint (``…/v1/traces``). Installs a global ``TracerProvider``
+    with a batching exporter and returns it; call its ``shutdown()`` before
+    exit to send what is left. Needs the ``otlp`` extra.
+    """
+    from urllib.parse import urlsplit
+
+    from .errors import InvalidInputError
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidInputError(
+            f"--otlp needs an http(s) URL of an OTLP/HTTP endpoint, e.g. "
+            f"http://localhost:4318, not {url!r}"
+        )
+    try:
+        from opentelemetry import trace
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise InvalidInputError(
+            "sending spans needs the OpenTelemetry SDK and OTLP exporter; install them with "
+            "pip install 'agent-mem-vault[otlp]'"
+        ) from None
+    endpoint = (
+        url if parts.path.rstrip("/").endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
+    )
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), schedule_delay_millis=1000)
+    )
+    trace.set_tracer_provider(provider)
+    return provider
