@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the OpenTelemetry SDK")
 
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agent_mem_vault.core import tracing
@@ -25,22 +22,11 @@ from agent_mem_vault.harness import (
     memory_persistence,
 )
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call, usage
+from tests.otel import exporter
 
 from .support import billing_agent, support_harness
 
-_PROVIDER = TracerProvider()
-_EXPORTER = InMemorySpanExporter()
-_PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    # The global provider can be set once per process; later tests reuse it.
-    if not isinstance(trace.get_tracer_provider(), TracerProvider):
-        trace.set_tracer_provider(_PROVIDER)
-    _EXPORTER.clear()
-    yield _EXPORTER
-    tracing.capture_message_text(False)
+__all__ = ["exporter"]
 
 
 def tree(spans: tuple[ReadableSpan, ...]) -> list[Any]:
