@@ -99,14 +99,13 @@ async def test_the_support_desk_story_is_one_exact_span_tree(
             "harness.turn",
             [
                 "chat scripted",
-                "execute_tool handoff",
                 "harness.handoff",
                 "chat scripted",
             ],
         ),
         (
             "harness.turn",
-            ["chat scripted", "execute_tool handoff", "harness.handoff", "harness.human_wait"],
+            ["chat scripted", "harness.handoff", "harness.human_wait"],
         ),
         "harness.operator_reply",
         ("harness.human_wait", ["harness.handoff"]),
@@ -135,8 +134,9 @@ async def test_the_support_desk_story_is_one_exact_span_tree(
         20,
         5,
     )
-    tool = attrs(next(s for s in spans if s.name == "execute_tool handoff"))
-    assert tool["gen_ai.tool.name"] == "handoff"
+    # The handoff tool's call is told by its handoff span, with the call's id.
+    assert handoffs[0]["gen_ai.tool.call.id"]
+    assert "gen_ai.tool.call.id" not in handoffs[2]  # a person's hand back has no call
     assert attrs(turn1)["agent_mem_vault.turn.status"] == "completed"
     assert attrs(turn2)["agent_mem_vault.turn.status"] == "interrupted"
     wait_opened = attrs(next(s for s in spans if s.name == "harness.human_wait" and s.parent))
@@ -222,3 +222,34 @@ def test_without_opentelemetry_the_helpers_are_no_ops() -> None:
         "assert tracing.traceparent() is None\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_an_app_tool_call_is_an_execute_tool_span_under_the_turn(
+    exporter: InMemorySpanExporter,
+) -> None:
+    from .support import escalate_tool
+
+    main = ScriptedModel([tool_call("escalate", {"orderId": "42"})])
+    harness = support_harness(
+        main, [billing_agent(ScriptedModel([text("Done.")]))], tools=[escalate_tool()]
+    )
+    host = HarnessHost(persistence=memory_persistence())
+    await (await host.open(harness, thread_id="t1")).send("Refund order 42")
+    await host.close()
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        (
+            "harness.turn",
+            [
+                "chat scripted",
+                "execute_tool escalate",
+                "harness.handoff",  # a handoff takes effect when the part that made it ends
+                "chat scripted",
+            ],
+        )
+    ]
+    tool = attrs(next(s for s in spans if s.name == "execute_tool escalate"))
+    assert tool["gen_ai.tool.name"] == "escalate"
+    assert tool["gen_ai.operation.name"] == "execute_tool"
+    [handoff] = [attrs(s) for s in spans if s.name == "harness.handoff"]
+    assert handoff["agent_mem_vault.handoff.kind"] == "code"

@@ -36,6 +36,7 @@ __all__ = [
     "export_to_otlp",
     "span",
     "traceparent",
+    "use_tracer_provider",
 ]
 
 AttributeValue = str | bool | int | float
@@ -79,6 +80,24 @@ def _get_tracer() -> Any:
     return _tracer
 
 
+def use_tracer_provider(provider: Any, *, off: bool = False) -> None:
+    """Send this package's spans to ``provider`` rather than the global one.
+
+    ``off=True`` turns tracing off here even with ``opentelemetry-api``
+    installed (the cost is then that of an absent API); ``provider=None`` and
+    ``off=False`` go back to the global provider.
+    """
+    global _tracer
+    if off:
+        _tracer = None
+    elif provider is None:
+        _tracer = _UNKNOWN
+    else:
+        from .. import __version__
+
+        _tracer = provider.get_tracer("agent_mem_vault", __version__)
+
+
 def enabled() -> bool:
     """True when ``opentelemetry-api`` is installed (spans may then be recorded)."""
     return _get_tracer() is not None
@@ -109,18 +128,30 @@ def span(
     An exception leaving the block is recorded and marks the span an error.
     ``kind`` is ``internal``, ``client`` (a model or remote call) or ``server``.
     """
-    tracer = _get_tracer()
+    tracer = _tracer if _tracer is not _UNKNOWN else _get_tracer()
     if tracer is None:
         yield NO_SPAN
         return
-    from opentelemetry.trace import SpanKind
-
-    attrs = {k: v for k, v in (attributes or {}).items() if v is not None}
-    links = _links(link)
+    attrs = {k: v for k, v in attributes.items() if v is not None} if attributes else None
     with tracer.start_as_current_span(
-        name, kind=getattr(SpanKind, kind.upper()), attributes=attrs, links=links
+        name,
+        kind=_kind(kind),
+        attributes=attrs,
+        links=_links(link) if link else None,
     ) as current:
         yield current
+
+
+_KINDS: dict[str, Any] = {}
+
+
+def _kind(kind: str) -> Any:
+    found = _KINDS.get(kind)
+    if found is None:
+        from opentelemetry.trace import SpanKind
+
+        found = _KINDS[kind] = getattr(SpanKind, kind.upper())
+    return found
 
 
 def traceparent() -> str | None:

@@ -5,8 +5,9 @@ Each helper is a context manager over :func:`agent_mem_vault.core.tracing.span`
 
     harness.turn                       thread, run, agent, kind; links to the thread's last trace
     ├── chat {model}                   gen_ai.system, gen_ai.request.model, gen_ai.usage.*
-    ├── execute_tool {name}            gen_ai.tool.name, gen_ai.tool.call.id
-    ├── harness.handoff                from, to, kind (tool / code / router / human), note
+    ├── execute_tool {name}            gen_ai.tool.name, gen_ai.tool.call.id (an app's tool)
+    ├── harness.handoff                from, to, kind (tool / code / router / human), note;
+    │                                  a call of the handoff tool is this span, not execute_tool
     └── harness.human_wait             wait id, state "opened"
 
 and outside turns: ``harness.operator_reply``; ``harness.human_wait`` (state
@@ -121,6 +122,7 @@ def handoff_span(handoff: Handoff, kind: str | None = None) -> Iterator[Any]:
     with tracing.span(
         "harness.handoff",
         {
+            "gen_ai.tool.call.id": handoff.tool_call_id,
             f"{NS}.handoff.from": _target(handoff.source),
             f"{NS}.handoff.to": _target(handoff.target),
             f"{NS}.handoff.kind": kind or handoff.by,

@@ -386,13 +386,14 @@ class Turn:
         part: _Part,
     ) -> Message:
         """Run one tool call (the harness's handoff, or an app tool); its result message."""
-        with spans.tool_span(call.name, call.id, source) as span:
-            if call.name == HANDOFF_TOOL and handoff_tool:
-                output, failed = self._tool_handoff(source, call)
-            else:
+        if call.name == HANDOFF_TOOL and handoff_tool:
+            # No tool span: the handoff's own span (kind "tool") tells this call.
+            output, failed = self._tool_handoff(source, call)
+        else:
+            with spans.tool_span(call.name, call.id, source) as span:
                 output, failed = await self._run_tool(by_name.get(call.name), call, part)
-            if failed:
-                span.set_attribute("error.type", "tool_error")
+                if failed:
+                    span.set_attribute("error.type", "tool_error")
         return self._tool_message(source, ToolResultPart(call.id, call.name, output, failed))
 
     def _tool_handoff(self, source: str | None, call: ToolCallRequest) -> tuple[Any, bool]:
