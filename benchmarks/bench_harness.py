@@ -357,16 +357,17 @@ async def bench_ours(
     return rows
 
 
-TRACING = ("tracing off", "tracing no-op exp.", "tracing in-memory")
+TRACING = ("tracing off", "tracing API only", "tracing no-op exp.", "tracing in-memory")
 
 
 async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
     """Ours in memory (where tracing weighs most) with tracing off, and on with two exporters.
 
-    "off" is the cost without ``opentelemetry-api``; "no-op exp." records every
-    span with the SDK and hands it to an exporter that drops it; "in-memory"
-    keeps every span (the SDK's ``InMemorySpanExporter``). Spans go through a
-    ``SimpleSpanProcessor``, so exporting is inside the timed turn.
+    "off" is the cost without ``opentelemetry-api``; "API only" has the API and
+    no SDK (the global provider hands out non-recording spans); "no-op exp."
+    records every span with the SDK and hands it to an exporter that drops it;
+    "in-memory" keeps every span (the SDK's ``InMemorySpanExporter``). Spans go
+    through a ``SimpleSpanProcessor``, so exporting is inside the timed turn.
     """
     try:
         from opentelemetry.sdk.trace import TracerProvider
@@ -390,12 +391,12 @@ async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
     rows: list[Row] = []
     for label in TRACING:
         provider = None
-        if label != "tracing off":
+        if label in ("tracing no-op exp.", "tracing in-memory"):
             provider = TracerProvider()
             memory = InMemorySpanExporter()
             exporter = Drop() if label == "tracing no-op exp." else memory
             provider.add_span_processor(SimpleSpanProcessor(exporter))
-        tracing.use_tracer_provider(provider, off=provider is None)
+        tracing.use_tracer_provider(provider, off=label == "tracing off")
         try:
             rows += await bench_ours(sizes, tmp, framework=label, backends=("memory",))
         finally:
@@ -433,17 +434,17 @@ def pool(rows: list[Row]) -> list[Row]:
 def report(rows: list[Row]) -> None:
     ours = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "agent-mem-vault"}
     print()
-    header = f"{'backend':<8} {'scenario':<9} {'framework':<16} {'median ms/turn':>15} {'turns':>6}"
+    header = f"{'backend':<8} {'scenario':<9} {'framework':<18} {'median ms/turn':>15} {'turns':>6}"
     print(f"{header} {'vs ours':>8}")
     print("-" * 66)
     for r in rows:
         if r.median_ms is None:
-            print(f"{'':<8} {'':<9} {r.framework:<16} {'skipped':>15}        {r.note}")
+            print(f"{'':<8} {'':<9} {r.framework:<18} {'skipped':>15}        {r.note}")
             continue
         base = ours.get((r.backend, r.scenario))
         ratio = f"{r.median_ms / base:.1f}x" if base and r.framework != "agent-mem-vault" else ""
         print(
-            f"{r.backend:<8} {r.scenario:<9} {r.framework:<16} {r.median_ms:>15.3f} "
+            f"{r.backend:<8} {r.scenario:<9} {r.framework:<18} {r.median_ms:>15.3f} "
             f"{len(r.samples):>6} {ratio:>8}"
         )
     print()
