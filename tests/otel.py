@@ -1,4 +1,4 @@
-"""One in-memory span exporter for the whole test process (a tracer provider is set once)."""
+"""An in-memory span exporter for the tests that read spans; other tests trace nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the OpenTelemetry SDK")
 
-from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -22,9 +21,15 @@ _PROVIDER.add_span_processor(SimpleSpanProcessor(_EXPORTER))
 
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
-    """The spans finished during the test; message text capture is off again after it."""
-    if trace.get_tracer_provider() is not _PROVIDER:
-        trace.set_tracer_provider(_PROVIDER)
+    """The spans finished during the test; after it, tracing and text capture are as before.
+
+    The provider is given to this package only (not set globally, which can be
+    done once per process), so no other test records spans or stores trace ids.
+    """
+    tracing.use_tracer_provider(_PROVIDER)
     _EXPORTER.clear()
-    yield _EXPORTER
-    tracing.capture_message_text(False)
+    try:
+        yield _EXPORTER
+    finally:
+        tracing.use_tracer_provider(None)
+        tracing.capture_message_text(False)

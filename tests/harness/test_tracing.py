@@ -124,6 +124,8 @@ async def test_the_support_desk_story_is_one_exact_span_tree(
     ] == [("main", "billing", "tool"), ("billing", "human", "tool"), ("human", "billing", "human")]
     # Message text (notes included) stays out of spans unless the app turns it on.
     assert all("agent_mem_vault.handoff.note" not in h for h in handoffs)
+    texts = [k for s in spans for k in attrs(s) if k.endswith((".text", ".note"))]
+    assert texts == []
     assert handoffs[0]["agent_mem_vault.handoff.has_note"] is True
 
     first_chat = attrs(next(s for s in spans if s.name == "chat scripted"))
@@ -174,6 +176,9 @@ async def test_message_text_goes_on_spans_only_when_the_app_turns_it_on(
         if s.name == "harness.handoff"
     ]
     assert notes == ["Refund for order 42", "The user wants a person.", None]
+    turns = [attrs(s) for s in exporter.get_finished_spans() if s.name == "harness.turn"]
+    assert turns[0]["agent_mem_vault.input.text"] == "I want a refund for order 42."
+    assert turns[0]["agent_mem_vault.output.text"] == "billing:\nI can refund order 42. Shall I?"
 
 
 async def test_a_turn_closed_by_another_host_links_to_the_original_trace(

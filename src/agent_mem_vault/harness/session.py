@@ -201,7 +201,8 @@ class Session:
             link=state.trace,
         ) as span:
             result = await self._turn_in_span(log, input_id, digest, text, files, kind)
-            spans.set_turn_result(span, str(result.run_id), result.status, result.code)
+            spans.set_turn_result(span, result.run_id, result.status, result.code)
+            spans.set_turn_text(span, text, result.text)
             return result
 
     async def _turn_in_span(

@@ -31,6 +31,9 @@ __all__ = [
     "handoff_span",
     "model_span",
     "operator_reply_span",
+    "set_turn_result",
+    "set_turn_text",
+    "set_usage",
     "takeover_span",
     "tool_span",
     "trace_field",
@@ -72,11 +75,20 @@ def turn_span(
         yield span
 
 
-def set_turn_result(span: Any, run_id: str, status: str, code: str | None) -> None:
-    span.set_attribute(f"{NS}.run_id", run_id)
+def set_turn_result(span: Any, run_id: str | None, status: str, code: str | None) -> None:
+    if run_id is not None:
+        span.set_attribute(f"{NS}.run_id", run_id)
     span.set_attribute(f"{NS}.turn.status", status)
     if code is not None:
         span.set_attribute("error.type", code)
+
+
+def set_turn_text(span: Any, sent: str | None, reply: str) -> None:
+    """The user's message and the turn's reply, only when the app turned text capture on."""
+    if tracing.captures_message_text():
+        if sent is not None:
+            span.set_attribute(f"{NS}.input.text", sent)
+        span.set_attribute(f"{NS}.output.text", reply)
 
 
 @contextmanager
