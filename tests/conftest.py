@@ -19,6 +19,12 @@ settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# Search by meaning is opted into by the tests that are about it (tests/vault/test_search.py),
+# with the model a test package ships; elsewhere searches stay full-text, and nothing
+# ever tries to download a model.
+os.environ.setdefault("AGENT_MEM_VAULT_EMBEDDINGS", "off")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 INTEROP = Path(os.environ.get("AMV_INTEROP_TESTS", SHARED / "atproto-interop-tests"))
 

@@ -179,7 +179,10 @@ def test_memory_save_search_and_brief_from_the_cli(vault: Path) -> None:
     found = run_json(vault, "memory", "search", "lock time", "-n", NS)
     assert [h["memory"]["id"] for h in found["hits"]] == [mid]
     assert (found["total"], found["more"]) == (1, False)
-    assert "Backfill in batches of 1000" in run(vault, "memory", "search", "lock").stdout
+    assert found["mode"] == "fts"  # the tests run with AGENT_MEM_VAULT_EMBEDDINGS=off
+    text = run(vault, "memory", "search", "lock").stdout
+    assert "Backfill in batches of 1000" in text
+    assert "search mode: fts" in text
     assert "Backfill in batches of 1000" in run(vault, "brief", "-n", NS).stdout
 
 

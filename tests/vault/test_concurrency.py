@@ -263,9 +263,9 @@ def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_pa
             t.start()
         for t in threads:
             t.join()
-        # Only a caller with time left waits in a helper thread; the others give up at once.
-        helpers = [t for t in threading.enumerate() if t.name == "vault-lock-wait"]
-        assert len(helpers) <= 1, helpers
+        # How many helper threads wait depends on scheduling (a caller that gets the
+        # in-process turn with a few ms left still waits them in a helper), so the
+        # property checked is the callers' wait, below, not the helper count.
     finally:
         os.close(fd)
     assert len(errors) == 3 and all(e.code == "lock_timeout" for e in errors)  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ def test_public_names_are_pinned() -> None:
         "Brief",
         "BrokenNote",
         "DoctorReport",
+        "EmbeddingSettings",
         "Handoff",
         "HandoffStatus",
         "Memory",
@@ -37,6 +38,7 @@ def test_public_names_are_pinned() -> None:
         "SearchHit",
         "SearchPage",
         "HandoffPage",
+        "SearchHits",
         "Vault",
     }
 

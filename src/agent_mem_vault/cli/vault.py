@@ -411,23 +411,48 @@ def memory_save(
 @memory.command("search")
 @click.argument("query")
 @namespace_option(required=False)
+@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "fts", "hybrid"]),
+    default="auto",
+    show_default=True,
+    help="fts: words only; hybrid: words and meaning; auto: hybrid when an embedder is set up.",
+)
 @click.option("--limit", default=10, show_default=True, help="At most this many results.")
 @offset_option
 @vault_options
 def memory_search(
-    query: str, namespace: str | None, limit: int, offset: int, vault_path: str, as_json: bool
+    query: str,
+    namespace: str | None,
+    kind: str | None,
+    tags: tuple[str, ...],
+    mode: str,
+    limit: int,
+    offset: int,
+    vault_path: str,
+    as_json: bool,
 ) -> None:
-    """Full-text search of memories, best match first (every match ranked by BM25).
+    """Search memories by words and (with an embedder) by meaning, best match first.
 
-    When more match than --limit, the last line says how many match and the
-    --offset that gives the next page (--json: total, more, next_offset).
+    Every match is ranked. A "search mode:" line (the JSON's "mode") says which
+    mode answered; when more match than --limit, the last line says how many
+    match and the --offset that gives the next page (--json: total, more,
+    next_offset).
 
     \b
     Example:
-      agent-mem-vault memory search "backfill batches" -n project/harbor-api
+      agent-mem-vault memory search "why are the backfill batches small" -n project/harbor-api
     """
     page = open_vault(vault_path).search_page(
-        query=query, namespace=namespace, limit=limit, offset=offset
+        query=query,
+        namespace=namespace,
+        kind=kind,
+        tags=tags,
+        mode=mode,
+        limit=limit,
+        offset=offset,
     )
     hits = page.hits
     if as_json:
@@ -436,13 +461,32 @@ def memory_search(
     if not hits:
         more = f" from offset {offset} (there are {page.total})" if offset else ""
         click.echo(f"No memories match{more}.")
-        return
-    rows = [
-        [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
-        for h in hits
-    ]
-    click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
-    _echo_page_note(len(hits), page.total, offset, page.next_offset, "memories")
+    else:
+        rows = [
+            [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
+            for h in hits
+        ]
+        click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+    click.echo(f"search mode: {page.mode}" + (f" ({page.reason})" if page.reason else ""))
+    if hits:
+        # Last, as for every cut listing: how many match and the next page's --offset.
+        _echo_page_note(len(hits), page.total, offset, page.next_offset, "memories")
+
+
+def _search_status_text(status: dict[str, Any]) -> str:
+    """doctor's line about search by meaning."""
+    mode = status.get("mode", "fts")
+    if mode == "hybrid":
+        where = status.get("url") or status.get("model_dir")
+        waiting = status.get("waiting_for_vector", 0)
+        line = (
+            f"search: hybrid ({status.get('backend')}, model {status.get('model')} at {where}; "
+            f"{status.get('vectors', 0)} vectors, {waiting} waiting)"
+        )
+        if status.get("model_present") is False:
+            line += f"; {status.get('detail')}"
+        return line
+    return f"search: {mode} ({status.get('detail')})"
 
 
 @click.command()
@@ -495,9 +539,10 @@ def reindex(vault_path: str, as_json: bool) -> None:
     if as_json:
         _emit(report.to_dict())
     else:
+        vectors = f" {report.vectors} memory vectors computed." if report.vectors else ""
         click.echo(
             f"Indexed {report.handoffs} handoffs and {report.memories} memories; "
-            f"{len(report.broken)} broken notes."
+            f"{len(report.broken)} broken notes.{vectors}"
         )
 
 
@@ -523,6 +568,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"{report.path}: {report.handoffs} handoffs ({report.pending} pending), "
             f"{report.memories} memories."
         )
+        click.echo(_search_status_text(report.search))
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:

@@ -121,6 +121,9 @@ class SearchHit(BaseModel):
     memory: MemoryJson = Field(description="The matching memory.")
     snippet: str = Field(description="Matching excerpt of the memory.")
     score: float = Field(description="Relevance; higher is better.")
+    match: str = Field(
+        description="How it was found: words (full text), meaning (embeddings) or both."
+    )
 
 
 class SearchResult(BaseModel):
@@ -136,6 +139,10 @@ class SearchResult(BaseModel):
     next_offset: int | None = Field(
         description="Pass as offset to get the next page; null on the last page."
     )
+    mode: str = Field(
+        description="Which search answered: hybrid (words and meaning, fused) or fts (words only)."
+    )
+    reason: str | None = Field(description="Why the search was full-text only, if it was.")
 
 
 class BriefResult(BaseModel):

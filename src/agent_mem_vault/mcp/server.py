@@ -224,9 +224,8 @@ def _search_text(page: SearchPage) -> Rendered:
     note = _page_note(len(hits), page.total, page.offset, page.next_offset, "memories")
     if note:
         text += "\n" + note
-    data = page.to_dict()
-    data["count"] = len(hits)
-    return text, data
+    text += f"\n(search mode: {page.mode}" + (f"; {page.reason})" if page.reason else ")")
+    return text, page.to_dict()
 
 
 def _brief_text(brief: Brief) -> Rendered:
@@ -438,21 +437,39 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
 
     @tool(_READ_ONLY)
     async def search_memory(
-        query: Annotated[str, Field(description="Words to look for (full-text search).")],
+        query: Annotated[
+            str,
+            Field(description="What to look for: words, or a question (matched by meaning too)."),
+        ],
         namespace: Annotated[
             str | None, Field(description="Limit to this namespace; omit for this repository's.")
         ] = None,
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
         offset: OffsetArg = 0,
+        kind: Annotated[
+            str | None, Field(description="Only memories of this kind, e.g. decision.")
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only memories carrying all these tags.")
+        ] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search saved memories (decisions, notes, tasks, risks), best match first.
 
-        Every match is ranked; the result says how many match in all, and
-        next_offset (pass it as offset) gives the next page.
+        Finds memories by their words and, when embeddings are set up, by meaning;
+        the result's mode says which answered. Every match is ranked; the result
+        says how many match in all, and next_offset (pass it as offset) gives the
+        next page.
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.search_page(query=query, namespace=ns, limit=limit, offset=offset),
+            lambda: vault.search_page(
+                query=query,
+                namespace=ns,
+                limit=limit,
+                offset=offset,
+                kind=kind,
+                tags=tags or (),
+            ),
             _search_text,
         )
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .embeddings import EmbeddingSettings
 from .models import (
     Brief,
     BrokenNote,
@@ -15,6 +16,7 @@ from .models import (
     Memory,
     ReindexReport,
     SearchHit,
+    SearchHits,
     SearchPage,
 )
 from .service import Vault
@@ -23,12 +25,14 @@ __all__ = [
     "Brief",
     "BrokenNote",
     "DoctorReport",
+    "EmbeddingSettings",
     "Handoff",
     "HandoffPage",
     "HandoffStatus",
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchHits",
     "SearchPage",
     "Vault",
 ]

@@ -28,12 +28,14 @@ from ..core.errors import DataError, InvalidInputError, NotFoundError
 from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, render_dashboard
+from .embeddings import EmbeddingSettings
 from .files import VaultLock, atomic_write, fsync_dir
 from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
 from .records import FileRecord, Kind
 from .scan import Scope
+from .semantic import SemanticState
 from .upkeep import IndexUpkeep
 
 __all__ = ["DOT_DIR", "MAX_LIMIT", "NewNote", "VaultBase", "check_limit", "check_offset"]
@@ -68,6 +70,7 @@ class VaultBase:
         lock_timeout: float = 5.0,
         durable: bool = True,
         rescan_interval: float | None = None,
+        embeddings: EmbeddingSettings | None = None,
     ) -> None:
         self.path = Path(path).expanduser().absolute()
         self.clock = clock
@@ -82,6 +85,9 @@ class VaultBase:
         self._pid = os.getpid()
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
+        # Search by meaning (memories.py): settings from the environment unless given.
+        self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
+        self._semantic = SemanticState()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.path)!r})"

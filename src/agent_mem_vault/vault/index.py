@@ -91,13 +91,21 @@ def _handoff_filter(
     return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
-def _search_filter(match: str, namespace: str | None) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause of a search: the match, and the namespace with those below it."""
+def _search_filter(
+    match: str,
+    namespace: str | None,
+    kind: str | None = None,
+    tags: Sequence[str] = (),
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause of a search: the match, the namespace with those below
+    it, and (issue 16) the ``kind`` and ``tags`` filters."""
     where = "WHERE memories_fts MATCH ?"
     args: list[Any] = [match]
     if namespace is not None:
         where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
         args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
+    if kind is not None or tags:
+        where, args = _with_kind_and_tags(where, args, kind, tags)
     return where, args
 
 
@@ -462,15 +470,23 @@ class Index:
         return [_memory(r) for r in rows]
 
     def search(
-        self, match: str, namespace: str | None, limit: int, offset: int = 0
+        self,
+        match: str,
+        namespace: str | None,
+        limit: int,
+        offset: int = 0,
+        *,
+        kind: str | None = None,
+        tags: Sequence[str] = (),
     ) -> list[tuple[Memory, float, str]]:
         """The memories ranked ``offset`` to ``offset + limit`` for an FTS5 ``match``.
 
         Every match is ranked by BM25 (title weighs 5, tags 2, content 1) inside
         FTS5; only the rows of the page are then joined and given a snippet.
-        This is the lexical ranking a hybrid search fuses with others.
+        This is the lexical ranking a hybrid search fuses with others. ``kind``
+        and ``tags`` (issue 16) filter before ranking, like the namespace.
         """
-        where, args = _search_filter(match, namespace)
+        where, args = _search_filter(match, namespace, kind, tags)
         top = self.conn.execute(
             "SELECT rowid, bm25(memories_fts, 5.0, 1.0, 2.0) AS score FROM memories_fts "
             f"{where} ORDER BY score LIMIT ? OFFSET ?",
@@ -494,9 +510,16 @@ class Index:
                 out.append((_memory(row[1:10]), -float(score), str(row[10])))
         return out
 
-    def count_matches(self, match: str, namespace: str | None) -> int:
+    def count_matches(
+        self,
+        match: str,
+        namespace: str | None,
+        *,
+        kind: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> int:
         """How many memories ``search`` ranks for ``match`` (its ``total``)."""
-        where, args = _search_filter(match, namespace)
+        where, args = _search_filter(match, namespace, kind, tags)
         return int(
             self.conn.execute(f"SELECT count(*) FROM memories_fts {where}", args).fetchone()[0]
         )
@@ -518,6 +541,23 @@ class Index:
             (r[0], r[1])
             for r in self.conn.execute("SELECT id, supersedes FROM handoffs WHERE supersedes!='[]'")
         ]
+
+
+def _with_kind_and_tags(
+    where: str, args: list[Any], kind: str | None, tags: Sequence[str]
+) -> tuple[str, list[Any]]:
+    """``where`` narrowed to memories of ``kind`` carrying every one of ``tags``."""
+    conditions: list[str] = []
+    extra: list[Any] = []
+    if kind is not None:
+        conditions.append("kind = ?")
+        extra.append(kind)
+    for tag in tags:
+        conditions.append("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)")
+        extra.append(tag)
+    sub = f"SELECT rowid FROM memories WHERE {' AND '.join(conditions)}"
+    # "+rowid": a filter on the matches; a bare rowid IN would run the MATCH once per row.
+    return f"{where} AND +rowid IN ({sub})", [*args, *extra]
 
 
 class BulkLoader:

@@ -19,6 +19,7 @@ __all__ = [
     "Memory",
     "ReindexReport",
     "SearchHit",
+    "SearchHits",
     "SearchPage",
 ]
 
@@ -120,12 +121,65 @@ class SearchHit:
 
     memory: Memory
     score: float
-    """BM25 relevance from SQLite FTS5; higher is better."""
+    """Higher is better: BM25 from SQLite FTS5 in ``fts`` mode, the fused
+    reciprocal-rank score in ``hybrid`` mode."""
     snippet: str
     """A short excerpt with the matched words between ``[`` and ``]``."""
+    match: str = "words"
+    """How it was found: ``words`` (full text), ``meaning`` (vector) or ``both``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": self.score, "snippet": self.snippet}
+        return {
+            "memory": self.memory.to_dict(),
+            "score": self.score,
+            "snippet": self.snippet,
+            "match": self.match,
+        }
+
+
+class SearchHits(list[SearchHit]):
+    """The hits of one search, best first, and which mode answered it.
+
+    ``mode`` is ``hybrid`` (full text and meaning, fused) or ``fts`` (full
+    text only); ``reason`` says why a search fell back to ``fts``.
+    """
+
+    def __init__(
+        self,
+        hits: list[SearchHit],
+        *,
+        mode: str,
+        reason: str | None = None,
+        total: int | None = None,
+        offset: int = 0,
+    ) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.reason = reason
+        # Paging (issue 12): ``total`` counts every matching memory.
+        self.offset = offset
+        self.total = offset + len(hits) if total is None else total
+
+    @property
+    def next_offset(self) -> int | None:
+        end = self.offset + len(self)
+        return end if end < self.total else None
+
+    @property
+    def more(self) -> bool:
+        return self.next_offset is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "reason": self.reason,
+            "count": len(self),
+            "hits": [hit.to_dict() for hit in self],
+            "total": self.total,
+            "offset": self.offset,
+            "more": self.more,
+            "next_offset": self.next_offset,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +234,8 @@ class ReindexReport:
     changed: int = 0
     removed: int = 0
     broken: tuple[BrokenNote, ...] = ()
+    vectors: int = 0
+    """Memories given a vector for search by meaning (``reindex`` with an embedder)."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -198,6 +254,8 @@ class DoctorReport:
     broken: tuple[BrokenNote, ...] = ()
     problems: tuple[str, ...] = field(default=())
     """Other problems: dangling ``supersedes`` links, a missing dashboard, …"""
+    search: dict[str, Any] = field(default_factory=dict)
+    """Search by meaning: backend, model, where the model is kept, vectors made and waiting."""
 
     @property
     def ok(self) -> bool:
@@ -212,6 +270,7 @@ class DoctorReport:
             "pending": self.pending,
             "broken": [b.to_dict() for b in self.broken],
             "problems": list(self.problems),
+            "search": self.search,
         }
 
 
@@ -248,11 +307,15 @@ class HandoffPage:
 
 @dataclass(frozen=True, slots=True)
 class SearchPage:
-    """One page of search hits, best first; ``total`` counts every matching memory."""
+    """One page of search hits, best first; ``total`` counts every matching memory.
+
+    ``mode`` and ``reason`` say which search answered (see ``SearchHits``)."""
 
     hits: tuple[SearchHit, ...]
     total: int
     offset: int
+    mode: str = "fts"
+    reason: str | None = None
 
     @property
     def next_offset(self) -> int | None:
@@ -265,6 +328,9 @@ class SearchPage:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
+            "reason": self.reason,
+            "count": len(self.hits),
             "hits": [h.to_dict() for h in self.hits],
             "total": self.total,
             "offset": self.offset,

@@ -25,6 +25,7 @@ Layout::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -37,6 +38,7 @@ from .index import Index
 from .memories import MemoryOps
 from .models import DoctorReport, ReindexReport
 from .scan import Progress, ScanStats
+from .vectors import count_vectors
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
@@ -86,7 +88,10 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
                 (self.path / rel).unlink(missing_ok=True)
             idx = self._upkeep.rebuild(progress)
             self._ensure_dashboard()
-            return self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
+            report = self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
+        # The vectors are rebuilt too, outside the lock: writers go on meanwhile.
+        vectors = self.embed_pending()
+        return dataclasses.replace(report, vectors=vectors) if vectors else report
 
     def doctor(self) -> DoctorReport:
         """Rescan, then report broken notes, dangling links and leftovers; changes no note
@@ -107,7 +112,16 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
                 pending=idx.count_handoffs("pending"),
                 broken=tuple(idx.broken()),
                 problems=tuple(problems),
+                search=self._search_status(idx),
             )
+
+    def _search_status(self, idx: Index) -> dict[str, object]:
+        """Which search mode answers, with which model from where (the model is not loaded)."""
+        status: dict[str, object] = dict(self.embeddings.describe())
+        vectors, waiting = count_vectors(idx.conn)
+        status["vectors"] = vectors
+        status["waiting_for_vector"] = waiting
+        return status
 
     def _link_problems(self, idx: Index) -> list[str]:
         """``supersedes`` links whose other end is missing or does not point back."""

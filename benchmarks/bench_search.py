@@ -1,0 +1,273 @@
+"""Search quality and speed, full text (BM25) alone vs hybrid (BM25 + meaning, RRF).
+
+    .venv/bin/python benchmarks/bench_search.py            # quality + latency at 100,000
+    .venv/bin/python benchmarks/bench_search.py --quick    # quality + latency at 2,000
+
+Quality: the labelled set in ``search_set.py`` (200 memories; 50 questions in
+other words than their answer, 50 sharing words) → recall@5 and MRR (over the
+top 10) for ``mode="fts"`` and ``mode="hybrid"``, through ``Vault.search_memory``.
+
+Speed: a vault of N generated memories (``bench_vault.generate``), indexed,
+each given a unit vector. Those vectors are random (embedding 100,000 texts
+would take an hour here and the cost of a search does not depend on their
+values); the query is embedded for real by the model on every search. Figures
+are medians of many calls; the machine is shared, so they are noisy.
+
+The model is the one in ``AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR``, else the
+ONNX all-MiniLM-L6-v2 that the dev extra's test packages ship.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from agent_mem_vault.vault import EmbeddingSettings, Vault  # noqa: E402
+from agent_mem_vault.vault.embeddings import find_model_files, open_embedder  # noqa: E402
+from agent_mem_vault.vault.index import Index  # noqa: E402
+from agent_mem_vault.vault.vectors import (  # noqa: E402
+    VectorCache,
+    ensure_vector_schema,
+    memories_by_rowid,
+    rrf_fuse,
+    store_vectors,
+)
+from bench_vault import generate  # noqa: E402
+from search_set import ANSWERS, distractors  # noqa: E402
+
+NS = "project/bench"
+_WORD = re.compile(r"\w+")
+
+
+def model_dir(tmp: Path) -> Path:
+    given = os.environ.get("AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR")
+    if given and find_model_files(Path(given)):
+        return Path(given)
+    from tests.vault.embedding_model import model_folder
+
+    return model_folder(tmp / "model")
+
+
+def check_set() -> None:
+    """The paraphrased questions really share no word with their answer."""
+    for title, content, paraphrase, _shared in ANSWERS:
+        words = {w.lower() for w in _WORD.findall(f"{title} {content}")}
+        common = words & {w.lower() for w in _WORD.findall(paraphrase)}
+        assert not common, (title, common)
+
+
+def quality(tmp: Path, settings: EmbeddingSettings) -> dict[str, dict[str, tuple[float, float]]]:
+    check_set()
+    vault = Vault(tmp / "quality", durable=False, embeddings=settings)
+    vault.init()
+    ids = []
+    for title, content in distractors():
+        vault.save_memory(namespace=NS, title=title, content=content)
+    for title, content, _p, _s in ANSWERS:
+        ids.append(vault.save_memory(namespace=NS, title=title, content=content).id)
+    vault.embed_pending()
+    out: dict[str, dict[str, tuple[float, float]]] = fusion_choices(vault, settings, ids)
+    for label, column in (("paraphrased", 2), ("shared words", 3)):
+        out[label] = {}
+        for mode in ("fts", "hybrid"):
+            hits5 = 0
+            rr = 0.0
+            for answer_id, item in zip(ids, ANSWERS, strict=True):
+                found = vault.search_memory(query=item[column], namespace=NS, limit=10, mode=mode)
+                ranked = [h.memory.id for h in found]
+                if answer_id in ranked:
+                    rank = ranked.index(answer_id) + 1
+                    hits5 += rank <= 5
+                    rr += 1.0 / rank
+            out[label][mode] = (hits5 / len(ANSWERS), rr / len(ANSWERS))
+    vault.close()
+    return out
+
+
+def fusion_choices(
+    vault: Vault, settings: EmbeddingSettings, ids: list[str]
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """The fusions weighed against each other, from the two rankings themselves.
+
+    ``words`` is BM25 as ``fts`` mode ranks (all words, else any word);
+    ``meaning`` the nearest vectors. Chosen (``hybrid`` below): RRF of the
+    all-words matches and meaning; any-word matches only follow.
+    """
+    embedder = open_embedder(settings)
+    cache = vault._semantic.cache
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for label, column in (("paraphrased", 2), ("shared words", 3)):
+        scores: dict[str, list[float]] = {}
+        for answer_id, item in zip(ids, ANSWERS, strict=True):
+            query = item[column]
+            words = [h.memory.id for h in vault.search_memory(query=query, mode="fts", limit=50)]
+            vector = embedder.embed([query])[0]
+            near = nearest(vault, cache, vector)
+            by_rowid = vault._query(lambda idx: memories_by_rowid(idx.conn, [r for r, _ in near]))  # noqa: B023
+            meaning = [by_rowid[r].id for r, _ in near if r in by_rowid]
+            variants = {
+                "meaning only": meaning,
+                "RRF k=60, any-word matches fused": [k for k, _ in rrf_fuse([words, meaning])],
+                "RRF k=10, any-word matches fused": [
+                    k for k, _ in rrf_fuse([words, meaning], k=10)
+                ],
+                "RRF k=60, any-word matches at weight 0.5": [
+                    k for k, _ in rrf_fuse([words, meaning], weights=[0.5, 1.0])
+                ],
+            }
+            for name, ranked in variants.items():
+                top = ranked[:10]
+                rank = top.index(answer_id) + 1 if answer_id in top else 0
+                acc = scores.setdefault(name, [0.0, 0.0])
+                acc[0] += 1 <= rank <= 5
+                acc[1] += 1.0 / rank if rank else 0.0
+        out[f"{label} (fusion choices)"] = {
+            name: (acc[0] / len(ANSWERS), acc[1] / len(ANSWERS)) for name, acc in scores.items()
+        }
+    return out
+
+
+def nearest(vault: Vault, cache: VectorCache, vector: Any) -> list[tuple[int, float]]:
+    def run(idx: Index) -> list[tuple[int, float]]:
+        return cache.nearest(
+            idx.conn, vector, namespace=None, kind=None, tags=(), limit=50, min_similarity=-1
+        )
+
+    return vault._query(run)
+
+
+def embedding_cost(settings: EmbeddingSettings) -> float:
+    """Median ms to embed one memory, one at a time (as after one save)."""
+    embedder = open_embedder(settings)
+    texts = [f"{t}\n{c}" for t, c, _p, _s in ANSWERS]
+    embedder.embed(texts[:1])  # load the model
+    samples = []
+    for text in texts:
+        start = time.perf_counter()
+        embedder.embed([text])
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def latency(tmp: Path, settings: EmbeddingSettings, n: int) -> dict[str, float]:
+    import numpy as np
+
+    root = tmp / "scale"
+    generate(root, 0, n)
+    off = Vault(root, durable=False, embeddings=EmbeddingSettings(backend="off"))
+    off.reindex()
+    model = open_embedder(settings).model
+    idx = off._upkeep.handle()
+    rng = np.random.default_rng(1)
+    with idx.transaction():
+        ensure_vector_schema(idx.conn, model)
+        rowids = [r[0] for r in idx.conn.execute("SELECT rowid FROM vector_queue ORDER BY rowid")]
+        for start in range(0, len(rowids), 5000):
+            chunk = rowids[start : start + 5000]
+            vectors = rng.standard_normal((len(chunk), 384)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            store_vectors(idx.conn, model, chunk, vectors)
+    stored = idx.conn.execute("SELECT count(*), sum(length(vec)) FROM memory_vectors").fetchone()
+    try:
+        pages = idx.conn.execute(
+            "SELECT sum(pgsize) FROM dbstat "
+            "WHERE name IN ('memory_vectors', 'memory_vectors_seq', 'vector_queue')"
+        ).fetchone()[0]
+    except Exception:
+        pages = None
+    off.close()
+    vault = Vault(root, durable=False, embeddings=settings, rescan_interval=None)
+    queries = [p for _t, _c, p, _s in ANSWERS]
+    t_first = time.perf_counter()
+    vault.search_memory(query=queries[0], mode="hybrid")  # model load + vectors into memory
+    first = (time.perf_counter() - t_first) * 1000
+    results: dict[str, float] = {"first hybrid search (loads model and vectors)": first}
+    for mode in ("fts", "hybrid"):
+        samples = []
+        for q in queries:
+            t0 = time.perf_counter()
+            vault.search_memory(query=q, mode=mode)
+            samples.append((time.perf_counter() - t0) * 1000)
+        results[f"{mode} search median"] = statistics.median(samples)
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        vault.search_memory(query=q, mode="hybrid", namespace="project/harbor-api", kind="note")
+        samples.append((time.perf_counter() - t0) * 1000)
+    results["hybrid search, namespace + kind filter, median"] = statistics.median(samples)
+    # Random vectors rarely pass the similarity floor, so the searches above also
+    # run the any-word BM25 query; with real vectors meaning usually fills the page.
+    full = Vault(
+        root,
+        durable=False,
+        embeddings=dataclasses.replace(settings, min_similarity=-1.0),
+        rescan_interval=None,
+    )
+    full.search_memory(query=queries[0], mode="hybrid")
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        full.search_memory(query=q, mode="hybrid")
+        samples.append((time.perf_counter() - t0) * 1000)
+    results["hybrid search when meaning fills the page, median"] = statistics.median(samples)
+    full.close()
+    samples = []
+    for i, q in enumerate(queries[:20]):
+        vault.save_memory(namespace="project/new", title=f"New {i}", content=q)
+        t0 = time.perf_counter()
+        vault.search_memory(query=q, mode="hybrid")  # embeds the new memory, appends its vector
+        samples.append((time.perf_counter() - t0) * 1000)
+    results["hybrid search right after a save (embeds it first), median"] = statistics.median(
+        samples
+    )
+    embedder = open_embedder(settings)
+    embedder.embed(["warm"])
+    samples = []
+    for q in queries:
+        t0 = time.perf_counter()
+        embedder.embed([q])
+        samples.append((time.perf_counter() - t0) * 1000)
+    results["of which: embedding the query, median"] = statistics.median(samples)
+    results["vector bytes per memory (BLOB)"] = stored[1] / max(stored[0], 1)
+    if pages is not None:
+        results["vector table bytes per memory (pages)"] = pages / max(stored[0], 1)
+    vault.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2,000 memories for the latency part")
+    parser.add_argument("--memories", type=int, help="memories for the latency part")
+    args = parser.parse_args()
+    n = args.memories or (2_000 if args.quick else 100_000)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-search-"))
+    try:
+        settings = EmbeddingSettings(backend="local", model_dir=model_dir(tmp))
+        print(f"Labelled set: {len(ANSWERS) + len(distractors())} memories, 50 + 50 questions")
+        print(f"{'questions':<30} {'mode':<42} {'recall@5':>9} {'MRR':>6}")
+        for label, modes in quality(tmp, settings).items():
+            for mode, (recall, mrr) in modes.items():
+                print(f"{label:<30} {mode:<42} {recall:>9.2f} {mrr:>6.2f}")
+        print(f"embedding one memory: {embedding_cost(settings):.1f} ms median")
+        print(f"At {n:,} memories:")
+        for name, value in latency(tmp, settings, n).items():
+            print(f"  {name}: {value:.1f}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
