@@ -271,7 +271,13 @@ async def bench_agents_sdk(sizes: Sizes, tmp: Path) -> list[Row]:
 # --------------------------------------------------------------------------- ours
 
 
-async def bench_ours(sizes: Sizes, tmp: Path) -> list[Row]:
+async def bench_ours(
+    sizes: Sizes,
+    tmp: Path,
+    *,
+    framework: str = "agent-mem-vault",
+    backends: tuple[str, ...] = ("memory", "sqlite"),
+) -> list[Row]:
     try:
         from agent_mem_vault.harness import (
             HarnessHost,
@@ -329,7 +335,7 @@ async def bench_ours(sizes: Sizes, tmp: Path) -> list[Row]:
                 raise AssertionError(f"agent-mem-vault answered {result!r}")
 
         samples = await time_turns(total - sizes.warmup, sizes.warmup, plain)
-        rows.append(Row("agent-mem-vault", backend, "plain", samples))
+        rows.append(Row(framework, backend, "plain", samples))
         harness = build(CHAIN, sizes.chain_turns + sizes.warmup)
 
         async def chain(i: int) -> None:
@@ -339,14 +345,65 @@ async def bench_ours(sizes: Sizes, tmp: Path) -> list[Row]:
                 raise AssertionError(f"agent-mem-vault chain ended with {result!r}")
 
         samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
-        rows.append(Row("agent-mem-vault", backend, "chain10", samples))
+        rows.append(Row(framework, backend, "chain10", samples))
         await host.close()
         return rows
 
     db = tmp / "amv.db"
-    return await run("memory", memory_persistence) + await run(
-        "sqlite", lambda: sqlite_persistence(db)
-    )
+    makers = {"memory": memory_persistence, "sqlite": lambda: sqlite_persistence(db)}
+    rows = []
+    for backend in backends:
+        rows += await run(backend, makers[backend])
+    return rows
+
+
+TRACING = ("tracing off", "tracing API only", "tracing no-op exp.", "tracing in-memory")
+
+
+async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
+    """Ours in memory (where tracing weighs most) with tracing off, and on with two exporters.
+
+    "off" is the cost without ``opentelemetry-api``; "API only" has the API and
+    no SDK (the global provider hands out non-recording spans); "no-op exp."
+    records every span with the SDK and hands it to an exporter that drops it;
+    "in-memory" keeps every span (the SDK's ``InMemorySpanExporter``). Spans go
+    through a ``SimpleSpanProcessor``, so exporting is inside the timed turn.
+    """
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        from agent_mem_vault.core import tracing
+    except ImportError as exc:
+        return _skipped("tracing (otlp extra)", exc)
+
+    class Drop(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    rows: list[Row] = []
+    for label in TRACING:
+        provider = None
+        if label in ("tracing no-op exp.", "tracing in-memory"):
+            provider = TracerProvider()
+            memory = InMemorySpanExporter()
+            exporter = Drop() if label == "tracing no-op exp." else memory
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracing.use_tracer_provider(provider, off=label == "tracing off")
+        try:
+            rows += await bench_ours(sizes, tmp, framework=label, backends=("memory",))
+        finally:
+            tracing.use_tracer_provider(None)
+            if provider is not None:
+                provider.shutdown()
+    return rows
 
 
 # --------------------------------------------------------------------------- report
@@ -370,27 +427,29 @@ def pool(rows: list[Row]) -> list[Row]:
         else:
             pooled[key] = Row(r.framework, r.backend, r.scenario, list(r.samples), r.note)
     order = {"agent-mem-vault": 0, "LangGraph": 1, "Agents SDK": 2}
+    order.update({label: 3 + i for i, label in enumerate(TRACING)})
     return sorted(pooled.values(), key=lambda r: (r.backend, r.scenario, order.get(r.framework, 9)))
 
 
 def report(rows: list[Row]) -> None:
     ours = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "agent-mem-vault"}
     print()
-    header = f"{'backend':<8} {'scenario':<9} {'framework':<16} {'median ms/turn':>15} {'turns':>6}"
+    header = f"{'backend':<8} {'scenario':<9} {'framework':<18} {'median ms/turn':>15} {'turns':>6}"
     print(f"{header} {'vs ours':>8}")
     print("-" * 66)
     for r in rows:
         if r.median_ms is None:
-            print(f"{'':<8} {'':<9} {r.framework:<16} {'skipped':>15}        {r.note}")
+            print(f"{'':<8} {'':<9} {r.framework:<18} {'skipped':>15}        {r.note}")
             continue
         base = ours.get((r.backend, r.scenario))
         ratio = f"{r.median_ms / base:.1f}x" if base and r.framework != "agent-mem-vault" else ""
         print(
-            f"{r.backend:<8} {r.scenario:<9} {r.framework:<16} {r.median_ms:>15.3f} "
+            f"{r.backend:<8} {r.scenario:<9} {r.framework:<18} {r.median_ms:>15.3f} "
             f"{len(r.samples):>6} {ratio:>8}"
         )
     print()
-    print("vs ours: the competitor's median divided by ours (higher means ours is faster).")
+    print("vs ours: the competitor's median divided by ours (higher means ours is faster);")
+    print("for the tracing rows, the cost of tracing (ours, memory, with opentelemetry-api).")
 
 
 async def main(argv: list[str] | None = None) -> None:
@@ -405,7 +464,7 @@ async def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["ours", "langgraph", "agents"],
+        choices=["ours", "langgraph", "agents", "tracing"],
         action="append",
         help="run only these frameworks (repeatable)",
     )
@@ -416,8 +475,13 @@ async def main(argv: list[str] | None = None) -> None:
         else Sizes(plain_threads=2, turns_per_thread=10, chain_turns=8, warmup=2)
     )
     rounds = args.rounds or (1 if args.quick else 5)
-    chosen = args.only or ["ours", "langgraph", "agents"]
-    benches = {"ours": bench_ours, "langgraph": bench_langgraph, "agents": bench_agents_sdk}
+    chosen = args.only or ["ours", "langgraph", "agents", "tracing"]
+    benches = {
+        "ours": bench_ours,
+        "langgraph": bench_langgraph,
+        "agents": bench_agents_sdk,
+        "tracing": bench_tracing,
+    }
     print(
         f"plain: {sizes.plain_threads} threads x {sizes.turns_per_thread} turns; "
         f"chain of {len(AGENTS)} handoffs: {sizes.chain_turns} turns; warmup {sizes.warmup}; "

@@ -12,6 +12,7 @@ what the adapter sent. It runs under uvicorn in a thread on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -54,6 +55,12 @@ class Reply:
     error: str = ""
     stream_error: str = ""
     """Sent as an ``{"error": ...}`` event after the text, as vLLM does when it fails mid-reply."""
+    retry_after: str | None = None
+    """The ``retry-after`` header of an error answer (429, 503)."""
+    cut: str = ""
+    """End the stream after the first text: ``clean`` (no finish, no [DONE]) or ``abort``."""
+    stall: float = 0.0
+    """Seconds to wait before answering at all (a timeout test)."""
 
 
 def text_reply(*pieces: str, usage: tuple[int, int] = (11, 7)) -> Reply:
@@ -64,14 +71,15 @@ def tool_call_reply(*calls: ScriptedCall, usage: tuple[int, int] = (11, 7)) -> R
     return Reply(calls=calls, usage=usage)
 
 
-def error_reply(status: int, message: str) -> Reply:
-    return Reply(status=status, error=message)
+def error_reply(status: int, message: str, retry_after: str | None = None) -> Reply:
+    return Reply(status=status, error=message, retry_after=retry_after)
 
 
 @dataclass
 class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = 0.0
 
 
 def _split(text: str, pieces: int) -> list[str]:
@@ -190,12 +198,14 @@ class WireServer:
 
     async def _complete(self, request: Request) -> Response:
         body = await request.json()
-        self.requests.append(RecordedRequest(dict(request.headers), body))
+        self.requests.append(RecordedRequest(dict(request.headers), body, time.monotonic()))
         if not self.replies:
             return _error(500, "wire server: no scripted reply left for this request")
         reply = self.replies.popleft()
+        if reply.stall:
+            await asyncio.sleep(reply.stall)
         if reply.status != 200:
-            return _error(reply.status, reply.error)
+            return _error(reply.status, reply.error, reply.retry_after)
         if not body.get("stream"):
             return JSONResponse(whole_completion(reply))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -206,6 +216,11 @@ class WireServer:
                 failure = {"error": {"message": reply.stream_error, "type": "server_error"}}
                 yield f"data: {json.dumps(failure)}\n\n".encode()
                 return
+            if reply.cut:
+                yield f"data: {json.dumps(_chunk({'content': reply.text[0]}))}\n\n".encode()
+                if reply.cut == "abort":
+                    raise ConnectionAbortedError("connection dropped by the wire server")
+                return
             for chunk in stream_chunks(reply, include_usage):
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
             yield b"data: [DONE]\n\n"
@@ -214,7 +229,7 @@ class WireServer:
 
     def start(self) -> WireServer:
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", ws="none"
+            self.app, host="127.0.0.1", port=0, log_level="critical", lifespan="off", ws="none"
         )
         self._server = server = uvicorn.Server(config)
         self._thread = threading.Thread(target=server.run, name="openai-wire-server", daemon=True)
@@ -234,9 +249,10 @@ class WireServer:
             self._thread.join(timeout=10)
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def _error(status: int, message: str, retry_after: str | None = None) -> JSONResponse:
     kind = {401: "invalid_request_error", 429: "rate_limit_exceeded"}.get(status, "server_error")
     return JSONResponse(
         {"error": {"message": message, "type": kind, "param": None, "code": None}},
         status_code=status,
+        headers={"retry-after": retry_after} if retry_after is not None else None,
     )

@@ -29,6 +29,22 @@ def test_benchmark_runs_our_harness_in_quick_mode() -> None:
     }
 
 
+@pytest.mark.slow
+def test_benchmark_measures_tracing_off_and_on_in_quick_mode() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the SDK")
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--only", "tracing"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    rows = {line[:19] + "|" + line[19:38].strip() for line in out.splitlines() if "tracing" in line}
+    for scenario in ("chain10", "plain"):
+        for label in ("off", "API only", "no-op exp.", "in-memory"):
+            assert f"memory   {scenario:<10}|tracing {label}" in rows, (scenario, label, out)
+
+
 def test_benchmark_skips_a_competitor_that_is_not_installed_with_a_clear_message() -> None:
     # A None entry in sys.modules makes the import fail as if the package were absent.
     code = (

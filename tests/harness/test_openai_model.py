@@ -537,3 +537,83 @@ def json_args(message: dict[str, object]) -> object:
     calls = message["tool_calls"]
     assert isinstance(calls, list)
     return json.loads(calls[0]["function"]["arguments"])
+
+
+async def test_a_rate_limit_is_retried_after_the_time_retry_after_asks(wire: WireServer) -> None:
+    adapter = OpenAIChatModel("wire-model", base_url=wire.base_url, api_key="k", max_retries=2)
+    wire.script(error_reply(429, "Rate limit reached", retry_after="1"), text_reply("ok"))
+    events = await collect(adapter, request())
+    await adapter.aclose()
+    assert TextDelta("ok") in events
+    first, second = wire.requests
+    assert second.at - first.at >= 0.95  # retry-after: 1, not the SDK's shorter backoff
+
+
+async def test_an_overloaded_answer_503_is_retried_with_backoff(wire: WireServer) -> None:
+    adapter = OpenAIChatModel("wire-model", base_url=wire.base_url, api_key="k", max_retries=2)
+    wire.script(error_reply(503, "overloaded"), text_reply("ok"))
+    events = await collect(adapter, request())
+    await adapter.aclose()
+    assert TextDelta("ok") in events
+    assert len(wire.requests) == 2
+
+
+async def test_a_rate_limit_that_outlasts_the_retries_fails_with_model_rate_limited(
+    wire: WireServer,
+) -> None:
+    adapter = OpenAIChatModel("wire-model", base_url=wire.base_url, api_key="k", max_retries=1)
+    wire.script(error_reply(429, "slow down", "0"), error_reply(429, "slow down", "0"))
+    with pytest.raises(RemoteError, match="slow down") as caught:
+        await collect(adapter, request())
+    await adapter.aclose()
+    assert caught.value.code == "model_rate_limited"
+    assert len(wire.requests) == 2
+
+
+@pytest.mark.parametrize("cut", ["clean", "abort"])
+async def test_a_stream_cut_mid_way_fails_with_model_stream_cut(
+    model: OpenAIChatModel, wire: WireServer, cut: str
+) -> None:
+    from .openai_wire_server import Reply
+
+    wire.script(Reply(text=("Half an ans", "wer"), cut=cut))
+    with pytest.raises(RemoteError, match="stopped mid-way") as caught:
+        await collect(model, request())
+    assert caught.value.code == "model_stream_cut"
+
+
+async def test_a_model_that_does_not_answer_in_time_fails_with_model_timeout(
+    wire: WireServer,
+) -> None:
+    from .openai_wire_server import Reply
+
+    adapter = OpenAIChatModel(
+        "wire-model", base_url=wire.base_url, api_key="k", max_retries=0, timeout=0.3
+    )
+    wire.script(Reply(text=("late",), stall=1.0))
+    with pytest.raises(RemoteError, match="did not answer in time") as caught:
+        await collect(adapter, request())
+    await adapter.aclose()
+    assert caught.value.code == "model_timeout"
+
+
+async def test_a_timed_out_turn_fails_and_the_thread_answers_the_next_message(
+    wire: WireServer,
+) -> None:
+    from agent_mem_vault.harness import HarnessHost, define_harness, memory_persistence
+
+    from .openai_wire_server import Reply
+
+    desk = OpenAIChatModel("desk", base_url=wire.base_url, api_key="k", max_retries=0, timeout=0.3)
+    harness = define_harness(name="acme/support", model=desk, system_prompts=["Support desk."])
+    wire.script(Reply(text=("late",), stall=1.0), text_reply("Here now."))
+    host = HarnessHost(persistence=memory_persistence())
+    session = await host.open(harness, thread_id="c44")
+    failed = await session.send("Hello?")
+    again = await session.send("Hello again?")
+    await desk.aclose()
+    await host.close()
+    assert (failed.status, failed.code) == ("failed", "model_timeout")
+    assert (again.status, again.text) == ("completed", "Here now.")
+    roles = [m["role"] for m in wire.requests[-1].body["messages"]]
+    assert roles == ["system", "user", "user"]  # nothing of the failed reply was kept

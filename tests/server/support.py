@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def demo_process(
-    db: Path, env: dict[str, str | None] | None = None, bind: str | None = None
+    db: Path,
+    env: dict[str, str | None] | None = None,
+    bind: str | None = None,
+    args: Sequence[str] = (),
 ) -> Iterator[tuple[str, str]]:
     """Run ``agent-mem-vault demo support`` as a real process; yields (url, its output so far).
 
@@ -77,7 +80,8 @@ def demo_process(
             environ[name] = value
     proc = subprocess.Popen(
         [str(cli), "demo", "support", "--port", str(port), "--db", str(db)]
-        + (["--host", bind] if bind else []),
+        + (["--host", bind] if bind else [])
+        + list(args),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -145,10 +145,13 @@ def _message(state: ThreadState, data: Mapping[str, Any]) -> None:
 
 def _run_started(state: ThreadState, data: Mapping[str, Any]) -> None:
     run_id = data["runId"]
+    trace = data.get("trace")
     state.runs[run_id] = RunRecord(
-        run_id=run_id, agent=data.get("agent"), start=len(state.messages)
+        run_id=run_id, agent=data.get("agent"), start=len(state.messages), trace=trace
     )
     state.running = run_id
+    if trace:
+        state.trace = trace
 
 
 def _handoff(state: ThreadState, data: Mapping[str, Any]) -> None:
@@ -205,6 +208,8 @@ def _usage(state: ThreadState, data: Mapping[str, Any]) -> None:
 
 def _transferred(state: ThreadState, data: Mapping[str, Any]) -> None:
     state.transfers[data["transferId"]] = dict(data)
+    if data.get("trace"):
+        state.trace = data["trace"]
 
 
 def _refused(state: ThreadState, data: Mapping[str, Any]) -> None:

@@ -35,6 +35,7 @@ from .model import (
     Usage,
     UsageReport,
 )
+from .model_errors import MODEL_ERROR, is_timeout, status_code, stream_cut, timed_out
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -67,6 +68,8 @@ class OpenAIChatModel:
     """
 
     name: str
+    system = "openai"
+    """``gen_ai.system`` of this adapter's spans."""
 
     def __init__(
         self,
@@ -135,30 +138,38 @@ class OpenAIChatModel:
             # Closing the stream frees the connection when the caller stops early.
             async with stream:
                 async for chunk in stream:
+                    calls.started = True
                     for event in _chunk_events(chunk, calls, self._describe):
                         yield event
+            if not calls.finished:
+                raise stream_cut(self._describe(), "the stream ended before a finish_reason")
             for call in calls.finish(self._describe()):
                 yield call
         except openai.APIStatusError as exc:
             raise _status_error(exc, self._describe(), bool(user_key) or self._has_key) from exc
         except openai.APITimeoutError as exc:
-            raise RemoteError(
-                f"{self._describe()} did not answer in time; check that the server is up "
-                "and not overloaded, or raise the adapter's timeout",
-                code="model_error",
-            ) from exc
+            raise timed_out(self._describe()) from exc
         except openai.APIConnectionError as exc:
+            if calls.started:  # the SDK wraps a connection lost mid-reply too
+                raise stream_cut(self._describe(), str(exc)) from exc
             raise RemoteError(
                 f"could not connect to {self._describe()}: {exc}; check the base URL and that "
                 "the server is running",
-                code="model_error",
+                code=MODEL_ERROR,
             ) from exc
         except openai.OpenAIError as exc:
             raise RemoteError(
                 f"{self._describe()} failed: {exc}; retry, and check the server's logs if it "
                 "keeps failing",
-                code="model_error",
+                code=MODEL_ERROR,
             ) from exc
+        except (RemoteError, GeneratorExit):
+            raise
+        except Exception as exc:
+            # Errors of the HTTP stack while reading the stream are not wrapped by the SDK.
+            if is_timeout(exc):
+                raise timed_out(self._describe()) from exc
+            raise stream_cut(self._describe(), f"{type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the client (also one passed in as ``client``)."""
@@ -195,6 +206,7 @@ def _chunk_events(
                 function.arguments if function else None,
             )
         if choice.finish_reason is not None:
+            calls.finished = True
             # Usage (when asked for) comes in a later chunk; the calls are
             # complete now, so the harness may start them without waiting.
             yield from calls.finish(describe())
@@ -212,14 +224,14 @@ def _status_error(exc: Any, where: str, had_key: bool) -> RemoteError:
     elif status == 404:
         hint = "check the model name and that the base URL ends in /v1"
     elif status == 429:
-        hint = "the endpoint is rate limited or out of quota; wait and retry"
+        hint = "the endpoint is rate limited or out of quota even after retries; wait and retry"
     elif status >= 500:
         hint = "the server failed; retry, and check the server's logs if it keeps failing"
     else:
         hint = "the endpoint rejected the request; check the model name and its tool support"
     return RemoteError(
         f"{where} answered HTTP {status}: {detail}; {hint}",
-        code="model_error",
+        code=status_code(status),
         status=status,
     )
 
@@ -247,6 +259,9 @@ class _ToolCallAssembler:
 
     def __init__(self) -> None:
         self._pending: dict[int, _PendingCall] = {}
+        self.finished = False
+        self.started = False
+        """Set by a ``finish_reason``: a stream that ends without one was cut."""
 
     def add(self, index: int, id: str | None, name: str | None, arguments: str | None) -> None:
         call = self._pending.setdefault(index, _PendingCall())
@@ -268,7 +283,7 @@ class _ToolCallAssembler:
             raise RemoteError(
                 f"{where} sent a tool call without a name; the endpoint's tool-call support "
                 "looks broken, try another model",
-                code="model_error",
+                code=MODEL_ERROR,
             )
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}

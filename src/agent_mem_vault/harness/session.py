@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import ConflictError, InvalidInputError
 from ..store import LogConflictError
+from . import spans
 from .access import Action, User
 from .definitions import Harness
 from .errors import (
@@ -38,6 +39,7 @@ from .log import (
 )
 from .messages import FilePart, Message, Part, TextPart
 from .model import Usage
+from .spans import trace_field
 from .state import InputRecord, Refusal, ThreadState, Wait
 from .threadlog import ThreadLog
 from .turn import Turn
@@ -195,6 +197,28 @@ class Session:
         files: tuple[FilePart, ...],
         kind: str,
     ) -> TurnResult:
+        state = log.state
+        with spans.turn_span(
+            harness=self.harness.name,
+            thread_id=self.thread_id,
+            kind=kind,
+            agent=state.active_agent,
+            link=state.trace,
+        ) as span:
+            result = await self._turn_in_span(log, input_id, digest, text, files, kind)
+            spans.set_turn_result(span, result.run_id, result.status, result.code)
+            spans.set_turn_text(span, text, result.text)
+            return result
+
+    async def _turn_in_span(
+        self,
+        log: ThreadLog,
+        input_id: str,
+        digest: str,
+        text: str | None,
+        files: tuple[FilePart, ...],
+        kind: str,
+    ) -> TurnResult:
         run_id = self._threads.next_id()
         records: list[Record] = [
             (INPUT, _input(input_id, digest, kind, run_id, self.user)),
@@ -205,7 +229,12 @@ class Session:
         records.append(
             (
                 RUN_STARTED,
-                {"runId": run_id, "inputId": input_id, "agent": log.state.active_agent},
+                {
+                    "runId": run_id,
+                    "inputId": input_id,
+                    "agent": log.state.active_agent,
+                    **trace_field(),
+                },
             )
         )
         await log.append(records)
@@ -282,7 +311,14 @@ class Session:
                 },
             )
             records.append((MESSAGE, {"message": attachment.to_json()}))
-        await log.append(records)
+        with spans.operator_reply_span(
+            thread_id=self.thread_id,
+            operator=operator,
+            wait_id=log.state.human_wait.wait_id,
+            files=len(files),
+            link=log.state.trace,
+        ):
+            await log.append(records)
         return TurnResult(text, "sent", None, input_id)
 
     # -- ending a person's wait -----------------------------------------------
@@ -299,7 +335,7 @@ class Session:
         async with self._threads.writing(self.tenant, self.thread_id) as log:
             wait = _open_wait(log.state, question_id)
             to = answer_target(self.harness, wait, value)
-            await log.append(self._close(wait, "answer", wire_answer(value), to))
+            await self._append_close(log, wait, "answer", wire_answer(value), to)
             return to
 
     async def resolve(self, wait_id: str) -> str | None:
@@ -315,17 +351,27 @@ class Session:
         async with self._threads.writing(self.tenant, self.thread_id) as log:
             wait = _open_wait(log.state, wait_id)
             to = resume_target(self.harness, wait)
-            await log.append(self._close(wait, how, None, to))
+            await self._append_close(log, wait, how, None, to)
             return to
 
-    def _close(self, wait: Wait, how: str, value: Any, to: str | None) -> list[Record]:
+    async def _append_close(
+        self, log: ThreadLog, wait: Wait, how: str, value: Any, to: str | None
+    ) -> None:
         by = self.user.id if self.user is not None else None
         closed = {"waitId": wait.wait_id, "how": how, "value": value, "by": by, "to": to}
         handoff = Handoff(source=dict(HUMAN), target=to, note=None, by="operator")
-        return [
-            (WAIT_CLOSED, closed),
-            (HANDOFF, handoff_event(handoff, run_id=wait.run_id, wait_id=wait.wait_id)),
-        ]
+        with (
+            spans.wait_closed_span(
+                thread_id=self.thread_id, wait_id=wait.wait_id, how=how, by=by, link=log.state.trace
+            ),
+            spans.handoff_span(handoff, kind="human"),
+        ):
+            await log.append(
+                [
+                    (WAIT_CLOSED, closed),
+                    (HANDOFF, handoff_event(handoff, run_id=wait.run_id, wait_id=wait.wait_id)),
+                ]
+            )
 
     # -- reading ----------------------------------------------------------------
     async def snapshot(self) -> Snapshot:

@@ -107,6 +107,8 @@ class RunRecord:
     start: int = 0
     """Where the turn's messages begin in ``ThreadState.messages`` (for closing it later)."""
     refusals: tuple[Refusal, ...] = ()
+    trace: str | None = None
+    """The W3C ``traceparent`` of the turn's span, when traced (a takeover links to it)."""
 
 
 @dataclass(slots=True)
@@ -122,6 +124,8 @@ class ThreadState:
     waits: dict[str, Wait] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     transfers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    trace: str | None = None
+    """The last ``traceparent`` the log stored (a turn, a transfer in): later spans link to it."""
 
     @property
     def open_waits(self) -> list[Wait]:

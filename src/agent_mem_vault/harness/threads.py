@@ -39,6 +39,7 @@ from .errors import ThreadNotFoundError
 from .index import ThreadEntry, get_entry
 from .liveness import HostLiveness
 from .log import check_id, stream_name
+from .spans import takeover_span
 from .state import ThreadState
 from .takeover import close_interrupted_turn
 from .threadlog import ThreadLog
@@ -262,7 +263,12 @@ class Threads:
                 log.state, running, next_id=self.next_id, now=self.now()
             )
             try:
-                await log.append(records)
+                with takeover_span(
+                    stream=log.stream,
+                    run_id=running,
+                    link=log.state.runs[running].trace,
+                ):
+                    await log.append(records)
                 return
             except LogConflictError:
                 # The stalled host wrote after all (it may have finished its turn): look again.

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.clock import format_datetime
 from ..core.errors import InvalidInputError
 from ..store.base import LogConflictError, VersionConflictError, check_name
+from . import spans
 from .access import User
 from .definitions import Harness
 from .errors import TransferConflictError, TransferTimeoutError, WrongHarnessError
@@ -204,6 +205,39 @@ async def run_transfer(
             f"envelope must be an Envelope, got {type(envelope).__name__}; pass e.g. "
             "Envelope(note='...', messages='summary')"
         )
+    with spans.transfer_span(
+        source_harness=from_.harness.name,
+        source_thread=from_.thread_id,
+        target_harness=to.harness.name,
+        transfer_id=transfer_id,
+        envelope_messages=envelope.messages,
+        envelope_note=envelope.note,
+    ) as span:
+        result = await _run_transfer(
+            host,
+            from_=from_,
+            to=to,
+            envelope=envelope,
+            user=user,
+            transfer_id=transfer_id,
+            summary_timeout=summary_timeout,
+        )
+        span.set_attribute("agent_mem_vault.transfer.id", result.transfer_id)
+        span.set_attribute("agent_mem_vault.transfer.target.thread_id", result.thread_id)
+        span.set_attribute("agent_mem_vault.transfer.retried", result.retried)
+        return result
+
+
+async def _run_transfer(
+    host: Threads,
+    *,
+    from_: Endpoint,
+    to: Endpoint,
+    envelope: Envelope,
+    user: User | None,
+    transfer_id: str | None,
+    summary_timeout: float,
+) -> TransferResult:
     tenant = host.tenant(user)
     source_id = _check_request(host, from_, to, envelope)
     transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host.next_id()
@@ -368,6 +402,7 @@ async def _write_target(
                     "role": "target",
                     "from": move.origin,
                     "to": move.destination,
+                    **spans.trace_field(),  # the target's first turn links to this transfer
                 },
             ),
         ]

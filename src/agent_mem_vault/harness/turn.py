@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..core.clock import Clock, format_datetime
 from ..core.errors import AgentMemVaultError, ConflictError, InvalidInputError, RemoteError
 from ..store import LogConflictError
+from . import spans
 from .access import User
 from .context import (
     AgentContext,
@@ -83,22 +84,24 @@ async def call_model(model: Model, request: ModelRequest) -> ModelReply:
     chunks: list[str] = []
     calls: list[ToolCallRequest] = []
     usage = Usage()
-    try:
-        async for event in model.stream(request):
-            if isinstance(event, TextDelta):
-                chunks.append(event.text)
-            elif isinstance(event, ToolCallRequest):
-                calls.append(event)
-            elif isinstance(event, UsageReport):
-                usage = usage + event.usage
-    except AgentMemVaultError:
-        raise
-    except Exception as exc:
-        raise RemoteError(
-            f"model {getattr(model, 'name', model)!r} failed: {exc}; check the model "
-            "and its endpoint, then send again",
-            code="model_error",
-        ) from exc
+    with spans.model_span(model, request) as span:
+        try:
+            async for event in model.stream(request):
+                if isinstance(event, TextDelta):
+                    chunks.append(event.text)
+                elif isinstance(event, ToolCallRequest):
+                    calls.append(event)
+                elif isinstance(event, UsageReport):
+                    usage = usage + event.usage
+        except AgentMemVaultError:
+            raise
+        except Exception as exc:
+            raise RemoteError(
+                f"model {getattr(model, 'name', model)!r} failed: {exc}; check the model "
+                "and its endpoint, then send again",
+                code="model_error",
+            ) from exc
+        spans.set_usage(span, usage.input_tokens, usage.output_tokens)
     return ModelReply("".join(chunks), tuple(calls), usage)
 
 
@@ -305,7 +308,11 @@ class Turn:
                     },
                 )
             )
-        await self._write(records)
+        with spans.handoff_span(handoff):
+            await self._write(records)
+        if wait_id is not None:
+            with spans.wait_opened_span(wait_id, handoff.source):  # type: ignore[arg-type]
+                pass
 
     # -- the tool loop --------------------------------------------------------
     def _check_tools(self, tools: Sequence[Tool]) -> None:
@@ -386,9 +393,13 @@ class Turn:
     ) -> Message:
         """Run one tool call (the harness's handoff, or an app tool); its result message."""
         if call.name == HANDOFF_TOOL and handoff_tool:
+            # No tool span: the handoff's own span (kind "tool") tells this call.
             output, failed = self._tool_handoff(source, call)
         else:
-            output, failed = await self._run_tool(by_name.get(call.name), call, part)
+            with spans.tool_span(call.name, call.id, source) as span:
+                output, failed = await self._run_tool(by_name.get(call.name), call, part)
+                if failed:
+                    span.set_attribute("error.type", "tool_error")
         return self._tool_message(source, ToolResultPart(call.id, call.name, output, failed))
 
     def _tool_handoff(self, source: str | None, call: ToolCallRequest) -> tuple[Any, bool]:

@@ -24,6 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
+from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError
 from .arguments import ArgumentCheck
 from .models import (
@@ -138,12 +139,19 @@ class _Runner:
 def _guarded(fn: F) -> F:
     """Turn a vault error raised anywhere in a tool into a tool error, not a crash."""
 
+    name = fn.__name__
+    attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+
     @functools.wraps(fn)
     async def tool(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await fn(*args, **kwargs)
-        except AgentMemVaultError as exc:
-            return tool_error(exc)
+        # A span per tool call (a no-op without opentelemetry-api; nothing is
+        # imported for it before the first call, so start-up stays as fast).
+        with tracing.span(f"execute_tool {name}", attributes, kind="server") as span:
+            try:
+                return await fn(*args, **kwargs)
+            except AgentMemVaultError as exc:
+                span.set_attribute("error.type", exc.code)
+                return tool_error(exc)
 
     return tool  # type: ignore[return-value]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from ..core import tracing
 from .models import HandoffEntry
 from .records import check_handoff_record
 from .registry import RunRegistry
@@ -78,9 +79,19 @@ async def publish_handoffs(
                 )
             )
             continue
-        result = await client.publish(
-            entry.record, entry.rkey, mode=mode, check=check_handoff_record, validate=validate
-        )
+        with tracing.span(
+            "runs.publish_handoff",
+            {
+                "agent_mem_vault.runs.agent": agent,
+                "agent_mem_vault.runs.rkey": entry.rkey,
+                "agent_mem_vault.runs.publish.mode": mode,
+            },
+            kind="client",
+        ) as span:
+            result = await client.publish(
+                entry.record, entry.rkey, mode=mode, check=check_handoff_record, validate=validate
+            )
+            span.set_attribute("agent_mem_vault.runs.publish.outcome", result.outcome)
         value = {
             "outcome": result.outcome,
             "uri": result.uri,

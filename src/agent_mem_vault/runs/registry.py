@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ..atproto.cbor import record_cid
+from ..core import tracing
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
@@ -279,12 +280,20 @@ class RunRegistry:
         failure is logged instead.
         """
         try:
-            await self.store.insert(
-                RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
-            )
-            if previous is not None and await self._own_lease(previous) is None:
-                # Lapsed, stopped, or its process is known dead (_own_lease says so).
-                await self._write_handoff(previous, info.run, "registry")
+            with tracing.span(
+                "runs.takeover" if previous is not None else "runs.start",
+                {
+                    "agent_mem_vault.runs.agent": info.agent,
+                    "agent_mem_vault.runs.run": info.run,
+                    "agent_mem_vault.runs.previous": previous.run if previous else None,
+                },
+            ):
+                await self.store.insert(
+                    RUNS, _run_key(info.agent, info.run), {"agent": info.agent, "seq": info.seq}
+                )
+                if previous is not None and await self._own_lease(previous) is None:
+                    # Lapsed, stopped, or its process is known dead (_own_lease says so).
+                    await self._write_handoff(previous, info.run, "registry")
         except AgentMemVaultError as exc:
             _log.warning(
                 "run %s of %r started, but indexing it or writing the handoff of the lapsed "
@@ -388,7 +397,17 @@ class RunRegistry:
             "cid": record_cid(record),
             "writtenBy": written_by,
         }
-        doc, created = await self.store.insert(HANDOFFS, f"{agent}/{rkey}", value)
+        with tracing.span(
+            "runs.write_handoff_record",
+            {
+                "agent_mem_vault.runs.agent": agent,
+                "agent_mem_vault.runs.rkey": rkey,
+                "agent_mem_vault.runs.from_run": str(record.get("fromRun")),
+                "agent_mem_vault.runs.written_by": written_by,
+            },
+        ) as span:
+            doc, created = await self.store.insert(HANDOFFS, f"{agent}/{rkey}", value)
+            span.set_attribute("agent_mem_vault.runs.created", created)
         entry = _entry_from_doc(agent, doc.value)
         if created and self._on_handoff is not None:
             await self._notify(entry)

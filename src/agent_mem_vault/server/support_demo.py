@@ -5,7 +5,9 @@ agent and asks for a person when the user wants one, a billing team harness
 that cases move to, three demo logins, and the HTTP app with the operator
 console. With no model configured every model is a :class:`RuleBasedModel`
 (offline, deterministic); with ``AGENT_MEM_VAULT_MODEL`` set, an
-OpenAI-compatible endpoint answers (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+OpenAI-compatible endpoint answers (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``), or
+Anthropic's Messages API for a ``claude-…`` name (``ANTHROPIC_API_KEY``,
+``ANTHROPIC_BASE_URL``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ log = logging.getLogger(__name__)
 
 MODEL_ENV = "AGENT_MEM_VAULT_MODEL"
 """Set to a model name (e.g. ``gpt-4o-mini``, ``llama3.1``) to use an OpenAI-compatible
-endpoint; ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` say where and with which key."""
+endpoint; ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` say where and with which key. A name
+that starts with ``claude`` uses Anthropic's API (``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``)."""
 
 DEMO_USERS: Mapping[str, User] = {
     "token-ada": User(id="ada", tenant_id="acme"),
@@ -71,6 +74,12 @@ def user_from_request(request: Any) -> User | None:
 def demo_models() -> tuple[Model, Model, Model, str]:
     """(desk, billing agent, billing team) models and a line that says which they are."""
     name = os.environ.get(MODEL_ENV, "").strip()
+    if name.startswith("claude"):
+        from ..harness.anthropic_model import AnthropicModel
+
+        base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
+        claude = AnthropicModel(name, base_url=base_url)
+        return claude, claude, claude, f"{name} at {base_url or 'the Anthropic API'}"
     if name:
         from ..harness.openai_model import OpenAIChatModel
 
