@@ -162,8 +162,7 @@ class SearchHits(list[SearchHit]):
 
     @property
     def next_offset(self) -> int | None:
-        end = self.offset + len(self)
-        return end if end < self.total else None
+        return _next_offset(self.offset, len(self), self.total)
 
     @property
     def more(self) -> bool:
@@ -274,6 +273,12 @@ class DoctorReport:
         }
 
 
+def _next_offset(offset: int, shown: int, total: int) -> int | None:
+    """The offset of the page after one that shows ``shown`` items from ``offset``, or None."""
+    end = offset + shown
+    return end if end < total else None
+
+
 @dataclass(frozen=True, slots=True)
 class HandoffPage:
     """One page of a handoff listing, and how to get the next one.
@@ -288,8 +293,7 @@ class HandoffPage:
 
     @property
     def next_offset(self) -> int | None:
-        end = self.offset + len(self.handoffs)
-        return end if end < self.total else None
+        return _next_offset(self.offset, len(self.handoffs), self.total)
 
     @property
     def more(self) -> bool:
@@ -319,8 +323,7 @@ class SearchPage:
 
     @property
     def next_offset(self) -> int | None:
-        end = self.offset + len(self.hits)
-        return end if end < self.total else None
+        return _next_offset(self.offset, len(self.hits), self.total)
 
     @property
     def more(self) -> bool:
