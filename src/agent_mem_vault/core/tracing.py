@@ -4,9 +4,9 @@ The harness (turns, model and tool calls, handoffs, human waits, operator
 replies, transfers), the vault's MCP server (tool calls) and the runs registry
 (takeovers, handoff records written and published) open spans through the
 helpers here, so a team's tracing stack (a collector, Jaeger, …) sees why a
-conversation went where it went. With the API installed but no SDK configured
-the global tracer hands out non-recording spans; the app (or ``demo support
---otlp``) installs a ``TracerProvider`` to record them.
+conversation went where it went. The app (or ``demo support --otlp``)
+installs a ``TracerProvider`` to record them; with the API installed but no
+provider yet, nothing could be recorded, so no span is started at all.
 
 Attributes follow the GenAI semantic conventions where they exist
 (``gen_ai.system``, ``gen_ai.request.model``, ``gen_ai.usage.input_tokens``,
@@ -20,21 +20,32 @@ target) links to it (:func:`span` ``link=``).
 
 Whether the API is importable is checked once, on first use; this module
 imports nothing of OpenTelemetry at import time, so the CLI starts as fast.
+
+Cost: a recorded span costs what the SDK's ``start_span`` and ``end`` cost;
+this module adds as little as it can to that. Callers ask :func:`active`
+first and build attribute dicts only when a tracer records; a span is started
+with all the attributes known then, in one dict; one object (not three
+generator context managers) makes it current; a span with nothing inside
+(:func:`instant`) is never made current (``benchmarks/bench_harness.py
+--instructions`` counts it).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
 __all__ = [
     "NO_SPAN",
+    "active",
     "capture_message_text",
     "captures_message_text",
     "enabled",
     "export_to_otlp",
+    "instant",
     "span",
+    "start",
     "traceparent",
     "use_tracer_provider",
 ]
@@ -42,15 +53,30 @@ __all__ = [
 AttributeValue = str | bool | int | float
 Attributes = Mapping[str, AttributeValue | None]
 
-_UNKNOWN = object()
+_UNKNOWN: Any = object()  # not looked at yet
+_PENDING: Any = object()  # the API without a provider: nothing can record (yet)
 _tracer: Any = _UNKNOWN
+"""The tracer spans start on; None when tracing is off (no API, or ``off=True``)."""
 _capture_text = False
+
+# Bound on first use, so importing this module imports nothing of OpenTelemetry.
+_otel: Any = None
+_attach: Any = None
+_detach: Any = None
+_in_context: Any = None
+_KINDS: dict[str, Any] = {}
 
 
 class _NoSpan:
-    """What :func:`span` yields when tracing is off: takes attributes, keeps nothing."""
+    """What the helpers give when no span is recorded: a context manager that keeps nothing."""
 
     __slots__ = ()
+
+    def __enter__(self) -> _NoSpan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def set_attribute(self, key: str, value: Any) -> None:
         pass
@@ -61,23 +87,87 @@ class _NoSpan:
     def is_recording(self) -> bool:
         return False
 
+    def end(self) -> None:
+        pass
+
 
 NO_SPAN: Any = _NoSpan()
 
 
-def _get_tracer() -> Any:
-    global _tracer
-    if _tracer is _UNKNOWN:
-        try:
-            from opentelemetry import trace
-        except ImportError:
-            _tracer = None
-        else:
-            from .. import __version__
+class _Current:
+    """A started span, current inside the ``with`` block and ended after it.
 
-            # A proxy: spans go to whichever provider the app installs, even later.
-            _tracer = trace.get_tracer("agent_mem_vault", __version__)
+    What the API's ``start_as_current_span`` does (the same exception
+    handling as its ``use_span``), in one object instead of three generator
+    context managers: tracing's own cost per span is a fraction of the SDK's.
+    """
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: Any) -> None:
+        self._span = span
+
+    def __enter__(self) -> Any:
+        self._token = _attach(_in_context(self._span))
+        return self._span
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        _detach(self._token)
+        span = self._span
+        # As use_span: an Exception is an error; a BaseException (a cancelled
+        # task, GeneratorExit) is not.
+        if isinstance(exc, Exception) and span.is_recording():
+            span.record_exception(exc)
+            span.set_status(_otel.Status(_otel.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        span.end()
+
+
+def _load_api() -> bool:
+    """Import the API once and bind what every span uses; False without it."""
+    global _otel, _attach, _detach, _in_context
+    if _otel is None:
+        try:
+            from opentelemetry import context, trace
+        except ImportError:
+            return False
+        _attach, _detach, _in_context = context.attach, context.detach, trace.set_span_in_context
+        _KINDS.update((k.name.lower(), k) for k in trace.SpanKind)
+        _otel = trace
+    return True
+
+
+def _resolve() -> Any:
+    """The tracer to start spans on now, or None; called until a global provider is set."""
+    global _tracer
+    if not _load_api():
+        _tracer = None
+        return None
+    provider = _otel.get_tracer_provider()
+    if isinstance(provider, _otel.ProxyTracerProvider):
+        # No global provider yet: the API would hand out non-recording spans,
+        # so none is started (an app may install one later: looked at again).
+        _tracer = _PENDING
+        return None
+    if isinstance(provider, _otel.NoOpTracerProvider):
+        _tracer = None  # a global provider is set once: this one records nothing, ever
+        return None
+    from .. import __version__
+
+    _tracer = provider.get_tracer("agent_mem_vault", __version__)
     return _tracer
+
+
+def active() -> Any:
+    """The tracer spans are recorded on, or None: then a helper builds no attributes at all."""
+    tracer = _tracer
+    if tracer is _UNKNOWN or tracer is _PENDING:
+        return _resolve()
+    return tracer
 
 
 def use_tracer_provider(provider: Any, *, off: bool = False) -> None:
@@ -95,12 +185,13 @@ def use_tracer_provider(provider: Any, *, off: bool = False) -> None:
     else:
         from .. import __version__
 
+        _load_api()
         _tracer = provider.get_tracer("agent_mem_vault", __version__)
 
 
 def enabled() -> bool:
     """True when ``opentelemetry-api`` is installed (spans may then be recorded)."""
-    return _get_tracer() is not None
+    return _tracer is not None and _load_api()
 
 
 def capture_message_text(on: bool = True) -> None:
@@ -113,64 +204,76 @@ def captures_message_text() -> bool:
     return _capture_text
 
 
-@contextlib.contextmanager
+def start(
+    tracer: Any,
+    name: str,
+    attributes: Mapping[str, AttributeValue] | None,
+    *,
+    link: str | None = None,
+    kind: str = "internal",
+) -> Any:
+    """A child span of the current one on ``tracer`` (from :func:`active`), current in ``with``.
+
+    ``attributes`` go to the span as they are (no None values), in the one
+    dict the SDK's sampler also sees. ``link`` is a stored ``traceparent`` to
+    link to (a span that started this story elsewhere). An exception leaving
+    the block is recorded and marks the span an error.
+    """
+    return _Current(
+        tracer.start_span(
+            name, kind=_KINDS[kind], attributes=attributes, links=_links(link) if link else None
+        )
+    )
+
+
+def instant(tracer: Any, name: str, attributes: Mapping[str, AttributeValue]) -> None:
+    """A span with nothing inside it (a state reached): started and ended, never current."""
+    tracer.start_span(name, attributes=attributes).end()
+
+
 def span(
     name: str,
     attributes: Attributes | None = None,
     *,
     link: str | None = None,
     kind: str = "internal",
-) -> Iterator[Any]:
-    """A child span of the current one, current inside the block.
+) -> Any:
+    """A context manager: a child span of the current one, current inside the block.
 
     ``attributes`` with a None value are left out. ``link`` is a stored
     ``traceparent`` to link to (a span that started this story elsewhere).
     An exception leaving the block is recorded and marks the span an error.
     ``kind`` is ``internal``, ``client`` (a model or remote call) or ``server``.
+    Without a tracer that records, :data:`NO_SPAN`.
     """
-    tracer = _tracer if _tracer is not _UNKNOWN else _get_tracer()
+    tracer = _tracer
+    if tracer is _UNKNOWN or tracer is _PENDING:
+        tracer = _resolve()
     if tracer is None:
-        yield NO_SPAN
-        return
+        return NO_SPAN
     attrs = {k: v for k, v in attributes.items() if v is not None} if attributes else None
-    with tracer.start_as_current_span(
-        name,
-        kind=_kind(kind),
-        attributes=attrs,
-        links=_links(link) if link else None,
-    ) as current:
-        yield current
+    return start(tracer, name, attrs, link=link, kind=kind)
 
 
-_KINDS: dict[str, Any] = {}
+def traceparent(span: Any = None) -> str | None:
+    """The W3C ``traceparent`` of ``span`` (default: the current one), to store in a log.
 
-
-def _kind(kind: str) -> Any:
-    found = _KINDS.get(kind)
-    if found is None:
-        from opentelemetry.trace import SpanKind
-
-        found = _KINDS[kind] = getattr(SpanKind, kind.upper())
-    return found
-
-
-def traceparent() -> str | None:
-    """The W3C ``traceparent`` of the current span, to store in a log; None when not traced."""
-    if _get_tracer() is None:
-        return None
-    from opentelemetry import trace
-
-    context = trace.get_current_span().get_span_context()
+    None when not traced.
+    """
+    if span is None or span is NO_SPAN:
+        active()
+        if _tracer is None:
+            return None  # tracing off
+        # None of ours: a context the app made current (e.g. an incoming request's).
+        span = _otel.get_current_span()
+    context = span.get_span_context()
     if not context.is_valid:
         return None
-    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
 
-def _links(parent: str | None) -> list[Any]:
-    if not parent:
-        return []
-    from opentelemetry import trace
-
+def _links(parent: str) -> list[Any]:
+    trace = _otel
     parts = parent.split("-")
     if len(parts) != 4:
         return []  # not ours to fail on: a damaged link loses the link, not the turn

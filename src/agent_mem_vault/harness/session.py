@@ -205,9 +205,10 @@ class Session:
             agent=state.active_agent,
             link=state.trace,
         ) as span:
-            result = await self._turn_in_span(log, input_id, digest, text, files, kind)
-            spans.set_turn_result(span, result.run_id, result.status, result.code)
-            spans.set_turn_text(span, text, result.text)
+            result = await self._turn_in_span(log, input_id, digest, text, files, kind, span)
+            spans.set_turn_result(
+                span, result.run_id, result.status, result.code, text, result.text
+            )
             return result
 
     async def _turn_in_span(
@@ -218,6 +219,7 @@ class Session:
         text: str | None,
         files: tuple[FilePart, ...],
         kind: str,
+        span: Any,
     ) -> TurnResult:
         run_id = self._threads.next_id()
         records: list[Record] = [
@@ -233,7 +235,7 @@ class Session:
                     "runId": run_id,
                     "inputId": input_id,
                     "agent": log.state.active_agent,
-                    **trace_field(),
+                    **trace_field(span),
                 },
             )
         )

@@ -1,7 +1,10 @@
 """The harness's spans: names and attributes in one place, so the turn code only says where.
 
-Each helper is a context manager over :func:`agent_mem_vault.core.tracing.span`
-(a no-op without ``opentelemetry-api``). The tree of one turn::
+Each ``*_span`` helper returns a context manager: the span, current inside the
+block. It asks :func:`agent_mem_vault.core.tracing.active` first and, when no
+tracer records (no ``opentelemetry-api``, or no provider), returns
+:data:`~agent_mem_vault.core.tracing.NO_SPAN` without building a single
+attribute; a turn without tracing pays one check per span. The tree of one turn::
 
     harness.turn                       thread, run, agent, kind; links to the thread's last trace
     ├── chat {model}                   gen_ai.system, gen_ai.request.model, gen_ai.usage.*
@@ -19,11 +22,10 @@ left open, closed here, linked to that turn's trace).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ..core import tracing
+from ..core.tracing import NO_SPAN
 from .handoff import Handoff, is_human
 from .model import Model, ModelRequest
 
@@ -32,7 +34,6 @@ __all__ = [
     "model_span",
     "operator_reply_span",
     "set_turn_result",
-    "set_turn_text",
     "set_usage",
     "takeover_span",
     "tool_span",
@@ -40,29 +41,34 @@ __all__ = [
     "transfer_span",
     "turn_span",
     "wait_closed_span",
-    "wait_opened_span",
+    "wait_opened",
 ]
 
 NS = "agent_mem_vault"
 
 
-def trace_field() -> dict[str, str]:
-    """``{"trace": traceparent}`` of the current span for a log record, or nothing."""
-    parent = tracing.traceparent()
+def trace_field(span: Any = None) -> dict[str, str]:
+    """``{"trace": traceparent}`` of ``span`` (default: the current one) for a log record."""
+    parent = tracing.traceparent(span)
     return {"trace": parent} if parent else {}
 
 
 def _target(target: Any) -> str:
-    if is_human(target):
-        return "human"
-    return "main" if target is None else str(target)
+    if target is None:
+        return "main"
+    if type(target) is str:
+        return target
+    return "human" if is_human(target) else str(target)
 
 
-@contextmanager
 def turn_span(
     *, harness: str, thread_id: str, kind: str, agent: str | None, link: str | None
-) -> Iterator[Any]:
-    with tracing.span(
+) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    return tracing.start(
+        tracer,
         "harness.turn",
         {
             f"{NS}.harness": harness,
@@ -71,49 +77,57 @@ def turn_span(
             f"{NS}.agent": _target(agent),
         },
         link=link,
-    ) as span:
-        yield span
+    )
 
 
-def set_turn_result(span: Any, run_id: str | None, status: str, code: str | None) -> None:
+def set_turn_result(
+    span: Any, run_id: str | None, status: str, code: str | None, sent: str | None, reply: str
+) -> None:
+    """The turn's outcome; the user's message and the reply only when the app captures text."""
+    if not span.is_recording():
+        return
+    attributes: dict[str, Any] = {f"{NS}.turn.status": status}
     if run_id is not None:
-        span.set_attribute(f"{NS}.run_id", run_id)
-    span.set_attribute(f"{NS}.turn.status", status)
+        attributes[f"{NS}.run_id"] = run_id
     if code is not None:
-        span.set_attribute("error.type", code)
-
-
-def set_turn_text(span: Any, sent: str | None, reply: str) -> None:
-    """The user's message and the turn's reply, only when the app turned text capture on."""
+        attributes["error.type"] = code
     if tracing.captures_message_text():
         if sent is not None:
-            span.set_attribute(f"{NS}.input.text", sent)
-        span.set_attribute(f"{NS}.output.text", reply)
+            attributes[f"{NS}.input.text"] = sent
+        attributes[f"{NS}.output.text"] = reply
+    span.set_attributes(attributes)
 
 
-@contextmanager
-def model_span(model: Model, request: ModelRequest) -> Iterator[Any]:
-    name = request.model or getattr(model, "model", None) or getattr(model, "name", "model")
-    with tracing.span(
+def model_span(model: Model, request: ModelRequest) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    name = str(request.model or getattr(model, "model", None) or getattr(model, "name", "model"))
+    return tracing.start(
+        tracer,
         f"chat {name}",
         {
             "gen_ai.operation.name": "chat",
             "gen_ai.system": getattr(model, "system", None) or "_OTHER",
-            "gen_ai.request.model": str(name),
+            "gen_ai.request.model": name,
         },
         kind="client",
-    ) as span:
-        yield span
+    )
 
 
 def set_usage(span: Any, input_tokens: int, output_tokens: int) -> None:
-    span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
-    span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
+    if span.is_recording():
+        span.set_attributes(
+            {"gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens}
+        )
 
 
-@contextmanager
-def tool_span(name: str, call_id: str, agent: str | None) -> Iterator[Any]:
-    with tracing.span(
+def tool_span(name: str, call_id: str, agent: str | None) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    return tracing.start(
+        tracer,
         f"execute_tool {name}",
         {
             "gen_ai.operation.name": "execute_tool",
@@ -121,80 +135,77 @@ def tool_span(name: str, call_id: str, agent: str | None) -> Iterator[Any]:
             "gen_ai.tool.call.id": call_id,
             f"{NS}.agent": _target(agent),
         },
-    ) as span:
-        yield span
+    )
 
 
-def _note(note: str | None) -> str | None:
-    return note if tracing.captures_message_text() else None
+def handoff_span(handoff: Handoff, kind: str | None = None) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        f"{NS}.handoff.from": _target(handoff.source),
+        f"{NS}.handoff.to": _target(handoff.target),
+        f"{NS}.handoff.kind": kind or handoff.by,
+        f"{NS}.handoff.has_note": handoff.note is not None,
+    }
+    if handoff.tool_call_id is not None:
+        attributes["gen_ai.tool.call.id"] = handoff.tool_call_id
+    if handoff.note is not None and tracing.captures_message_text():
+        attributes[f"{NS}.handoff.note"] = handoff.note
+    return tracing.start(tracer, "harness.handoff", attributes)
 
 
-@contextmanager
-def handoff_span(handoff: Handoff, kind: str | None = None) -> Iterator[Any]:
-    with tracing.span(
-        "harness.handoff",
-        {
-            "gen_ai.tool.call.id": handoff.tool_call_id,
-            f"{NS}.handoff.from": _target(handoff.source),
-            f"{NS}.handoff.to": _target(handoff.target),
-            f"{NS}.handoff.kind": kind or handoff.by,
-            f"{NS}.handoff.note": _note(handoff.note),
-            f"{NS}.handoff.has_note": handoff.note is not None,
-        },
-    ) as span:
-        yield span
+def wait_opened(wait_id: str, before: Any) -> None:
+    """A human wait was opened (a span with nothing inside: the wait outlives the turn)."""
+    tracer = tracing.active()
+    if tracer is not None:
+        tracing.instant(
+            tracer,
+            "harness.human_wait",
+            {
+                f"{NS}.wait.id": wait_id,
+                f"{NS}.wait.state": "opened",
+                f"{NS}.wait.before": _target(before),
+            },
+        )
 
 
-@contextmanager
-def wait_opened_span(wait_id: str, before: str | None) -> Iterator[Any]:
-    with tracing.span(
-        "harness.human_wait",
-        {
-            f"{NS}.wait.id": wait_id,
-            f"{NS}.wait.state": "opened",
-            f"{NS}.wait.before": _target(before),
-        },
-    ) as span:
-        yield span
+_CLOSED = {"answer": "answered", "resolve": "resolved", "cancel": "cancelled"}
 
 
-@contextmanager
 def wait_closed_span(
     *, thread_id: str, wait_id: str, how: str, by: str | None, link: str | None
-) -> Iterator[Any]:
-    state = {"answer": "answered", "resolve": "resolved", "cancel": "cancelled"}.get(how, how)
-    with tracing.span(
-        "harness.human_wait",
-        {
-            f"{NS}.thread_id": thread_id,
-            f"{NS}.wait.id": wait_id,
-            f"{NS}.wait.state": state,
-            f"{NS}.wait.how": how,
-            f"{NS}.wait.by": by,
-        },
-        link=link,
-    ) as span:
-        yield span
+) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        f"{NS}.thread_id": thread_id,
+        f"{NS}.wait.id": wait_id,
+        f"{NS}.wait.state": _CLOSED.get(how, how),
+        f"{NS}.wait.how": how,
+    }
+    if by is not None:
+        attributes[f"{NS}.wait.by"] = by
+    return tracing.start(tracer, "harness.human_wait", attributes, link=link)
 
 
-@contextmanager
 def operator_reply_span(
     *, thread_id: str, operator: str, wait_id: str | None, files: int, link: str | None
-) -> Iterator[Any]:
-    with tracing.span(
-        "harness.operator_reply",
-        {
-            f"{NS}.thread_id": thread_id,
-            f"{NS}.operator": operator,
-            f"{NS}.wait.id": wait_id,
-            f"{NS}.files": files,
-        },
-        link=link,
-    ) as span:
-        yield span
+) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        f"{NS}.thread_id": thread_id,
+        f"{NS}.operator": operator,
+        f"{NS}.files": files,
+    }
+    if wait_id is not None:
+        attributes[f"{NS}.wait.id"] = wait_id
+    return tracing.start(tracer, "harness.operator_reply", attributes, link=link)
 
 
-@contextmanager
 def transfer_span(
     *,
     source_harness: str,
@@ -203,27 +214,29 @@ def transfer_span(
     transfer_id: str | None,
     envelope_messages: str,
     envelope_note: str | None,
-) -> Iterator[Any]:
-    with tracing.span(
-        "harness.transfer",
-        {
-            f"{NS}.transfer.source.harness": source_harness,
-            f"{NS}.transfer.source.thread_id": source_thread,
-            f"{NS}.transfer.target.harness": target_harness,
-            f"{NS}.transfer.id": transfer_id,
-            f"{NS}.transfer.envelope.messages": envelope_messages,
-            f"{NS}.transfer.envelope.has_note": envelope_note is not None,
-            f"{NS}.transfer.envelope.note": _note(envelope_note),
-        },
-    ) as span:
-        yield span
+) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    attributes: dict[str, Any] = {
+        f"{NS}.transfer.source.harness": source_harness,
+        f"{NS}.transfer.target.harness": target_harness,
+        f"{NS}.transfer.envelope.messages": envelope_messages,
+        f"{NS}.transfer.envelope.has_note": envelope_note is not None,
+    }
+    if source_thread is not None:
+        attributes[f"{NS}.transfer.source.thread_id"] = source_thread
+    if transfer_id is not None:
+        attributes[f"{NS}.transfer.id"] = transfer_id
+    if envelope_note is not None and tracing.captures_message_text():
+        attributes[f"{NS}.transfer.envelope.note"] = envelope_note
+    return tracing.start(tracer, "harness.transfer", attributes)
 
 
-@contextmanager
-def takeover_span(*, stream: str, run_id: str, link: str | None) -> Iterator[Any]:
-    with tracing.span(
-        "harness.takeover",
-        {f"{NS}.stream": stream, f"{NS}.run_id": run_id},
-        link=link,
-    ) as span:
-        yield span
+def takeover_span(*, stream: str, run_id: str, link: str | None) -> Any:
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    return tracing.start(
+        tracer, "harness.takeover", {f"{NS}.stream": stream, f"{NS}.run_id": run_id}, link=link
+    )

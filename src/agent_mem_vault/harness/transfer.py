@@ -222,9 +222,13 @@ async def run_transfer(
             transfer_id=transfer_id,
             summary_timeout=summary_timeout,
         )
-        span.set_attribute("agent_mem_vault.transfer.id", result.transfer_id)
-        span.set_attribute("agent_mem_vault.transfer.target.thread_id", result.thread_id)
-        span.set_attribute("agent_mem_vault.transfer.retried", result.retried)
+        span.set_attributes(
+            {
+                "agent_mem_vault.transfer.id": result.transfer_id,
+                "agent_mem_vault.transfer.target.thread_id": result.thread_id,
+                "agent_mem_vault.transfer.retried": result.retried,
+            }
+        )
         return result
 
 

@@ -311,8 +311,7 @@ class Turn:
         with spans.handoff_span(handoff):
             await self._write(records)
         if wait_id is not None:
-            with spans.wait_opened_span(wait_id, handoff.source):  # type: ignore[arg-type]
-                pass
+            spans.wait_opened(wait_id, handoff.source)
 
     # -- the tool loop --------------------------------------------------------
     def _check_tools(self, tools: Sequence[Tool]) -> None:

@@ -140,13 +140,14 @@ def _guarded(fn: F) -> F:
     """Turn a vault error raised anywhere in a tool into a tool error, not a crash."""
 
     name = fn.__name__
+    span_name = f"execute_tool {name}"
     attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
 
     @functools.wraps(fn)
     async def tool(*args: Any, **kwargs: Any) -> Any:
         # A span per tool call (a no-op without opentelemetry-api; nothing is
         # imported for it before the first call, so start-up stays as fast).
-        with tracing.span(f"execute_tool {name}", attributes, kind="server") as span:
+        with tracing.span(span_name, attributes, kind="server") as span:
             try:
                 return await fn(*args, **kwargs)
             except AgentMemVaultError as exc:
