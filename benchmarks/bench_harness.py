@@ -271,25 +271,26 @@ async def bench_agents_sdk(sizes: Sizes, tmp: Path) -> list[Row]:
 # --------------------------------------------------------------------------- ours
 
 
-async def bench_ours(
-    sizes: Sizes,
-    tmp: Path,
-    *,
-    framework: str = "agent-mem-vault",
-    backends: tuple[str, ...] = ("memory", "sqlite"),
-) -> list[Row]:
-    try:
-        from agent_mem_vault.harness import (
-            HarnessHost,
-            Routing,
-            define_agent,
-            define_harness,
-            memory_persistence,
-            sqlite_persistence,
-        )
-        from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
-    except ImportError as exc:
-        return _skipped("agent-mem-vault", exc)
+@dataclass
+class Ours:
+    """Our harness on one backend, ready to play turns: ``plain(i)`` and ``chain(i)``."""
+
+    host: Any
+    plain: Callable[[int], Awaitable[None]]
+    chain: Callable[[int], Awaitable[None]]
+
+
+def open_ours(backend: str, tmp: Path, sizes: Sizes) -> Ours:
+    """A host on ``backend`` with scripted replies for the plain and chain turns of ``sizes``."""
+    from agent_mem_vault.harness import (
+        HarnessHost,
+        Routing,
+        define_agent,
+        define_harness,
+        memory_persistence,
+        sqlite_persistence,
+    )
+    from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
     def replies(script: list[Step], turns: int) -> list[Any]:
         out = []
@@ -317,93 +318,325 @@ async def bench_ours(
             routing=Routing(),
         )
 
-    async def run(backend: str, make: Callable[[], Any]) -> list[Row]:
-        rows = []
-        host = HarnessHost(persistence=make())
-        total = sizes.plain_threads * sizes.turns_per_thread + sizes.warmup
-        harness = build(PLAIN, total)
-        sessions: dict[int, Any] = {}
+    persistence = (
+        memory_persistence() if backend == "memory" else sqlite_persistence(tmp / "amv.db")
+    )
+    host = HarnessHost(persistence=persistence)
+    plain_harness = build(PLAIN, sizes.plain_threads * sizes.turns_per_thread + sizes.warmup)
+    chain_harness = build(CHAIN, sizes.chain_turns + sizes.warmup)
+    sessions: dict[int, Any] = {}
 
-        async def plain(i: int) -> None:
-            n = i // sizes.turns_per_thread
-            session = sessions.get(n)
-            if session is None:
-                sessions.clear()
-                session = sessions[n] = await host.open(harness, thread_id=f"plain-{n}")
-            result = await session.send(USER_PLAIN)
-            if result.text != ANSWER:
-                raise AssertionError(f"agent-mem-vault answered {result!r}")
+    async def plain(i: int) -> None:
+        n = i // sizes.turns_per_thread
+        session = sessions.get(n)
+        if session is None:
+            sessions.clear()
+            session = sessions[n] = await host.open(plain_harness, thread_id=f"plain-{n}")
+        result = await session.send(USER_PLAIN)
+        if result.text != ANSWER:
+            raise AssertionError(f"agent-mem-vault answered {result!r}")
 
-        samples = await time_turns(total - sizes.warmup, sizes.warmup, plain)
-        rows.append(Row(framework, backend, "plain", samples))
-        harness = build(CHAIN, sizes.chain_turns + sizes.warmup)
+    async def chain(i: int) -> None:
+        session = await host.open(chain_harness, thread_id=f"chain-{i}")
+        result = await session.send(USER_CHAIN)
+        if not result.text.startswith("a10:"):
+            raise AssertionError(f"agent-mem-vault chain ended with {result!r}")
 
-        async def chain(i: int) -> None:
-            session = await host.open(harness, thread_id=f"chain-{i}")
-            result = await session.send(USER_CHAIN)
-            if not result.text.startswith("a10:"):
-                raise AssertionError(f"agent-mem-vault chain ended with {result!r}")
+    return Ours(host, plain, chain)
 
-        samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
-        rows.append(Row(framework, backend, "chain10", samples))
-        await host.close()
-        return rows
 
-    db = tmp / "amv.db"
-    makers = {"memory": memory_persistence, "sqlite": lambda: sqlite_persistence(db)}
+async def bench_ours(
+    sizes: Sizes,
+    tmp: Path,
+    *,
+    framework: str = "agent-mem-vault",
+    backends: tuple[str, ...] = ("memory", "sqlite"),
+) -> list[Row]:
+    try:
+        import agent_mem_vault.harness  # noqa: F401
+    except ImportError as exc:
+        return _skipped("agent-mem-vault", exc)
     rows = []
     for backend in backends:
-        rows += await run(backend, makers[backend])
+        ours = open_ours(backend, tmp, sizes)
+        plain_turns = sizes.plain_threads * sizes.turns_per_thread
+        samples = await time_turns(plain_turns, sizes.warmup, ours.plain)
+        rows.append(Row(framework, backend, "plain", samples))
+        samples = await time_turns(sizes.chain_turns, sizes.warmup, ours.chain)
+        rows.append(Row(framework, backend, "chain10", samples))
+        await ours.host.close()
     return rows
 
 
 TRACING = ("tracing off", "tracing API only", "tracing no-op exp.", "tracing in-memory")
 
 
-async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
-    """Ours in memory (where tracing weighs most) with tracing off, and on with two exporters.
+def tracing_setup(label: str) -> Any:
+    """Sets tracing up as ``label`` says; returns the provider to shut down after (or None).
 
     "off" is the cost without ``opentelemetry-api``; "API only" has the API and
-    no SDK (the global provider hands out non-recording spans); "no-op exp."
+    no SDK (no provider installed: nothing could be recorded); "no-op exp."
     records every span with the SDK and hands it to an exporter that drops it;
     "in-memory" keeps every span (the SDK's ``InMemorySpanExporter``). Spans go
-    through a ``SimpleSpanProcessor``, so exporting is inside the timed turn.
+    through a ``SimpleSpanProcessor``, so exporting is inside the measured turn.
     """
-    try:
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import (
-            SimpleSpanProcessor,
-            SpanExporter,
-            SpanExportResult,
-        )
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-            InMemorySpanExporter,
-        )
+    from agent_mem_vault.core import tracing
 
-        from agent_mem_vault.core import tracing
-    except ImportError as exc:
-        return _skipped("tracing (otlp extra)", exc)
+    provider = None
+    if label in ("tracing no-op exp.", "tracing in-memory"):
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        provider = TracerProvider()
+        exporter = _drop_exporter() if label == "tracing no-op exp." else InMemorySpanExporter()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use_tracer_provider(provider, off=label == "tracing off")
+    return provider
+
+
+def tracing_teardown(provider: Any) -> None:
+    from agent_mem_vault.core import tracing
+
+    tracing.use_tracer_provider(None)
+    if provider is not None:
+        provider.shutdown()
+
+
+def _drop_exporter() -> Any:
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
     class Drop(SpanExporter):
         def export(self, spans: Any) -> SpanExportResult:
             return SpanExportResult.SUCCESS
 
+    return Drop()
+
+
+async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
+    """Ours on both backends with tracing off, API only, and on with two exporters."""
+    try:
+        import opentelemetry.sdk.trace  # noqa: F401
+
+        import agent_mem_vault.core.tracing  # noqa: F401
+    except ImportError as exc:
+        return _skipped("tracing (otlp extra)", exc)
     rows: list[Row] = []
     for label in TRACING:
-        provider = None
-        if label in ("tracing no-op exp.", "tracing in-memory"):
-            provider = TracerProvider()
-            memory = InMemorySpanExporter()
-            exporter = Drop() if label == "tracing no-op exp." else memory
-            provider.add_span_processor(SimpleSpanProcessor(exporter))
-        tracing.use_tracer_provider(provider, off=label == "tracing off")
+        provider = tracing_setup(label)
         try:
-            rows += await bench_ours(sizes, tmp, framework=label, backends=("memory",))
+            folder = tmp / label.replace(" ", "-").replace(".", "")
+            folder.mkdir()
+            rows += await bench_ours(sizes, folder, framework=label)
         finally:
-            tracing.use_tracer_provider(None)
-            if provider is not None:
-                provider.shutdown()
+            tracing_teardown(provider)
     return rows
+
+
+# --------------------------------------------------------------------------- instructions
+
+
+def sdk_alone(tracer: Any, handoffs: int) -> None:
+    """The spans of one turn with ``handoffs`` handoffs, made with the SDK directly.
+
+    The same spans, attributes, link and nesting as the harness makes (turn;
+    per model call a ``chat`` span with usage; per handoff a ``harness.handoff``
+    span), with nothing of ours around them: the SDK's own cost of a turn's
+    spans, the floor no code of ours can go under.
+    """
+    from opentelemetry import context, trace
+
+    link = trace.Link(
+        trace.SpanContext(0x5CE4E5B9D1A6F2E9B8C7D6E5F4A3B2C1, 0xB7AD6B7169203331, True)
+    )
+    turn = tracer.start_span(
+        "harness.turn",
+        attributes={
+            "agent_mem_vault.harness": "bench/desk",
+            "agent_mem_vault.thread_id": "plain-0",
+            "agent_mem_vault.turn.kind": "user",
+            "agent_mem_vault.agent": "main",
+        },
+        links=[link],
+    )
+    token = context.attach(trace.set_span_in_context(turn))
+    for i in range(handoffs + 1):
+        chat = tracer.start_span(
+            "chat scripted",
+            kind=trace.SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.system": "_OTHER",
+                "gen_ai.request.model": "scripted",
+            },
+        )
+        inner = context.attach(trace.set_span_in_context(chat))
+        chat.set_attributes({"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5})
+        context.detach(inner)
+        chat.end()
+        if i < handoffs:
+            handoff = tracer.start_span(
+                "harness.handoff",
+                attributes={
+                    "agent_mem_vault.handoff.from": "main",
+                    "agent_mem_vault.handoff.to": AGENTS[i],
+                    "agent_mem_vault.handoff.kind": "tool",
+                    "agent_mem_vault.handoff.has_note": True,
+                    "gen_ai.tool.call.id": f"call_{i}",
+                },
+            )
+            inner = context.attach(trace.set_span_in_context(handoff))
+            context.detach(inner)
+            handoff.end()
+    turn.set_attributes(
+        {
+            "agent_mem_vault.run_id": "01JBENCHRUN0000000000000000",
+            "agent_mem_vault.turn.status": "x",
+        }
+    )
+    context.detach(token)
+    turn.end()
+
+
+def counted(out: Path, sizes: Sizes) -> None:
+    """Runs under callgrind (``--instructions``): each measured part is one profile dump.
+
+    A part runs inside ``functools.reduce`` and callgrind collects and dumps
+    exactly inside that C function (``--toggle-collect``, ``--dump-after``), so
+    start-up, imports, warm-up turns and set-up are not counted.
+    """
+    import functools
+    import json
+
+    labels: list[str] = []
+
+    def measure(label: str, turns: int, part: Callable[[], Any]) -> None:
+        gc.collect()
+        labels.append(f"{label}\t{turns}")
+        functools.reduce(lambda _a, _b: part(), [0, 0])
+
+    loop = asyncio.new_event_loop()
+
+    def play(turn: Callable[[int], Awaitable[None]], first: int, count: int) -> Callable[[], None]:
+        async def turns() -> None:
+            for i in range(first, first + count):
+                await turn(i)
+
+        return lambda: loop.run_until_complete(turns())
+
+    plain_turns = sizes.plain_threads * sizes.turns_per_thread
+    # A first pass, not counted, does what happens once per process (caches,
+    # the allocator's arenas), so the first set-up counted pays none of it.
+    for round_no, label in enumerate(("tracing off", *TRACING)):
+        provider = tracing_setup(label)
+        for backend in ("memory", "sqlite"):
+            folder = out / f"{round_no}-{backend}"
+            folder.mkdir()
+            ours = open_ours(backend, folder, sizes)
+            for scenario, turn, turns in (
+                ("plain", ours.plain, plain_turns),
+                ("chain10", ours.chain, sizes.chain_turns),
+            ):
+                play(turn, 0, sizes.warmup)()
+                if round_no == 0:
+                    play(turn, sizes.warmup, turns)()
+                else:
+                    label_ = f"{backend}\t{scenario}\t{label}"
+                    measure(label_, turns, play(turn, sizes.warmup, turns))
+            loop.run_until_complete(ours.host.close())
+        tracing_teardown(provider)
+    loop.close()
+
+    provider = tracing_setup("tracing no-op exp.")
+    tracer = provider.get_tracer("agent_mem_vault")
+
+    def spans(handoffs: int, turns: int) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(turns):
+                sdk_alone(tracer, handoffs)
+
+        return run
+
+    for scenario, handoffs, turns in (("plain", 0, 200), ("chain10", 10, 20)):
+        spans(handoffs, 5)()
+        measure(f"-\t{scenario}\tSDK alone", turns, spans(handoffs, turns))
+    tracing_teardown(provider)
+    (out / "labels.json").write_text(json.dumps(labels))
+
+
+def instructions(sizes: Sizes, quick: bool) -> None:
+    """Counts instructions per turn under ``valgrind --tool=callgrind`` and prints them."""
+    import json
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=functools_reduce",
+            "--dump-after=functools_reduce",
+            f"--callgrind-out-file={out / 'cg.out'}",
+            sys.executable,
+            __file__,
+            "--counted",
+            str(out),
+            *(["--quick"] if quick else []),
+        ]
+        print(f"counting under callgrind (a few minutes): {' '.join(command[:5])} ...")
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"the counted run failed:\n{done.stderr[-3000:]}")
+        labels = json.loads((out / "labels.json").read_text())
+        dumps = sorted(out.glob("cg.out.*"), key=lambda p: int(p.suffix[1:]))
+        if len(dumps) != len(labels):
+            sys.exit(
+                f"callgrind wrote {len(dumps)} dumps for {len(labels)} parts: this Python's "
+                "functools_reduce symbol is not visible to valgrind (a stripped build?)"
+            )
+        counts: dict[tuple[str, str, str], float] = {}
+        for label, dump in zip(labels, dumps, strict=True):
+            backend, scenario, framework, turns = label.split("\t")
+            total = next(
+                int(line.split()[1])
+                for line in dump.read_text().splitlines()
+                if line.startswith(("totals:", "summary:"))
+            )
+            counts[(backend, scenario, framework)] = total / int(turns)
+    report_instructions(counts)
+
+
+def report_instructions(counts: dict[tuple[str, str, str], float]) -> None:
+    print()
+    print(f"{'backend':<8} {'scenario':<9} {'tracing':<18} {'instr/turn':>12} {'vs off':>7}")
+    print("-" * 58)
+    for backend in ("memory", "sqlite"):
+        for scenario in ("plain", "chain10"):
+            off = counts[(backend, scenario, "tracing off")]
+            for label in TRACING:
+                n = counts[(backend, scenario, label)]
+                print(f"{backend:<8} {scenario:<9} {label:<18} {n:>12,.0f} {n / off:>6.2f}x")
+    for scenario in ("plain", "chain10"):
+        sdk = counts[("-", scenario, "SDK alone")]
+        print(f"{'-':<8} {scenario:<9} {'SDK alone':<18} {sdk:>12,.0f}")
+    print()
+    print("vs off: instructions per turn divided by those with tracing off (same backend).")
+    print("SDK alone: the same spans made with the SDK directly (no-op exporter), nothing of")
+    print("ours around them; vs the memory turn with tracing off:")
+    for scenario in ("plain", "chain10"):
+        sdk = counts[("-", scenario, "SDK alone")]
+        ours = counts[("memory", scenario, "tracing no-op exp.")]
+        off = counts[("memory", scenario, "tracing off")]
+        print(
+            f"  {scenario}: SDK alone {sdk / off:.0%} of the turn; tracing's cost beyond the "
+            f"SDK's {(ours - off - sdk) / off:+.1%} of the turn"
+        )
 
 
 # --------------------------------------------------------------------------- report
@@ -433,6 +666,7 @@ def pool(rows: list[Row]) -> list[Row]:
 
 def report(rows: list[Row]) -> None:
     ours = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "agent-mem-vault"}
+    off = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "tracing off"}
     print()
     header = f"{'backend':<8} {'scenario':<9} {'framework':<18} {'median ms/turn':>15} {'turns':>6}"
     print(f"{header} {'vs ours':>8}")
@@ -441,18 +675,24 @@ def report(rows: list[Row]) -> None:
         if r.median_ms is None:
             print(f"{'':<8} {'':<9} {r.framework:<18} {'skipped':>15}        {r.note}")
             continue
-        base = ours.get((r.backend, r.scenario))
-        ratio = f"{r.median_ms / base:.1f}x" if base and r.framework != "agent-mem-vault" else ""
+        tracing_row = r.framework in TRACING
+        base = (off if tracing_row else ours).get((r.backend, r.scenario))
+        ratio = ""
+        if base and r.framework not in ("agent-mem-vault", "tracing off"):
+            ratio = f"{r.median_ms / base:.2f}x" if tracing_row else f"{r.median_ms / base:.1f}x"
         print(
             f"{r.backend:<8} {r.scenario:<9} {r.framework:<18} {r.median_ms:>15.3f} "
             f"{len(r.samples):>6} {ratio:>8}"
         )
     print()
     print("vs ours: the competitor's median divided by ours (higher means ours is faster);")
-    print("for the tracing rows, the cost of tracing (ours, memory, with opentelemetry-api).")
+    print("for the tracing rows, divided by ours with tracing off (same backend and scenario).")
+    load = Path("/proc/loadavg")
+    if load.exists():
+        print(f"load average at the end: {' '.join(load.read_text().split()[:3])}")
 
 
-async def main(argv: list[str] | None = None) -> None:
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument(
@@ -468,12 +708,30 @@ async def main(argv: list[str] | None = None) -> None:
         action="append",
         help="run only these frameworks (repeatable)",
     )
-    args = parser.parse_args(argv)
-    sizes = (
-        Sizes(plain_threads=2, turns_per_thread=5, chain_turns=5, warmup=2)
-        if args.quick
-        else Sizes(plain_threads=2, turns_per_thread=10, chain_turns=8, warmup=2)
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead of timing, count the instructions per turn of ours with each tracing "
+        "set-up under valgrind's callgrind (repeatable on a busy machine; a few minutes)",
     )
+    parser.add_argument(
+        "--counted", metavar="DIR", help=argparse.SUPPRESS
+    )  # the child of the above
+    return parser.parse_args(argv)
+
+
+def sizes_of(args: argparse.Namespace) -> Sizes:
+    if args.quick:
+        return Sizes(plain_threads=2, turns_per_thread=5, chain_turns=5, warmup=2)
+    return Sizes(plain_threads=2, turns_per_thread=10, chain_turns=8, warmup=2)
+
+
+async def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    sizes = sizes_of(args)
+    if args.instructions:
+        instructions(sizes, args.quick)
+        return
     rounds = args.rounds or (1 if args.quick else 5)
     chosen = args.only or ["ours", "langgraph", "agents", "tracing"]
     benches = {
@@ -500,4 +758,8 @@ async def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    arguments = parse(None)
+    if arguments.counted:
+        counted(Path(arguments.counted), sizes_of(arguments))  # runs its own event loop
+    else:
+        asyncio.run(main())
