@@ -42,7 +42,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,12 +71,19 @@ class Row:
     backend: str
     scenario: str
     samples: list[float]
-    """Seconds per timed turn; empty when the framework was skipped."""
+    """Seconds per timed turn (wall clock); empty when the framework was skipped."""
+    cpu: list[float] = field(default_factory=list)
+    """CPU seconds of this process per timed turn: what the turn computed, without the
+    time the process waited for the disk or for a core (on a busy machine, most of it)."""
     note: str = ""
 
     @property
     def median_ms(self) -> float | None:
         return statistics.median(self.samples) * 1000 if self.samples else None
+
+    @property
+    def cpu_ms(self) -> float | None:
+        return statistics.median(self.cpu) * 1000 if self.cpu else None
 
 
 def scripted_steps(script: list[Step], turns: int) -> list[Step]:
@@ -86,17 +93,21 @@ def scripted_steps(script: list[Step], turns: int) -> list[Step]:
 # --------------------------------------------------------------------------- timing
 
 
-async def time_turns(turns: int, warmup: int, turn: Callable[[int], Awaitable[Any]]) -> list[float]:
-    """Runs ``warmup + turns`` turns (``turn(i)``) and returns the timed ones in seconds."""
-    samples: list[float] = []
+async def time_turns(
+    turns: int, warmup: int, turn: Callable[[int], Awaitable[Any]]
+) -> tuple[list[float], list[float]]:
+    """Runs ``warmup + turns`` turns (``turn(i)``); the timed ones' wall and CPU seconds."""
+    wall: list[float] = []
+    cpu: list[float] = []
     gc.collect()
     for i in range(warmup + turns):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         await turn(i)
-        elapsed = time.perf_counter() - start
+        elapsed, elapsed_cpu = time.perf_counter() - start, time.process_time() - start_cpu
         if i >= warmup:
-            samples.append(elapsed)
-    return samples
+            wall.append(elapsed)
+            cpu.append(elapsed_cpu)
+    return wall, cpu
 
 
 # --------------------------------------------------------------------------- LangGraph
@@ -173,7 +184,7 @@ async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
         samples = await time_turns(
             sizes.plain_threads * sizes.turns_per_thread, sizes.warmup, plain
         )
-        rows.append(Row("LangGraph", backend, "plain", samples))
+        rows.append(Row("LangGraph", backend, "plain", *samples))
         app = build(CHAIN, checkpointer)
 
         async def chain(i: int) -> None:
@@ -183,7 +194,7 @@ async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
                 raise AssertionError(f"LangGraph chain ended at {out.get('active_agent')!r}")
 
         samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
-        rows.append(Row("LangGraph", backend, "chain10", samples))
+        rows.append(Row("LangGraph", backend, "chain10", *samples))
         return rows
 
     rows = await run("memory", InMemorySaver())
@@ -252,7 +263,7 @@ async def bench_agents_sdk(sizes: Sizes, tmp: Path) -> list[Row]:
         samples = await time_turns(
             sizes.plain_threads * sizes.turns_per_thread, sizes.warmup, plain
         )
-        rows.append(Row("Agents SDK", backend, "plain", samples))
+        rows.append(Row("Agents SDK", backend, "plain", *samples))
         main = build(CHAIN)
 
         async def chain(i: int) -> None:
@@ -262,7 +273,7 @@ async def bench_agents_sdk(sizes: Sizes, tmp: Path) -> list[Row]:
                 raise AssertionError(f"Agents SDK chain ended at {result.last_agent.name!r}")
 
         samples = await time_turns(sizes.chain_turns, sizes.warmup, chain)
-        rows.append(Row("Agents SDK", backend, "chain10", samples))
+        rows.append(Row("Agents SDK", backend, "chain10", *samples))
         return rows
 
     return await run("memory", ":memory:") + await run("sqlite", str(tmp / "agents.db"))
@@ -361,9 +372,9 @@ async def bench_ours(
         ours = open_ours(backend, tmp, sizes)
         plain_turns = sizes.plain_threads * sizes.turns_per_thread
         samples = await time_turns(plain_turns, sizes.warmup, ours.plain)
-        rows.append(Row(framework, backend, "plain", samples))
+        rows.append(Row(framework, backend, "plain", *samples))
         samples = await time_turns(sizes.chain_turns, sizes.warmup, ours.chain)
-        rows.append(Row(framework, backend, "chain10", samples))
+        rows.append(Row(framework, backend, "chain10", *samples))
         await ours.host.close()
     return rows
 
@@ -657,36 +668,44 @@ def pool(rows: list[Row]) -> list[Row]:
         key = (r.framework, r.backend, r.scenario)
         if key in pooled:
             pooled[key].samples.extend(r.samples)
+            pooled[key].cpu.extend(r.cpu)
         else:
-            pooled[key] = Row(r.framework, r.backend, r.scenario, list(r.samples), r.note)
+            pooled[key] = Row(
+                r.framework, r.backend, r.scenario, list(r.samples), list(r.cpu), r.note
+            )
     order = {"agent-mem-vault": 0, "LangGraph": 1, "Agents SDK": 2}
     order.update({label: 3 + i for i, label in enumerate(TRACING)})
     return sorted(pooled.values(), key=lambda r: (r.backend, r.scenario, order.get(r.framework, 9)))
 
 
 def report(rows: list[Row]) -> None:
-    ours = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "agent-mem-vault"}
-    off = {(r.backend, r.scenario): r.median_ms for r in rows if r.framework == "tracing off"}
+    def bases(framework: str) -> dict[tuple[str, str], Row]:
+        return {(r.backend, r.scenario): r for r in rows if r.framework == framework}
+
+    ours, off = bases("agent-mem-vault"), bases("tracing off")
     print()
     header = f"{'backend':<8} {'scenario':<9} {'framework':<18} {'median ms/turn':>15} {'turns':>6}"
-    print(f"{header} {'vs ours':>8}")
-    print("-" * 66)
+    print(f"{header} {'vs ours':>8} {'CPU ms/turn':>12} {'vs ours':>8}")
+    print("-" * 88)
     for r in rows:
-        if r.median_ms is None:
+        if r.median_ms is None or r.cpu_ms is None:
             print(f"{'':<8} {'':<9} {r.framework:<18} {'skipped':>15}        {r.note}")
             continue
         tracing_row = r.framework in TRACING
         base = (off if tracing_row else ours).get((r.backend, r.scenario))
-        ratio = ""
-        if base and r.framework not in ("agent-mem-vault", "tracing off"):
-            ratio = f"{r.median_ms / base:.2f}x" if tracing_row else f"{r.median_ms / base:.1f}x"
+        ratio = cpu_ratio = ""
+        if base and base.median_ms and base.cpu_ms and base is not r:
+            digits = 2 if tracing_row else 1
+            ratio = f"{r.median_ms / base.median_ms:.{digits}f}x"
+            cpu_ratio = f"{r.cpu_ms / base.cpu_ms:.{digits}f}x"
         print(
             f"{r.backend:<8} {r.scenario:<9} {r.framework:<18} {r.median_ms:>15.3f} "
-            f"{len(r.samples):>6} {ratio:>8}"
+            f"{len(r.samples):>6} {ratio:>8} {r.cpu_ms:>12.3f} {cpu_ratio:>8}"
         )
     print()
     print("vs ours: the competitor's median divided by ours (higher means ours is faster);")
     print("for the tracing rows, divided by ours with tracing off (same backend and scenario).")
+    print("CPU: this process's CPU time per turn (no waiting for the disk or for a core).")
     load = Path("/proc/loadavg")
     if load.exists():
         print(f"load average at the end: {' '.join(load.read_text().split()[:3])}")

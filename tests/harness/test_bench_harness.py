@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,9 +41,38 @@ def test_benchmark_measures_tracing_off_and_on_in_quick_mode() -> None:
         timeout=120,
     ).stdout
     rows = {line[:19] + "|" + line[19:38].strip() for line in out.splitlines() if "tracing" in line}
-    for scenario in ("chain10", "plain"):
-        for label in ("off", "API only", "no-op exp.", "in-memory"):
-            assert f"memory   {scenario:<10}|tracing {label}" in rows, (scenario, label, out)
+    for backend in ("memory", "sqlite"):
+        for scenario in ("chain10", "plain"):
+            for label in ("off", "API only", "no-op exp.", "in-memory"):
+                row = f"{backend:<8} {scenario:<10}|tracing {label}"
+                assert row in rows, (backend, scenario, label, out)
+
+
+@pytest.mark.slow
+def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the SDK")
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed")
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--instructions"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=900,
+    ).stdout
+    counts = {}
+    for line in out.splitlines():
+        parts = line.rsplit(None, 2)
+        if line.startswith(("memory ", "sqlite ")) and parts[-1].endswith("x"):
+            backend, scenario, label = parts[0].split(None, 2)
+            counts[(backend, scenario, label)] = int(parts[1].replace(",", ""))
+    assert len(counts) == 16, out
+    for (backend, scenario, label), n in counts.items():
+        off = counts[(backend, scenario, "tracing off")]
+        # Recording spans costs instructions; the API alone without a provider almost none.
+        if "exp." in label or "in-memory" in label:
+            assert n > off, (backend, scenario, label, out)
+    assert "SDK alone" in out
 
 
 def test_benchmark_skips_a_competitor_that_is_not_installed_with_a_clear_message() -> None:

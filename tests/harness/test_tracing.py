@@ -258,3 +258,56 @@ async def test_an_app_tool_call_is_an_execute_tool_span_under_the_turn(
     assert tool["gen_ai.operation.name"] == "execute_tool"
     [handoff] = [attrs(s) for s in spans if s.name == "harness.handoff"]
     assert handoff["agent_mem_vault.handoff.kind"] == "code"
+
+
+def test_with_the_api_and_no_provider_no_span_is_started_until_the_app_installs_one() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from opentelemetry import context, trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import "
+        "InMemorySpanExporter\n"
+        "from agent_mem_vault.core import tracing\n"
+        "assert tracing.enabled()\n"
+        "assert tracing.span('x', {'a': 1}) is tracing.NO_SPAN\n"
+        "assert tracing.traceparent() is None\n"
+        # A context the app made current (an incoming request's) is still what is stored.
+        "remote = trace.SpanContext(0xABC, 0xDEF, is_remote=True, "
+        "trace_flags=trace.TraceFlags(1))\n"
+        "token = context.attach(trace.set_span_in_context(trace.NonRecordingSpan(remote)))\n"
+        "assert tracing.traceparent() == '00-' + f'{0xABC:032x}-{0xDEF:016x}-01'\n"
+        "context.detach(token)\n"
+        "provider = TracerProvider()\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "with tracing.span('y', {'a': 1, 'b': None}) as span:\n"
+        "    assert tracing.traceparent() == tracing.traceparent(span) is not None\n"
+        "[y] = exporter.get_finished_spans()\n"
+        "assert (y.name, dict(y.attributes)) == ('y', {'a': 1}), y\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_an_error_leaving_a_span_marks_it_and_the_context_is_restored(
+    exporter: InMemorySpanExporter,
+) -> None:
+    import asyncio
+
+    from opentelemetry import trace
+
+    with pytest.raises(ValueError, match="bad"), tracing.span("fails"):
+        raise ValueError("bad")
+    with pytest.raises(asyncio.CancelledError), tracing.span("cancelled"):
+        raise asyncio.CancelledError
+    assert not trace.get_current_span().get_span_context().is_valid
+    fails, cancelled = exporter.get_finished_spans()
+    assert fails.status.status_code == trace.StatusCode.ERROR
+    assert fails.status.description == "ValueError: bad"
+    assert [e.name for e in fails.events] == ["exception"]
+    # As the API's use_span: a cancelled task is not an error of the span.
+    assert cancelled.status.status_code == trace.StatusCode.UNSET
+    assert cancelled.events == ()
