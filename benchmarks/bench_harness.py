@@ -382,8 +382,8 @@ async def bench_ours(
 TRACING = ("tracing off", "tracing API only", "tracing no-op exp.", "tracing in-memory")
 
 
-def tracing_setup(label: str) -> Any:
-    """Sets tracing up as ``label`` says; returns the provider to shut down after (or None).
+def tracing_provider(label: str) -> Any:
+    """The SDK provider of the set-up ``label`` (None for "off" and "API only").
 
     "off" is the cost without ``opentelemetry-api``; "API only" has the API and
     no SDK (no provider installed: nothing could be recorded); "no-op exp."
@@ -391,18 +391,28 @@ def tracing_setup(label: str) -> Any:
     "in-memory" keeps every span (the SDK's ``InMemorySpanExporter``). Spans go
     through a ``SimpleSpanProcessor``, so exporting is inside the measured turn.
     """
+    if label not in ("tracing no-op exp.", "tracing in-memory"):
+        return None
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = TracerProvider()
+    exporter = _drop_exporter() if label == "tracing no-op exp." else InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+def use_tracing(label: str, provider: Any) -> None:
     from agent_mem_vault.core import tracing
 
-    provider = None
-    if label in ("tracing no-op exp.", "tracing in-memory"):
-        from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-        provider = TracerProvider()
-        exporter = _drop_exporter() if label == "tracing no-op exp." else InMemorySpanExporter()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracing.use_tracer_provider(provider, off=label == "tracing off")
+
+
+def tracing_setup(label: str) -> Any:
+    """Sets tracing up as ``label`` says; returns the provider to shut down after (or None)."""
+    provider = tracing_provider(label)
+    use_tracing(label, provider)
     return provider
 
 
@@ -425,21 +435,46 @@ def _drop_exporter() -> Any:
 
 
 async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
-    """Ours on both backends with tracing off, API only, and on with two exporters."""
+    """Ours on both backends with tracing off, API only, and on with two exporters.
+
+    Each set-up has its own host; they take turns, one turn each (in a rotating
+    order), so a slow phase of a busy machine hits all four alike.
+    """
     try:
         import opentelemetry.sdk.trace  # noqa: F401
 
         import agent_mem_vault.core.tracing  # noqa: F401
     except ImportError as exc:
         return _skipped("tracing (otlp extra)", exc)
+    providers = {label: tracing_provider(label) for label in TRACING}
     rows: list[Row] = []
-    for label in TRACING:
-        provider = tracing_setup(label)
-        try:
-            folder = tmp / label.replace(" ", "-").replace(".", "")
-            folder.mkdir()
-            rows += await bench_ours(sizes, folder, framework=label)
-        finally:
+    try:
+        for backend in ("memory", "sqlite"):
+            hosts = {}
+            for n, label in enumerate(TRACING):
+                folder = tmp / f"{backend}-{n}"
+                folder.mkdir()
+                hosts[label] = open_ours(backend, folder, sizes)
+            plain_turns = sizes.plain_threads * sizes.turns_per_thread
+            for scenario, turns in (("plain", plain_turns), ("chain10", sizes.chain_turns)):
+                wall: dict[str, list[float]] = {label: [] for label in TRACING}
+                cpu: dict[str, list[float]] = {label: [] for label in TRACING}
+                gc.collect()
+                for i in range(sizes.warmup + turns):
+                    for label in TRACING[i % 4 :] + TRACING[: i % 4]:
+                        use_tracing(label, providers[label])
+                        ours = hosts[label]
+                        turn = ours.plain if scenario == "plain" else ours.chain
+                        start, start_cpu = time.perf_counter(), time.process_time()
+                        await turn(i)
+                        if i >= sizes.warmup:
+                            wall[label].append(time.perf_counter() - start)
+                            cpu[label].append(time.process_time() - start_cpu)
+                rows += [Row(t, backend, scenario, wall[t], cpu[t]) for t in TRACING]
+            for ours in hosts.values():
+                await ours.host.close()
+    finally:
+        for provider in providers.values():
             tracing_teardown(provider)
     return rows
 
