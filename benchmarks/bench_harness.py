@@ -26,8 +26,17 @@ nothing) and the competitors run non-streamed, their cheapest path, while ours
 streams; so the comparison leans their way. They are installed only for this:
 ``pip install -e '.[bench]'``; a missing one is skipped with a message.
 
-    .venv/bin/python benchmarks/bench_harness.py            # full sizes
-    .venv/bin/python benchmarks/bench_harness.py --quick    # small sizes
+The tracing rows (``--only tracing``) run ours on both backends with tracing
+off, the OpenTelemetry API only, and the SDK recording every span (a no-op
+and an in-memory exporter), the four taking turns. ``--instructions`` counts
+instructions per turn of the same under valgrind's callgrind (repeatable on a
+busy machine, where wall-clock ratios move by 0.1), beside the SDK's own cost
+for the same spans.
+
+    .venv/bin/python benchmarks/bench_harness.py                  # full sizes
+    .venv/bin/python benchmarks/bench_harness.py --quick          # small sizes
+    .venv/bin/python benchmarks/bench_harness.py --only tracing   # tracing cost
+    .venv/bin/python benchmarks/bench_harness.py --instructions   # the same, counted
 """
 
 from __future__ import annotations

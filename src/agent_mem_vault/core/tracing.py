@@ -102,14 +102,28 @@ class _Current:
     context managers: tracing's own cost per span is a fraction of the SDK's.
     """
 
-    __slots__ = ("_span", "_token")
+    __slots__ = ("_attributes", "_kind", "_link", "_name", "_span", "_token", "_tracer")
 
-    def __init__(self, span: Any) -> None:
-        self._span = span
+    def __init__(
+        self, tracer: Any, name: str, attributes: Any, link: str | None, kind: str
+    ) -> None:
+        self._tracer = tracer
+        self._name = name
+        self._attributes = attributes
+        self._link = link
+        self._kind = kind
 
     def __enter__(self) -> Any:
-        self._token = _attach(_in_context(self._span))
-        return self._span
+        # Started here, not when made: a child of what is current at the ``with``.
+        link = self._link
+        span = self._span = self._tracer.start_span(
+            self._name,
+            kind=_KINDS[self._kind],
+            attributes=self._attributes,
+            links=_links(link) if link else None,
+        )
+        self._token = _attach(_in_context(span))
+        return span
 
     def __exit__(
         self,
@@ -219,11 +233,7 @@ def start(
     link to (a span that started this story elsewhere). An exception leaving
     the block is recorded and marks the span an error.
     """
-    return _Current(
-        tracer.start_span(
-            name, kind=_KINDS[kind], attributes=attributes, links=_links(link) if link else None
-        )
-    )
+    return _Current(tracer, name, attributes, link, kind)
 
 
 def instant(tracer: Any, name: str, attributes: Mapping[str, AttributeValue]) -> None:
