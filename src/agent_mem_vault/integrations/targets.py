@@ -120,8 +120,10 @@ def plan_gemini(
 
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         data = _set_server(data, "mcpServers", entry, remove)
-        # Gemini CLI counts hook timeouts in milliseconds.
-        return _hook_edit(data, launch, "startup|resume|clear", remove, TIMEOUT_SECONDS * 1000)
+        # Gemini CLI compares a SessionStart matcher with the source as a plain
+        # string ("startup|resume|clear" matches nothing); "*" matches every
+        # source. It counts hook timeouts in milliseconds.
+        return _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
     return [_json_edit(settings, edit)]
 
