@@ -160,10 +160,12 @@ def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
         )
     )
     env = dict(OPENCODE_QUIET)
-    # opencode installs @opencode-ai/plugin into each config folder it loads
-    # (~/.config/opencode, <repo>/.opencode) with npm; the person's npm cache
-    # keeps that from downloading again for every throw-away home.
-    env["npm_config_cache"] = os.environ.get("npm_config_cache") or str(Path.home() / ".npm")
+    # Once a plugin exists, opencode installs @opencode-ai/plugin with its own npm
+    # into each config folder it loads (~/.config/opencode, <repo>/.opencode) and
+    # waits for that before the first request: 20-40 s on a busy 2-core machine,
+    # once per folder (so once per test here). The person's npm cache spares the
+    # registry the same download for every throw-away home.
+    env["NPM_CONFIG_CACHE"] = os.environ.get("NPM_CONFIG_CACHE") or str(Path.home() / ".npm")
     return world.run(client("opencode"), "run", prompt, timeout=180, env=env)
 
 
@@ -297,9 +299,7 @@ def test_opencode_leaves_a_handoff_that_gemini_cli_takes_with_read_handoff(world
 
     world.amv("install", "gemini")
     with ScriptedModel("gemini", gemini_model) as model:
-        proc = _run_gemini(
-            world, model, "Continue the work.", "mcp_agent-mem-vault_read_handoff"
-        )
+        proc = _run_gemini(world, model, "Continue the work.", "mcp_agent-mem-vault_read_handoff")
         transcript = model.transcript()
     assert proc.returncode == 0, _said(proc, transcript)
     assert gemini_first, transcript
@@ -319,12 +319,3 @@ def test_gemini_cli_lists_the_installed_server_as_connected(world: World) -> Non
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert re.search(r"agent-mem-vault: .*serve --agent gemini.*Connected", out), out
-
-
-def test_opencode_lists_the_installed_server_as_connected(world: World) -> None:
-    """opencode's own ``mcp list`` starts the server ``install opencode`` registered."""
-    world.amv("install", "opencode")
-    proc = world.run(client("opencode"), "mcp", "list", timeout=60, env=OPENCODE_QUIET)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert re.search(r"agent-mem-vault.*connected", out, re.IGNORECASE), out
