@@ -2,9 +2,9 @@
 
 Gemini CLI (``gemini -p``) leaves ``create_handoff(to="opencode", …)``; opencode's
 next session (``opencode run``) sees it in what its session-start plugin adds to
-the system prompt, takes it with ``read_handoff`` and gets the seed's text. The
-reverse exchange (opencode hands to Gemini CLI) shows each client's
-``read_handoff`` returning the seed's text.
+the system prompt, takes it with ``read_handoff`` and gets the seed's text, then
+hands a review back; Gemini CLI's next session takes that one. So each client
+leaves a handoff and takes one, through the tools it offered the model.
 
 Setup is ``agent-mem-vault install <client>`` and what a person using a model of
 their own would also have:
@@ -173,15 +173,27 @@ def _said(proc: Any, transcript: str) -> str:
     return f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}\n{transcript}"
 
 
-# -- the exchanges ------------------------------------------------------------
+# -- the exchange --------------------------------------------------------------
+
+BACK_SUMMARY = "Review the batched backfill"
+BACK_CONTEXT = "Batches of 1000 rows held locks for 40 ms. Check the plan for 0008 before merging."
+BACK_EXPECTED = f"## Summary\n{BACK_SUMMARY}\n\n## Full Context\n{BACK_CONTEXT}"
 
 
-def test_gemini_cli_leaves_a_handoff_that_opencode_takes_with_read_handoff(world: World) -> None:
+def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> None:
+    """Gemini CLI → opencode (the seed's exchange), then opencode → Gemini CLI.
+
+    One round trip, so each client both leaves a handoff and takes one with
+    ``read_handoff`` (getting the seed's text back), and opencode starts once:
+    its first start in a folder is the slow part (see ``_run_opencode``).
+    """
     client("gemini"), client("opencode")
+
+    # 1. Gemini CLI: the hook's output in its first request, create_handoff to opencode.
     first: list[Seen] = []
     results: list[str] = []
 
-    def gemini_model(seen: Seen) -> Reply:
+    def gemini_hands_off(seen: Seen) -> Reply:
         tool = _ours(_gemini_tools(seen.body), "create_handoff")
         if tool is None:
             return Reply(text="ok")  # a side request (a summary, a check): not the session
@@ -196,7 +208,7 @@ def test_gemini_cli_leaves_a_handoff_that_opencode_takes_with_read_handoff(world
         )
 
     world.amv("install", "gemini")
-    with ScriptedModel("gemini", gemini_model) as model:
+    with ScriptedModel("gemini", gemini_hands_off) as model:
         proc = _run_gemini(
             world,
             model,
@@ -208,7 +220,6 @@ def test_gemini_cli_leaves_a_handoff_that_opencode_takes_with_read_handoff(world
     offered = [_gemini_tools(s.body) for s in model.model_requests()]
     assert first, f"Gemini CLI never offered create_handoff to the model: {offered}\n{transcript}"
     assert ":streamGenerateContent" in first[0].path, transcript
-    # The hook's output (brief + pending handoffs) is in the first request.
     assert BRIEF.strip() in first[0].text, transcript
     assert "Pending handoffs for gemini" in first[0].text, transcript
     assert results, f"the tool result never came back to the model\n{transcript}"
@@ -218,96 +229,73 @@ def test_gemini_cli_leaves_a_handoff_that_opencode_takes_with_read_handoff(world
     ], sent
     assert sent[0]["id"] in results[0], transcript
 
+    # 2. opencode: the plugin's output in its system prompt; read_handoff returns
+    #    the seed's text; then create_handoff back to Gemini CLI.
     opencode_first: list[Seen] = []
     outputs: list[str] = []
 
-    def opencode_model(seen: Seen) -> Reply:
-        tool = _ours(_chat_tools(seen.body), "read_handoff")
-        if tool is None:
+    def opencode_takes_and_hands_back(seen: Seen) -> Reply:
+        tools = _chat_tools(seen.body)
+        read, create = _ours(tools, "read_handoff"), _ours(tools, "create_handoff")
+        if read is None or create is None:
             return Reply(text="Orders backfill")  # the session title: no tools
         done = _chat_results(seen.body)
-        if done:
+        if not done:
+            opencode_first.append(seen)
+            return Reply(tool=read, args={"agent": "opencode", "namespace": NAMESPACE})
+        if len(done) == 1:
             outputs.extend(done)
-            return Reply(text="Took the handoff.")
-        opencode_first.append(seen)
-        return Reply(tool=tool, args={"agent": "opencode", "namespace": NAMESPACE})
+            args = {"to": "gemini", "summary": BACK_SUMMARY, "context": BACK_CONTEXT}
+            return Reply(tool=create, args={**args, "namespace": NAMESPACE})
+        outputs.extend(done[1:])
+        return Reply(text="Took the handoff and handed the review back.")
 
     world.amv("install", "opencode")
-    with ScriptedModel("chat", opencode_model) as model:
+    with ScriptedModel("chat", opencode_takes_and_hands_back) as model:
         proc = _run_opencode(world, model, "Continue the work.")
         transcript = model.transcript()
     assert proc.returncode == 0, _said(proc, transcript)
     offered = [_chat_tools(s.body) for s in model.model_requests()]
     assert opencode_first, f"opencode never offered read_handoff: {offered}\n{transcript}"
-    # The plugin's output is in the system prompt of the first request.
     system = _system_text(opencode_first[0].body)
     assert BRIEF.strip() in system, transcript
     assert "Pending handoffs for opencode" in system and SUMMARY in system, transcript
-    assert outputs, f"the tool result never came back to the model\n{transcript}"
+    assert len(outputs) == 2, f"tool results that came back: {outputs}\n{transcript}"
     assert json.dumps(EXPECTED)[1:-1] in outputs[0], transcript
-    taken = world.handoffs()
-    assert [(h["to"], h["status"]) for h in taken] == [("opencode", "read")], taken
+    handoffs = {h["summary"]: h for h in world.handoffs()}
+    statuses = sorted((h["to"], h["status"]) for h in handoffs.values())
+    assert statuses == [("gemini", "pending"), ("opencode", "read")], handoffs
+    assert handoffs[SUMMARY]["status"] == "read", handoffs
+    assert handoffs[BACK_SUMMARY]["from"] == "opencode", handoffs
+    assert handoffs[BACK_SUMMARY]["id"] in outputs[1], transcript
 
-
-def test_opencode_leaves_a_handoff_that_gemini_cli_takes_with_read_handoff(world: World) -> None:
-    client("gemini"), client("opencode")
-    first: list[Seen] = []
-    results: list[str] = []
-
-    def opencode_model(seen: Seen) -> Reply:
-        tool = _ours(_chat_tools(seen.body), "create_handoff")
-        if tool is None:
-            return Reply(text="Orders backfill")
-        done = _chat_results(seen.body)
-        if done:
-            results.extend(done)
-            return Reply(text="Handed off to gemini.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "gemini", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
-    world.amv("install", "opencode")
-    with ScriptedModel("chat", opencode_model) as model:
-        proc = _run_opencode(world, model, "Hand the orders backfill to gemini.")
-        transcript = model.transcript()
-    assert proc.returncode == 0, _said(proc, transcript)
-    assert first, transcript
-    system = _system_text(first[0].body)
-    assert BRIEF.strip() in system and "Pending handoffs for opencode" in system, transcript
-    assert results, transcript
-    sent = world.handoffs()
-    assert [(h["to"], h["from"], h["status"]) for h in sent] == [
-        ("gemini", "opencode", "pending")
-    ], sent
-    assert sent[0]["id"] in results[0], transcript
-
+    # 3. Gemini CLI's next session: the handoff in its hook, taken with read_handoff.
     gemini_first: list[Seen] = []
-    outputs: list[str] = []
+    taken: list[str] = []
 
-    def gemini_model(seen: Seen) -> Reply:
+    def gemini_takes(seen: Seen) -> Reply:
         tool = _ours(_gemini_tools(seen.body), "read_handoff")
         if tool is None:
             return Reply(text="ok")
         done = _gemini_results(seen.body)
         if done:
-            outputs.extend(done)
+            taken.extend(done)
             return Reply(text="Took the handoff.")
         gemini_first.append(seen)
         return Reply(tool=tool, args={"agent": "gemini", "namespace": NAMESPACE})
 
-    world.amv("install", "gemini")
-    with ScriptedModel("gemini", gemini_model) as model:
+    with ScriptedModel("gemini", gemini_takes) as model:
         proc = _run_gemini(world, model, "Continue the work.", "mcp_agent-mem-vault_read_handoff")
         transcript = model.transcript()
     assert proc.returncode == 0, _said(proc, transcript)
-    assert gemini_first, transcript
-    assert SUMMARY in gemini_first[0].text and BRIEF.strip() in gemini_first[0].text, transcript
-    assert outputs, transcript
-    assert json.dumps(EXPECTED)[1:-1] in outputs[0], transcript
-    taken = world.handoffs()
-    assert [(h["to"], h["status"]) for h in taken] == [("gemini", "read")], taken
+    assert gemini_first, f"Gemini CLI never offered read_handoff\n{transcript}"
+    assert BACK_SUMMARY in gemini_first[0].text and BRIEF.strip() in gemini_first[0].text, (
+        transcript
+    )
+    assert taken, transcript
+    assert json.dumps(BACK_EXPECTED)[1:-1] in taken[0], transcript
+    statuses = sorted((h["to"], h["status"]) for h in world.handoffs())
+    assert statuses == [("gemini", "read"), ("opencode", "read")], statuses
 
 
 def test_gemini_cli_lists_the_installed_server_as_connected(world: World) -> None:
