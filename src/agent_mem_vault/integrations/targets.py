@@ -16,8 +16,11 @@ Codex
     The deprecated ``codex_hooks`` flag an earlier install wrote goes. Codex runs
     only hooks the person trusted: ``codex_trust.py`` records that trust.
 Gemini CLI
-    ``<repo>/.gemini/settings.json`` or ``~/.gemini/settings.json``: the server in
-    ``mcpServers``, the hook in ``hooks.SessionStart`` (timeout in milliseconds).
+    ``<repo>/.gemini/settings.json`` or ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME``
+    moves the latter): the server in ``mcpServers``, the hook in ``hooks.SessionStart``
+    with matcher ``*`` (Gemini compares it with the source as a plain string) and its
+    timeout in milliseconds. Gemini CLI uses neither in a folder the person has not
+    trusted: ``gemini_trust.py`` reads that, and install says what to do.
 opencode
     ``<repo>/opencode.json`` or ``$XDG_CONFIG_HOME/opencode/opencode.json``: the
     server in ``mcp`` (``type: local``). opencode has no command hooks; its
@@ -114,14 +117,18 @@ def plan_gemini(
     launch: Launch, *, scope: Scope, repo: Path, home: Path, remove: bool = False
 ) -> list[FileChange]:
     """The changes ``install gemini`` (or ``uninstall``) makes: one settings.json."""
-    base = repo if scope == "project" else home
-    settings = base / ".gemini" / "settings.json"
+    from .gemini_trust import gemini_dir
+
+    folder = repo / ".gemini" if scope == "project" else gemini_dir(home)
+    settings = folder / "settings.json"
     entry = {"command": launch.command[0], "args": launch.server_args()}
 
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         data = _set_server(data, "mcpServers", entry, remove)
-        # Gemini CLI counts hook timeouts in milliseconds.
-        return _hook_edit(data, launch, "startup|resume|clear", remove, TIMEOUT_SECONDS * 1000)
+        # Gemini CLI compares a SessionStart matcher with the source as a plain
+        # string ("startup|resume|clear" matches nothing); "*" matches every
+        # source. It counts hook timeouts in milliseconds.
+        return _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
     return [_json_edit(settings, edit)]
 
