@@ -219,18 +219,20 @@ class MemoryOps(VaultBase):
         """The full-text candidates of a hybrid search, then ``_hybrid`` fuses them."""
         pool = max(offset + limit, CANDIDATES)
 
-        def fts(match: str) -> list[tuple[Memory, float, str]]:
+        def fts(match: str, checked: list[tuple[str, str]]) -> list[tuple[Memory, float, str]]:
             return self._query(
-                lambda idx: idx.search(match, namespace, pool, kind=kind, tags=tags), scope
+                lambda idx: idx.search(match, namespace, pool, kind=kind, tags=tags), checked
             )
 
-        rows = fts(" AND ".join(terms))
+        # The namespace's notes are checked for edits by hand once per search
+        # (one stat per note), before the first query, not again for the second.
+        rows = fts(" AND ".join(terms), scope)
         loose: Callable[[], list[tuple[Memory, float, str]]] | None = None
         if not rows and len(terms) > 1:
             # Memories with some of the words: in hybrid mode they only fill up
             # behind the meaning ranking, so they are looked for only if needed.
             def loose() -> list[tuple[Memory, float, str]]:
-                return fts(" OR ".join(terms))
+                return fts(" OR ".join(terms), [])
 
         return self._hybrid(embedder, query, rows, loose, namespace, kind, tags, limit, offset)
 
