@@ -328,8 +328,11 @@ class VectorCache:
                 loaded.read(
                     conn.execute(
                         "SELECT v.rowid, v.vec, m.namespace, m.kind FROM memory_vectors v "
-                        "JOIN memories m ON m.rowid = v.rowid WHERE v.seq > ? ORDER BY v.seq",
-                        (loaded.version,),
+                        "JOIN memories m ON m.rowid = v.rowid WHERE v.seq > ? AND v.seq <= ? "
+                        "ORDER BY v.seq",
+                        # Bounded by the version read above: a vector another process
+                        # adds meanwhile is read next time, not now and again then.
+                        (loaded.version, version),
                     )
                 )
                 loaded.version = version
