@@ -236,6 +236,9 @@ def latency(tmp: Path, settings: EmbeddingSettings, n: int, cache: Path) -> dict
         vault, queries, cached=True, mode="hybrid"
     )
     results["hybrid search, namespace + kind filter, median"] = timed(vault, queries, **FILTER)
+    results["fts search, namespace + kind filter, median"] = timed(
+        vault, queries, **{**FILTER, "mode": "fts"}
+    )
     # Random vectors rarely pass the similarity floor, so the searches above may
     # also run the any-word BM25 query; with real vectors meaning usually fills
     # the page. Both are measured.
