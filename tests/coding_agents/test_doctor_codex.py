@@ -39,3 +39,21 @@ def test_doctor_reports_a_codex_hook_whose_trust_no_longer_matches(world: World)
     world.amv("install", "codex")
     doctor = world.run(*CLI, "doctor", timeout=120)
     assert doctor.returncode == 0, f"{doctor.stdout}\n{doctor.stderr}"
+
+
+def test_doctor_reports_a_codex_hook_codex_does_not_see(world: World) -> None:
+    client("codex")
+    world.amv("init")
+    world.amv("install", "codex")
+    config = world.home / ".codex" / "config.toml"
+    config.write_text(config.read_text().replace("hooks = true", "hooks = false"))
+    doctor = world.run(*CLI, "doctor", timeout=120)
+    assert doctor.returncode == 7, doctor.stdout
+    lines = [x for x in doctor.stdout.splitlines() if x.startswith("install: ")]
+    assert lines == [
+        f"install: Codex does not see the session hook in {world.home / '.codex' / 'hooks.json'} "
+        f"(is [features] hooks turned off in {config}?); run 'agent-mem-vault install codex'"
+    ], doctor.stdout
+    world.amv("install", "codex")
+    doctor = world.run(*CLI, "doctor", timeout=120)
+    assert doctor.returncode == 0, f"{doctor.stdout}\n{doctor.stderr}"

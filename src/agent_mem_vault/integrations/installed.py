@@ -142,6 +142,11 @@ def codex_trust_problems(home: Path, cwd: Path, path: str | None = None) -> list
             hooks = list_codex_hooks(codex, home, cwd)
         except (OSError, RuntimeError):
             hooks = None
+        if hooks is not None and not any(h.ours for h in hooks):
+            return [
+                f"Codex does not see the session hook in {hooks_file} (is [features] hooks "
+                f"turned off in {home / 'config.toml'}?); run 'agent-mem-vault install codex'"
+            ]
         if hooks is not None:
             return [
                 f"Codex will not run the session hook in {hooks_file}: it is "
