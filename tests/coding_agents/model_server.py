@@ -244,6 +244,8 @@ def _responses(seen: Seen, reply: Reply) -> list[str]:
             "arguments": json.dumps(reply.args),
             "status": "completed",
         }
+        if reply.namespace is not None:
+            item["namespace"] = reply.namespace
     else:
         item = {
             "type": "message",

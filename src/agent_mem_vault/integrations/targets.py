@@ -5,7 +5,14 @@ Claude Code
     MCP server: ``<repo>/.mcp.json`` (scope ``project``, shared with the team) or
     ``~/.claude.json`` (scope ``user``), key ``mcpServers["agent-mem-vault"]``.
     Hook: ``<repo>/.claude/settings.json`` or ``~/.claude/settings.json``,
-    ``hooks.SessionStart``.
+    ``hooks.SessionStart``. Claude Code 2.1.332 has no setting that makes
+    ``claude -p`` wait longer for a server before its first model request
+    (about 3 s; ``MCP_TIMEOUT`` and ``MCP_CONNECT_TIMEOUT_MS`` do not change it,
+    tried in settings ``env`` and the environment): the warm process keeps
+    ``serve`` inside it. A ``.mcp.json`` server runs only once approved: project
+    scope lists ours in ``enabledMcpjsonServers`` of the committed settings, which
+    Claude Code honours once the person has trusted the folder (its first-start
+    question); ``claude -p`` approves project servers by itself.
 Codex
     MCP server: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), table
     ``[mcp_servers.agent-mem-vault]``, ``required = true`` with a start-up
@@ -59,6 +66,7 @@ SERVER_NAME = "agent-mem-vault"
 FLAG_COMMENT = "added by agent-mem-vault install"
 STARTUP_TIMEOUT_SECONDS = 30
 """How long a client waits for ``serve`` to answer ``initialize`` where it can be told."""
+APPROVAL_KEY = "enabledMcpjsonServers"
 PLUGIN_MARK = "// agent-mem-vault: written by `agent-mem-vault install opencode`"
 Scope = Literal["project", "user"]
 
@@ -96,12 +104,36 @@ def plan_claude_code(
     else:
         mcp_file, settings_file = home / ".claude.json", home / ".claude" / "settings.json"
     entry = {"type": "stdio", "command": launch.command[0], "args": launch.server_args()}
+
+    def settings(data: dict[str, Any]) -> dict[str, Any]:
+        data = _hook_edit(data, launch, "startup|resume|clear|compact", remove)
+        if scope == "project":
+            data = _approve_project_server(data, remove)
+        return data
+
     return [
         _json_edit(mcp_file, lambda d: _set_server(d, "mcpServers", entry, remove)),
-        _json_edit(
-            settings_file, lambda d: _hook_edit(d, launch, "startup|resume|clear|compact", remove)
-        ),
+        _json_edit(settings_file, settings),
     ]
+
+
+def _approve_project_server(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+    """Our name in ``enabledMcpjsonServers``: the approval Claude Code asks for."""
+    out = dict(data)
+    names = out.get(APPROVAL_KEY, [])
+    if not isinstance(names, list):
+        raise InvalidInputError(
+            f'"{APPROVAL_KEY}" in the settings is not a list; fix it by hand and run again',
+            field=APPROVAL_KEY,
+        )
+    names = [n for n in names if n != SERVER_NAME] if remove else list(names)
+    if not remove and SERVER_NAME not in names:
+        names.append(SERVER_NAME)
+    if names:
+        out[APPROVAL_KEY] = names
+    else:
+        out.pop(APPROVAL_KEY, None)
+    return out
 
 
 def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> list[FileChange]:
