@@ -58,6 +58,13 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stdout
 
 
+def trust_in_gemini(world: dict[str, Path], level: str = "TRUST_FOLDER") -> None:
+    """Record the person's answer to Gemini CLI's folder-trust dialog, as Gemini CLI writes it."""
+    rules = world["home"] / ".gemini" / "trustedFolders.json"
+    rules.parent.mkdir(parents=True, exist_ok=True)
+    rules.write_text(json.dumps({str(world["repo"]): level}))
+
+
 def install_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [x for x in proc.stdout.splitlines() if x.startswith("install: ")]
 
@@ -68,6 +75,7 @@ def test_a_project_install_is_healthy_where_agent_mem_vault_is_on_path(
     ok(amv(world, "init"))
     for tool in ("claude-code", "gemini", "opencode"):
         ok(amv(world, "install", tool))
+    trust_in_gemini(world)
     out = ok(amv(world, "doctor", path=f"{VENV_BIN}:{BARE_PATH}"))
     assert "No problems found." in out
     data = json.loads(ok(amv(world, "doctor", "--json", path=f"{VENV_BIN}:{BARE_PATH}")))
@@ -80,6 +88,7 @@ def test_every_installed_command_not_on_path_is_reported_with_its_fix(
     ok(amv(world, "init"))
     for tool in ("claude-code", "gemini", "opencode"):
         ok(amv(world, "install", tool))
+    trust_in_gemini(world)
     proc = amv(world, "doctor")
     assert proc.returncode == 7, proc.stdout
     assert "[install_problem]" in proc.stderr
@@ -167,3 +176,29 @@ def test_a_codex_hook_without_trust_is_reported_without_codex(world: dict[str, P
         f"trusted_hash for it in {codex / 'config.toml'}; run 'agent-mem-vault install codex' "
         "to record it (or trust it in codex's /hooks)"
     ], proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("level", "said"),
+    [(None, "it is not trusted yet"), ("DO_NOT_TRUST", "you chose not to trust it")],
+)
+def test_a_repository_gemini_cli_does_not_trust_is_reported(
+    world: dict[str, Path], level: str | None, said: str
+) -> None:
+    ok(amv(world, "init"))
+    ok(amv(world, "install", "gemini"))
+    if level is not None:
+        trust_in_gemini(world, level)
+    path = f"{VENV_BIN}:{BARE_PATH}"
+    proc = amv(world, "doctor", path=path)
+    assert proc.returncode == 7
+    assert install_lines(proc) == [
+        f"install: Gemini CLI will start neither the server nor the session hook in "
+        f"{world['repo']}: {said}; start 'gemini' there once and trust the folder "
+        "(headless runs: GEMINI_CLI_TRUST_WORKSPACE=true)"
+    ], proc.stdout
+    # Trusted (here: its parent, as Gemini CLI's TRUST_PARENT rule says), nothing to report.
+    trust_in_gemini(world)
+    rules = world["home"] / ".gemini" / "trustedFolders.json"
+    rules.write_text(json.dumps({str(world["repo"] / "sub"): "TRUST_PARENT"}))
+    assert "No problems found." in ok(amv(world, "doctor", path=path))

@@ -4,7 +4,8 @@
 is healthy but never reached is the failure a person sees: a server or hook
 command that no longer resolves (a moved virtualenv, a teammate without
 agent-mem-vault on PATH), a Codex hook that Codex will skip because its trust
-is missing or stale, a ``.mcp.json`` server that Claude Code holds for approval.
+is missing or stale, a ``.mcp.json`` server that Claude Code holds for approval,
+a repository that Gemini CLI does not trust (it then starts neither).
 Each problem names the file and the one thing to do. Nothing here writes.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .gemini_trust import gemini_dir, gemini_folder_trust
 from .hooks_json import EVENT, is_our_hook
 from .targets import APPROVAL_KEY, SERVER_NAME, codex_home, opencode_config_dir
 
@@ -54,6 +56,7 @@ def install_problems(home: Path, repo: Path | None, path: str | None = None) -> 
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
     if repo is not None:
         found += claude_approval_problems(home, repo)
+        found += gemini_trust_problems(home, repo)
     return found
 
 
@@ -75,7 +78,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
         out.append(Installed("codex", "MCP server", config, (entry["command"],), "user"))
     out += _json_hook("codex", "user", codex / "hooks.json", None)
     gemini: list[tuple[str, Path, Path | None]] = [
-        ("user", home / ".gemini" / "settings.json", None)
+        ("user", gemini_dir(home) / "settings.json", None)
     ]
     opencode: list[tuple[str, Path, Path | None]] = [("user", opencode_config_dir(home), None)]
     if repo is not None:
@@ -197,6 +200,27 @@ def claude_approval_problems(home: Path, repo: Path) -> list[str]:
     return [
         f"Claude Code holds the server in {mcp} for approval: it is in no "
         f"{APPROVAL_KEY}; run 'agent-mem-vault install claude-code' to approve it"
+    ]
+
+
+def gemini_trust_problems(home: Path, repo: Path) -> list[str]:
+    """Our Gemini CLI entries, if installed, in a repository Gemini CLI does not trust.
+
+    Gemini CLI starts no stdio MCP server and runs no hook in such a folder, and
+    ``gemini -p`` refuses to run there. Trusting it is the person's decision
+    (see :mod:`.gemini_trust`), so the problem names the two ways to make it.
+    """
+    ours = [i for i in find_installed(home, repo) if i.client == "gemini"]
+    if not ours:
+        return []
+    trust = gemini_folder_trust(repo, home)
+    if trust in ("trusted", "not-required"):
+        return []
+    said = "you chose not to trust it" if trust == "untrusted" else "it is not trusted yet"
+    return [
+        f"Gemini CLI will start neither the server nor the session hook in {repo}: {said}; "
+        "start 'gemini' there once and trust the folder (headless runs: "
+        "GEMINI_CLI_TRUST_WORKSPACE=true)"
     ]
 
 
