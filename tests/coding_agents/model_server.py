@@ -244,6 +244,8 @@ def _responses(seen: Seen, reply: Reply) -> list[str]:
             "arguments": json.dumps(reply.args),
             "status": "completed",
         }
+        if reply.namespace is not None:
+            item["namespace"] = reply.namespace
     else:
         item = {
             "type": "message",
@@ -305,7 +307,7 @@ def _chat(seen: Seen, reply: Reply) -> list[str] | None:
     if reply.tool:
         call = {
             "index": 0,
-            "id": "call_scripted1",
+            "id": _chat_call_id(seen),
             "type": "function",
             "function": {"name": reply.tool, "arguments": json.dumps(reply.args)},
         }
@@ -327,6 +329,18 @@ def _chat(seen: Seen, reply: Reply) -> list[str] | None:
         ),
         "data: [DONE]\n\n",
     ]
+
+
+def _chat_call_id(seen: Seen) -> str:
+    """A fresh id per tool call in a conversation (one more than the results so
+    far): clients match each result to its call by id."""
+    messages = seen.body.get("messages") if isinstance(seen.body, dict) else None
+    done = sum(
+        1
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict) and m.get("role") == "tool"
+    )
+    return f"call_scripted{done + 1}"
 
 
 def _non_streaming(protocol: str, reply: Reply) -> Any:

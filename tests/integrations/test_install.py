@@ -51,6 +51,17 @@ CLAUDE_SETTINGS_JSON = f"""\
 }}
 """
 
+# Project scope also approves the .mcp.json server, as Claude Code's dialog would.
+CLAUDE_PROJECT_SETTINGS_JSON = (
+    CLAUDE_SETTINGS_JSON[:-3]
+    + """,
+  "enabledMcpjsonServers": [
+    "agent-mem-vault"
+  ]
+}
+"""
+)
+
 CODEX_CONFIG_TOML = """\
 [mcp_servers.agent-mem-vault]
 command = "/opt/amv/bin/agent-mem-vault"
@@ -73,7 +84,7 @@ def snapshot(*roots: Path) -> dict[str, bytes]:
 def test_install_claude_code_writes_mcp_json_and_the_session_hook(run: Run, repo: Path) -> None:
     out = run("install", "claude-code", "--command", EXE).stdout
     assert (repo / ".mcp.json").read_text() == CLAUDE_MCP_JSON
-    assert (repo / ".claude" / "settings.json").read_text() == CLAUDE_SETTINGS_JSON
+    assert (repo / ".claude" / "settings.json").read_text() == CLAUDE_PROJECT_SETTINGS_JSON
     assert f"created   {repo / '.mcp.json'}" in out
 
 
@@ -216,7 +227,7 @@ def test_install_updates_a_stale_entry_in_place(run: Run, repo: Path) -> None:
     run("install", "claude-code", "--command", "/old/agent-mem-vault")
     run("install", "claude-code", "--command", EXE)
     assert (repo / ".mcp.json").read_text() == CLAUDE_MCP_JSON
-    assert (repo / ".claude" / "settings.json").read_text() == CLAUDE_SETTINGS_JSON
+    assert (repo / ".claude" / "settings.json").read_text() == CLAUDE_PROJECT_SETTINGS_JSON
 
 
 @pytest.mark.parametrize("tool", ["claude-code", "codex"])

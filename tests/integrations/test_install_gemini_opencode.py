@@ -5,7 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .conftest import Run
+
+
+@pytest.fixture(autouse=True)
+def _no_gemini_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person's own Gemini CLI switches must not decide these tests."""
+    for name in (
+        "GEMINI_CLI_TRUST_WORKSPACE",
+        "GEMINI_CLI_HOME",
+        "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+    ):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, repo: Path) -> None:
@@ -19,7 +32,10 @@ def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, 
         "command": "agent-mem-vault",
         "args": ["serve", "--agent", "gemini"],
     }
-    hook = data["hooks"]["SessionStart"][0]["hooks"][0]
+    group = data["hooks"]["SessionStart"][0]
+    # Gemini CLI compares a SessionStart matcher with the source as a plain string.
+    assert group["matcher"] == "*"
+    hook = group["hooks"][0]
     assert hook["command"] == "agent-mem-vault hook session-start --agent gemini --format json"
     assert hook["timeout"] == 10_000  # Gemini CLI counts milliseconds
     assert all(
@@ -27,6 +43,115 @@ def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, 
     )
     run("uninstall", "gemini")
     assert json.loads(settings.read_text()) == {"theme": "dark"}
+
+
+def test_install_gemini_repairs_the_matcher_an_earlier_install_wrote(run: Run, repo: Path) -> None:
+    """0.x wrote "startup|resume|clear", which Gemini CLI never matches: the hook never ran."""
+    theirs = {"type": "command", "command": "notify-send started", "timeout": 5000}
+    ours = {
+        "type": "command",
+        "command": "agent-mem-vault hook session-start --agent gemini --format json",
+        "timeout": 10_000,
+    }
+    settings = repo / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "SessionStart": [
+                        {"matcher": "startup|resume|clear", "hooks": [ours]},
+                        {"matcher": "startup", "hooks": [theirs]},
+                    ]
+                }
+            }
+        )
+    )
+    run("install", "gemini")
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups == [{"matcher": "*", "hooks": [ours]}, {"matcher": "startup", "hooks": [theirs]}]
+
+
+def test_install_gemini_moves_our_hook_out_of_a_group_it_shares_under_another_matcher(
+    run: Run, repo: Path
+) -> None:
+    theirs = {"type": "command", "command": "notify-send started", "timeout": 5000}
+    ours = {
+        "type": "command",
+        "command": "agent-mem-vault hook session-start --agent gemini --format json",
+        "timeout": 10_000,
+    }
+    settings = repo / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(
+        json.dumps({"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [theirs, ours]}]}})
+    )
+    run("install", "gemini")
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups == [{"matcher": "startup", "hooks": [theirs]}, {"matcher": "*", "hooks": [ours]}]
+    run("uninstall", "gemini")
+    groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
+    assert groups == [{"matcher": "startup", "hooks": [theirs]}]
+
+
+def _trust(home: Path, rules: dict[str, str]) -> None:
+    folder = home / ".gemini"
+    folder.mkdir(exist_ok=True)
+    (folder / "trustedFolders.json").write_text(json.dumps(rules))
+
+
+def test_install_gemini_says_what_to_do_in_a_folder_gemini_has_not_trusted(
+    run: Run, repo: Path
+) -> None:
+    out = run("install", "gemini")
+    assert f"note: {repo} is a folder Gemini CLI has not trusted yet" in out.stderr
+    assert "GEMINI_CLI_TRUST_WORKSPACE=true" in out.stderr
+    assert (repo / ".gemini" / "settings.json").exists()  # the note changes nothing
+
+
+@pytest.mark.parametrize(
+    ("rules", "note"),
+    [
+        ({"{repo}": "TRUST_FOLDER"}, None),
+        ({"{parent}": "TRUST_FOLDER"}, None),
+        ({"{repo}/src": "TRUST_PARENT"}, None),  # the rule's parent: the repository
+        ({"{parent}": "TRUST_FOLDER", "{repo}": "DO_NOT_TRUST"}, "you chose not to trust"),
+        ({"{repo}": "TRUST_FOLDER", "{parent}": "DO_NOT_TRUST"}, None),  # longest rule wins
+        ({"{repo}-other": "TRUST_FOLDER"}, "has not trusted yet"),  # a prefix is not a parent
+    ],
+)
+def test_install_gemini_reads_folder_trust_as_gemini_cli_does(
+    run: Run, repo: Path, home: Path, rules: dict[str, str], note: str | None
+) -> None:
+    _trust(
+        home,
+        {k.format(repo=repo, parent=repo.parent): v for k, v in rules.items()},
+    )
+    out = run("install", "gemini")
+    if note is None:
+        assert "note:" not in out.stderr, out.stderr
+    else:
+        assert note in out.stderr, out.stderr
+
+
+def test_install_gemini_says_nothing_about_trust_where_folder_trust_is_off(
+    run: Run, repo: Path, home: Path
+) -> None:
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").write_text(
+        json.dumps({"security": {"folderTrust": {"enabled": False}}})
+    )
+    assert "note:" not in run("install", "gemini").stderr
+
+
+def test_install_gemini_user_scope_follows_gemini_cli_home(
+    run: Run, repo: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-home"))
+    run("install", "gemini", "--scope", "user")
+    data = json.loads((tmp_path / "gemini-home" / ".gemini" / "settings.json").read_text())
+    assert "agent-mem-vault" in data["mcpServers"]
+    assert not (home / ".gemini" / "settings.json").exists()
 
 
 def test_install_gemini_dry_run_writes_nothing(run: Run, repo: Path) -> None:

@@ -157,6 +157,21 @@ def test_serve_rejects_an_invalid_namespace_at_start(vault_path: Path) -> None:
 
 
 @pytest.mark.slow
+async def test_tool_schemas_say_unknown_arguments_are_refused_over_stdio(vault_path: Path) -> None:
+    async with Client(serve_params(vault_path, "claude-code")) as client:
+        tools = (await client.list_tools()).tools
+        # A schema that says so is honoured: a valid call still goes through.
+        created = await client.call_tool(
+            "create_handoff", {"to": "codex", "summary": "s", "context": "c", "namespace": NS}
+        )
+    assert {tool.name for tool in tools} >= {"create_handoff", "read_handoff", "search_memory"}
+    for tool in tools:
+        assert tool.input_schema["type"] == "object", tool.name
+        assert tool.input_schema["additionalProperties"] is False, tool.name
+    assert not created.is_error
+
+
+@pytest.mark.slow
 async def test_bad_tool_arguments_get_one_actionable_line_over_stdio(vault_path: Path) -> None:
     async with Client(serve_params(vault_path, "claude-code")) as client:
         unknown = await client.call_tool(

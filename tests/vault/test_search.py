@@ -505,3 +505,48 @@ def test_a_memory_row_updated_in_place_is_queued_for_a_new_vector(hybrid_vault: 
         idx.conn.execute("UPDATE memories SET title = 'Renamed' WHERE id = ?", (answer,))
     status = hybrid_vault.doctor().search
     assert (status["vectors"], status["waiting_for_vector"]) == (3, 1)
+
+
+def test_nearest_is_exact_with_and_without_filters(vault_path: Path) -> None:
+    """The in-memory search against a brute-force ranking, for no filter, a
+    filter keeping few rows (gathered first) and one keeping most (picked after)."""
+    import numpy as np
+
+    from agent_mem_vault.vault.vectors import VectorCache, ensure_vector_schema, store_vectors
+
+    vault = Vault(vault_path, durable=False, embeddings=EmbeddingSettings(backend="off"))
+    vault.init()
+    for i in range(120):
+        vault.save_memory(
+            namespace=f"{NS}/a" if i % 10 == 0 else NS,
+            title=f"Memory {i}",
+            content=f"text {i}",
+            kind="risk" if i % 3 == 0 else "note",
+        )
+    idx = vault._upkeep.handle()
+    rng = np.random.default_rng(3)
+    with idx.transaction():
+        ensure_vector_schema(idx.conn, "test")
+        rows = idx.conn.execute("SELECT rowid, namespace, kind FROM memories").fetchall()
+        vectors = rng.standard_normal((len(rows), 8)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store_vectors(idx.conn, "test", [r[0] for r in rows], vectors)
+    query = vectors[5] + 0.3 * rng.standard_normal(8).astype(np.float32)
+    query /= np.linalg.norm(query)
+    cache = VectorCache()
+    for namespace, kind in ((None, None), (f"{NS}/a", None), (NS, "note"), (NS, None)):
+        allowed = [
+            i
+            for i, (_rowid, ns, k) in enumerate(rows)
+            if (namespace is None or ns == namespace or ns.startswith(namespace + "/"))
+            and (kind is None or k == kind)
+        ]
+        scores = vectors[allowed] @ query
+        order = np.argsort(-scores)
+        expected = [(rows[allowed[j]][0], float(scores[j])) for j in order if scores[j] >= 0.1]
+        got = cache.nearest(
+            idx.conn, query, namespace=namespace, kind=kind, tags=(), limit=7, min_similarity=0.1
+        )
+        assert [r for r, _s in got] == [r for r, _s in expected[:7]], (namespace, kind)
+        assert [s for _r, s in got] == pytest.approx([s for _r, s in expected[:7]], abs=1e-5)
+    vault.close()

@@ -302,6 +302,28 @@ def install(
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
     if tool == "codex":
         _codex_trust(remove=False, dry_run=dry_run)
+    if tool == "gemini":
+        _gemini_trust_note(repo)
+
+
+def _gemini_trust_note(repo: str | None) -> None:
+    """Say so when Gemini CLI would not use what install wrote: it starts no MCP
+    server and runs no project hook in a folder the person has not trusted."""
+    from ..integrations.gemini_trust import gemini_folder_trust
+    from ..integrations.namespace import find_repo_root
+
+    root = Path(repo).resolve() if repo else (find_repo_root(Path.cwd()) or Path.cwd())
+    state = gemini_folder_trust(root, Path.home())
+    if state in ("trusted", "not-required"):
+        return
+    why = "you chose not to trust" if state == "untrusted" else "Gemini CLI has not trusted yet"
+    click.echo(
+        f"note: {root} is a folder {why}; there Gemini CLI starts no MCP server, runs no "
+        "hook, and `gemini -p` refuses to run. Start `gemini` in it and trust the folder "
+        "(/permissions changes an earlier choice); for headless runs set "
+        "GEMINI_CLI_TRUST_WORKSPACE=true",
+        err=True,
+    )
 
 
 @click.command()

@@ -549,20 +549,28 @@ def reindex(vault_path: str, as_json: bool) -> None:
 @click.command()
 @vault_options
 def doctor(vault_path: str, as_json: bool) -> None:
-    """Check the vault: broken notes, dangling links, leftovers. Changes no note.
+    """Check the vault and what `install` wrote for the agents. Changes nothing.
 
-    Exits 0 when the vault is healthy and 7 when it finds a problem; each
-    problem is printed with the note's path and what to do about it.
+    The vault: broken notes, dangling links, leftovers. The agents (this
+    repository's files and your user-wide ones): every registered server and
+    hook command must resolve on PATH, Codex must trust the session hook, and
+    Claude Code must have the .mcp.json server approved. Exits 0 when all is
+    well and 7 on a problem; each is printed with the file and what to do.
 
     \b
     Example:
       agent-mem-vault doctor --vault ~/agent-mem-vault
     """
+    from pathlib import Path
+
     from ..core.errors import DataError
+    from ..integrations.installed import install_problems
+    from ..integrations.namespace import find_repo_root
 
     report = open_vault(vault_path).doctor()
+    installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
     if as_json:
-        _emit(report.to_dict())
+        _emit({**report.to_dict(), "installs": installs, "ok": report.ok and not installs})
     else:
         click.echo(
             f"{report.path}: {report.handoffs} handoffs ({report.pending} pending), "
@@ -573,7 +581,9 @@ def doctor(vault_path: str, as_json: bool) -> None:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:
             click.echo(f"problem: {problem}")
-        if report.ok:
+        for problem in installs:
+            click.echo(f"install: {problem}")
+        if report.ok and not installs:
             click.echo("No problems found.")
     if not report.ok:
         count = len(report.broken) + len(report.problems)
@@ -581,4 +591,10 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"the vault has {count} problem(s); see above, fix the notes by hand, "
             "then run 'agent-mem-vault doctor' again",
             code="vault_unhealthy",
+        )
+    if installs:
+        raise DataError(
+            f"{len(installs)} problem(s) in what install registered with the agents; "
+            "see above, then run 'agent-mem-vault doctor' again",
+            code="install_problem",
         )

@@ -47,10 +47,19 @@ def add_session_hook(
         if not isinstance(hooks, list):
             continue
         for i, hook in enumerate(hooks):
-            if is_our_hook(hook):
-                # Update a stale entry in place (say, a moved executable).
+            if not is_our_hook(hook):
+                continue
+            if group.get("matcher") == matcher or len(hooks) == 1:
+                # Update a stale entry in place (say, a moved executable, or a
+                # matcher an earlier version wrote that the tool never matches).
                 hooks[i] = {**hook, **entry}
+                group["matcher"] = matcher
                 return _dedupe(out)
+            # Ours shares a group with someone else's hooks under another
+            # matcher: leave theirs as it is, ours moves to a group of its own.
+            del hooks[i]
+            groups.append({"matcher": matcher, "hooks": [entry]})
+            return _dedupe(out)
     groups.append({"matcher": matcher, "hooks": [entry]})
     return out
 

@@ -5,7 +5,14 @@ Claude Code
     MCP server: ``<repo>/.mcp.json`` (scope ``project``, shared with the team) or
     ``~/.claude.json`` (scope ``user``), key ``mcpServers["agent-mem-vault"]``.
     Hook: ``<repo>/.claude/settings.json`` or ``~/.claude/settings.json``,
-    ``hooks.SessionStart``.
+    ``hooks.SessionStart``. Claude Code 2.1.332 has no setting that makes
+    ``claude -p`` wait longer for a server before its first model request
+    (about 3 s; ``MCP_TIMEOUT`` and ``MCP_CONNECT_TIMEOUT_MS`` do not change it,
+    tried in settings ``env`` and the environment): the warm process keeps
+    ``serve`` inside it. A ``.mcp.json`` server runs only once approved: project
+    scope lists ours in ``enabledMcpjsonServers`` of the committed settings, which
+    Claude Code honours once the person has trusted the folder (its first-start
+    question); ``claude -p`` approves project servers by itself.
 Codex
     MCP server: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), table
     ``[mcp_servers.agent-mem-vault]``, ``required = true`` with a start-up
@@ -16,8 +23,11 @@ Codex
     The deprecated ``codex_hooks`` flag an earlier install wrote goes. Codex runs
     only hooks the person trusted: ``codex_trust.py`` records that trust.
 Gemini CLI
-    ``<repo>/.gemini/settings.json`` or ``~/.gemini/settings.json``: the server in
-    ``mcpServers``, the hook in ``hooks.SessionStart`` (timeout in milliseconds).
+    ``<repo>/.gemini/settings.json`` or ``~/.gemini/settings.json`` (``$GEMINI_CLI_HOME``
+    moves the latter): the server in ``mcpServers``, the hook in ``hooks.SessionStart``
+    with matcher ``*`` (Gemini compares it with the source as a plain string) and its
+    timeout in milliseconds. Gemini CLI uses neither in a folder the person has not
+    trusted: ``gemini_trust.py`` reads that, and install says what to do.
 opencode
     ``<repo>/opencode.json`` or ``$XDG_CONFIG_HOME/opencode/opencode.json``: the
     server in ``mcp`` (``type: local``). opencode has no command hooks; its
@@ -56,6 +66,7 @@ SERVER_NAME = "agent-mem-vault"
 FLAG_COMMENT = "added by agent-mem-vault install"
 STARTUP_TIMEOUT_SECONDS = 30
 """How long a client waits for ``serve`` to answer ``initialize`` where it can be told."""
+APPROVAL_KEY = "enabledMcpjsonServers"
 PLUGIN_MARK = "// agent-mem-vault: written by `agent-mem-vault install opencode`"
 Scope = Literal["project", "user"]
 
@@ -93,12 +104,36 @@ def plan_claude_code(
     else:
         mcp_file, settings_file = home / ".claude.json", home / ".claude" / "settings.json"
     entry = {"type": "stdio", "command": launch.command[0], "args": launch.server_args()}
+
+    def settings(data: dict[str, Any]) -> dict[str, Any]:
+        data = _hook_edit(data, launch, "startup|resume|clear|compact", remove)
+        if scope == "project":
+            data = _approve_project_server(data, remove)
+        return data
+
     return [
         _json_edit(mcp_file, lambda d: _set_server(d, "mcpServers", entry, remove)),
-        _json_edit(
-            settings_file, lambda d: _hook_edit(d, launch, "startup|resume|clear|compact", remove)
-        ),
+        _json_edit(settings_file, settings),
     ]
+
+
+def _approve_project_server(data: dict[str, Any], remove: bool) -> dict[str, Any]:
+    """Our name in ``enabledMcpjsonServers``: the approval Claude Code asks for."""
+    out = dict(data)
+    names = out.get(APPROVAL_KEY, [])
+    if not isinstance(names, list):
+        raise InvalidInputError(
+            f'"{APPROVAL_KEY}" in the settings is not a list; fix it by hand and run again',
+            field=APPROVAL_KEY,
+        )
+    names = [n for n in names if n != SERVER_NAME] if remove else list(names)
+    if not remove and SERVER_NAME not in names:
+        names.append(SERVER_NAME)
+    if names:
+        out[APPROVAL_KEY] = names
+    else:
+        out.pop(APPROVAL_KEY, None)
+    return out
 
 
 def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> list[FileChange]:
@@ -114,14 +149,18 @@ def plan_gemini(
     launch: Launch, *, scope: Scope, repo: Path, home: Path, remove: bool = False
 ) -> list[FileChange]:
     """The changes ``install gemini`` (or ``uninstall``) makes: one settings.json."""
-    base = repo if scope == "project" else home
-    settings = base / ".gemini" / "settings.json"
+    from .gemini_trust import gemini_dir
+
+    folder = repo / ".gemini" if scope == "project" else gemini_dir(home)
+    settings = folder / "settings.json"
     entry = {"command": launch.command[0], "args": launch.server_args()}
 
     def edit(data: dict[str, Any]) -> dict[str, Any]:
         data = _set_server(data, "mcpServers", entry, remove)
-        # Gemini CLI counts hook timeouts in milliseconds.
-        return _hook_edit(data, launch, "startup|resume|clear", remove, TIMEOUT_SECONDS * 1000)
+        # Gemini CLI compares a SessionStart matcher with the source as a plain
+        # string ("startup|resume|clear" matches nothing); "*" matches every
+        # source. It counts hook timeouts in milliseconds.
+        return _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
     return [_json_edit(settings, edit)]
 

@@ -9,7 +9,10 @@ cannot tell what to change. So every ``tools/call`` goes through
 registered): it refuses unknown arguments and reports each missing or invalid
 one as ``field: what was expected``, in one line, as a tool error
 (``isError``, code ``invalid_arguments``) the model can act on. A call that
-passes goes on to the SDK unchanged.
+passes goes on to the SDK unchanged. The same middleware makes ``tools/list``
+say so: each checked tool's input schema carries ``additionalProperties:
+false``, so a client that validates before calling (or a model API in strict
+mode) learns the rule from the schema instead of from a refused call.
 
 >>> check = ArgumentCheck()  # doctest: +SKIP
 >>> check.add("create_handoff", create_handoff)  # doctest: +SKIP
@@ -22,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, ListToolsResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["ArgumentCheck", "argument_problems"]
@@ -67,6 +70,8 @@ class ArgumentCheck:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        if ctx.method == "tools/list":
+            return self._closed(await call_next(ctx))
         params = ctx.params
         if ctx.method == "tools/call" and isinstance(params, Mapping):
             name = params.get("name")
@@ -76,6 +81,20 @@ class ArgumentCheck:
                 if problems:
                     return _error(name, problems)
         return await call_next(ctx)
+
+    def _closed(self, result: HandlerResult) -> HandlerResult:
+        """``result`` with ``additionalProperties: false`` in the schema of each checked tool."""
+        # The SDK hands middleware the wire form (a dict); a model is handled too,
+        # so that an SDK release that changes this keeps the schemas closed.
+        if isinstance(result, ListToolsResult):
+            for tool in result.tools:
+                if tool.name in self._functions:
+                    tool.input_schema = _closed_schema(tool.input_schema)
+        elif isinstance(result, dict) and isinstance(result.get("tools"), list):
+            for tool in result["tools"]:
+                if isinstance(tool, dict) and tool.get("name") in self._functions:
+                    tool["inputSchema"] = _closed_schema(tool.get("inputSchema", {}))
+        return result
 
 
 def argument_problems(model: type[BaseModel], arguments: dict[str, Any]) -> list[str]:
@@ -105,6 +124,12 @@ def argument_problems(model: type[BaseModel], arguments: dict[str, Any]) -> list
                 said = err["msg"].removeprefix("Value error, ")
                 problems.append(f"{field}: {said[:1].lower()}{said[1:]} (expected {expected})")
     return problems
+
+
+def _closed_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    if schema.get("type") != "object":
+        return dict(schema)
+    return {**schema, "additionalProperties": False}
 
 
 def _expected(schema: Mapping[str, Any]) -> str:

@@ -219,18 +219,20 @@ class MemoryOps(VaultBase):
         """The full-text candidates of a hybrid search, then ``_hybrid`` fuses them."""
         pool = max(offset + limit, CANDIDATES)
 
-        def fts(match: str) -> list[tuple[Memory, float, str]]:
+        def fts(match: str, checked: list[tuple[str, str]]) -> list[tuple[Memory, float, str]]:
             return self._query(
-                lambda idx: idx.search(match, namespace, pool, kind=kind, tags=tags), scope
+                lambda idx: idx.search(match, namespace, pool, kind=kind, tags=tags), checked
             )
 
-        rows = fts(" AND ".join(terms))
+        # The namespace's notes are checked for edits by hand once per search
+        # (one stat per note), before the first query, not again for the second.
+        rows = fts(" AND ".join(terms), scope)
         loose: Callable[[], list[tuple[Memory, float, str]]] | None = None
         if not rows and len(terms) > 1:
             # Memories with some of the words: in hybrid mode they only fill up
             # behind the meaning ranking, so they are looked for only if needed.
             def loose() -> list[tuple[Memory, float, str]]:
-                return fts(" OR ".join(terms))
+                return fts(" OR ".join(terms), [])
 
         return self._hybrid(embedder, query, rows, loose, namespace, kind, tags, limit, offset)
 
@@ -246,9 +248,15 @@ class MemoryOps(VaultBase):
             return 0
         return self._embed_pending(embedder, budget)
 
-    def _embed_pending(self, embedder: Embedder, budget: float | None) -> int:
+    def _embed_pending(
+        self, embedder: Embedder, budget: float | None, query: str | None = None
+    ) -> int:
+        """``embed_pending``; a ``query`` not yet embedded rides along with the first
+        batch (one model run for a just-saved memory and the search after it)."""
         started = time.monotonic()
         model = embedder.model
+        if query is not None and self._semantic.cached_query(embedder, query) is not None:
+            query = None
 
         def waiting(idx: Index) -> list[tuple[int, str]] | None:
             """The next batch to embed; ``None`` if the vector tables need making first."""
@@ -264,7 +272,14 @@ class MemoryOps(VaultBase):
                 batch = self._query(lambda idx: pending_texts(idx.conn, EMBED_BATCH))
             if not batch:
                 return done
-            vectors = embedder.embed([text for _rowid, text in batch])
+            texts = [text for _rowid, text in batch]
+            if query is not None:
+                vectors = embedder.embed([*texts, query])
+                self._semantic.keep_query(embedder, query, vectors[-1])
+                vectors = vectors[:-1]
+                query = None
+            else:
+                vectors = embedder.embed(texts)
             with self._held(), self._locked():
                 idx = self._upkeep.handle()
                 with idx.transaction():
@@ -304,8 +319,8 @@ class MemoryOps(VaultBase):
         """
         # Memories saved since the last search get their vectors first (bounded,
         # so a vault that was just reindexed answers while it catches up).
-        self._embed_pending(embedder, PENDING_BUDGET)
-        vector = embedder.embed([query])[0]
+        self._embed_pending(embedder, PENDING_BUDGET, query)
+        vector = self._semantic.query_vector(embedder, query)
         settings = self.embeddings
 
         def nearest(idx: Index) -> tuple[list[tuple[int, float]], dict[int, Memory]]:

@@ -9,11 +9,21 @@ reason is remembered, and searches answer in full-text mode saying why.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 from .embeddings import Embedder, EmbeddingSettings, EmbeddingUnavailable, open_embedder
 from .vectors import VectorCache
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 __all__ = ["SemanticState"]
+
+QUERY_CACHE = 256
+"""Query vectors kept per process: paging through results, or an agent asking
+again, repeats a query, and embedding it is most of a search's time."""
 
 
 class SemanticState:
@@ -24,6 +34,33 @@ class SemanticState:
         self._embedder: Embedder | None = None
         self._failure: str | None = None
         self.cache = VectorCache()
+        self._queries_lock = threading.Lock()
+        """Not ``_lock``: that one is held while the model opens (or downloads)."""
+        self.queries: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
+
+    def query_vector(self, embedder: Embedder, query: str) -> npt.NDArray[np.float32]:
+        """The vector of ``query``, embedded once for the last ``QUERY_CACHE`` queries."""
+        vector = self.cached_query(embedder, query)
+        if vector is None:
+            vector = embedder.embed([query])[0]
+            self.keep_query(embedder, query, vector)
+        return vector
+
+    def cached_query(self, embedder: Embedder, query: str) -> npt.NDArray[np.float32] | None:
+        key = (embedder.model, query)
+        with self._queries_lock:
+            vector = self.queries.get(key)
+            if vector is not None:
+                self.queries.move_to_end(key)
+            return vector
+
+    def keep_query(self, embedder: Embedder, query: str, vector: npt.NDArray[np.float32]) -> None:
+        vector = vector.copy()
+        vector.flags.writeable = False
+        with self._queries_lock:
+            self.queries[(embedder.model, query)] = vector
+            while len(self.queries) > QUERY_CACHE:
+                self.queries.popitem(last=False)
 
     def embedder(self, settings: EmbeddingSettings) -> tuple[Embedder | None, str | None]:
         """``(embedder, None)``, or ``(None, why not)``; tried once per process.
@@ -44,3 +81,5 @@ class SemanticState:
         with self._lock:
             self._embedder = None
             self._failure = None
+        with self._queries_lock:
+            self.queries.clear()

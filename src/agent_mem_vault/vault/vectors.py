@@ -164,9 +164,21 @@ def store_vectors(conn: sqlite3.Connection, model: str, rowids: Sequence[int], v
     return kept
 
 
+_HEADROOM = 1024
+"""Rows of room kept past the vectors read, so the saves that follow copy nothing."""
+_FETCH = 4096
+"""Rows read from SQLite at a time while loading: no list of 100,000 BLOBs at once."""
+
+
 @dataclass(slots=True)
 class _Loaded:
-    """The vectors of one index generation; appended to in place as vectors are added."""
+    """The vectors of one index generation; appended to in place as vectors are added.
+
+    One contiguous float32 matrix (rows ``[:size]`` of ``buffer``), so a search
+    is one BLAS matrix-vector product, bound by memory bandwidth (100,000 × 384
+    × 4 bytes = 154 MB read per search). Beside it, each row's namespace and
+    kind as small integer codes, so that filters are array operations.
+    """
 
     key: tuple[str, str]
     """(epoch, removals): when either changes, everything is read again."""
@@ -180,13 +192,20 @@ class _Loaded:
     namespace_codes: npt.NDArray[np.int32]
     kinds: dict[str, int]
     kind_codes: npt.NDArray[np.int32]
+    selections: dict[tuple[str | None, str | None], npt.NDArray[np.intp]]
+    """Row positions per ``(namespace, kind)`` filter, until rows are added."""
 
     @property
     def matrix(self) -> npt.NDArray[np.float32]:
         return self.buffer[: self.size]
 
+    def read(self, cursor: sqlite3.Cursor) -> None:
+        """Append the ``(rowid, vec, namespace, kind)`` rows of ``cursor``, a chunk at a time."""
+        while rows := cursor.fetchmany(_FETCH):
+            self.append(rows)
+
     def append(self, rows: list[tuple[Any, ...]]) -> None:
-        """Add ``(rowid, vec, namespace, kind)`` rows, growing the buffers by doubling."""
+        """Add ``(rowid, vec, namespace, kind)`` rows, growing the buffers by a quarter."""
         import numpy as np
 
         if not rows:
@@ -197,27 +216,73 @@ class _Loaded:
             self.size = 0
         need = self.size + len(rows)
         if need > self.buffer.shape[0]:
-            capacity = max(need, 2 * self.buffer.shape[0], 1024)
+            capacity = max(need + _HEADROOM, self.buffer.shape[0] * 5 // 4)
             self.buffer = _grown(self.buffer, capacity, self.size)
             self.rowids = _grown(self.rowids, capacity, self.size)
             self.namespace_codes = _grown(self.namespace_codes, capacity, self.size)
             self.kind_codes = _grown(self.kind_codes, capacity, self.size)
         end = self.size + len(rows)
-        blob = b"".join(r[1] for r in rows)
+        blob = b"".join([r[1] for r in rows])
         self.buffer[self.size : end] = np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
         self.rowids[self.size : end] = [r[0] for r in rows]
         ns, kinds = self.namespaces, self.kinds
         self.namespace_codes[self.size : end] = [ns.setdefault(r[2], len(ns)) for r in rows]
         self.kind_codes[self.size : end] = [kinds.setdefault(r[3], len(kinds)) for r in rows]
         self.size = end
+        self.selections.clear()
+
+    def selection(self, namespace: str | None, kind: str | None) -> npt.NDArray[np.intp] | None:
+        """Positions of the rows in ``namespace`` (and those below it) of ``kind``;
+        ``None`` for no filter. Kept until rows are added, so repeated filtered
+        searches cost one gather, not a pass over every row's codes."""
+        import numpy as np
+
+        if namespace is None and kind is None:
+            return None
+        found = self.selections.get((namespace, kind))
+        if found is not None:
+            return found
+        mask: npt.NDArray[np.bool_] = np.ones(self.size, dtype=np.bool_)
+        if namespace is not None:
+            codes = [
+                code
+                for ns, code in self.namespaces.items()
+                if ns == namespace or ns.startswith(namespace + "/")
+            ]
+            mask &= np.isin(self.namespace_codes[: self.size], codes)
+        if kind is not None:
+            mask &= self.kind_codes[: self.size] == self.kinds.get(kind, -1)
+        found = np.flatnonzero(mask)
+        if len(self.selections) >= 64:
+            self.selections.clear()
+        self.selections[(namespace, kind)] = found
+        return found
 
 
 def _grown(array: Any, capacity: int, used: int) -> Any:
     import numpy as np
 
-    out = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    out = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
     out[:used] = array[:used]
     return out
+
+
+_GATHER = 8
+"""A filter keeping fewer than 1/8 of the rows multiplies only those (gathered
+first); above that, the product over all rows and then picking is cheaper."""
+
+
+def _dot(matrix: npt.NDArray[np.float32], query: npt.NDArray[np.float32]) -> Any:
+    """``matrix @ query`` on one thread, with numpy's own SIMD loop.
+
+    Not BLAS: its threads make the product wait for the slowest of them, and
+    spin afterwards. Measured at 100,000 × 384 on 2 busy cores (load 2.6):
+    OpenBLAS 12-16 ms median, this 6.8 ms; on a quiet machine both are about
+    6 ms, the time to read 154 MB.
+    """
+    import numpy as np
+
+    return np.einsum("ij,j->i", matrix, query)
 
 
 class VectorCache:
@@ -257,14 +322,19 @@ class VectorCache:
                     empty,
                     {},
                     empty.copy(),
+                    {},
                 )
             if version > loaded.version:
-                rows = conn.execute(
-                    "SELECT v.rowid, v.vec, m.namespace, m.kind FROM memory_vectors v "
-                    "JOIN memories m ON m.rowid = v.rowid WHERE v.seq > ? ORDER BY v.seq",
-                    (loaded.version,),
-                ).fetchall()
-                loaded.append(rows)
+                loaded.read(
+                    conn.execute(
+                        "SELECT v.rowid, v.vec, m.namespace, m.kind FROM memory_vectors v "
+                        "JOIN memories m ON m.rowid = v.rowid WHERE v.seq > ? AND v.seq <= ? "
+                        "ORDER BY v.seq",
+                        # Bounded by the version read above: a vector another process
+                        # adds meanwhile is read next time, not now and again then.
+                        (loaded.version, version),
+                    )
+                )
                 loaded.version = version
             self._loaded = loaded
             return loaded
@@ -280,7 +350,11 @@ class VectorCache:
         limit: int,
         min_similarity: float,
     ) -> list[tuple[int, float]]:
-        """The ``limit`` memories closest to ``query`` among those the filters allow."""
+        """The ``limit`` memories closest to ``query`` among those the filters allow.
+
+        Exact: every allowed vector is scored (see ``_Loaded``), then the top
+        ones are picked with a partial sort.
+        """
         import numpy as np
 
         if not vector_schema_exists(conn):
@@ -291,31 +365,27 @@ class VectorCache:
         if size == 0 or matrix.shape[1] != query.shape[0]:
             return []
         rowids = loaded.rowids[:size]
-        mask: npt.NDArray[np.bool_] | None = None
-        if namespace is not None:
-            codes = [
-                code
-                for ns, code in loaded.namespaces.items()
-                if ns == namespace or ns.startswith(namespace + "/")
-            ]
-            mask = np.isin(loaded.namespace_codes[:size], codes)
-        if kind is not None:
-            code = loaded.kinds.get(kind, -1)
-            kind_mask = loaded.kind_codes[:size] == code
-            mask = kind_mask if mask is None else mask & kind_mask
+        query = np.ascontiguousarray(query, dtype=np.float32)
+        rows = loaded.selection(namespace, kind)
         if tags:
-            tag_mask = np.isin(rowids, _rowids_with_tags(conn, tags))
-            mask = tag_mask if mask is None else mask & tag_mask
-        scores = matrix @ query
-        if mask is not None:
-            scores[~mask] = -np.inf
-        n = min(limit, size)
-        top = np.argpartition(scores, size - n)[size - n :]
-        top = top[np.argsort(-scores[top], kind="stable")]
+            tagged = np.flatnonzero(np.isin(rowids, _rowids_with_tags(conn, tags)))
+            rows = tagged if rows is None else np.intersect1d(rows, tagged, assume_unique=True)
+        if rows is None:
+            scores = _dot(matrix, query)
+        elif len(rows) * _GATHER < size:
+            scores = _dot(np.take(matrix, rows, axis=0), query)
+        else:
+            scores = _dot(matrix, query)[rows]
+        # Only scores above the floor compete; usually far fewer than all rows.
+        passing = np.flatnonzero(scores >= min_similarity)
+        if len(passing) > limit:
+            best = np.argpartition(scores[passing], len(passing) - limit)[len(passing) - limit :]
+            passing = passing[best]
+        passing = passing[np.argsort(-scores[passing], kind="stable")]
+        positions = passing if rows is None else rows[passing]
         return [
-            (int(rowids[i]), float(scores[i]))
-            for i in top
-            if np.isfinite(scores[i]) and scores[i] >= min_similarity
+            (int(r), float(sc))
+            for r, sc in zip(rowids[positions].tolist(), scores[passing].tolist(), strict=True)
         ]
 
 
