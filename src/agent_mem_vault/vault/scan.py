@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from stat import S_ISREG
 
 from .files import atomic_write
 from .index import Index
@@ -34,6 +35,7 @@ __all__ = [
     "ScanStats",
     "Scope",
     "changed_dirs",
+    "folder_signature",
     "rebuild_tree",
     "repaired",
     "scan_dir",
@@ -169,11 +171,46 @@ def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
     for directory, mtime in known.items():
         if directory.rpartition("/")[2] != leaf:
             continue
-        looked = stamp_dir(root, directory)
-        same = looked is not None and looked[0] == mtime
-        if not same or index.dir_signature(directory) != signature(looked[2] if looked else []):
+        if folder_signature(root, directory, mtime) != index.dir_signature(directory):
             out.append(directory)
     return out
+
+
+def folder_signature(root: Path, directory: str, mtime: int) -> tuple[int, int] | None:
+    """``signature`` of a folder's notes on disk, or None if the folder is gone or its
+    mtime is not ``mtime`` (then it is stale whatever its notes say).
+
+    This is the one check whose cost grows with the notes of a namespace, so it
+    is kept to the bare system calls: a name listing (no ``scandir`` objects)
+    and one ``stat`` per note, relative to the folder's descriptor.
+    """
+    if os.stat not in os.supports_dir_fd:  # Windows: no folder descriptors
+        looked = stamp_dir(root, directory)
+        return signature(looked[2]) if looked is not None and looked[0] == mtime else None
+    full = f"{root}/{directory}" if directory else str(root)
+    try:
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        if os.fstat(fd).st_mtime_ns != mtime:
+            return None
+        names = os.listdir(fd)
+        count = total = 0
+        stat, isreg = os.stat, S_ISREG
+        for name in names:
+            if name[0] == "." or not name.endswith(".md"):
+                continue
+            try:
+                st = stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if isreg(st.st_mode):
+                count += 1
+                total += st.st_mtime_ns % 4294967291 + st.st_size * 65537
+        return count, total
+    finally:
+        os.close(fd)
 
 
 def scan_dir(
