@@ -21,13 +21,13 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from stat import S_ISREG
 
 from .files import atomic_write
-from .index import Index
+from .index import Index, pack
 from .records import FileRecord, read_record
 
 __all__ = [
@@ -284,17 +284,61 @@ Progress = Callable[[int, int], None]
 """Called as notes are indexed: (notes done, notes in all)."""
 
 
+PARALLEL_FROM = 4000
+"""Notes from which ``rebuild_tree`` parses in worker processes (below, starting
+them costs more than it saves)."""
+_BATCH = 256
+
+
+Parsed = tuple[FileRecord | None, str | bytes | None]
+"""A note read by ``_records``: its record and its text packed for the index, if done."""
+
+
+def _read_batch(root: str, paths: list[str]) -> list[Parsed]:
+    """Read, parse and pack a batch of notes (in a worker process)."""
+    base = Path(root)
+    out: list[Parsed] = []
+    for path in paths:
+        record = read_record(base, path)
+        text = None
+        if record is not None and record.handoff is not None:
+            text = record.handoff.context
+        elif record is not None and record.memory is not None:
+            text = record.memory.content
+        out.append((record, None if text is None else pack(text)))
+    return out
+
+
+def _records(root: Path, notes: list[str], workers: int) -> Iterator[Parsed]:
+    """Every note read and parsed, in order; by ``workers`` processes if more than one.
+
+    Parsing is Python (it holds the GIL), so threads would take turns; processes
+    use every core. Workers are spawned, not forked: the caller holds an open
+    SQLite connection and may run other threads.
+    """
+    if workers <= 1:
+        for path in notes:
+            yield read_record(root, path), None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    batches = [notes[i : i + _BATCH] for i in range(0, len(notes), _BATCH)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for batch in pool.map(_read_batch, [str(root)] * len(batches), batches):
+            yield from batch
+
+
 def rebuild_tree(
     root: Path, index: Index, stats: ScanStats, progress: Progress | None = None
 ) -> None:
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
     The folders are listed first (no ``stat``), so that ``progress`` knows the
-    total; then files are read by a few threads so that disk reads overlap
-    with parsing.
+    total; then the notes are parsed by worker processes (one per core) while
+    this process writes what they return to the index.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     folders: list[tuple[str, int, list[str]]] = []
     stack = [""]
     while stack:
@@ -308,19 +352,19 @@ def rebuild_tree(
         folders.append((directory, mtime, sorted(prefix + entry.name for entry in entries)))
         subdirs.sort(reverse=True)
         stack.extend(subdirs)
-    total = sum(len(notes) for _d, _m, notes in folders)
+    notes = [path for _d, _m, paths in folders for path in paths]
+    total = len(notes)
     done = 0
     if progress is not None:
         progress(0, total)
-
-    def read(path: str) -> FileRecord | None:
-        return read_record(root, path)
-
-    with ThreadPoolExecutor(max_workers=4) as pool, index.bulk() as loader:
-        for directory, mtime, notes in folders:
+    workers = min(os.cpu_count() or 1, 8) if total >= PARALLEL_FROM else 1
+    records = _records(root, notes, workers)
+    with index.bulk() as loader:
+        for directory, mtime, paths in folders:
             index.set_dir(directory, mtime)
             repairs = False
-            for record in pool.map(read, notes, chunksize=64):
+            for _path in paths:
+                record, packed = next(records)
                 done += 1
                 if progress is not None and done % 500 == 0:
                     progress(done, total)
@@ -328,7 +372,7 @@ def rebuild_tree(
                     if record.repair is not None:
                         record = repaired(root, record)
                         repairs = True
-                    loader.add(record)
+                    loader.add(record, packed)
                     stats.added += 1
             if repairs:
                 index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
