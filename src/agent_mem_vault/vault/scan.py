@@ -336,7 +336,7 @@ def rebuild_tree(
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
     The folders are listed first (no ``stat``), so that ``progress`` knows the
-    total; then the notes are parsed by worker processes (one per core) while
+    total; then the notes are parsed by worker processes (two per core) while
     this process writes what they return to the index.
     """
     folders: list[tuple[str, int, list[str]]] = []
@@ -357,7 +357,8 @@ def rebuild_tree(
     done = 0
     if progress is not None:
         progress(0, total)
-    workers = min(os.cpu_count() or 1, 8) if total >= PARALLEL_FROM else 1
+    # Two per core: reading a note from disk overlaps with parsing another.
+    workers = min(2 * (os.cpu_count() or 1), 8) if total >= PARALLEL_FROM else 1
     records = _records(root, notes, workers)
     with index.bulk() as loader:
         for directory, mtime, paths in folders:
