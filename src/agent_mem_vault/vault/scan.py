@@ -34,6 +34,7 @@ __all__ = [
     "Progress",
     "ScanStats",
     "Scope",
+    "Stamps",
     "changed_dirs",
     "folder_signature",
     "rebuild_tree",
@@ -154,13 +155,17 @@ def repaired(root: Path, record: FileRecord) -> FileRecord:
     return replace(record, mtime_ns=new.st_mtime_ns, size=new.st_size, repair=None)
 
 
-def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
+def stale_dirs(
+    root: Path, index: Index, scope: Scope, looked: dict[str, Stamps] | None = None
+) -> list[str]:
     """Folders of ``scope`` whose notes differ from the index (one stat per note).
 
     ``scope`` is a namespace folder and a leaf name: the folders checked are
     ``<folder>/<leaf>`` and those of namespaces below it. A folder is stale
     when it is gone, is new, or its mtime or the sum over its notes' sizes and
-    mtimes differs from what the index holds.
+    mtimes differs from what the index holds. With ``looked``, what was seen of a
+    stale folder whose mtime matched (a note edited in place) is kept there, so
+    that ``scan_dir`` need not ``stat`` its notes a second time.
     """
     folder, leaf = scope
     known = index.dirs_under(folder)
@@ -171,22 +176,33 @@ def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
     for directory, mtime in known.items():
         if directory.rpartition("/")[2] != leaf:
             continue
-        if folder_signature(root, directory, mtime) != index.dir_signature(directory):
+        seen: list[tuple[str, int, int]] | None = [] if looked is not None else None
+        on_disk = folder_signature(root, directory, mtime, seen)
+        if on_disk != index.dir_signature(directory):
             out.append(directory)
+            if looked is not None and on_disk is not None and seen is not None:
+                looked[directory] = (mtime, index.child_dirs(directory), seen)
     return out
 
 
-def folder_signature(root: Path, directory: str, mtime: int) -> tuple[int, int] | None:
+def folder_signature(
+    root: Path, directory: str, mtime: int, keep: list[tuple[str, int, int]] | None = None
+) -> tuple[int, int] | None:
     """``signature`` of a folder's notes on disk, or None if the folder is gone or its
     mtime is not ``mtime`` (then it is stale whatever its notes say).
 
     This is the one check whose cost grows with the notes of a namespace, so it
     is kept to the bare system calls: a name listing (no ``scandir`` objects)
-    and one ``stat`` per note, relative to the folder's descriptor.
+    and one ``stat`` per note, relative to the folder's descriptor. Each note's
+    (path, mtime, size) is appended to ``keep`` if given.
     """
     if os.stat not in os.supports_dir_fd:  # Windows: no folder descriptors
         looked = stamp_dir(root, directory)
-        return signature(looked[2]) if looked is not None and looked[0] == mtime else None
+        if looked is None or looked[0] != mtime:
+            return None
+        if keep is not None:
+            keep.extend(looked[2])
+        return signature(looked[2])
     full = f"{root}/{directory}" if directory else str(root)
     try:
         fd = os.open(full, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -195,6 +211,7 @@ def folder_signature(root: Path, directory: str, mtime: int) -> tuple[int, int] 
     try:
         if os.fstat(fd).st_mtime_ns != mtime:
             return None
+        prefix = f"{directory}/" if directory else ""
         names = os.listdir(fd)
         count = total = 0
         stat, isreg = os.stat, S_ISREG
@@ -208,6 +225,8 @@ def folder_signature(root: Path, directory: str, mtime: int) -> tuple[int, int] 
             if isreg(st.st_mode):
                 count += 1
                 total += st.st_mtime_ns % 4294967291 + st.st_size * 65537
+                if keep is not None:
+                    keep.append((prefix + name, st.st_mtime_ns, st.st_size))
         return count, total
     finally:
         os.close(fd)
@@ -219,14 +238,25 @@ def scan_dir(
     directory: str,
     stats: ScanStats,
     known: tuple[dict[str, int], dict[str, tuple[int, int]]] | None = None,
+    looked: Stamps | None = None,
 ) -> tuple[list[str], list[str]]:
     """Sync one folder's notes; returns (all subfolders, subfolders the index did not know).
 
     With ``known`` (folder mtimes and signatures from the index, as a full
     rescan passes them), a folder whose mtime and signature both match is
-    left alone without reading its rows from the index.
+    left alone without reading its rows from the index. ``looked`` is what
+    ``stale_dirs`` just saw of the folder: used if the folder's mtime is still
+    the same (no note added, removed or replaced since), else it is looked at again.
     """
-    looked = stamp_dir(root, directory)
+    if looked is not None:
+        try:
+            same = os.stat(f"{root}/{directory}" if directory else root).st_mtime_ns == looked[0]
+        except FileNotFoundError:
+            same = False
+        if not same:
+            looked = None
+    if looked is None:
+        looked = stamp_dir(root, directory)
     if looked is None:
         stats.removed += index.remove_dir_tree(directory)
         return [], []
@@ -381,9 +411,17 @@ def rebuild_tree(
         progress(total, total)
 
 
-def sync_changed(root: Path, index: Index, dirs: list[str], stats: ScanStats) -> None:
-    """Sync the folders ``changed_dirs`` found; new subfolders are scanned whole."""
+def sync_changed(
+    root: Path,
+    index: Index,
+    dirs: list[str],
+    stats: ScanStats,
+    looked: dict[str, Stamps] | None = None,
+) -> None:
+    """Sync the folders ``changed_dirs`` (or ``stale_dirs``, which filled ``looked``)
+    found; new subfolders are scanned whole."""
     for directory in sorted(dirs):
-        _subdirs, new = scan_dir(root, index, directory, stats)
+        seen = looked.get(directory) if looked is not None else None
+        _subdirs, new = scan_dir(root, index, directory, stats, looked=seen)
         for sub in new:
             scan_tree(root, index, sub, stats)
