@@ -174,3 +174,34 @@ def test_reindex_by_worker_processes_matches_one_process(
     assert _dump(vault_path) == serial
     assert vault.get_handoff(h.id).status == "read"
     _integrity(vault_path)
+
+
+def test_what_the_check_saw_is_not_trusted_once_the_folder_changed(vault: Vault) -> None:
+    """The stamps ``stale_dirs`` collected are reused under the lock only while the
+    folder's mtime holds: a note added in between must not be dropped."""
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _edit_in_place(vault.path / h.path, "## Summary\ns", "## Summary\nedited")
+    root = vault.path
+    idx = vault._upkeep.handle()
+    looked: dict[str, scan.Stamps] = {}
+    folder = f"{NS}/handoffs"
+    assert scan.stale_dirs(root, idx, (NS, "handoffs"), looked) == [folder]
+    assert folder in looked
+    later = vault.create_handoff(to="codex", summary="later", context="c", namespace=NS, from_="b")
+    with idx.transaction():
+        scan.sync_changed(root, idx, [folder], scan.ScanStats(), looked)
+    assert idx.handoff(later.id) is not None
+    assert idx.handoff(h.id).summary == "edited"
+
+
+def test_a_note_edited_in_place_is_read_once_the_stamps_are_reused(vault: Vault) -> None:
+    notes = [
+        vault.create_handoff(to="codex", summary=f"s{i}", context="c", namespace=NS, from_="a")
+        for i in range(5)
+    ]
+    for i, h in enumerate(notes):
+        _edit_in_place(vault.path / h.path, f"## Summary\ns{i}", f"## Summary\nhand {i}")
+        got = vault.peek_handoff(agent="codex", namespace=NS)
+        assert got is not None
+        assert got.summary == ("hand 4" if i == 4 else "s4")
+        assert vault.get_handoff(h.id).summary == f"hand {i}"
