@@ -160,7 +160,10 @@ def _indexed_stamp(vault_path: Path, note: str) -> tuple[int, int]:
     """What the index file (read by a second connection) holds for one note."""
     conn = sqlite3.connect(vault_path / INDEX)
     try:
-        row = conn.execute("SELECT mtime_ns, size FROM files WHERE path=?", (note,)).fetchone()
+        folder, _, name = note.rpartition("/")
+        row = conn.execute(
+            "SELECT mtime_ns, size FROM files WHERE dir=? AND name=?", (folder, name)
+        ).fetchone()
     finally:
         conn.close()
     return row[0], row[1]

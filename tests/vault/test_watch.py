@@ -95,3 +95,28 @@ def test_a_vault_that_stops_watching_checks_by_stat_again(vault: Vault) -> None:
     os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     got = vault.peek_handoff(agent="codex", namespace=NS)
     assert got is not None and got.summary == "edited"
+
+
+def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="first", context="c", namespace=NS, from_="a")
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        started = watcher.generation
+        vault.peek_handoff(agent="codex", namespace=NS)
+        # A new namespace: its folders are made after the watch began.
+        h = vault.create_handoff(
+            to="codex", summary="abc", context="c", namespace="team/new", from_="a"
+        )
+
+        def watching_again() -> bool:
+            vault.peek_handoff(agent="codex", namespace="team/new")
+            return watcher.active and watcher.generation > started
+
+        assert _eventually(watching_again)
+        vault.peek_handoff(agent="codex", namespace="team/new")
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+    finally:
+        vault.stop_watching()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,11 +26,11 @@ from typing import Any
 from .models import BrokenNote, Handoff, Memory
 from .records import FileRecord
 
-__all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged", "is_damage"]
+__all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged", "is_damage", "pack"]
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
-        "0001_initial",
+        "0002_compact",
         """
         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE dirs(
@@ -37,16 +38,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         ) WITHOUT ROWID;
         CREATE INDEX dirs_parent ON dirs(parent);
         CREATE TABLE files(
-            path TEXT PRIMARY KEY, dir TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
-            size INTEGER NOT NULL, kind TEXT NOT NULL, note_id TEXT, problem TEXT
+            dir TEXT NOT NULL, name TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL, kind TEXT NOT NULL, note_id TEXT, problem TEXT,
+            PRIMARY KEY (dir, name)
         ) WITHOUT ROWID;
-        CREATE INDEX files_dir ON files(dir, mtime_ns, size);
-        CREATE INDEX files_kind ON files(kind);
+        CREATE INDEX files_broken ON files(kind) WHERE kind = 'broken';
         CREATE TABLE handoffs(
             id TEXT PRIMARY KEY, namespace TEXT NOT NULL, sender TEXT NOT NULL,
             recipient TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL,
             read_at TEXT, supersedes TEXT NOT NULL, superseded_by TEXT,
-            summary TEXT NOT NULL, context TEXT NOT NULL, path TEXT NOT NULL
+            summary TEXT NOT NULL, context BLOB NOT NULL, path TEXT NOT NULL
         );
         CREATE INDEX handoffs_queue ON handoffs(namespace, recipient, status, created_at, id);
         CREATE INDEX handoffs_ns_status ON handoffs(namespace, status, created_at, id);
@@ -57,17 +58,64 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE memories(
             rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
             title TEXT NOT NULL, kind TEXT NOT NULL, tags TEXT NOT NULL, agent TEXT,
-            created_at TEXT NOT NULL, path TEXT NOT NULL
+            created_at TEXT NOT NULL, path TEXT NOT NULL, body BLOB NOT NULL
         );
         CREATE INDEX memories_ns_kind ON memories(namespace, kind, created_at);
+        CREATE VIEW memories_text AS SELECT
+            rowid AS rid, title, amv_text(body) AS content,
+            (SELECT group_concat(value, ' ') FROM json_each(memories.tags)) AS tags
+            FROM memories;
         CREATE VIRTUAL TABLE memories_fts USING fts5(
-            title, content, tags, namespace UNINDEXED,
+            title, content, tags, content = 'memories_text', content_rowid = 'rid',
             tokenize = 'unicode61 remove_diacritics 2'
         );
         CREATE TABLE briefs(namespace TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
         """,
     ),
 ]
+"""The schema, as named migrations. Kept to about 1 KB per note at 100,000 notes
+(README, "What the vault costs on disk"): a memory's text is stored once,
+compressed, in ``memories.body``, and the full-text index reads it from there
+(an external-content FTS5 table over the ``memories_text`` view) instead of
+keeping its own copy; a handoff's context is compressed too; files are keyed
+by (folder, name), so one B-tree serves lookups and per-folder checks."""
+
+RETIRED = frozenset({"0001_initial"})
+"""Migrations of layouts this code no longer reads: such an index is rebuilt."""
+
+_ZIPPED = 0x78  # the first byte of a zlib stream; text is stored as TEXT, never BLOB
+
+
+def pack(text: str) -> str | bytes:
+    """``text`` compressed if that makes it smaller (a BLOB), else as it is (TEXT)."""
+    raw = text.encode("utf-8")
+    if len(raw) < 64:
+        return text
+    # A small window and the fastest level: notes are short, so this compresses
+    # as well as the defaults at a fraction of the cost (reindex packs every note).
+    packer = zlib.compressobj(1, zlib.DEFLATED, 10, 4)
+    packed = packer.compress(raw) + packer.flush()
+    return packed if len(packed) < len(raw) else text
+
+
+def _unpack(value: str | bytes | None) -> str:
+    """What ``pack`` stored, as text again (also the SQL function ``amv_text``)."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return zlib.decompress(value).decode("utf-8")
+    return value
+
+
+def _split(path: str) -> tuple[str, str]:
+    """A note's path as the (folder, name) key of the ``files`` table."""
+    head, _, name = path.rpartition("/")
+    return head, name
+
+
+def _join(directory: str, name: str) -> str:
+    return f"{directory}/{name}" if directory else name
+
 
 _HANDOFF_COLUMNS = (
     "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
@@ -97,16 +145,33 @@ def _search_filter(
     kind: str | None = None,
     tags: Sequence[str] = (),
 ) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause of a search: the match, the namespace with those below
-    it, and (issue 16) the ``kind`` and ``tags`` filters."""
-    where = "WHERE memories_fts MATCH ?"
-    args: list[Any] = [match]
+    """The ``FROM … WHERE`` of a search: the match, the namespace with those below
+    it, and (issue 16) the ``kind`` and ``tags`` filters.
+
+    The matches drive the query (``CROSS JOIN`` keeps them outermost); each is
+    then tested on its ``memories`` row, found by rowid. That costs one lookup
+    per match, where a list of the namespace's rowids would cost one per memory
+    of the namespace, and FTS5 never fetches a match's text to test it.
+    """
+    conditions: list[str] = []
+    args: list[Any] = []
     if namespace is not None:
-        where += " AND (namespace = ? OR namespace LIKE ? ESCAPE '\\')"
-        args.extend([namespace, namespace.replace("_", r"\_") + "/%"])
-    if kind is not None or tags:
-        where, args = _with_kind_and_tags(where, args, kind, tags)
-    return where, args
+        # The range is the namespace's children ("ns/..."): '/' + 1 is '0'.
+        conditions.append("(m.namespace = ? OR (m.namespace >= ? AND m.namespace < ?))")
+        args.extend([namespace, namespace + "/", namespace + "0"])
+    if kind is not None:
+        conditions.append("m.kind = ?")
+        args.append(kind)
+    for tag in tags:
+        conditions.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
+        args.append(tag)
+    if not conditions:
+        return "memories_fts WHERE memories_fts MATCH ?", [match]
+    return (
+        "memories_fts CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND {' AND '.join(conditions)}",
+        [match, *args],
+    )
 
 
 class IndexDamaged(Exception):
@@ -121,7 +186,7 @@ def is_damage(exc: sqlite3.DatabaseError) -> bool:
     return True
 
 
-def _handoff_row(h: Handoff) -> tuple[Any, ...]:
+def _handoff_row(h: Handoff, packed: str | bytes | None = None) -> tuple[Any, ...]:
     """A ``handoffs`` row, in ``_HANDOFF_COLUMNS`` order."""
     return (
         h.id,
@@ -134,24 +199,46 @@ def _handoff_row(h: Handoff) -> tuple[Any, ...]:
         json.dumps(list(h.supersedes)),
         h.superseded_by,
         h.summary,
-        h.context,
+        pack(h.context) if packed is None else packed,
         h.path,
     )
 
 
-def _memory_row(m: Memory) -> tuple[Any, ...]:
+def _memory_row(m: Memory, packed: str | bytes | None = None) -> tuple[Any, ...]:
     """A ``memories`` row without its rowid: id, namespace, title, kind, tags, agent, …"""
     tags = json.dumps(list(m.tags))
-    return (m.id, m.namespace, m.title, m.kind, tags, m.agent, m.created_at, m.path)
+    return (
+        m.id,
+        m.namespace,
+        m.title,
+        m.kind,
+        tags,
+        m.agent,
+        m.created_at,
+        m.path,
+        pack(m.content) if packed is None else packed,
+    )
 
 
-def _fts_row(rowid: int | None, m: Memory) -> tuple[Any, ...]:
-    return (rowid, m.title, m.content, " ".join(m.tags), m.namespace)
+_MEMORY_INSERT = (
+    "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, path, body) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_FTS_ADD = (
+    "INSERT INTO memories_fts(rowid, title, content, tags) "
+    "SELECT rid, title, content, tags FROM memories_text"
+)
+"""Index memories' text from the rows just stored (the same values a delete gives back)."""
+_FTS_DELETE = (
+    "INSERT INTO memories_fts(memories_fts, rowid, title, content, tags) "
+    "SELECT 'delete', rid, title, content, tags FROM memories_text WHERE rid=?"
+)
+"""Un-index one memory (external content: FTS5 is told the text it indexed)."""
 
 
 def _file_row(r: FileRecord) -> tuple[Any, ...]:
     note_id = r.note_id if r.kind in ("handoff", "memory") else None
-    return (r.path, r.dir, r.mtime_ns, r.size, r.kind, note_id, r.problem)
+    return (*_split(r.path), r.mtime_ns, r.size, r.kind, note_id, r.problem)
 
 
 def _as_duplicate(record: FileRecord, other: str) -> FileRecord:
@@ -177,7 +264,7 @@ def _handoff(row: Sequence[Any]) -> Handoff:
         supersedes=tuple(json.loads(row[7])),
         superseded_by=row[8],
         summary=row[9],
-        context=row[10],
+        context=_unpack(row[10]),
         path=row[11],
     )
 
@@ -191,6 +278,7 @@ class Index:
             self.conn = sqlite3.connect(
                 db_path, isolation_level=None, check_same_thread=False, timeout=10.0
             )
+            self.conn.create_function("amv_text", 1, _unpack, deterministic=True)
             self.conn.execute("PRAGMA journal_mode=WAL")
             # The index is derived: after a power cut it is checked against the
             # notes' sizes and mtimes, so it does not pay for its own fsyncs.
@@ -216,6 +304,8 @@ class Index:
                 applied = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
         except sqlite3.DatabaseError as exc:
             raise IndexDamaged(str(exc)) from exc
+        if applied & RETIRED:
+            raise IndexDamaged(f"index has an old layout {sorted(applied & RETIRED)}")
         known = {name for name, _ in MIGRATIONS}
         if applied - known:
             raise IndexDamaged(f"index has unknown migrations {sorted(applied - known)}")
@@ -274,25 +364,29 @@ class Index:
         """Forget a folder that is gone, with everything under it; returns files forgotten."""
         like = "%" if path == "" else path.replace("%", r"\%").replace("_", r"\_") + "/%"
         rows = self.conn.execute(
-            "SELECT path FROM files WHERE dir=? OR dir LIKE ? ESCAPE '\\'", (path, like)
+            "SELECT dir, name FROM files WHERE dir=? OR dir LIKE ? ESCAPE '\\'", (path, like)
         ).fetchall()
-        for (file_path,) in rows:
-            self.remove_file(file_path)
+        for directory, name in rows:
+            self.remove_file(_join(directory, name))
         self.conn.execute("DELETE FROM dirs WHERE path=? OR path LIKE ? ESCAPE '\\'", (path, like))
         return len(rows)
 
     def files_in(self, directory: str) -> dict[str, tuple[int, int]]:
         rows = self.conn.execute(
-            "SELECT path, mtime_ns, size FROM files WHERE dir=?", (directory,)
+            "SELECT name, mtime_ns, size FROM files WHERE dir=?", (directory,)
         ).fetchall()
-        return {path: (mtime, size) for path, mtime, size in rows}
+        return {_join(directory, name): (mtime, size) for name, mtime, size in rows}
 
     def file_stamp(self, path: str) -> tuple[int, int] | None:
-        row = self.conn.execute("SELECT mtime_ns, size FROM files WHERE path=?", (path,)).fetchone()
+        row = self.conn.execute(
+            "SELECT mtime_ns, size FROM files WHERE dir=? AND name=?", _split(path)
+        ).fetchone()
         return None if row is None else (row[0], row[1])
 
     def remove_file(self, path: str) -> None:
-        row = self.conn.execute("SELECT kind, note_id FROM files WHERE path=?", (path,)).fetchone()
+        row = self.conn.execute(
+            "SELECT kind, note_id FROM files WHERE dir=? AND name=?", _split(path)
+        ).fetchone()
         if row is None:
             return
         kind, note_id = row
@@ -303,11 +397,11 @@ class Index:
                 "SELECT rowid FROM memories WHERE id=? AND path=?", (note_id, path)
             ).fetchone()
             if found is not None:
-                self.conn.execute("DELETE FROM memories_fts WHERE rowid=?", (found[0],))
+                self.conn.execute(_FTS_DELETE, (found[0],))
                 self.conn.execute("DELETE FROM memories WHERE rowid=?", (found[0],))
         elif kind == "brief":
             self.conn.execute("DELETE FROM briefs WHERE path=?", (path,))
-        self.conn.execute("DELETE FROM files WHERE path=?", (path,))
+        self.conn.execute("DELETE FROM files WHERE dir=? AND name=?", _split(path))
 
     def put(self, record: FileRecord) -> FileRecord:
         """Store what ``record`` says about its file, replacing what was known.
@@ -327,25 +421,20 @@ class Index:
         elif record.memory is not None and record.kind == "memory":
             m = record.memory
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO memories(id, namespace, title, kind, tags, agent, "
-                "created_at, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                _memory_row(m),
+                _MEMORY_INSERT.replace("INSERT", "INSERT OR IGNORE", 1),
+                (None, *_memory_row(m)),
             )
             if cur.rowcount == 0:
                 record = self._duplicate(record, "memories")
             else:
-                self.conn.execute(
-                    "INSERT INTO memories_fts(rowid, title, content, tags, namespace) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    _fts_row(cur.lastrowid, m),
-                )
+                self.conn.execute(f"{_FTS_ADD} WHERE rid=?", (cur.lastrowid,))
         elif record.kind == "brief" and record.namespace is not None:
             self.conn.execute(
                 "INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)",
                 (record.namespace, record.path),
             )
         self.conn.execute(
-            "INSERT INTO files(path, dir, mtime_ns, size, kind, note_id, problem) "
+            "INSERT INTO files(dir, name, mtime_ns, size, kind, note_id, problem) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             _file_row(record),
         )
@@ -462,8 +551,8 @@ class Index:
 
     def recent_memories(self, namespace: str, kind: str, limit: int) -> list[Memory]:
         rows = self.conn.execute(
-            "SELECT m.id, m.namespace, m.title, f.content, m.kind, m.created_at, m.tags, "
-            "m.agent, m.path FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+            "SELECT m.id, m.namespace, m.title, amv_text(m.body), m.kind, m.created_at, m.tags, "
+            "m.agent, m.path FROM memories m "
             "WHERE m.namespace=? AND m.kind=? ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
             (namespace, kind, limit),
         ).fetchall()
@@ -479,7 +568,21 @@ class Index:
         kind: str | None = None,
         tags: Sequence[str] = (),
     ) -> list[tuple[Memory, float, str]]:
-        """The memories ranked ``offset`` to ``offset + limit`` for an FTS5 ``match``.
+        """The memories ranked ``offset`` to ``offset + limit`` (see ``search_page``)."""
+        return self.search_page(match, namespace, limit, offset, kind=kind, tags=tags)[1]
+
+    def search_page(
+        self,
+        match: str,
+        namespace: str | None,
+        limit: int,
+        offset: int = 0,
+        *,
+        kind: str | None = None,
+        tags: Sequence[str] = (),
+    ) -> tuple[int, list[tuple[Memory, float, str]]]:
+        """(matches in all, the memories ranked ``offset`` to ``offset + limit``) for
+        an FTS5 ``match``.
 
         Every match is ranked by BM25 (title weighs 5, tags 2, content 1) inside
         FTS5; only the rows of the page are then joined and given a snippet.
@@ -487,13 +590,17 @@ class Index:
         and ``tags`` (issue 16) filter before ranking, like the namespace.
         """
         where, args = _search_filter(match, namespace, kind, tags)
+        # The total comes from the same pass that ranks (a window over every
+        # match), so matches are found and tested once per search, not twice.
         top = self.conn.execute(
-            "SELECT rowid, bm25(memories_fts, 5.0, 1.0, 2.0) AS score FROM memories_fts "
-            f"{where} ORDER BY score LIMIT ? OFFSET ?",
+            "SELECT id, score, count(*) OVER () FROM (SELECT memories_fts.rowid AS id, "
+            f"bm25(memories_fts, 5.0, 1.0, 2.0) AS score FROM {where}) "
+            "ORDER BY score LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
         if not top:
-            return []
+            total = self.count_matches(match, namespace, kind=kind, tags=tags) if offset else 0
+            return total, []
         rowids = [r[0] for r in top]
         rows = self.conn.execute(
             "SELECT f.rowid, m.id, m.namespace, m.title, f.content, m.kind, m.created_at, "
@@ -504,11 +611,11 @@ class Index:
         ).fetchall()
         by_rowid = {r[0]: r for r in rows}
         out = []
-        for rowid, score in top:
+        for rowid, score, _total in top:
             row = by_rowid.get(rowid)
             if row is not None:
                 out.append((_memory(row[1:10]), -float(score), str(row[10])))
-        return out
+        return int(top[0][2]), out
 
     def count_matches(
         self,
@@ -520,9 +627,7 @@ class Index:
     ) -> int:
         """How many memories ``search`` ranks for ``match`` (its ``total``)."""
         where, args = _search_filter(match, namespace, kind, tags)
-        return int(
-            self.conn.execute(f"SELECT count(*) FROM memories_fts {where}", args).fetchone()[0]
-        )
+        return int(self.conn.execute(f"SELECT count(*) FROM {where}", args).fetchone()[0])
 
     def brief_path(self, namespace: str) -> str | None:
         row = self.conn.execute(
@@ -532,32 +637,18 @@ class Index:
 
     def broken(self) -> list[BrokenNote]:
         rows = self.conn.execute(
-            "SELECT path, problem FROM files WHERE kind='broken' ORDER BY path"
+            "SELECT dir, name, problem FROM files WHERE kind='broken' ORDER BY dir, name"
         ).fetchall()
-        return [BrokenNote(path=p, problem=problem or "unreadable") for p, problem in rows]
+        return [
+            BrokenNote(path=_join(d, name), problem=problem or "unreadable")
+            for d, name, problem in rows
+        ]
 
     def handoffs_with_supersedes(self) -> list[tuple[str, str]]:
         return [
             (r[0], r[1])
             for r in self.conn.execute("SELECT id, supersedes FROM handoffs WHERE supersedes!='[]'")
         ]
-
-
-def _with_kind_and_tags(
-    where: str, args: list[Any], kind: str | None, tags: Sequence[str]
-) -> tuple[str, list[Any]]:
-    """``where`` narrowed to memories of ``kind`` carrying every one of ``tags``."""
-    conditions: list[str] = []
-    extra: list[Any] = []
-    if kind is not None:
-        conditions.append("kind = ?")
-        extra.append(kind)
-    for tag in tags:
-        conditions.append("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)")
-        extra.append(tag)
-    sub = f"SELECT rowid FROM memories WHERE {' AND '.join(conditions)}"
-    # "+rowid": a filter on the matches; a bare rowid IN would run the MATCH once per row.
-    return f"{where} AND +rowid IN ({sub})", [*args, *extra]
 
 
 class BulkLoader:
@@ -567,12 +658,13 @@ class BulkLoader:
 
     def __init__(self, index: Index) -> None:
         self.index = index
-        self.records: list[FileRecord] = []
+        self.records: list[tuple[FileRecord, str | bytes | None]] = []
         self.seen: dict[tuple[str, str], str] = {}
         row = index.conn.execute("SELECT coalesce(max(rowid), 0) FROM memories").fetchone()
         self.next_rowid = int(row[0]) + 1
 
-    def add(self, record: FileRecord) -> None:
+    def add(self, record: FileRecord, packed: str | bytes | None = None) -> None:
+        """Buffer ``record``; ``packed`` is its text already ``pack``-ed (by a worker)."""
         note_id = record.note_id
         if note_id is not None:
             key = (record.kind, note_id)
@@ -581,7 +673,7 @@ class BulkLoader:
                 record = _as_duplicate(record, other)
             else:
                 self.seen[key] = record.path
-        self.records.append(record)
+        self.records.append((record, packed))
         if len(self.records) >= self.BATCH:
             self.flush()
 
@@ -589,36 +681,27 @@ class BulkLoader:
         conn = self.index.conn
         handoffs: list[tuple[Any, ...]] = []
         memories: list[tuple[Any, ...]] = []
-        fts: list[tuple[Any, ...]] = []
         files: list[tuple[Any, ...]] = []
         briefs: list[tuple[str, str]] = []
-        for r in self.records:
+        for r, packed in self.records:
             if r.kind == "handoff" and r.handoff is not None:
-                handoffs.append(_handoff_row(r.handoff))
+                handoffs.append(_handoff_row(r.handoff, packed))
             elif r.kind == "memory" and r.memory is not None:
                 rowid = self.next_rowid
                 self.next_rowid += 1
-                memories.append((rowid, *_memory_row(r.memory)))
-                fts.append(_fts_row(rowid, r.memory))
+                memories.append((rowid, *_memory_row(r.memory, packed)))
             elif r.kind == "brief" and r.namespace is not None:
                 briefs.append((r.namespace, r.path))
             files.append(_file_row(r))
         conn.executemany(
             f"INSERT INTO handoffs({_HANDOFF_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", handoffs
         )
-        conn.executemany(
-            "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, "
-            "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            memories,
-        )
-        conn.executemany(
-            "INSERT INTO memories_fts(rowid, title, content, tags, namespace) "
-            "VALUES (?, ?, ?, ?, ?)",
-            fts,
-        )
+        conn.executemany(_MEMORY_INSERT, memories)
+        if memories:
+            conn.execute(f"{_FTS_ADD} WHERE rid BETWEEN ? AND ?", (memories[0][0], memories[-1][0]))
         conn.executemany("INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)", briefs)
         conn.executemany(
-            "INSERT INTO files(path, dir, mtime_ns, size, kind, note_id, problem) "
+            "INSERT INTO files(dir, name, mtime_ns, size, kind, note_id, problem) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             files,
         )

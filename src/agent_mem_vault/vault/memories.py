@@ -190,15 +190,14 @@ class MemoryOps(VaultBase):
 
         def run(idx: Index) -> SearchPage:
             match = " AND ".join(terms)
-            total = idx.count_matches(match, namespace, kind=kind, tags=tag_tuple)
+            total, rows = idx.search_page(
+                match, namespace, limit, offset, kind=kind, tags=tag_tuple
+            )
             if total == 0 and len(terms) > 1:
                 match = " OR ".join(terms)
-                total = idx.count_matches(match, namespace, kind=kind, tags=tag_tuple)
-            rows = (
-                idx.search(match, namespace, limit, offset, kind=kind, tags=tag_tuple)
-                if total > offset
-                else []
-            )
+                total, rows = idx.search_page(
+                    match, namespace, limit, offset, kind=kind, tags=tag_tuple
+                )
             hits = tuple(SearchHit(memory=m, score=sc, snippet=sn) for m, sc, sn in rows)
             return SearchPage(hits, total, offset, mode="fts", reason=reason)
 

@@ -21,19 +21,22 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from stat import S_ISREG
 
 from .files import atomic_write
-from .index import Index
+from .index import Index, pack
 from .records import FileRecord, read_record
 
 __all__ = [
     "Progress",
     "ScanStats",
     "Scope",
+    "Stamps",
     "changed_dirs",
+    "folder_signature",
     "rebuild_tree",
     "repaired",
     "scan_dir",
@@ -152,13 +155,17 @@ def repaired(root: Path, record: FileRecord) -> FileRecord:
     return replace(record, mtime_ns=new.st_mtime_ns, size=new.st_size, repair=None)
 
 
-def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
+def stale_dirs(
+    root: Path, index: Index, scope: Scope, looked: dict[str, Stamps] | None = None
+) -> list[str]:
     """Folders of ``scope`` whose notes differ from the index (one stat per note).
 
     ``scope`` is a namespace folder and a leaf name: the folders checked are
     ``<folder>/<leaf>`` and those of namespaces below it. A folder is stale
     when it is gone, is new, or its mtime or the sum over its notes' sizes and
-    mtimes differs from what the index holds.
+    mtimes differs from what the index holds. With ``looked``, what was seen of a
+    stale folder whose mtime matched (a note edited in place) is kept there, so
+    that ``scan_dir`` need not ``stat`` its notes a second time.
     """
     folder, leaf = scope
     known = index.dirs_under(folder)
@@ -169,11 +176,60 @@ def stale_dirs(root: Path, index: Index, scope: Scope) -> list[str]:
     for directory, mtime in known.items():
         if directory.rpartition("/")[2] != leaf:
             continue
-        looked = stamp_dir(root, directory)
-        same = looked is not None and looked[0] == mtime
-        if not same or index.dir_signature(directory) != signature(looked[2] if looked else []):
+        seen: list[tuple[str, int, int]] | None = [] if looked is not None else None
+        on_disk = folder_signature(root, directory, mtime, seen)
+        if on_disk != index.dir_signature(directory):
             out.append(directory)
+            if looked is not None and on_disk is not None and seen is not None:
+                looked[directory] = (mtime, index.child_dirs(directory), seen)
     return out
+
+
+def folder_signature(
+    root: Path, directory: str, mtime: int, keep: list[tuple[str, int, int]] | None = None
+) -> tuple[int, int] | None:
+    """``signature`` of a folder's notes on disk, or None if the folder is gone or its
+    mtime is not ``mtime`` (then it is stale whatever its notes say).
+
+    This is the one check whose cost grows with the notes of a namespace, so it
+    is kept to the bare system calls: a name listing (no ``scandir`` objects)
+    and one ``stat`` per note, relative to the folder's descriptor. Each note's
+    (path, mtime, size) is appended to ``keep`` if given.
+    """
+    if os.stat not in os.supports_dir_fd:  # Windows: no folder descriptors
+        looked = stamp_dir(root, directory)
+        if looked is None or looked[0] != mtime:
+            return None
+        if keep is not None:
+            keep.extend(looked[2])
+        return signature(looked[2])
+    full = f"{root}/{directory}" if directory else str(root)
+    try:
+        fd = os.open(full, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        if os.fstat(fd).st_mtime_ns != mtime:
+            return None
+        prefix = f"{directory}/" if directory else ""
+        names = os.listdir(fd)
+        count = total = 0
+        stat, isreg = os.stat, S_ISREG
+        for name in names:
+            if name[0] == "." or not name.endswith(".md"):
+                continue
+            try:
+                st = stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if isreg(st.st_mode):
+                count += 1
+                total += st.st_mtime_ns % 4294967291 + st.st_size * 65537
+                if keep is not None:
+                    keep.append((prefix + name, st.st_mtime_ns, st.st_size))
+        return count, total
+    finally:
+        os.close(fd)
 
 
 def scan_dir(
@@ -182,14 +238,25 @@ def scan_dir(
     directory: str,
     stats: ScanStats,
     known: tuple[dict[str, int], dict[str, tuple[int, int]]] | None = None,
+    looked: Stamps | None = None,
 ) -> tuple[list[str], list[str]]:
     """Sync one folder's notes; returns (all subfolders, subfolders the index did not know).
 
     With ``known`` (folder mtimes and signatures from the index, as a full
     rescan passes them), a folder whose mtime and signature both match is
-    left alone without reading its rows from the index.
+    left alone without reading its rows from the index. ``looked`` is what
+    ``stale_dirs`` just saw of the folder: used if the folder's mtime is still
+    the same (no note added, removed or replaced since), else it is looked at again.
     """
-    looked = stamp_dir(root, directory)
+    if looked is not None:
+        try:
+            same = os.stat(f"{root}/{directory}" if directory else root).st_mtime_ns == looked[0]
+        except FileNotFoundError:
+            same = False
+        if not same:
+            looked = None
+    if looked is None:
+        looked = stamp_dir(root, directory)
     if looked is None:
         stats.removed += index.remove_dir_tree(directory)
         return [], []
@@ -247,17 +314,61 @@ Progress = Callable[[int, int], None]
 """Called as notes are indexed: (notes done, notes in all)."""
 
 
+PARALLEL_FROM = 4000
+"""Notes from which ``rebuild_tree`` parses in worker processes (below, starting
+them costs more than it saves)."""
+_BATCH = 256
+
+
+Parsed = tuple[FileRecord | None, str | bytes | None]
+"""A note read by ``_records``: its record and its text packed for the index, if done."""
+
+
+def _read_batch(root: str, paths: list[str]) -> list[Parsed]:
+    """Read, parse and pack a batch of notes (in a worker process)."""
+    base = Path(root)
+    out: list[Parsed] = []
+    for path in paths:
+        record = read_record(base, path)
+        text = None
+        if record is not None and record.handoff is not None:
+            text = record.handoff.context
+        elif record is not None and record.memory is not None:
+            text = record.memory.content
+        out.append((record, None if text is None else pack(text)))
+    return out
+
+
+def _records(root: Path, notes: list[str], workers: int) -> Iterator[Parsed]:
+    """Every note read and parsed, in order; by ``workers`` processes if more than one.
+
+    Parsing is Python (it holds the GIL), so threads would take turns; processes
+    use every core. Workers are spawned, not forked: the caller holds an open
+    SQLite connection and may run other threads.
+    """
+    if workers <= 1:
+        for path in notes:
+            yield read_record(root, path), None
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    batches = [notes[i : i + _BATCH] for i in range(0, len(notes), _BATCH)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        for batch in pool.map(_read_batch, [str(root)] * len(batches), batches):
+            yield from batch
+
+
 def rebuild_tree(
     root: Path, index: Index, stats: ScanStats, progress: Progress | None = None
 ) -> None:
     """Fill an empty index from every note (the caller holds the lock and a transaction).
 
     The folders are listed first (no ``stat``), so that ``progress`` knows the
-    total; then files are read by a few threads so that disk reads overlap
-    with parsing.
+    total; then the notes are parsed by worker processes (two per core) while
+    this process writes what they return to the index.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     folders: list[tuple[str, int, list[str]]] = []
     stack = [""]
     while stack:
@@ -271,19 +382,20 @@ def rebuild_tree(
         folders.append((directory, mtime, sorted(prefix + entry.name for entry in entries)))
         subdirs.sort(reverse=True)
         stack.extend(subdirs)
-    total = sum(len(notes) for _d, _m, notes in folders)
+    notes = [path for _d, _m, paths in folders for path in paths]
+    total = len(notes)
     done = 0
     if progress is not None:
         progress(0, total)
-
-    def read(path: str) -> FileRecord | None:
-        return read_record(root, path)
-
-    with ThreadPoolExecutor(max_workers=4) as pool, index.bulk() as loader:
-        for directory, mtime, notes in folders:
+    # Two per core: reading a note from disk overlaps with parsing another.
+    workers = min(2 * (os.cpu_count() or 1), 8) if total >= PARALLEL_FROM else 1
+    records = _records(root, notes, workers)
+    with index.bulk() as loader:
+        for directory, mtime, paths in folders:
             index.set_dir(directory, mtime)
             repairs = False
-            for record in pool.map(read, notes, chunksize=64):
+            for _path in paths:
+                record, packed = next(records)
                 done += 1
                 if progress is not None and done % 500 == 0:
                     progress(done, total)
@@ -291,7 +403,7 @@ def rebuild_tree(
                     if record.repair is not None:
                         record = repaired(root, record)
                         repairs = True
-                    loader.add(record)
+                    loader.add(record, packed)
                     stats.added += 1
             if repairs:
                 index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
@@ -299,9 +411,17 @@ def rebuild_tree(
         progress(total, total)
 
 
-def sync_changed(root: Path, index: Index, dirs: list[str], stats: ScanStats) -> None:
-    """Sync the folders ``changed_dirs`` found; new subfolders are scanned whole."""
+def sync_changed(
+    root: Path,
+    index: Index,
+    dirs: list[str],
+    stats: ScanStats,
+    looked: dict[str, Stamps] | None = None,
+) -> None:
+    """Sync the folders ``changed_dirs`` (or ``stale_dirs``, which filled ``looked``)
+    found; new subfolders are scanned whole."""
     for directory in sorted(dirs):
-        _subdirs, new = scan_dir(root, index, directory, stats)
+        seen = looked.get(directory) if looked is not None else None
+        _subdirs, new = scan_dir(root, index, directory, stats, looked=seen)
         for sub in new:
             scan_tree(root, index, sub, stats)

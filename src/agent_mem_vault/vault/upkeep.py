@@ -24,6 +24,7 @@ from .scan import (
     Progress,
     ScanStats,
     Scope,
+    Stamps,
     changed_dirs,
     rebuild_tree,
     repaired,
@@ -142,13 +143,15 @@ class IndexUpkeep:
             if watcher is not None and changes is not None:
                 self._sync_watched(idx, watcher, changes, scope)
                 return idx
+            looked: dict[str, Stamps] = {}
             dirs = changed_dirs(self.root, idx)
             if dirs is not None:
                 for folder in scope:
-                    dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
+                    found = stale_dirs(self.root, idx, folder, looked)
+                    dirs.extend(d for d in found if d not in dirs)
             if dirs is None or dirs:
                 with self.locked():
-                    self._sync_locked(idx, scope)
+                    self._sync_locked(idx, scope, dirs, looked)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
@@ -198,17 +201,25 @@ class IndexUpkeep:
         self._checked.update(todo)
         self._checked.add(None)
 
-    def _sync_locked(self, idx: Index, scope: Sequence[Scope]) -> None:
-        """The checks of ``sync`` again, now under the lock, and the changes applied."""
-        dirs = changed_dirs(self.root, idx)
-        if dirs is None:
+    def _sync_locked(
+        self,
+        idx: Index,
+        scope: Sequence[Scope],
+        found: list[str] | None,
+        looked: dict[str, Stamps],
+    ) -> None:
+        """Apply, under the lock, the changes ``sync`` found (``found``; ``None``: the
+        index knows no folder yet, so everything is scanned).
+
+        The folders are not checked again: syncing a folder compares each note with
+        the index, so one another process synced meanwhile costs little, and a folder
+        whose mtime moved since it was looked at (``looked``) is looked at afresh.
+        """
+        if found is None or not idx.dirs():
             self.full_scan(idx, ScanStats())
             return
-        for folder in scope:
-            dirs.extend(d for d in stale_dirs(self.root, idx, folder) if d not in dirs)
-        if dirs:
-            with idx.transaction():
-                sync_changed(self.root, idx, dirs, ScanStats())
+        with idx.transaction():
+            sync_changed(self.root, idx, found, ScanStats(), looked)
 
     def full_scan(self, idx: Index, stats: ScanStats) -> None:
         """One ``stat`` per note; reads only notes whose size or mtime changed (under the lock)."""

@@ -1,0 +1,207 @@
+"""The index's compact layout (issue 12): text stored once, compressed, and still right.
+
+The memory text lives only in ``memories.body`` (compressed); the full-text
+index reads it through the ``memories_text`` view (external content), so every
+edit and delete must tell FTS5 exactly what it indexed: FTS5's own
+``integrity-check`` is the judge here, after edits made through the API and by
+hand. An index of the old layout is rebuilt, and a reindex parsed by worker
+processes gives the same index as one parsed in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent_mem_vault.vault import Vault, scan
+from agent_mem_vault.vault.index import MIGRATIONS, pack
+
+from .conftest import NS, TickingClock
+
+INDEX = Path(".agent-mem-vault") / "index.sqlite3"
+LONG = ("Ünïcode context, long enough to be compressed: " + "the backfill of orders " * 20).strip()
+
+
+def _integrity(vault_path: Path) -> None:
+    """FTS5's own check that its index matches the text it reads (raises if not)."""
+    conn = sqlite3.connect(vault_path / INDEX)
+    conn.create_function("amv_text", 1, _unpack)
+    try:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def _unpack(value: str | bytes | None) -> str:
+    import zlib
+
+    if isinstance(value, bytes):
+        return zlib.decompress(value).decode("utf-8")
+    return value or ""
+
+
+def _edit_in_place(note: Path, old: str, new: str) -> None:
+    st = note.stat()
+    text = note.read_text(encoding="utf-8")
+    assert old in text
+    with open(note, "r+", encoding="utf-8") as fh:
+        fh.write(text.replace(old, new))
+        fh.truncate()
+    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+
+
+def _titles(vault: Vault, query: str, namespace: str | None = None) -> list[str]:
+    page = vault.search_memory(query=query, namespace=namespace, limit=50)
+    return sorted(h.memory.title for h in page)
+
+
+def test_texts_come_back_exactly_as_written(vault: Vault) -> None:
+    short = vault.create_handoff(to="codex", summary="s", context="tiny", namespace=NS, from_="a")
+    long = vault.create_handoff(to="codex", summary="s", context=LONG, namespace=NS, from_="a")
+    m = vault.save_memory(namespace=NS, title="Backfill plan", content=LONG, tags=["ops"])
+    assert vault.get_handoff(short.id).context == "tiny"
+    assert vault.get_handoff(long.id).context == LONG
+    hit = vault.search_memory(query="backfill", limit=1)[0]
+    assert hit.memory.id == m.id and hit.memory.content == LONG
+    assert isinstance(pack(LONG), bytes) and pack("tiny") == "tiny"
+
+
+def test_the_text_of_a_memory_is_stored_once(vault: Vault, vault_path: Path) -> None:
+    vault.save_memory(namespace=NS, title="t", content=LONG)
+    conn = sqlite3.connect(vault_path / INDEX)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+    assert "memories_fts" in tables and "memories_fts_content" not in tables
+
+
+def test_edits_and_deletes_keep_the_full_text_index_whole(vault: Vault, vault_path: Path) -> None:
+    a = vault.save_memory(namespace=NS, title="alpha", content="the lock was held", tags=["db"])
+    b = vault.save_memory(namespace=NS, title="beta", content=LONG)
+    vault.save_memory(namespace=NS, title="gamma", content="flaky test in ci")
+    _integrity(vault_path)
+    _edit_in_place(vault.path / a.path, "the lock was held", "the queue was stuck")
+    assert _titles(vault, "lock") == []
+    assert _titles(vault, "queue") == ["alpha"]
+    _integrity(vault_path)
+    (vault.path / b.path).unlink()
+    assert _titles(vault, "backfill") == []
+    _integrity(vault_path)
+    vault.reindex()
+    _integrity(vault_path)
+    assert _titles(vault, "queue") == ["alpha"] and _titles(vault, "db") == ["alpha"]
+
+
+def test_namespace_filter_takes_children_not_lookalikes(vault: Vault) -> None:
+    for ns in ("team/a", "team/a/sub", "team/ab", "team/a-b", "Team/a"):
+        vault.save_memory(namespace=ns, title=ns, content="shared word")
+    assert _titles(vault, "shared", "team/a") == ["team/a", "team/a/sub"]
+    assert _titles(vault, "shared", "team/a/sub") == ["team/a/sub"]
+    page = vault.search_memory(query="shared", namespace="team/a", limit=1)
+    assert page.total == 2 and len(page) == 1
+
+
+def test_an_index_of_the_old_layout_is_rebuilt(vault: Vault, vault_path: Path) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context=LONG, namespace=NS, from_="a")
+    vault.save_memory(namespace=NS, title="kept", content="found again after the rebuild")
+    vault.close()
+    conn = sqlite3.connect(vault_path / INDEX)
+    conn.execute("INSERT INTO migrations VALUES ('0001_initial', 'x')")
+    conn.commit()
+    conn.close()
+    again = Vault(vault_path)
+    assert again.get_handoff(h.id).context == LONG
+    assert _titles(again, "rebuild") == ["kept"]
+    conn = sqlite3.connect(vault_path / INDEX)
+    names = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY name")]
+    conn.close()
+    assert names == [name for name, _ in MIGRATIONS]
+    again.close()
+
+
+def _dump(vault_path: Path) -> list[object]:
+    conn = sqlite3.connect(vault_path / INDEX)
+    conn.create_function("amv_text", 1, _unpack)
+    try:
+        return [
+            conn.execute(
+                "SELECT id, status, read_at, summary, amv_text(context), path FROM handoffs "
+                "ORDER BY id"
+            ).fetchall(),
+            conn.execute(
+                "SELECT id, namespace, title, amv_text(body), tags FROM memories ORDER BY id"
+            ).fetchall(),
+            conn.execute(
+                "SELECT dir, name, mtime_ns, size, kind, note_id, problem FROM files "
+                "ORDER BY dir, name"
+            ).fetchall(),
+            conn.execute("SELECT path, mtime_ns FROM dirs ORDER BY path").fetchall(),
+        ]
+    finally:
+        conn.close()
+
+
+def test_reindex_by_worker_processes_matches_one_process(
+    vault: Vault, vault_path: Path, clock: TickingClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(40):
+        h = vault.create_handoff(
+            to="codex", summary=f"h{i}", context=LONG, namespace=f"p/n{i % 3}", from_="a"
+        )
+        vault.save_memory(namespace=f"p/n{i % 3}", title=f"m{i}", content=f"word{i} {LONG}")
+    (vault.path / "p/n0/handoffs/broken.md").write_text("---\ntype: handoff\n---\n")
+    # Ticked "read" in Obsidian: repaired (status and read_at) while indexing.
+    note = vault.path / h.path
+    note.write_text(note.read_text().replace("read: false", "read: true"))
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 10**9)
+    report = vault.reindex()
+    serial = _dump(vault_path)
+    monkeypatch.setattr(scan, "PARALLEL_FROM", 10)
+    again = vault.reindex()
+    assert (
+        (again.handoffs, again.memories, len(again.broken))
+        == (
+            report.handoffs,
+            report.memories,
+            len(report.broken),
+        )
+        == (40, 40, 1)
+    )
+    assert _dump(vault_path) == serial
+    assert vault.get_handoff(h.id).status == "read"
+    _integrity(vault_path)
+
+
+def test_what_the_check_saw_is_not_trusted_once_the_folder_changed(vault: Vault) -> None:
+    """The stamps ``stale_dirs`` collected are reused under the lock only while the
+    folder's mtime holds: a note added in between must not be dropped."""
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    _edit_in_place(vault.path / h.path, "## Summary\ns", "## Summary\nedited")
+    root = vault.path
+    idx = vault._upkeep.handle()
+    looked: dict[str, scan.Stamps] = {}
+    folder = f"{NS}/handoffs"
+    assert scan.stale_dirs(root, idx, (NS, "handoffs"), looked) == [folder]
+    assert folder in looked
+    later = vault.create_handoff(to="codex", summary="later", context="c", namespace=NS, from_="b")
+    with idx.transaction():
+        scan.sync_changed(root, idx, [folder], scan.ScanStats(), looked)
+    assert idx.handoff(later.id) is not None
+    assert idx.handoff(h.id).summary == "edited"
+
+
+def test_a_note_edited_in_place_is_read_once_the_stamps_are_reused(vault: Vault) -> None:
+    notes = [
+        vault.create_handoff(to="codex", summary=f"s{i}", context="c", namespace=NS, from_="a")
+        for i in range(5)
+    ]
+    for i, h in enumerate(notes):
+        _edit_in_place(vault.path / h.path, f"## Summary\ns{i}", f"## Summary\nhand {i}")
+        got = vault.peek_handoff(agent="codex", namespace=NS)
+        assert got is not None
+        assert got.summary == ("hand 4" if i == 4 else "s4")
+        assert vault.get_handoff(h.id).summary == f"hand {i}"
