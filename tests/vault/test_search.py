@@ -495,6 +495,25 @@ def test_a_failed_model_download_is_remembered_so_searches_do_not_wait_for_it(
     assert again.mode == "fts" and "tried 0 min ago" in (again.reason or "")
 
 
+def test_a_model_download_fails_at_once_where_the_hub_does_not_resolve(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Online mode, but the hub's name does not resolve (``.invalid`` never does):
+    # no five retries with backoff, one clear refusal, remembered like any other.
+    from huggingface_hub import constants
+
+    from agent_mem_vault.vault.embeddings import EmbeddingUnavailable, download_default_model
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://hub.invalid")
+    folder = tmp_path / "model"
+    with pytest.raises(EmbeddingUnavailable) as refused:
+        download_default_model(folder)
+    assert "http://hub.invalid is not reachable" in str(refused.value)
+    assert f"copy model.onnx and tokenizer.json into {folder}" in str(refused.value)
+    assert (folder / ".download-failed").is_file()
+
+
 def test_a_memory_row_updated_in_place_is_queued_for_a_new_vector(hybrid_vault: Vault) -> None:
     # The index may one day update a changed memory in place instead of delete +
     # insert; its vector must not outlive the text it described.

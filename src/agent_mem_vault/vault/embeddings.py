@@ -238,6 +238,7 @@ def _download(folder: Path) -> tuple[Path, Path]:
             f"no model in {folder} and huggingface-hub is not installed to download it; "
             "install 'agent-mem-vault[embeddings]' or set AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR"
         ) from exc
+    _check_hub_reachable(folder)
     folder.mkdir(parents=True, exist_ok=True)
     try:
         for name in ("onnx/model.onnx", "tokenizer.json"):
@@ -252,6 +253,34 @@ def _download(folder: Path) -> tuple[Path, Path]:
     if files is None:
         raise EmbeddingUnavailable(f"the download into {folder} left no model.onnx")
     return files
+
+
+def _check_hub_reachable(folder: Path) -> None:
+    """Fail at once where the hub's name does not resolve (an offline machine).
+
+    ``huggingface_hub`` retries a failed request five times with backoff, which
+    is 24 s of a first search or a ``reindex`` spent waiting on a machine that
+    has no network at all. A name that does not resolve will not resolve on the
+    second try either; anything subtler is left to the hub client.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return  # the hub client refuses at once and says offline mode is on
+    host = urlsplit(constants.ENDPOINT).hostname
+    if not host:
+        return
+    try:
+        socket.getaddrinfo(host, None)
+    except OSError as exc:
+        raise EmbeddingUnavailable(
+            f"could not download {DEFAULT_REPO}: {constants.ENDPOINT} is not reachable "
+            f"({exc.strerror or exc}); copy model.onnx and tokenizer.json into {folder}, "
+            "or set AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR, or AGENT_MEM_VAULT_EMBEDDINGS=off"
+        ) from None
 
 
 class OnnxEmbedder:
