@@ -6,6 +6,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.index import MIGRATIONS
 from agent_mem_vault.vault.notes import handoff_meta, render_body, render_note
@@ -275,3 +277,31 @@ def test_a_read_whose_index_update_fails_still_hands_over_the_handoff(vault: Vau
     # The note is the truth; the index catches up at the next call.
     assert [x.id for x in vault.list_handoffs(namespace=NS, status="read")] == [h.id]
     assert vault.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_reads_in_one_look_check_each_namespace_once(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session hook reads the brief, then the pending handoffs: one check of
+    # the namespace's notes, not two. An edit made during the look is seen after it.
+    from agent_mem_vault.vault import upkeep
+
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    assert vault.read_handoff(agent="codex", namespace=NS) is not None
+    checked: list[tuple[str, str]] = []
+    stale_dirs = upkeep.stale_dirs
+
+    def counting(root: Path, idx: object, scope: tuple[str, str], *rest: object) -> list[str]:
+        checked.append(scope)
+        return stale_dirs(root, idx, scope, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(upkeep, "stale_dirs", counting)
+    with vault.one_look():
+        vault.get_project_brief(namespace=NS)
+        _edit_in_place(vault.path / h.path, "status: read", "status: pending")
+        _edit_in_place(vault.path / h.path, "read: true", "read: false")
+        assert vault.list_handoffs(namespace=NS, agent="codex") == []
+    assert sorted(checked) == [(NS, "handoffs"), (NS, "memories")]
+    pending = vault.list_handoffs(namespace=NS, agent="codex")
+    assert [p.id for p in pending] == [h.id]
+    assert checked.count((NS, "handoffs")) == 2

@@ -79,10 +79,11 @@ def render_session_start(
     if ns is None:
         return ""
     try:
-        brief = vault.get_project_brief(namespace=ns)
-        pending = vault.list_handoffs(
-            namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1
-        )
+        with vault.one_look():  # one check of the namespace's notes, not one per read
+            brief = vault.get_project_brief(namespace=ns)
+            pending = vault.list_handoffs(
+                namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1
+            )
     except Exception as exc:  # a failing hook can block the session
         return f"agent-mem-vault: could not load project memory for {ns}: {_describe(exc)}"
     return _frame(ns, agent, brief.text, pending, limit)

@@ -67,6 +67,8 @@ class IndexUpkeep:
         self._checked: set[Scope | None] = set()
         """What was checked by stat since the watcher (of ``_checked_gen``) began."""
         self._checked_gen = -1
+        self.look: set[Scope] | None = None
+        """Inside ``Vault.one_look``: the scopes checked by stat since the look began."""
 
     def close(self) -> None:
         if self._index is not None:
@@ -143,6 +145,8 @@ class IndexUpkeep:
             if watcher is not None and changes is not None:
                 self._sync_watched(idx, watcher, changes, scope)
                 return idx
+            if self.look is not None:
+                scope = [s for s in scope if s not in self.look]
             looked: dict[str, Stamps] = {}
             dirs = changed_dirs(self.root, idx)
             if dirs is not None:
@@ -152,6 +156,8 @@ class IndexUpkeep:
             if dirs is None or dirs:
                 with self.locked():
                     self._sync_locked(idx, scope, dirs, looked)
+            if self.look is not None:
+                self.look.update(scope)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
