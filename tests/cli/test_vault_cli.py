@@ -226,7 +226,12 @@ def test_vault_option_overrides_the_environment(vault: Path, tmp_path: Path) -> 
     assert run_json(vault, "handoffs", "--status", "all", "--vault", str(other))["total"] == 1
 
 
-def test_doctor_and_reindex(vault: Path) -> None:
+def test_doctor_and_reindex(vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A home of its own: `doctor` also judges the agents' settings under HOME.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    for name in ("CODEX_HOME", "GEMINI_CLI_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(name, raising=False)
     hid = run(vault, "create", "--to", "codex", "-n", NS, "-s", "s", "-c", "c").stdout.strip()
     assert "No problems found." in run(vault, "doctor").stdout
     assert "Indexed 1 handoffs" in run(vault, "reindex").stdout

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,3 +207,49 @@ def test_a_note_edited_in_place_is_read_once_the_stamps_are_reused(vault: Vault)
         assert got is not None
         assert got.summary == ("hand 4" if i == 4 else "s4")
         assert vault.get_handoff(h.id).summary == f"hand {i}"
+
+
+def test_a_script_without_a_main_guard_reindexes_without_running_twice(
+    vault: Vault, vault_path: Path, tmp_path: Path
+) -> None:
+    # A spawned worker runs the main script's top level again: in a script
+    # without `if __name__ == "__main__":` that would repeat its writes.
+    for i in range(40):
+        vault.save_memory(namespace=f"p/n{i % 3}", title=f"m{i}", content=f"word{i} {LONG}")
+    ran = tmp_path / "ran.txt"
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from agent_mem_vault.vault import Vault, scan\n"
+        f"with open({str(ran)!r}, 'a') as f:\n"
+        "    f.write('ran\\n')\n"
+        "scan.PARALLEL_FROM = 10\n"
+        f"report = Vault({str(vault_path)!r}).reindex()\n"
+        "print(report.memories)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["40"]
+    assert ran.read_text() == "ran\n"
+
+
+def test_a_reused_folder_listing_keeps_a_note_another_process_added_meanwhile(
+    vault: Vault, vault_path: Path
+) -> None:
+    # What `stale_dirs` saw before the lock is reused under it while the folder's
+    # mtime holds; a note another process added and indexed in the same tick of
+    # the mtime clock is missing from that listing and must not be dropped.
+    first = vault.create_handoff(to="codex", summary="a", context="c", namespace=NS, from_="x")
+    folder = f"{NS}/handoffs"
+    looked = scan.stamp_dir(vault_path, folder)
+    assert looked is not None
+    before = os.stat(vault_path / folder)
+    other = Vault(vault_path, durable=False)
+    added = other.create_handoff(to="codex", summary="b", context="c", namespace=NS, from_="y")
+    other.close()
+    os.utime(vault_path / folder, ns=(before.st_atime_ns, before.st_mtime_ns))  # same tick
+    idx = vault._upkeep.handle()
+    with idx.transaction():
+        scan.scan_dir(vault_path, idx, folder, scan.ScanStats(), looked=looked)
+    assert set(idx.files_in(folder)) == {first.path, added.path}

@@ -74,8 +74,15 @@ def note_path(v: Vault, memory_id: str) -> Path:
 
 
 def cli_env(vault: Path, **extra: str) -> dict[str, str]:
+    # A home of its own: `doctor` also judges the agents' settings under HOME,
+    # and the developer's own must not decide this test.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEM_VAULT")}
-    return {**env, "AGENT_MEM_VAULT": str(vault), **extra}
+    home = vault.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    isolated = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+    for name in ("CODEX_HOME", "GEMINI_CLI_HOME", "CLAUDE_CONFIG_DIR"):
+        env.pop(name, None)
+    return {**env, **isolated, "AGENT_MEM_VAULT": str(vault), **extra}
 
 
 # -- the model --------------------------------------------------------------------------

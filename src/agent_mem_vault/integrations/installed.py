@@ -51,12 +51,14 @@ class Installed:
 
 def install_problems(home: Path, repo: Path | None, path: str | None = None) -> list[str]:
     """Every problem with what ``install`` wrote for ``home`` and ``repo``."""
-    problems = [_command_problem(i, path) for i in find_installed(home, repo)]
+    installed = find_installed(home, repo)
+    problems = [_command_problem(i, path) for i in installed]
     found = [p for p in problems if p]
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
     if repo is not None:
         found += claude_approval_problems(home, repo)
-        found += gemini_trust_problems(home, repo)
+        if any(i.client == "gemini" for i in installed):
+            found += gemini_trust_problems(home, repo)
     return found
 
 
@@ -73,7 +75,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
         out += _json_hook("claude-code", scope, settings, cwd)
     codex = codex_home(home)
     config = codex / "config.toml"
-    entry = _toml(config).get("mcp_servers", {}).get(SERVER_NAME)
+    entry = _table(_table(_toml(config), "mcp_servers"), SERVER_NAME)
     if isinstance(entry, dict) and isinstance(entry.get("command"), str):
         out.append(Installed("codex", "MCP server", config, (entry["command"],), "user"))
     out += _json_hook("codex", "user", codex / "hooks.json", None)
@@ -158,7 +160,7 @@ def codex_trust_problems(home: Path, cwd: Path, path: str | None = None) -> list
                 for h in hooks
                 if h.ours and h.trust_status != "trusted"
             ]
-    state = _toml(home / "config.toml").get("hooks", {}).get("state", {})
+    state = _table(_table(_toml(home / "config.toml"), "hooks"), "state")
     prefix = f"{hooks_file}:session_start:"
     trusted = any(
         str(key).startswith(prefix) and isinstance(v, dict) and v.get("trusted_hash")
@@ -204,15 +206,12 @@ def claude_approval_problems(home: Path, repo: Path) -> list[str]:
 
 
 def gemini_trust_problems(home: Path, repo: Path) -> list[str]:
-    """Our Gemini CLI entries, if installed, in a repository Gemini CLI does not trust.
+    """A repository Gemini CLI does not trust (the caller found our entries installed).
 
     Gemini CLI starts no stdio MCP server and runs no hook in such a folder, and
     ``gemini -p`` refuses to run there. Trusting it is the person's decision
     (see :mod:`.gemini_trust`), so the problem names the two ways to make it.
     """
-    ours = [i for i in find_installed(home, repo) if i.client == "gemini"]
-    if not ours:
-        return []
     trust = gemini_folder_trust(repo, home)
     if trust in ("trusted", "not-required"):
         return []
@@ -222,6 +221,12 @@ def gemini_trust_problems(home: Path, repo: Path) -> list[str]:
         "start 'gemini' there once and trust the folder (headless runs: "
         "GEMINI_CLI_TRUST_WORKSPACE=true)"
     ]
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` if it is a table (a file edited by hand may hold anything), else {}."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _json(path: Path) -> dict[str, Any]:

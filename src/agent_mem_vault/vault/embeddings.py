@@ -273,6 +273,11 @@ def _check_hub_reachable(folder: Path) -> None:
     host = urlsplit(constants.ENDPOINT).hostname
     if not host:
         return
+    from urllib.request import getproxies, proxy_bypass
+
+    proxies = getproxies()
+    if (proxies.get("https") or proxies.get("all")) and not proxy_bypass(host):
+        return  # the proxy resolves the name, not this machine
     try:
         socket.getaddrinfo(host, None)
     except OSError as exc:

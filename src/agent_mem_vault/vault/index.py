@@ -83,8 +83,6 @@ by (folder, name), so one B-tree serves lookups and per-folder checks."""
 RETIRED = frozenset({"0001_initial"})
 """Migrations of layouts this code no longer reads: such an index is rebuilt."""
 
-_ZIPPED = 0x78  # the first byte of a zlib stream; text is stored as TEXT, never BLOB
-
 
 def pack(text: str) -> str | bytes:
     """``text`` compressed if that makes it smaller (a BLOB), else as it is (TEXT)."""

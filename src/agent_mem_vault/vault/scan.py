@@ -21,7 +21,10 @@ top-level ``_dashboards`` are skipped, as are symbolic links.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+import re
+import sys
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from stat import S_ISREG
@@ -248,6 +251,7 @@ def scan_dir(
     ``stale_dirs`` just saw of the folder: used if the folder's mtime is still
     the same (no note added, removed or replaced since), else it is looked at again.
     """
+    reused = False
     if looked is not None:
         try:
             same = os.stat(f"{root}/{directory}" if directory else root).st_mtime_ns == looked[0]
@@ -255,6 +259,7 @@ def scan_dir(
             same = False
         if not same:
             looked = None
+        reused = same
     if looked is None:
         looked = stamp_dir(root, directory)
     if looked is None:
@@ -287,6 +292,10 @@ def scan_dir(
         else:
             stats.changed += 1
     for path in known_files:
+        # A reused listing can miss a note another process added (and indexed,
+        # under the lock) within the same tick of the folder's mtime clock.
+        if reused and os.path.lexists(f"{root}/{path}"):
+            continue
         index.remove_file(path)
         stats.removed += 1
     known_children = set(index.child_dirs(directory))
@@ -339,25 +348,59 @@ def _read_batch(root: str, paths: list[str]) -> list[Parsed]:
     return out
 
 
-def _records(root: Path, notes: list[str], workers: int) -> Iterator[Parsed]:
+def _records(root: Path, notes: list[str], workers: int) -> Generator[Parsed, None, None]:
     """Every note read and parsed, in order; by ``workers`` processes if more than one.
 
     Parsing is Python (it holds the GIL), so threads would take turns; processes
     use every core. Workers are spawned, not forked: the caller holds an open
-    SQLite connection and may run other threads.
+    SQLite connection and may run other threads. If the pool breaks (a worker
+    killed, or one that could not start), the rest is parsed here; closing the
+    generator early cancels what the workers have not started.
     """
-    if workers <= 1:
-        for path in notes:
-            yield read_record(root, path), None
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    done = 0
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
-    batches = [notes[i : i + _BATCH] for i in range(0, len(notes), _BATCH)]
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        for batch in pool.map(_read_batch, [str(root)] * len(batches), batches):
-            yield from batch
+        batches = [notes[i : i + _BATCH] for i in range(0, len(notes), _BATCH)]
+        pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn")
+        )
+        try:
+            for batch in pool.map(_read_batch, [str(root)] * len(batches), batches):
+                done += len(batch)
+                yield from batch
+            return
+        except BrokenProcessPool:
+            pass  # parse what is left in this process
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    for path in notes[done:]:
+        yield read_record(root, path), None
+
+
+def _workers_can_start() -> bool:
+    """Whether worker processes may be spawned from this program.
+
+    A spawned worker runs the main script's top level again (as ``__mp_main__``),
+    so in a script without an ``if __name__ == "__main__":`` guard it would
+    repeat the script's work, writes included, before failing. The CLI, pytest
+    and an interactive session are safe; a script without the guard is parsed
+    in one process.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path:
+        return True
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return _MAIN_GUARD.search(source) is not None
+
+
+_MAIN_GUARD = re.compile(r"""__name__\s*==\s*['"]__main__['"]""")
 
 
 def rebuild_tree(
@@ -388,9 +431,11 @@ def rebuild_tree(
     if progress is not None:
         progress(0, total)
     # Two per core: reading a note from disk overlaps with parsing another.
-    workers = min(2 * (os.cpu_count() or 1), 8) if total >= PARALLEL_FROM else 1
+    workers = 1
+    if total >= PARALLEL_FROM and _workers_can_start():
+        workers = min(2 * (os.cpu_count() or 1), 8)
     records = _records(root, notes, workers)
-    with index.bulk() as loader:
+    with closing(records), index.bulk() as loader:
         for directory, mtime, paths in folders:
             index.set_dir(directory, mtime)
             repairs = False

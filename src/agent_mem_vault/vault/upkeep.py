@@ -155,7 +155,7 @@ class IndexUpkeep:
                     dirs.extend(d for d in found if d not in dirs)
             if dirs is None or dirs:
                 with self.locked():
-                    self._sync_locked(idx, scope, dirs, looked)
+                    self._sync_locked(idx, dirs, looked)
             if self.look is not None:
                 self.look.update(scope)
         except sqlite3.DatabaseError as exc:
@@ -210,7 +210,6 @@ class IndexUpkeep:
     def _sync_locked(
         self,
         idx: Index,
-        scope: Sequence[Scope],
         found: list[str] | None,
         looked: dict[str, Stamps],
     ) -> None:
