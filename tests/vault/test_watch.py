@@ -250,3 +250,30 @@ def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> N
         assert watcher.active and watcher.generation == started
     finally:
         vault.stop_watching()
+
+
+def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) -> None:
+    """The old watch went with the removed folder: one of the same name is new to it."""
+    first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    source = vault.path / first.path
+    text = source.read_text()
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        started = watcher.generation
+        vault.peek_handoff(agent="codex", namespace=NS)
+        shutil.rmtree(source.parent)
+        source.parent.mkdir()
+        source.write_text(text)
+
+        def watching_again() -> bool:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            return watcher.active and watcher.generation > started
+
+        assert _eventually(watching_again)
+        vault.peek_handoff(agent="codex", namespace=NS)
+        _same_stamp_edit(source, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
+    finally:
+        vault.stop_watching()
