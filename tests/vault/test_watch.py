@@ -4,11 +4,17 @@ the operating system, and falls back to checking by ``stat`` when it cannot watc
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
+import watchfiles._rust_notify
 
 from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.watch import NoteWatcher
 
 from .conftest import NS
 
@@ -118,5 +124,156 @@ def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> Non
         vault.peek_handoff(agent="codex", namespace="team/new")
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+    finally:
+        vault.stop_watching()
+
+
+def _after_first_listing(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
+    """Run ``act`` once, right after the watcher lists the folders and before it watches
+    them: the moment a folder made or removed by another process falls in between."""
+    listing = NoteWatcher._folders
+    done: list[bool] = []
+
+    def folders(self: NoteWatcher) -> list[str]:
+        out = listing(self)
+        if not done:
+            done.append(True)
+            act()
+        return out
+
+    monkeypatch.setattr(NoteWatcher, "_folders", folders)
+
+
+def _hand_written_handoff(source: Path, namespace: str, new_id: str) -> Path:
+    """A copy of ``source`` in another namespace, as a sync tool would bring it."""
+    folder = source.parents[3] / namespace / "handoffs"
+    folder.mkdir(parents=True)
+    note = folder / f"{new_id}.md"
+    text = source.read_text().replace(source.stem, new_id)
+    note.write_text(text.replace(f"namespace: {NS}", f"namespace: {namespace}"))
+    return note
+
+
+def test_a_folder_made_while_the_watch_restarts_is_watched(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    source = vault.path / first.path
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        started = watcher.generation
+        vault.peek_handoff(agent="codex", namespace=NS)
+        hand: list[Path] = []
+        _after_first_listing(
+            monkeypatch,
+            lambda: hand.append(_hand_written_handoff(source, "team/late", "3latezzzzzzz2")),
+        )
+        (vault.path / "project" / "other").mkdir()  # a new folder: the watch restarts
+
+        def watching_again() -> bool:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            return watcher.active and watcher.generation > started
+
+        assert _eventually(watching_again)
+        assert hand, "the folder was made during the restart's listing"
+        assert [h.id for h in vault.list_handoffs(namespace="team/late")] == ["3latezzzzzzz2"]
+        _same_stamp_edit(hand[0], "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff("3latezzzzzzz2").summary == "xyz")
+    finally:
+        vault.stop_watching()
+
+
+def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    gone = vault.path / "project" / "gone" / "handoffs"
+    gone.mkdir(parents=True)
+    _after_first_listing(monkeypatch, lambda: shutil.rmtree(gone.parent))
+    assert vault.watch(wait=10)
+    try:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+    finally:
+        vault.stop_watching()
+
+
+def test_a_watchfiles_that_raises_for_a_removed_folder_is_retried(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """watchfiles before 1.x raised ``FileNotFoundError`` for a folder gone before it
+    was watched (1.3 skips it); the setup then lists the folders afresh."""
+    real = watchfiles._rust_notify.RustNotify
+    refused: list[str] = []
+
+    def strict(paths: list[str], *args: Any) -> Any:
+        missing = [p for p in paths if not os.path.isdir(p)]
+        if missing:
+            refused.extend(missing)
+            raise FileNotFoundError(2, "No such file or directory", missing[0])
+        return real(paths, *args)
+
+    monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", strict)
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    gone = vault.path / "project" / "gone"
+    gone.mkdir()
+    _after_first_listing(monkeypatch, gone.rmdir)
+    assert vault.watch(wait=10)
+    try:
+        assert refused == [str(gone)]
+        vault.peek_handoff(agent="codex", namespace=NS)
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+    finally:
+        vault.stop_watching()
+
+
+def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        started = watcher.generation
+        vault.peek_handoff(agent="codex", namespace=NS)
+        note = vault.path / h.path
+        folder = note.parent
+        os.chmod(folder, 0o700)  # what a sync tool does to folders it brings over
+        os.utime(folder)
+        os.utime(folder.parent)
+        # Reported after the touches, so seen only once they were taken too.
+        _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert watcher.active and watcher.generation == started
+    finally:
+        vault.stop_watching()
+
+
+def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) -> None:
+    """The old watch went with the removed folder: one of the same name is new to it."""
+    first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    source = vault.path / first.path
+    text = source.read_text()
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        started = watcher.generation
+        vault.peek_handoff(agent="codex", namespace=NS)
+        shutil.rmtree(source.parent)
+        source.parent.mkdir()
+        source.write_text(text)
+
+        def watching_again() -> bool:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            return watcher.active and watcher.generation > started
+
+        assert _eventually(watching_again)
+        vault.peek_handoff(agent="codex", namespace=NS)
+        _same_stamp_edit(source, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
     finally:
         vault.stop_watching()

@@ -16,7 +16,10 @@ Each folder is watched on its own, not the tree recursively: a recursive watch
 walks every file of the vault while holding the GIL (0.6 s at 200,000 notes,
 during which the server could not answer ``initialize``). A folder made later
 (a new namespace) restarts the watch, which makes every folder be checked by
-``stat`` once more, as at the start.
+``stat`` once more, as at the start; an event on a folder already watched (a sync
+tool touching it) does not. A folder made while the watch is being set up is caught
+by listing the folders again once it is in place, and a folder removed meanwhile
+makes the setup try again with a fresh listing.
 """
 
 from __future__ import annotations
@@ -27,7 +30,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NoteWatcher"]
+from .scan import SKIP_TOP
+
+__all__ = ["NoteWatcher", "skipped"]
+
+SETUP_TRIES = 5
+"""Listings tried before giving up when folders keep appearing or vanishing during setup."""
+
+_MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
+
+
+def skipped(top: bool, name: str) -> bool:
+    """Whether a folder entry is outside the vault's notes: dot-entries (the index,
+    temp files, Obsidian's settings) and, at the top, ``scan.SKIP_TOP``. The same
+    rule as ``scan._entries``, which the watch must follow to the letter: a folder
+    it skipped but the scan reads would go stale."""
+    return name[0] == "." or (top and name in SKIP_TOP)
 
 
 class NoteWatcher:
@@ -47,6 +65,10 @@ class NoteWatcher:
         self._ready = threading.Event()
         self._generation = 0
         self._thread: threading.Thread | None = None
+        self._watched: frozenset[str] = frozenset()
+        """The folders (relative to ``root``, ``""`` for it) the current watch was given."""
+        self._behind = False
+        """Set up while folders kept appearing: restart on the next ``take``."""
 
     def start(self, wait: float = 0.0) -> bool:
         """Start setting up the watch; True if it is in place within ``wait`` seconds."""
@@ -86,12 +108,13 @@ class NoteWatcher:
             notify.close()
             return None
         if not isinstance(changes, set):
-            return set(), set()
-        files, dirs = self._sort(path for _kind, path in changes)
-        if any(os.path.isdir(self.root / d) for d in dirs):
-            # A folder made (or renamed) here is not watched yet: watch again. The
-            # changes told so far are still applied; the new generation makes the
-            # caller check every folder by stat once, for what falls in between.
+            changes = set()
+        files, dirs, new = self._sort(changes)
+        if self._behind or any(os.path.isdir(self.root / d) for d in new):
+            # A folder made (or renamed, or removed and made again) here is not
+            # watched yet: watch again. The changes told so far are still applied;
+            # the new generation makes the caller check every folder by stat once,
+            # for what falls in between.
             self._restart(notify)
         return files, dirs
 
@@ -103,8 +126,8 @@ class NoteWatcher:
         self._thread.start()
 
     def _folders(self) -> list[str]:
-        """The vault's folders (as ``scan.py`` sees them: no dot-folders, no top-level
-        ``_dashboards``, no symbolic links), listed without a ``stat`` per note."""
+        """The vault's folders as ``scan.py`` sees them (see ``skipped``; no symbolic
+        links), listed without a ``stat`` per note."""
         root = str(self.root)
         out, stack = [root], [root]
         while stack:
@@ -114,8 +137,7 @@ class NoteWatcher:
             except OSError:
                 continue
             for entry in entries:
-                name = entry.name
-                if name[0] == "." or (folder == root and name == "_dashboards"):
+                if skipped(folder == root, entry.name):
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     out.append(entry.path)
@@ -123,29 +145,66 @@ class NoteWatcher:
         return out
 
     def _setup(self) -> None:
+        """Watch every folder listed; list again once the watch is in place.
+
+        A folder made after its parent was listed but before the parent was watched
+        would never be reported: the second listing finds it, and the watch starts
+        over (a few times at most; then the next ``take`` restarts it). A listed
+        folder removed before it is watched is skipped by watchfiles 1.x (older
+        versions raise ``FileNotFoundError``: then the listing is taken afresh).
+        """
         try:
             from watchfiles._rust_notify import RustNotify
-
-            notify: Any = RustNotify(self._folders(), False, False, 300, False, True)
-        except Exception:  # no watch possible here: the callers keep checking by stat
+        except ImportError:
             self._ready.set()
             return
-        self._generation += 1
-        self._notify = notify
+        notify: Any = None
+        folders: list[str] = []
+        for attempt in range(SETUP_TRIES):
+            folders = self._folders()
+            try:
+                notify = RustNotify(folders, False, False, 300, False, True)
+            except FileNotFoundError:  # a folder listed is gone: list again
+                continue
+            except Exception:  # no watch possible here: the callers keep checking by stat
+                break
+            # A folder made meanwhile may be unwatched: start over; if folders keep
+            # appearing, keep the last watch and let the next ``take`` start it again.
+            self._behind = not set(folders).issuperset(self._folders())
+            if not self._behind or attempt == SETUP_TRIES - 1:
+                break
+            notify.close()  # folders made while it was set up: start over
+            notify = None
+        if notify is not None:
+            cut = len(self._prefix)
+            self._watched = frozenset(
+                "" if f == str(self.root) else f[cut:].replace(os.sep, "/") for f in folders
+            )
+            self._generation += 1
+            self._notify = notify
         self._ready.set()
 
-    def _sort(self, paths: Iterable[str]) -> tuple[set[str], set[str]]:
+    def _sort(self, changes: Iterable[tuple[int, str]]) -> tuple[set[str], set[str], set[str]]:
+        """(notes, folders, folders maybe not watched) among ``changes``.
+
+        A folder is maybe not watched if the watch was not given it or it was
+        reported added or deleted (removed and made again: the old watch went with
+        it); a folder only modified (its mode or times changed) is watched still.
+        """
         files: set[str] = set()
         dirs: set[str] = set()
-        for path in paths:
+        new: set[str] = set()
+        for kind, path in changes:
             if not path.startswith(self._prefix):
                 continue
             rel = path[len(self._prefix) :].replace(os.sep, "/")
             parts = rel.split("/")
-            if any(part.startswith(".") for part in parts) or parts[0] == "_dashboards":
-                continue  # the index, temp files, Obsidian's settings, the dashboard
+            if skipped(True, parts[0]) or any(skipped(False, part) for part in parts[1:]):
+                continue
             if rel.endswith(".md"):
                 files.add(rel)
             else:
                 dirs.add(rel)  # a folder made, removed or renamed: look at it whole
-        return files, dirs
+                if kind != _MODIFIED or rel not in self._watched:
+                    new.add(rel)
+        return files, dirs, new
