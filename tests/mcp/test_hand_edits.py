@@ -6,25 +6,16 @@ adds one and deletes one; the next call that reads the namespace sees each.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_mem_vault.vault import Handoff, Vault
-from agent_mem_vault.vault.notes import handoff_meta, render_body, render_note
+from agent_mem_vault.vault import Vault
 from mcp import Client
+from tests.by_hand import save_in_place, write_handoff
 
 from .conftest import NS, serve_params
-
-
-def _save_in_place(note: Path, text: str) -> None:
-    st = note.stat()
-    with open(note, "r+", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.truncate()
-    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def _summary(result: Any) -> str | None:
@@ -44,24 +35,15 @@ async def test_a_running_server_sees_notes_edited_added_and_deleted_by_hand(
     async with Client(serve_params(vault_path, "codex")) as client:
         assert _summary(await client.call_tool("peek_handoff", peek)) == "first"
 
-        _save_in_place(note, note.read_text().replace("## Summary\nfirst", "## Summary\nedited"))
+        save_in_place(note, note.read_text().replace("## Summary\nfirst", "## Summary\nedited"))
         assert _summary(await client.call_tool("peek_handoff", peek)) == "edited"
 
-        _save_in_place(note, note.read_text().replace("read: false", "read: true"))
+        save_in_place(note, note.read_text().replace("read: false", "read: true"))
         assert _summary(await client.call_tool("peek_handoff", peek)) is None
 
-        added = Handoff(
-            id="3zzzzzzzzzzz2",
-            namespace=NS,
-            sender="person",
-            recipient="codex",
-            summary="added by hand",
-            context="c",
-            status="pending",
-            created_at="2030-01-01T00:00:00.000Z",
+        by_hand = write_handoff(
+            vault_path / NS / "handoffs", "3zzzzzzzzzzz2", "added by hand", namespace=NS
         )
-        by_hand = vault_path / NS / "handoffs" / f"{added.id}.md"
-        by_hand.write_text(render_note(handoff_meta(added), render_body(added.summary, "c")))
         assert _summary(await client.call_tool("peek_handoff", peek)) == "added by hand"
         listed = await client.call_tool("list_handoffs", {"namespace": NS, "status": "all"})
         assert listed.structured_content["total"] == 2

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.vault import Handoff, Vault
+from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.index import MIGRATIONS
-from agent_mem_vault.vault.notes import handoff_meta, render_body, render_note
+from tests.by_hand import save_in_place, write_handoff
 
 from .conftest import NS, TickingClock
 
@@ -19,20 +18,7 @@ INDEX = Path(".agent-mem-vault") / "index.sqlite3"
 
 def _hand_written(vault: Vault, id: str, summary: str, folder: str = f"{NS}/handoffs") -> Path:
     """A handoff note written the way a person (or another tool) would: straight to disk."""
-    h = Handoff(
-        id=id,
-        namespace=NS,
-        sender="person",
-        recipient="codex",
-        summary=summary,
-        context="written by hand",
-        status="pending",
-        created_at="2030-01-01T00:00:00.000Z",
-    )
-    path = vault.path / folder / f"{id}.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_note(handoff_meta(h), render_body(h.summary, h.context)))
-    return path
+    return write_handoff(vault.path / folder, id, summary, namespace=NS, context="written by hand")
 
 
 def _state(vault: Vault) -> list[tuple[str, str, str | None, str]]:
@@ -149,13 +135,7 @@ def test_an_in_place_edit_marking_it_read_is_honoured_by_read_handoff(vault: Vau
 
 def _edit_in_place(note: Path, old: str, new: str) -> None:
     """Rewrite a note without a rename (as Obsidian saves), so its folder's mtime stays."""
-    st = note.stat()
-    with open(note, "r+", encoding="utf-8") as fh:
-        text = fh.read().replace(old, new)
-        fh.seek(0)
-        fh.write(text)
-        fh.truncate()
-    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    save_in_place(note, note.read_text(encoding="utf-8").replace(old, new))
 
 
 def _indexed_stamp(vault_path: Path, note: str) -> tuple[int, int]:
