@@ -53,6 +53,14 @@ __all__ = [
 SKIP_TOP = frozenset({"_dashboards"})
 
 
+def skipped(top: bool, name: str) -> bool:
+    """Whether a folder entry is outside the vault's notes: dot-entries (the index,
+    temp files, Obsidian's settings) and, at the top, ``SKIP_TOP``. The one rule
+    for the scan and the file watcher: a folder one skipped and the other read
+    would go stale."""
+    return name[0] == "." or (top and name in SKIP_TOP)
+
+
 @dataclass(slots=True)
 class ScanStats:
     added: int = 0
@@ -107,11 +115,10 @@ def _entries(root: Path, directory: str) -> tuple[int, list[str], list[os.DirEnt
     notes: list[os.DirEntry[str]] = []
     for entry in entries:
         name = entry.name
-        if name[0] == ".":
+        if skipped(not directory, name):
             continue
         if entry.is_dir(follow_symlinks=False):
-            if directory or name not in SKIP_TOP:
-                subdirs.append(prefix + name)
+            subdirs.append(prefix + name)
         elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
             notes.append(entry)
     return mtime, subdirs, notes

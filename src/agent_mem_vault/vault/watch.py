@@ -30,22 +30,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .scan import SKIP_TOP
+from .scan import skipped
 
-__all__ = ["NoteWatcher", "skipped"]
+__all__ = ["NoteWatcher"]
 
 SETUP_TRIES = 5
 """Listings tried before giving up when folders keep appearing or vanishing during setup."""
 
 _MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
-
-
-def skipped(top: bool, name: str) -> bool:
-    """Whether a folder entry is outside the vault's notes: dot-entries (the index,
-    temp files, Obsidian's settings) and, at the top, ``scan.SKIP_TOP``. The same
-    rule as ``scan._entries``, which the watch must follow to the letter: a folder
-    it skipped but the scan reads would go stale."""
-    return name[0] == "." or (top and name in SKIP_TOP)
 
 
 class NoteWatcher:
@@ -126,7 +118,7 @@ class NoteWatcher:
         self._thread.start()
 
     def _folders(self) -> list[str]:
-        """The vault's folders as ``scan.py`` sees them (see ``skipped``; no symbolic
+        """The vault's folders as ``scan.py`` sees them (see ``scan.skipped``; no symbolic
         links), listed without a ``stat`` per note."""
         root = str(self.root)
         out, stack = [root], [root]
