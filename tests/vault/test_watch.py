@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import watchfiles._rust_notify
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.watch import NoteWatcher
+from tests.by_hand import save_in_place
 
 from .conftest import NS
 
@@ -27,6 +29,25 @@ def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return check()
+
+
+@contextmanager
+def _watching(vault: Vault) -> Iterator[NoteWatcher]:
+    """The vault watching its folder (in place within 10 s), stopped afterwards."""
+    assert vault.watch(wait=10)
+    watcher = vault._upkeep.watcher
+    assert watcher is not None
+    try:
+        yield watcher
+    finally:
+        vault.stop_watching()
+
+
+def _restarted(vault: Vault, watcher: NoteWatcher, started: int, namespace: str) -> bool:
+    """Whether the watch was set up again since generation ``started`` (a call takes the
+    watcher's events, which is what restarts it)."""
+    vault.peek_handoff(agent="codex", namespace=namespace)
+    return watcher.active and watcher.generation > started
 
 
 def _same_stamp_edit(note: Path, old: str, new: str) -> None:
@@ -43,8 +64,7 @@ def _same_stamp_edit(note: Path, old: str, new: str) -> None:
 
 def test_a_watched_vault_sees_an_edit_that_a_stat_cannot(vault: Vault) -> None:
     h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-    assert vault.watch(wait=10)
-    try:
+    with _watching(vault):
         assert vault.peek_handoff(agent="codex", namespace=NS) is not None
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
 
@@ -53,8 +73,6 @@ def test_a_watched_vault_sees_an_edit_that_a_stat_cannot(vault: Vault) -> None:
             return got.summary == "xyz"
 
         assert _eventually(seen)
-    finally:
-        vault.stop_watching()
 
 
 def test_an_unwatched_vault_does_not_see_that_edit(vault: Vault) -> None:
@@ -66,8 +84,7 @@ def test_an_unwatched_vault_does_not_see_that_edit(vault: Vault) -> None:
 
 def test_a_watched_vault_sees_notes_added_edited_and_deleted_by_hand(vault: Vault) -> None:
     first = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
-    assert vault.watch(wait=10)
-    try:
+    with _watching(vault):
         vault.peek_handoff(agent="codex", namespace=NS)
         other = Vault(vault.path)  # another process's writes arrive as events too
         second = other.create_handoff(to="codex", summary="t", context="c", namespace=NS)
@@ -83,8 +100,6 @@ def test_a_watched_vault_sees_notes_added_edited_and_deleted_by_hand(vault: Vaul
         assert _eventually(
             lambda: vault.list_handoffs(status="read", limit=10)[0].path == "team/new/handoffs/x.md"
         )
-    finally:
-        vault.stop_watching()
 
 
 def test_a_vault_that_stops_watching_checks_by_stat_again(vault: Vault) -> None:
@@ -93,22 +108,14 @@ def test_a_vault_that_stops_watching_checks_by_stat_again(vault: Vault) -> None:
     vault.peek_handoff(agent="codex", namespace=NS)
     vault.stop_watching()
     note = vault.path / h.path
-    st = note.stat()
-    with open(note, "r+", encoding="utf-8") as fh:
-        text = fh.read().replace("## Summary\ns\n", "## Summary\nedited\n")
-        fh.seek(0)
-        fh.write(text)
-    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    save_in_place(note, note.read_text().replace("## Summary\ns\n", "## Summary\nedited\n"))
     got = vault.peek_handoff(agent="codex", namespace=NS)
     assert got is not None and got.summary == "edited"
 
 
 def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> None:
     vault.create_handoff(to="codex", summary="first", context="c", namespace=NS, from_="a")
-    assert vault.watch(wait=10)
-    watcher = vault._upkeep.watcher
-    assert watcher is not None
-    try:
+    with _watching(vault) as watcher:
         started = watcher.generation
         vault.peek_handoff(agent="codex", namespace=NS)
         # A new namespace: its folders are made after the watch began.
@@ -116,16 +123,10 @@ def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> Non
             to="codex", summary="abc", context="c", namespace="team/new", from_="a"
         )
 
-        def watching_again() -> bool:
-            vault.peek_handoff(agent="codex", namespace="team/new")
-            return watcher.active and watcher.generation > started
-
-        assert _eventually(watching_again)
+        assert _eventually(lambda: _restarted(vault, watcher, started, "team/new"))
         vault.peek_handoff(agent="codex", namespace="team/new")
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
-    finally:
-        vault.stop_watching()
 
 
 def _after_first_listing(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
@@ -159,10 +160,7 @@ def test_a_folder_made_while_the_watch_restarts_is_watched(
 ) -> None:
     first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
     source = vault.path / first.path
-    assert vault.watch(wait=10)
-    watcher = vault._upkeep.watcher
-    assert watcher is not None
-    try:
+    with _watching(vault) as watcher:
         started = watcher.generation
         vault.peek_handoff(agent="codex", namespace=NS)
         hand: list[Path] = []
@@ -172,17 +170,11 @@ def test_a_folder_made_while_the_watch_restarts_is_watched(
         )
         (vault.path / "project" / "other").mkdir()  # a new folder: the watch restarts
 
-        def watching_again() -> bool:
-            vault.peek_handoff(agent="codex", namespace=NS)
-            return watcher.active and watcher.generation > started
-
-        assert _eventually(watching_again)
+        assert _eventually(lambda: _restarted(vault, watcher, started, NS))
         assert hand, "the folder was made during the restart's listing"
         assert [h.id for h in vault.list_handoffs(namespace="team/late")] == ["3latezzzzzzz2"]
         _same_stamp_edit(hand[0], "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff("3latezzzzzzz2").summary == "xyz")
-    finally:
-        vault.stop_watching()
 
 
 def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
@@ -192,13 +184,10 @@ def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
     gone = vault.path / "project" / "gone" / "handoffs"
     gone.mkdir(parents=True)
     _after_first_listing(monkeypatch, lambda: shutil.rmtree(gone.parent))
-    assert vault.watch(wait=10)
-    try:
+    with _watching(vault):
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
-    finally:
-        vault.stop_watching()
 
 
 def test_a_watchfiles_that_raises_for_a_removed_folder_is_retried(
@@ -221,22 +210,16 @@ def test_a_watchfiles_that_raises_for_a_removed_folder_is_retried(
     gone = vault.path / "project" / "gone"
     gone.mkdir()
     _after_first_listing(monkeypatch, gone.rmdir)
-    assert vault.watch(wait=10)
-    try:
+    with _watching(vault):
         assert refused == [str(gone)]
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
-    finally:
-        vault.stop_watching()
 
 
 def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> None:
     h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-    assert vault.watch(wait=10)
-    watcher = vault._upkeep.watcher
-    assert watcher is not None
-    try:
+    with _watching(vault) as watcher:
         started = watcher.generation
         vault.peek_handoff(agent="codex", namespace=NS)
         note = vault.path / h.path
@@ -248,8 +231,6 @@ def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> N
         _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
         assert watcher.active and watcher.generation == started
-    finally:
-        vault.stop_watching()
 
 
 def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) -> None:
@@ -257,23 +238,14 @@ def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) 
     first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
     source = vault.path / first.path
     text = source.read_text()
-    assert vault.watch(wait=10)
-    watcher = vault._upkeep.watcher
-    assert watcher is not None
-    try:
+    with _watching(vault) as watcher:
         started = watcher.generation
         vault.peek_handoff(agent="codex", namespace=NS)
         shutil.rmtree(source.parent)
         source.parent.mkdir()
         source.write_text(text)
 
-        def watching_again() -> bool:
-            vault.peek_handoff(agent="codex", namespace=NS)
-            return watcher.active and watcher.generation > started
-
-        assert _eventually(watching_again)
+        assert _eventually(lambda: _restarted(vault, watcher, started, NS))
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(source, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
-    finally:
-        vault.stop_watching()
