@@ -40,6 +40,7 @@ from .model import (
     UsageReport,
 )
 from .model_errors import MODEL_ERROR, is_timeout, status_code, stream_cut, timed_out
+from .sdk_model import SdkModel, configured_key
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -49,14 +50,11 @@ __all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
 KEY_NAME = "anthropic"
 """The name under which a user's provider key for this adapter is looked up."""
 
-_NO_KEY = "no-key-configured"
-# The SDK wants some credential to build a client; a request is only sent with
-# a real key (the configured one or the user's), never with this placeholder.
 
 _CACHE = {"type": "ephemeral"}
 
 
-class AnthropicModel:
+class AnthropicModel(SdkModel):
     """A Claude model, streamed through the Messages API.
 
     ``api_key`` defaults to ``ANTHROPIC_API_KEY``; a request that carries the
@@ -105,29 +103,20 @@ class AnthropicModel:
                     "pip install 'agent-mem-vault[anthropic]' to use AnthropicModel",
                     code="model_unavailable",
                 ) from None
-            configured = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-            self._has_key = bool(configured)
             client = anthropic.AsyncAnthropic(
-                api_key=configured or _NO_KEY,
+                api_key=configured_key(api_key, "ANTHROPIC_API_KEY"),
                 base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
                 max_retries=max_retries,
                 timeout=timeout,
             )
-        else:
-            self._has_key = bool(client.api_key) and client.api_key != _NO_KEY
         self._client = client
-
-    @property
-    def base_url(self) -> str:
-        """The endpoint this adapter talks to (shown in error messages)."""
-        return str(self._client.base_url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send one request and stream its reply as ``TextDelta``, ``ToolCallRequest``, usage."""
         import anthropic
 
         user_key = request.keys.get(KEY_NAME)
-        if not user_key and not self._has_key:
+        if not user_key and not self.has_key:
             raise RemoteError(
                 f"no Anthropic key for {self._describe()}: set ANTHROPIC_API_KEY or give "
                 "the user who sends the turn an 'anthropic' key",
@@ -181,16 +170,6 @@ class AnthropicModel:
                 "check the endpoint if it keeps failing",
                 code=MODEL_ERROR,
             ) from exc
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the client (also one passed in as ``client``)."""
-        await self._client.close()
-
-    def _describe(self) -> str:
-        return f"model {self.model!r} at {self.base_url}"
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
 
 
 @dataclass(slots=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from .model import (
     UsageReport,
 )
 from .model_errors import MODEL_ERROR, is_timeout, status_code, stream_cut, timed_out
+from .sdk_model import SdkModel, configured_key
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -45,13 +45,8 @@ __all__ = ["OpenAIChatModel", "to_chat_messages", "to_chat_tools"]
 KEY_NAME = "openai"
 """The name under which a user's provider key for this adapter is looked up."""
 
-_NO_KEY = "no-key-configured"
-# The SDK refuses to build a client without some key; local servers (Ollama,
-# vLLM, LM Studio) need none. This placeholder is never sent: requests without
-# a real key omit the Authorization header instead.
 
-
-class OpenAIChatModel:
+class OpenAIChatModel(SdkModel):
     """A chat model behind an OpenAI-compatible endpoint, streamed.
 
     ``api_key`` defaults to ``OPENAI_API_KEY``; a request that carries the
@@ -97,22 +92,13 @@ class OpenAIChatModel:
                     "dependencies (pip install agent-mem-vault) to use OpenAIChatModel",
                     code="model_unavailable",
                 ) from None
-            configured = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-            self._has_key = bool(configured)
             client = openai.AsyncOpenAI(
-                api_key=configured or _NO_KEY,
+                api_key=configured_key(api_key, "OPENAI_API_KEY"),
                 base_url=base_url,
                 max_retries=max_retries,
                 timeout=timeout,
             )
-        else:
-            self._has_key = bool(client.api_key) and client.api_key != _NO_KEY
         self._client = client
-
-    @property
-    def base_url(self) -> str:
-        """The endpoint this adapter talks to (shown in error messages)."""
-        return str(self._client.base_url)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send one request and stream its reply as ``TextDelta``, ``ToolCallRequest``, usage."""
@@ -130,7 +116,7 @@ class OpenAIChatModel:
         headers: dict[str, Any] = {}
         if user_key:
             headers["Authorization"] = f"Bearer {user_key}"
-        elif not self._has_key:
+        elif not self.has_key:
             headers["Authorization"] = openai.Omit()
         calls = _ToolCallAssembler()
         try:
@@ -146,7 +132,7 @@ class OpenAIChatModel:
             for call in calls.finish(self._describe()):
                 yield call
         except openai.APIStatusError as exc:
-            raise _status_error(exc, self._describe(), bool(user_key) or self._has_key) from exc
+            raise _status_error(exc, self._describe(), bool(user_key) or self.has_key) from exc
         except openai.APITimeoutError as exc:
             raise timed_out(self._describe()) from exc
         except openai.APIConnectionError as exc:
@@ -170,16 +156,6 @@ class OpenAIChatModel:
             if is_timeout(exc):
                 raise timed_out(self._describe()) from exc
             raise stream_cut(self._describe(), f"{type(exc).__name__}: {exc}") from exc
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections of the client (also one passed in as ``client``)."""
-        await self._client.close()
-
-    def _describe(self) -> str:
-        return f"model {self.model!r} at {self.base_url}"
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model!r}, base_url={self.base_url!r})"
 
 
 def _chunk_events(
