@@ -43,6 +43,7 @@ from agent_mem_vault.core.clock import format_datetime
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.core.ids import TidGenerator
 from agent_mem_vault.vault import Handoff, Memory, Vault
+from agent_mem_vault.vault.keeper import keeper_status
 from agent_mem_vault.vault.notes import (
     handoff_meta,
     memory_meta,
@@ -303,10 +304,36 @@ print(json.dumps(elapsed))
 """A fresh process's first call, timed inside the process (imports excluded)."""
 
 
-def env() -> dict[str, str]:
+def env(keeper: bool = True) -> dict[str, str]:
     out = dict(os.environ)
     out.setdefault("AGENT_MEM_VAULT_EMBEDDINGS", "off")
+    if not keeper:
+        out["AGENT_MEM_VAULT_KEEPER"] = "off"
     return out
+
+
+def wait_for_keeper(root: Path) -> bool:
+    """Whether a call started a keeper (it does from ``START_FROM`` notes checked); once
+    it is ready."""
+    time.sleep(0.5)
+    if not keeper_status(root)["running"]:
+        return False
+    deadline = time.monotonic() + 120
+    while keeper_status(root).get("ready") is not True:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the keeper was not ready within 120 s")
+        time.sleep(0.1)
+    return True
+
+
+def keeper(root: Path, action: str) -> None:
+    """``agent-mem-vault keeper --stop`` (or another action)."""
+    subprocess.run(
+        [str(EXE), "keeper", f"--{action}", "--vault", str(root)],
+        check=True,
+        capture_output=True,
+        env=env(),
+    )
 
 
 def load() -> str:
@@ -339,31 +366,35 @@ def stats(samples: list[float]) -> str:
     return f"{statistics.median(samples):.1f} ms (p95 {p95:.1f})"
 
 
-def wall(argv: list[str], stdin: str | None = None) -> float:
+def wall(argv: list[str], stdin: str | None = None, keeper: bool = True) -> float:
     """Spawn → exit of a command, in ms; it must succeed."""
     start = time.perf_counter()
-    subprocess.run(argv, input=stdin, text=True, check=True, capture_output=True, env=env())
+    subprocess.run(argv, input=stdin, text=True, check=True, capture_output=True, env=env(keeper))
     return (time.perf_counter() - start) * 1000
 
 
-def fresh(root: Path, what: str, ns: str = NS) -> float:
+def fresh(root: Path, what: str, ns: str = NS, keeper: bool = True) -> float:
     """The vault's part of a fresh process's first call (ms), timed inside it."""
     out = subprocess.run(
         [sys.executable, "-c", _FRESH, str(root), what, ns],
         text=True,
         check=True,
         capture_output=True,
-        env=env(),
+        env=env(keeper),
     )
     return float(out.stdout)
 
 
-def mcp_first_call(root: Path) -> tuple[float, float]:
+def mcp_first_call(root: Path, keeper: bool = True) -> tuple[float, float]:
     """``serve`` on stdio, as a client starts it: (spawn → initialize answered,
     initialized → first peek_handoff answered), in ms."""
     argv = [str(EXE), "serve", "--agent", "codex", "--namespace", NS, "--vault", str(root)]
     proc = subprocess.Popen(
-        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env()
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env(keeper),
     )
     assert proc.stdin is not None and proc.stdout is not None
 
@@ -452,6 +483,7 @@ def bench_size(cache: Path, n: int, calls: int, runs: int) -> list[tuple[str, st
     cli = [str(EXE)]
 
     # -- reindex, as a user runs it (CLI; the progress bar needs a terminal) -------------
+    keeper(root, "stop")
     start = time.perf_counter()
     before = os.times()
     subprocess.run(
@@ -474,29 +506,45 @@ def bench_size(cache: Path, n: int, calls: int, runs: int) -> list[tuple[str, st
     note = sorted((root / NS / "handoffs").iterdir())[len(os.listdir(root / NS / "handoffs")) // 2]
     original = note.read_text(encoding="utf-8")
     try:
-        rows.extend(fresh_rows(root, cli, runs, note))
+        # As a user gets it: a keeper started by an earlier call (if the namespace
+        # is big enough to start one); then the same without any keeper.
+        wall([*cli, "peek", "--agent", "codex", "-n", NS, "--vault", str(root)])
+        keeper_started = wait_for_keeper(root)
+        rows.append(("keeper started by the first call", "yes" if keeper_started else "no"))
+        rows.extend(fresh_rows(root, cli, runs, note, with_keeper=True))
         rows.extend(process_rows(root, calls, note))
+        keeper(root, "stop")
+        rows.extend(fresh_rows(root, cli, runs, note, with_keeper=False))
     finally:
+        keeper(root, "stop")
         note.write_text(original, encoding="utf-8")
         shutil.rmtree(root / "bench", ignore_errors=True)
         Vault(root).list_handoffs(namespace=SCRATCH)  # the index forgets the scratch notes
     return rows
 
 
-def fresh_rows(root: Path, cli: list[str], runs: int, note: Path) -> list[tuple[str, str]]:
+def fresh_rows(
+    root: Path, cli: list[str], runs: int, note: Path, *, with_keeper: bool
+) -> list[tuple[str, str]]:
+    """A fresh process's first call: with the keeper a user gets (started by an earlier
+    call, if any was started), or with none (``AGENT_MEM_VAULT_KEEPER=off``, as the
+    first session after the keeper's 30 idle minutes)."""
     rows: list[tuple[str, str]] = []
+    k = with_keeper
+    tag = "" if k else "no keeper: "
     ns_args = ["--agent", "codex", "-n", NS, "--vault", str(root)]
-    wall([*cli, "peek", *ns_args])  # warm the page cache and the warm process
-    rows.append(
-        (
-            "fresh process: Python + CLI start-up (`--version`)",
-            stats([wall([*cli, "--version"]) for _ in range(runs)]),
+    wall([*cli, "peek", *ns_args], keeper=k)  # warm the page cache and the warm process
+    if k:
+        rows.append(
+            (
+                "fresh process: Python + CLI start-up (`--version`)",
+                stats([wall([*cli, "--version"]) for _ in range(runs)]),
+            )
         )
-    )
     rows.append(
         (
-            "fresh process, first call: CLI `peek` (spawn → exit)",
-            stats([wall([*cli, "peek", *ns_args]) for _ in range(runs)]),
+            f"{tag}fresh process, first call: CLI `peek` (spawn → exit)",
+            stats([wall([*cli, "peek", *ns_args], keeper=k) for _ in range(runs)]),
         )
     )
     hook = [
@@ -512,17 +560,21 @@ def fresh_rows(root: Path, cli: list[str], runs: int, note: Path) -> list[tuple[
     ]
     rows.append(
         (
-            "fresh process, first call: session hook (spawn → exit)",
-            stats([wall(hook, stdin='{"cwd": "."}') for _ in range(runs)]),
+            f"{tag}fresh process, first call: session hook (spawn → exit)",
+            stats([wall(hook, stdin='{"cwd": "."}', keeper=k) for _ in range(runs)]),
         )
     )
-    mcp = [mcp_first_call(root) for _ in range(runs)]
-    rows.append(
-        ("fresh process: MCP `serve`, spawn → `initialize` answered", stats([m[0] for m in mcp]))
-    )
+    mcp = [mcp_first_call(root, keeper=k) for _ in range(runs)]
+    if k:
+        rows.append(
+            (
+                "fresh process: MCP `serve`, spawn → `initialize` answered",
+                stats([m[0] for m in mcp]),
+            )
+        )
     rows.append(
         (
-            "fresh process, first call: MCP `peek_handoff` (after `initialize`)",
+            f"{tag}fresh process, first call: MCP `peek_handoff` (after `initialize`)",
             stats([m[1] for m in mcp]),
         )
     )
@@ -535,16 +587,19 @@ def fresh_rows(root: Path, cli: list[str], runs: int, note: Path) -> list[tuple[
     ):
         rows.append(
             (
-                f"fresh process, first call, the vault's part: {label}",
-                stats([fresh(root, what) for _ in range(runs)]),
+                f"{tag}fresh process, first call, the vault's part: {label}",
+                stats([fresh(root, what, keeper=k) for _ in range(runs)]),
             )
         )
     samples = []
     for i in range(runs):
         edit_by_hand(note, i)
-        samples.append(fresh(root, "peek"))
+        samples.append(fresh(root, "peek", keeper=k))
     rows.append(
-        ("fresh process after a note was edited by hand, the vault's part: `peek`", stats(samples))
+        (
+            f"{tag}fresh process after a note was edited by hand, the vault's part: `peek`",
+            stats(samples),
+        )
     )
     return rows
 

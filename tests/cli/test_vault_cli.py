@@ -27,6 +27,7 @@ VAULT_COMMANDS = [
     "brief",
     "reindex",
     "doctor",
+    "keeper",
 ]
 
 

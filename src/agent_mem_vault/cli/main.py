@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "brief": "agent_mem_vault.cli.vault:brief",
     "reindex": "agent_mem_vault.cli.vault:reindex",
     "doctor": "agent_mem_vault.cli.vault:doctor",
+    "keeper": "agent_mem_vault.cli.vault:keeper",
     # MCP server and agent set-up.
     "serve": "agent_mem_vault.cli.agents:serve",
     "install": "agent_mem_vault.cli.agents:install",

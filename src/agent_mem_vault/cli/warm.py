@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from ..core.runtime import runtime_dir
+
 if TYPE_CHECKING:
     import subprocess
     from types import FrameType
@@ -49,8 +51,6 @@ __all__ = ["handed_over", "runtime_dir", "socket_path"]
 
 SWITCH_ENV = "AGENT_MEM_VAULT_WARM"
 """``0``, ``off``, ``no`` or ``false``: always run in this process."""
-DIR_ENV = "AGENT_MEM_VAULT_RUNTIME_DIR"
-"""Where the warm process's socket lives (default: $XDG_RUNTIME_DIR or the temp folder)."""
 IDLE_ENV = "AGENT_MEM_VAULT_WARM_IDLE"
 """Seconds the warm process waits for a next command before it leaves (default 1800)."""
 START_TIMEOUT = 60.0
@@ -102,27 +102,6 @@ def handed_over(argv: list[str]) -> int | None:
     if child is None:
         return None
     return _wait_child(replies, child)
-
-
-def runtime_dir() -> Path:
-    """The private folder of this user's warm processes; refuses one others can open."""
-    given = os.environ.get(DIR_ENV)
-    if given:
-        folder = Path(given)
-    else:
-        xdg = os.environ.get("XDG_RUNTIME_DIR")
-        if xdg and os.path.isdir(xdg):
-            base = Path(xdg)
-        else:
-            import tempfile
-
-            base = Path(tempfile.gettempdir())
-        folder = base / f"agent-mem-vault-{os.getuid()}"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise PermissionError(f"{folder} is not private to this user")
-    return folder
 
 
 def socket_path() -> Path:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +38,7 @@ __all__ = [
     "ScanStats",
     "Scope",
     "Stamps",
+    "apply_told",
     "changed_dirs",
     "folder_signature",
     "rebuild_tree",
@@ -46,6 +47,7 @@ __all__ = [
     "scan_tree",
     "signature",
     "stale_dirs",
+    "stale_folders",
     "stamp_dir",
     "sync_changed",
 ]
@@ -166,7 +168,11 @@ def repaired(root: Path, record: FileRecord) -> FileRecord:
 
 
 def stale_dirs(
-    root: Path, index: Index, scope: Scope, looked: dict[str, Stamps] | None = None
+    root: Path,
+    index: Index,
+    scope: Scope,
+    looked: dict[str, Stamps] | None = None,
+    counted: list[int] | None = None,
 ) -> list[str]:
     """Folders of ``scope`` whose notes differ from the index (one stat per note).
 
@@ -175,7 +181,8 @@ def stale_dirs(
     when it is gone, is new, or its mtime or the sum over its notes' sizes and
     mtimes differs from what the index holds. With ``looked``, what was seen of a
     stale folder whose mtime matched (a note edited in place) is kept there, so
-    that ``scan_dir`` need not ``stat`` its notes a second time.
+    that ``scan_dir`` need not ``stat`` its notes a second time. The number of
+    notes looked at is appended to ``counted``.
     """
     folder, leaf = scope
     known = index.dirs_under(folder)
@@ -188,11 +195,27 @@ def stale_dirs(
             continue
         seen: list[tuple[str, int, int]] | None = [] if looked is not None else None
         on_disk = folder_signature(root, directory, mtime, seen)
+        if counted is not None and on_disk is not None:
+            counted.append(on_disk[0])
         if on_disk != index.dir_signature(directory):
             out.append(directory)
             if looked is not None and on_disk is not None and seen is not None:
                 looked[directory] = (mtime, index.child_dirs(directory), seen)
     return out
+
+
+def stale_folders(root: Path, index: Index) -> list[str] | None:
+    """Every known folder whose mtime or notes differ from the index (one ``stat`` per
+    note of the vault, no lock needed); ``None`` if the index knows no folder."""
+    known = index.dirs()
+    if not known:
+        return None
+    signatures = index.dir_signatures()
+    return [
+        directory
+        for directory, mtime in known.items()
+        if folder_signature(root, directory, mtime) != signatures.get(directory, (0, 0))
+    ]
 
 
 def folder_signature(
@@ -477,3 +500,25 @@ def sync_changed(
         _subdirs, new = scan_dir(root, index, directory, stats, looked=seen)
         for sub in new:
             scan_tree(root, index, sub, stats)
+
+
+def apply_told(root: Path, index: Index, dirs: Iterable[str], files: Iterable[str]) -> None:
+    """Apply what a watcher told: folders synced whole (``sync_changed``), notes read
+    again (the caller holds the lock and a transaction).
+
+    A note told is read even if its size and mtime are what the index holds: an
+    edit within the mtime clock's tick, or a tool that restores the mtime, is
+    exactly what a watch sees and a ``stat`` does not.
+    """
+    folders = sorted(set(dirs))
+    known = index.dirs() if folders else {}
+    existing = [d for d in folders if d in known or os.path.isdir(f"{root}/{d}")]
+    sync_changed(root, index, existing, ScanStats())
+    for path in sorted(set(files)):
+        record = read_record(root, path)
+        if record is not None and record.repair is not None:
+            record = repaired(root, record)
+        if record is None:
+            index.remove_file(path)
+        else:
+            index.put(record)

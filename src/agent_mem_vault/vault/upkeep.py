@@ -19,12 +19,14 @@ from typing import TypeVar
 
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
+from .keeper import START_FROM, KeeperLink, Told
 from .records import read_record
 from .scan import (
     Progress,
     ScanStats,
     Scope,
     Stamps,
+    apply_told,
     changed_dirs,
     rebuild_tree,
     repaired,
@@ -37,6 +39,8 @@ from .watch import NoteWatcher
 __all__ = ["IndexUpkeep"]
 
 _T = TypeVar("_T")
+_ALL = "all"
+"""In ``_checked``: the keeper vouched for every folder since the watcher began."""
 
 
 class IndexUpkeep:
@@ -60,11 +64,13 @@ class IndexUpkeep:
         self.locked = locked
         self.rescan_interval = rescan_interval
         self._index: Index | None = None
+        self._file_id: tuple[int, int] | None = None
         self._pid = os.getpid()
         self._last_full_scan: datetime | None = None
         self._rescan_now = False
         self.watcher: NoteWatcher | None = None
-        self._checked: set[Scope | None] = set()
+        self.keeper = KeeperLink(root)
+        self._checked: set[Scope | str | None] = set()
         """What was checked by stat since the watcher (of ``_checked_gen``) began."""
         self._checked_gen = -1
         self.look: set[Scope] | None = None
@@ -78,7 +84,12 @@ class IndexUpkeep:
     def handle(self) -> Index:
         """The open index, migrated; rebuilt if missing, damaged or from a newer version."""
         if self._index is not None and self._pid == os.getpid():
-            return self._index
+            if self._same_file():
+                return self._index
+            # ``reindex`` in another process replaced the file: this connection
+            # would go on reading (and writing) the old one, unseen by all others.
+            self._index.close()
+            self._index = None
         if self._pid != os.getpid():
             # A forked child must not use its parent's SQLite connection.
             self._pid = os.getpid()
@@ -97,8 +108,24 @@ class IndexUpkeep:
                 raise
             with self.locked():
                 return self.rebuild()
-        self._index = idx
+        self._opened(idx)
         return idx
+
+    def _opened(self, idx: Index) -> None:
+        self._index = idx
+        try:
+            st = os.stat(self.db_path)
+            self._file_id = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            self._file_id = None
+
+    def _same_file(self) -> bool:
+        """Whether the index file is still the one this process opened."""
+        try:
+            st = os.stat(self.db_path)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) == self._file_id
 
     def rebuild(self, progress: Progress | None = None) -> Index:
         """Delete the index and build it again from the notes (the caller holds the lock)."""
@@ -110,7 +137,7 @@ class IndexUpkeep:
         with idx.transaction():
             rebuild_tree(self.root, idx, ScanStats(), progress)
             self.mark_full_scan(idx)
-        self._index = idx
+        self._opened(idx)
         return idx
 
     def query(self, run: Callable[[Index], _T]) -> _T:
@@ -147,15 +174,11 @@ class IndexUpkeep:
                 return idx
             if self.look is not None:
                 scope = [s for s in scope if s not in self.look]
-            looked: dict[str, Stamps] = {}
-            dirs = changed_dirs(self.root, idx)
-            if dirs is not None:
-                for folder in scope:
-                    found = stale_dirs(self.root, idx, folder, looked)
-                    dirs.extend(d for d in found if d not in dirs)
-            if dirs is None or dirs:
-                with self.locked():
-                    self._sync_locked(idx, dirs, looked)
+            told = self.keeper.ask() if scope else None
+            if told is not None:
+                self._apply_told(idx, told)
+            else:
+                self._sync_by_stat(idx, scope)
             if self.look is not None:
                 self.look.update(scope)
         except sqlite3.DatabaseError as exc:
@@ -164,6 +187,28 @@ class IndexUpkeep:
             with self.locked():
                 idx = self.rebuild()
         return idx
+
+    def _sync_by_stat(self, idx: Index, scope: Sequence[Scope]) -> None:
+        """Without a watcher or a keeper: folder mtimes, and one ``stat`` per note of
+        the folders in ``scope``; a keeper is started if that was many notes."""
+        looked: dict[str, Stamps] = {}
+        counted: list[int] = []
+        dirs = changed_dirs(self.root, idx)
+        if dirs is not None:
+            for folder in scope:
+                found = stale_dirs(self.root, idx, folder, looked, counted)
+                dirs.extend(d for d in found if d not in dirs)
+        if dirs is None or dirs:
+            with self.locked():
+                self._sync_locked(idx, dirs, looked)
+        if sum(counted) >= START_FROM:
+            self.keeper.start()
+
+    def _apply_told(self, idx: Index, told: Told) -> None:
+        """Apply what the keeper could not (it found the vault lock taken)."""
+        if told.files or told.dirs:
+            with self.locked(), idx.transaction():
+                apply_told(self.root, idx, told.dirs, told.files)
 
     def _sync_watched(
         self,
@@ -180,27 +225,29 @@ class IndexUpkeep:
         files, folders = changes
         todo = [s for s in scope if s not in self._checked]
         first = None not in self._checked
+        if _ALL in self._checked:
+            first, todo = False, []
+        told = self.keeper.ask() if first or todo else None
+        if told is not None:
+            # The keeper vouches for everything before now, this watcher for
+            # everything since it began: nothing is left to check by stat.
+            files = files | told.files
+            folders = folders | told.dirs
+            first, todo = False, []
+            self._checked.add(_ALL)
         dirs = changed_dirs(self.root, idx) if first else []
         if dirs is None:
             dirs = [""]
+        counted: list[int] = []
         for item in todo:
-            dirs.extend(d for d in stale_dirs(self.root, idx, item) if d not in dirs)
-        known = idx.dirs() if folders else {}
-        for folder in folders:
-            if folder not in dirs and (folder in known or os.path.isdir(self.root / folder)):
-                dirs.append(folder)
-        if dirs or files:
+            found = stale_dirs(self.root, idx, item, counted=counted)
+            dirs.extend(d for d in found if d not in dirs)
+        if sum(counted) >= START_FROM:
+            self.keeper.start()  # for the next process that starts
+        if dirs or files or folders:
             try:
                 with self.locked(), idx.transaction():
-                    sync_changed(self.root, idx, dirs, ScanStats())
-                    for path in sorted(files):
-                        record = read_record(self.root, path)
-                        if record is not None and record.repair is not None:
-                            record = repaired(self.root, record)
-                        if record is None:
-                            idx.remove_file(path)
-                        else:
-                            idx.put(record)
+                    apply_told(self.root, idx, [*dirs, *folders], files)
             except BaseException:
                 self._checked.clear()  # what the watcher told is lost: check by stat again
                 raise

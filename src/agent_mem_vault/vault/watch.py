@@ -50,9 +50,13 @@ class NoteWatcher:
     in a background thread and the checks by ``stat`` serve until it is ready.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, marks: Path | None = None) -> None:
         self.root = root
         self._prefix = str(root) + os.sep
+        self._marks = None if marks is None else str(marks) + os.sep
+        """A folder outside the notes, also watched: the names of files made there are
+        kept in ``marks_seen`` (the keeper's barrier, see ``keeper.py``)."""
+        self.marks_seen: set[str] = set()
         self._notify: Any = None
         self._ready = threading.Event()
         self._generation = 0
@@ -122,6 +126,8 @@ class NoteWatcher:
         links), listed without a ``stat`` per note."""
         root = str(self.root)
         out, stack = [root], [root]
+        if self._marks is not None:
+            out.append(self._marks.rstrip(os.sep))
         while stack:
             folder = stack.pop()
             try:
@@ -186,7 +192,11 @@ class NoteWatcher:
         files: set[str] = set()
         dirs: set[str] = set()
         new: set[str] = set()
+        marks = self._marks
         for kind, path in changes:
+            if marks is not None and path.startswith(marks):
+                self.marks_seen.add(path[len(marks) :])
+                continue
             if not path.startswith(self._prefix):
                 continue
             rel = path[len(self._prefix) :].replace(os.sep, "/")

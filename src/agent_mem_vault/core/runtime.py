@@ -1,0 +1,38 @@
+"""The private folder where this user's helper processes keep their sockets.
+
+The warm process (``cli/warm.py``) and the vault keeper (``vault/keeper.py``)
+listen on Unix sockets. A socket path is limited to about 100 bytes, so they
+live in a short per-user folder rather than beside the vault, and the folder
+must be private: whoever can connect can ask the process to act for its user.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["DIR_ENV", "runtime_dir"]
+
+DIR_ENV = "AGENT_MEM_VAULT_RUNTIME_DIR"
+"""Where the sockets live (default: ``$XDG_RUNTIME_DIR`` or the temp folder)."""
+
+
+def runtime_dir() -> Path:
+    """The private folder of this user's helper processes; refuses one others can open."""
+    given = os.environ.get(DIR_ENV)
+    if given:
+        folder = Path(given)
+    else:
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        if xdg and os.path.isdir(xdg):
+            base = Path(xdg)
+        else:
+            import tempfile
+
+            base = Path(tempfile.gettempdir())
+        folder = base / f"agent-mem-vault-{os.getuid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = folder.stat()
+    if info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise PermissionError(f"{folder} is not private to this user")
+    return folder

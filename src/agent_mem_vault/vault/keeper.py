@@ -1,0 +1,531 @@
+"""The vault keeper: one process per vault that watches the notes, so other processes need not.
+
+Without it, every fresh process (a CLI command, a session hook, an MCP server
+starting) must ``stat`` each note of the namespace it reads to see notes a
+person edited in place (Obsidian saves in place, which leaves the folder's
+mtime alone): 10,000 notes cost 30–50 ms on a small machine, at every session
+start. The keeper pays for that once: it watches every folder of the vault
+(``watch.NoteWatcher``, inotify / FSEvents), applies what changes to the index
+as it happens, and answers each process that asks whether the index is
+current.
+
+The answer must cover every change made before the question, and an event
+can sit in the operating system's queue for a moment before the watcher
+reads it. So a question is answered after a *barrier*: the keeper makes a
+file with a new name in a watched folder of its own, and reads events until
+that file's event arrives. The queue is in order, so every change made before
+the question has been read by then; the keeper applies them all to the index
+(under the vault lock) and answers ``{"ok": true}``. If the lock is held (by
+the asking process itself, inside a write, or by another writer) the keeper
+answers with the notes and folders still to apply, and the asking process
+applies them under its own lock. Until its first full check of the vault is
+done, or after its watch restarts (a new folder), it answers
+``{"ok": false}`` and the caller checks by ``stat`` as before.
+
+Started by the first process that paid for a namespace of at least
+``START_FROM`` notes (detached, in its own session); it leaves after
+``IDLE_ENV`` seconds without a question (default 1800), or when its socket or
+the vault goes. ``agent-mem-vault keeper`` runs one in the foreground, shows
+it, or stops it. ``AGENT_MEM_VAULT_KEEPER=off`` turns it off: then nothing
+connects or starts one.
+
+Found through ``.agent-mem-vault/keeper.lock`` in the vault: the keeper holds
+an ``flock`` on it for its life and writes its pid and socket path into it.
+The socket itself is in the user's private runtime folder (``core.runtime``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import UnavailableError
+from ..core.runtime import runtime_dir
+
+__all__ = [
+    "IDLE_ENV",
+    "START_FROM",
+    "SWITCH_ENV",
+    "KeeperLink",
+    "Told",
+    "keeper_status",
+    "run_keeper",
+    "stop_keeper",
+]
+
+SWITCH_ENV = "AGENT_MEM_VAULT_KEEPER"
+"""``0``, ``off``, ``no`` or ``false``: never ask or start a keeper."""
+IDLE_ENV = "AGENT_MEM_VAULT_KEEPER_IDLE"
+"""Seconds the keeper waits for a question before it leaves (default 1800)."""
+START_FROM = 2000
+"""Notes a call checked by ``stat`` from which it starts a keeper for next time."""
+ASK_TIMEOUT = 2.0
+"""How long a process waits for the keeper's answer before checking by ``stat`` itself."""
+BARRIER_TIMEOUT = 1.0
+"""How long the keeper waits for its own barrier file's event (it comes in a millisecond)."""
+TICK = 0.25
+"""Seconds between the keeper's looks at the watcher when nobody asks."""
+
+CHECK_EVERY = 600.0
+"""Seconds of use between two checks of every note against the index: a safety net
+for events the operating system lost."""
+BURST = 1000
+"""Changes told within ``BURST_WINDOW`` seconds from which the keeper checks
+everything again: a burst that fills the kernel's queue of events (16,384 by
+default on Linux) loses events, and watchfiles does not pass that notice on."""
+BURST_WINDOW = 2.0
+
+LOCK_NAME = "keeper.lock"
+_UNSURE = -2
+"""``ready_gen`` after a burst: no watch generation matches it."""
+MARKS_NAME = "keeper"
+_OFF = {"0", "off", "no", "false"}
+
+
+def _enabled() -> bool:
+    return (
+        os.environ.get(SWITCH_ENV, "").strip().lower() not in _OFF
+        and hasattr(socket, "AF_UNIX")
+        and hasattr(os, "getuid")
+    )
+
+
+@dataclass(slots=True)
+class Told:
+    """The keeper's answer: the index is current once ``files`` and ``dirs`` (relative
+    paths the keeper could not apply itself, its lock being taken) are applied."""
+
+    files: set[str] = field(default_factory=set)
+    dirs: set[str] = field(default_factory=set)
+
+
+def _dot(root: Path) -> Path:
+    from .base import DOT_DIR
+
+    return root / DOT_DIR
+
+
+def _read_info(root: Path) -> dict[str, Any] | None:
+    """What the running keeper wrote into its lock file; None if there is none."""
+    try:
+        info = json.loads((_dot(root) / LOCK_NAME).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) and isinstance(info.get("socket"), str) else None
+
+
+def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """One request, one JSON line back; None if nobody answers in time."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    try:
+        conn.connect(sock_path)
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+    except OSError:
+        return None
+    finally:
+        conn.close()
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _lock_free(path: Path) -> bool:
+    """True if no keeper holds (or is taking) the lock file at ``path``."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the lock if it was taken
+    return True
+
+
+class KeeperLink:
+    """A process's side: ask the vault's keeper, or start one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.enabled = _enabled()
+        self._started = False
+
+    def ask(self) -> Told | None:
+        """The keeper's answer to "is the index current?"; None if there is no keeper
+        ready (then the caller checks by ``stat``)."""
+        if not self.enabled:
+            return None
+        info = _read_info(self.root)
+        if info is None:
+            return None
+        reply = _ask(info["socket"], {"sync": True}, ASK_TIMEOUT)
+        if reply is None or reply.get("ok") is not True:
+            return None
+        files, dirs = reply.get("files", []), reply.get("dirs", [])
+        if not isinstance(files, list) or not isinstance(dirs, list):
+            return None
+        return Told({str(f) for f in files}, {str(d) for d in dirs})
+
+    def start(self) -> bool:
+        """Start a keeper for this vault, detached, unless one runs or this process
+        already started one; True if one was started."""
+        if not self.enabled or self._started:
+            return False
+        self._started = True
+        if not _lock_free(_dot(self.root) / LOCK_NAME):
+            return False
+        # ``sh`` puts the keeper in the background and leaves at once, so the keeper
+        # is nobody's child (no zombie in a long-lived caller) and this call costs
+        # a few milliseconds.
+        argv = [sys.executable, "-c", _ENTRY, str(self.root)]
+        try:
+            subprocess.run(
+                ["/bin/sh", "-c", '"$@" &', "sh", *argv],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                check=False,
+                timeout=10,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return True
+
+
+def keeper_status(root: Path) -> dict[str, Any]:
+    """Whether a keeper runs for the vault at ``root``, and what it says of itself."""
+    info = _read_info(root)
+    running = not _lock_free(_dot(root) / LOCK_NAME) if _dot(root).is_dir() else False
+    out: dict[str, Any] = {"running": running, "enabled": _enabled()}
+    if running and info is not None:
+        reply = _ask(info["socket"], {"status": True}, ASK_TIMEOUT)
+        out.update(pid=info.get("pid"), socket=info["socket"])
+        if reply is not None:
+            reply.pop("ok", None)
+            out.update(reply)
+    return out
+
+
+def stop_keeper(root: Path, wait: float = 5.0) -> bool:
+    """Ask the vault's keeper to leave; True once no keeper holds the vault."""
+    info = _read_info(root)
+    if info is not None:
+        _ask(info["socket"], {"stop": True}, ASK_TIMEOUT)
+    deadline = time.monotonic() + wait
+    lock = _dot(root) / LOCK_NAME
+    while time.monotonic() < deadline:
+        if not _dot(root).is_dir() or _lock_free(lock):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# -- the keeper process ---------------------------------------------------------------
+
+
+def socket_for(root: Path) -> Path:
+    """The keeper socket of the vault at ``root`` (one per vault folder)."""
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
+    return runtime_dir() / f"keeper-{key}.sock"
+
+
+class _Keeper:
+    """The watcher, the index and the questions of one keeper process."""
+
+    def __init__(self, root: Path, sock_path: Path, idle: float) -> None:
+        from ..core.clock import SYSTEM_CLOCK
+        from .base import INDEX_FILE
+        from .files import VaultLock
+        from .upkeep import IndexUpkeep
+        from .watch import NoteWatcher
+
+        self.root = root
+        self.sock_path = sock_path
+        self.idle = idle
+        self.marks = _dot(root) / MARKS_NAME
+        self.marks.mkdir(exist_ok=True)
+        for old in os.listdir(self.marks):
+            (self.marks / old).unlink(missing_ok=True)
+        self.lock = VaultLock(_dot(root) / "lock", timeout=5.0)
+        self.upkeep = IndexUpkeep(root, _dot(root) / INDEX_FILE, SYSTEM_CLOCK, self._locked, None)
+        self.watcher = NoteWatcher(root, marks=self.marks)
+        self.pending = Told()
+        self.ready_gen = -1
+        """The watch generation whose start the index was checked against; ready when
+        it is the watcher's current one."""
+        self.mark = 0
+        self.checked_at = 0.0
+        self.bursts = 0
+        self.recent: deque[tuple[float, int]] = deque()
+        """(when, how many) changes each look at the watcher found, for ``BURST``."""
+        self.checks = 0
+        self.last_question = time.monotonic()
+        self.stopping = False
+        self.answered = 0
+
+    @contextlib.contextmanager
+    def _locked(self, wait: float | None = None) -> Iterator[None]:
+        self.lock.acquire(wait)
+        try:
+            yield
+        finally:
+            self.lock.release()
+
+    @property
+    def ready(self) -> bool:
+        return self.watcher.active and self.ready_gen == self.watcher.generation
+
+    # -- keeping the index current ---------------------------------------------------
+
+    def check_everything(self, listener: socket.socket) -> None:
+        """Every folder and note compared with the index (one ``stat`` each, without
+        the lock), then what differs synced under it: when the watch (re)starts,
+        after a burst of changes, and every ``CHECK_EVERY`` seconds of use.
+
+        Questions are answered between folders meanwhile: "not ready" while the
+        check is what makes the keeper ready, as usual otherwise.
+        """
+        from .scan import ScanStats, folder_signature, sync_changed
+
+        gen, bursts = self.watcher.generation, self.bursts
+        self.drain()  # changes told from now on are applied on top
+        idx = self.upkeep.handle()
+        known = idx.dirs()
+        signatures = idx.dir_signatures()
+        stale = []
+        for directory, mtime in known.items():
+            self.answer_waiting(listener)
+            if folder_signature(self.root, directory, mtime) != signatures.get(directory, (0, 0)):
+                stale.append(directory)
+        with self._locked():
+            idx = self.upkeep.handle()
+            if not known or not idx.dirs():
+                self.upkeep.full_scan(idx, ScanStats())
+            elif stale:
+                with idx.transaction():
+                    sync_changed(self.root, idx, stale, ScanStats())
+        self.checked_at = time.monotonic()
+        self.checks += 1
+        if self.bursts == bursts:  # else a burst came meanwhile: check again
+            self.ready_gen = gen
+
+    def drain(self) -> bool:
+        """Add what the watcher has told since the last look to ``pending``; False if
+        the watch broke."""
+        changes = self.watcher.take()
+        if changes is None:
+            return False
+        files, dirs = changes
+        self.pending.files |= files
+        self.pending.dirs |= dirs
+        now = time.monotonic()
+        if files or dirs:
+            self.recent.append((now, len(files) + len(dirs)))
+        while self.recent and self.recent[0][0] < now - BURST_WINDOW:
+            self.recent.popleft()
+        if sum(n for _t, n in self.recent) >= BURST:
+            # The kernel's queue of events may have overflowed (watchfiles drops that
+            # notice): vouch for nothing until everything is checked again.
+            self.recent.clear()
+            self.ready_gen = _UNSURE
+            self.bursts += 1
+        return True
+
+    def barrier(self) -> bool:
+        """Read the watcher until every change made before this call is in ``pending``."""
+        self.mark += 1
+        name = f"b-{os.getpid()}-{self.mark}"
+        (self.marks / name).touch()
+        deadline = time.monotonic() + BARRIER_TIMEOUT
+        try:
+            while name not in self.watcher.marks_seen:
+                if not self.drain() or time.monotonic() > deadline:
+                    return False
+            return True
+        finally:
+            self.watcher.marks_seen.clear()
+            (self.marks / name).unlink(missing_ok=True)
+
+    def apply(self, wait: float) -> bool:
+        """Apply ``pending`` to the index if the vault lock comes within ``wait`` seconds."""
+        from .scan import apply_told
+
+        if not self.pending.files and not self.pending.dirs:
+            return True
+        try:
+            with self._locked(wait):
+                idx = self.upkeep.handle()
+                with idx.transaction():
+                    apply_told(self.root, idx, self.pending.dirs, self.pending.files)
+        except UnavailableError:
+            return False
+        self.pending = Told()
+        return True
+
+    def catch_up(self, wait: float) -> Told | None:
+        """Everything changed before now: applied (an empty ``Told``), left for the
+        caller (the lock was taken), or None if this keeper cannot vouch for it."""
+        if not self.ready or not self.barrier() or not self.ready:
+            return None
+        if self.apply(wait):
+            return Told()
+        return Told(set(self.pending.files), set(self.pending.dirs))
+
+    # -- the loop ----------------------------------------------------------------
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        if request.get("stop"):
+            self.stopping = True
+            return {"ok": True}
+        if request.get("status"):
+            self.drain()  # a folder made just now makes it unready: say so
+            return {
+                "ok": True,
+                "ready": self.ready,
+                "answered": self.answered,
+                "checks": self.checks,
+            }
+        self.last_question = time.monotonic()
+        self.answered += 1
+        told = self.catch_up(wait=0.0)
+        if told is None:
+            return {"ok": False}
+        return {"ok": True, "files": sorted(told.files), "dirs": sorted(told.dirs)}
+
+    def still_wanted(self, inode: int) -> bool:
+        """False once the keeper should leave: stopped, idle, or its socket or vault gone."""
+        if self.stopping or time.monotonic() - self.last_question > self.idle:
+            return False
+        try:
+            return os.stat(self.sock_path).st_ino == inode and _dot(self.root).is_dir()
+        except OSError:
+            return False
+
+    def serve(self, listener: socket.socket, inode: int) -> None:
+        while self.still_wanted(inode):
+            if not self.watcher.active and not self.watcher.start(wait=30.0):
+                return  # no watch possible (or it broke): callers check by stat
+            due = self.last_question > self.checked_at + CHECK_EVERY
+            if not self.ready or due:
+                try:
+                    self.check_everything(listener)
+                except UnavailableError:
+                    time.sleep(TICK)  # a long write (``reindex``?) holds the vault: try again
+                continue
+            readable, _w, _x = select.select([listener], [], [], TICK)
+            if readable:
+                self.answer_one(listener)
+            elif not self.drain():
+                return
+            elif (self.pending.files or self.pending.dirs) and self.barrier():
+                # Apply as changes come, so that a question finds nothing left to do.
+                self.apply(wait=0.0)
+
+    def answer_waiting(self, listener: socket.socket) -> None:
+        """Answer the questions already waiting, without waiting for more."""
+        while select.select([listener], [], [], 0)[0]:
+            self.answer_one(listener)
+
+    def answer_one(self, listener: socket.socket) -> None:
+        try:
+            conn, _addr = listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(ASK_TIMEOUT)
+            try:
+                data = b""
+                while not data.endswith(b"\n") and len(data) < 4096:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    data += chunk
+                request = json.loads(data)
+                reply = self.answer(request if isinstance(request, dict) else {})
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+            except (OSError, ValueError):
+                return
+
+
+def run_keeper(root: Path, idle: float | None = None) -> int:
+    """Keep the index of the vault at ``root`` current until idle, stopped or gone.
+
+    Returns 0 when it leaves, 0 at once if another keeper holds the vault, 1 if
+    the vault or a private runtime folder is missing.
+    """
+    root = root.expanduser().absolute()
+    if idle is None:
+        idle = float(os.environ.get(IDLE_ENV, "1800"))
+    dot = _dot(root)
+    if not dot.is_dir():
+        print(f"agent-mem-vault keeper: no vault at {root}", file=sys.stderr)
+        return 1
+    lock_fd = os.open(dot / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # another keeper has this vault
+        try:
+            sock_path = socket_for(root)
+        except PermissionError as exc:
+            print(f"agent-mem-vault keeper: {exc}", file=sys.stderr)
+            return 1
+        sock_path.unlink(missing_ok=True)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(sock_path))
+        listener.listen(64)
+        inode = os.stat(sock_path).st_ino
+        info = json.dumps({"pid": os.getpid(), "socket": str(sock_path)}).encode()
+        os.ftruncate(lock_fd, 0)
+        os.pwrite(lock_fd, info, 0)
+        keeper = _Keeper(root, sock_path, idle)
+        signal.signal(signal.SIGTERM, lambda *_: setattr(keeper, "stopping", True))
+        try:
+            keeper.serve(listener, inode)
+        finally:
+            os.ftruncate(lock_fd, 0)
+            listener.close()
+            with contextlib.suppress(OSError):
+                if os.stat(sock_path).st_ino == inode:
+                    sock_path.unlink()
+            keeper.watcher.stop()
+            keeper.upkeep.close()
+        return 0
+    finally:
+        os.close(lock_fd)
+
+
+_ENTRY = (
+    "import sys; from pathlib import Path; "
+    "from agent_mem_vault.vault.keeper import run_keeper; "
+    "sys.exit(run_keeper(Path(sys.argv[1])))"
+)
+"""What a started keeper runs (``-c``, not ``-m``: the module is imported by the
+package before ``-m`` would run it)."""

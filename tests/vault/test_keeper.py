@@ -1,0 +1,309 @@
+"""The vault keeper: one process watches the vault so that fresh processes need not
+``stat`` every note of their namespace, and is never trusted beyond what it saw.
+
+Each test starts a real keeper process (as ``KeeperLink.start`` does) on a real
+vault and drives it with real CLI processes or a ``Vault`` in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.files import VaultLock
+from agent_mem_vault.vault.keeper import (
+    _ENTRY,
+    BURST,
+    IDLE_ENV,
+    START_FROM,
+    SWITCH_ENV,
+    KeeperLink,
+    keeper_status,
+    run_keeper,
+    socket_for,
+    stop_keeper,
+)
+from tests.by_hand import save_in_place, write_handoff
+from tests.cli.test_vault_cli import run
+
+from .conftest import NS
+from .test_watch import _same_stamp_edit
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the keeper needs Unix sockets")
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def _start(root: Path, idle: float = 600) -> subprocess.Popen[bytes]:
+    env = {**os.environ, IDLE_ENV: str(idle)}
+    proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(root)], env=env)
+    assert _eventually(lambda: keeper_status(root).get("ready") is True), keeper_status(root)
+    return proc
+
+
+@pytest.fixture
+def keeper(vault: Vault) -> Iterator[subprocess.Popen[bytes]]:
+    # The namespace's folder is made first: a folder made later restarts the
+    # keeper's watch, and until it has checked everything again it vouches for nothing.
+    (vault.path / NS / "handoffs").mkdir(parents=True)
+    proc = _start(vault.path)
+    try:
+        yield proc
+    finally:
+        stop_keeper(vault.path)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _tid(i: int) -> str:
+    """The ``i``-th of a run of valid TIDs, in order (newer than any the tests make)."""
+    digits = "234567abcdefghijklmnopqrstuvwxyz"
+    return "3zzzzzzzz" + "".join(digits[(i >> (5 * k)) & 31] for k in (3, 2, 1, 0))
+
+
+def _answered(root: Path) -> int:
+    return int(keeper_status(root)["answered"])
+
+
+def _peek(root: Path, namespace: str = NS, **env: str) -> dict[str, str] | None:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        out = run(root, "peek", "-a", "codex", "-n", namespace, "--json").stdout
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    found: dict[str, str] | None = json.loads(out)
+    return found
+
+
+def test_a_fresh_process_sees_an_edit_only_the_keeper_could_see(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    # Same size, same mtime: no check by stat can see this edit; a watch does.
+    _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+    before = _answered(vault.path)
+    peeked = _peek(vault.path)
+    assert peeked is not None and peeked["summary"] == "xyz"
+    assert _answered(vault.path) == before + 1
+
+
+def test_with_the_keeper_off_a_fresh_process_checks_by_stat(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    note = vault.path / h.path
+    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nseen"))
+    before = _answered(vault.path)
+    peeked = _peek(vault.path, **{SWITCH_ENV: "off"})
+    assert peeked is not None and peeked["summary"] == "seen"
+    assert _answered(vault.path) == before  # nobody asked it
+
+
+def test_the_keeper_applies_edits_to_the_index_as_they_happen(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    note = vault.path / h.path
+    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nindexed"))
+    db = vault.path / ".agent-mem-vault" / "index.sqlite3"
+
+    def indexed() -> bool:
+        conn = sqlite3.connect(db)
+        try:
+            row = conn.execute("SELECT summary FROM handoffs WHERE id=?", (h.id,)).fetchone()
+        finally:
+            conn.close()
+        return row is not None and row[0] == "indexed"
+
+    assert _eventually(indexed)
+
+
+def test_when_the_vault_is_locked_the_keeper_tells_what_to_apply(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    lock = VaultLock(vault.path / ".agent-mem-vault" / "lock")
+    lock.acquire()
+    try:
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        told = KeeperLink(vault.path).ask()
+        assert told is not None and h.path in told.files
+    finally:
+        lock.release()
+
+
+def test_a_read_under_the_lock_applies_what_the_keeper_told(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+    before = _answered(vault.path)
+    # read_handoff checks and marks read inside the lock this process holds, so
+    # the keeper cannot apply the edit itself: it names the note instead.
+    got = vault.read_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.summary == "xyz"
+    assert _answered(vault.path) == before + 1
+
+
+def test_a_new_namespace_made_by_hand_is_seen_through_the_keeper(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    other = "project/made-by-hand"
+    write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "by hand", namespace=other)
+    peeked = _peek(vault.path, other)
+    assert peeked is not None and peeked["summary"] == "by hand"
+    # The new folder restarted the keeper's watch; it checks everything and vouches again.
+    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    note = vault.path / other / "handoffs" / "3zzzzzzzzzzz2.md"
+    _same_stamp_edit(note, "## Summary\nby hand", "## Summary\nby pen!")
+    peeked = _peek(vault.path, other)
+    assert peeked is not None and peeked["summary"] == "by pen!"
+
+
+def test_a_burst_of_changes_makes_the_keeper_check_everything_again(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    checks = keeper_status(vault.path)["checks"]
+    folder = vault.path / NS / "handoffs"
+    for i in range(BURST + 100):
+        write_handoff(folder, _tid(i), f"burst {i}", namespace=NS)
+    # More changes at once than the keeper trusts its watch with (the kernel's queue
+    # could have overflowed, and watchfiles would not say): it checks every note.
+    assert _eventually(
+        lambda: (
+            keeper_status(vault.path)["checks"] > checks
+            and keeper_status(vault.path)["ready"] is True
+        )
+    )
+    peeked = _peek(vault.path)
+    assert peeked is not None and peeked["summary"] == f"burst {BURST + 99}"
+
+
+def test_a_killed_keeper_is_not_trusted(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    proc = _start(vault.path)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert json.loads((vault.path / ".agent-mem-vault" / "keeper.lock").read_text())["pid"]
+    assert keeper_status(vault.path)["running"] is False
+    note = vault.path / h.path
+    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nafter"))
+    assert KeeperLink(vault.path).ask() is None
+    peeked = _peek(vault.path, **{SWITCH_ENV: "on"})
+    assert peeked is not None and peeked["summary"] == "after"
+
+
+def test_a_second_keeper_leaves_at_once(vault: Vault, keeper: subprocess.Popen[bytes]) -> None:
+    start = time.monotonic()
+    assert run_keeper(vault.path) == 0
+    assert time.monotonic() - start < 5
+    assert keeper_status(vault.path)["pid"] == keeper.pid
+
+
+def test_the_keeper_leaves_when_idle(vault: Vault) -> None:
+    proc = _start(vault.path, idle=0.5)
+    assert proc.wait(timeout=15) == 0
+    assert keeper_status(vault.path)["running"] is False
+
+
+def test_the_keeper_leaves_when_its_socket_is_removed(vault: Vault) -> None:
+    proc = _start(vault.path)
+    socket_for(vault.path).unlink()
+    assert proc.wait(timeout=15) == 0
+
+
+def test_the_keeper_leaves_when_asked(vault: Vault) -> None:
+    proc = _start(vault.path)
+    assert stop_keeper(vault.path)
+    assert proc.wait(timeout=15) == 0
+
+
+def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    run(root, "init")
+    folder = root / NS / "handoffs"
+    for i in range(START_FROM):
+        write_handoff(folder, _tid(i), f"note {i}", namespace=NS)
+    run(root, "reindex")
+    try:
+        assert _peek(root, **{SWITCH_ENV: "off"}) is not None
+        time.sleep(0.5)
+        assert keeper_status(root)["running"] is False  # switched off: none started
+        assert _peek(root) is not None
+        assert _eventually(lambda: keeper_status(root).get("ready") is True)
+        before = _answered(root)
+        assert _peek(root) is not None
+        assert _answered(root) == before + 1
+    finally:
+        stop_keeper(root)
+
+
+def test_a_small_namespace_starts_no_keeper(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    assert _peek(vault.path) is not None
+    time.sleep(0.5)
+    assert keeper_status(vault.path)["running"] is False
+
+
+def test_a_long_lived_vault_follows_an_index_rebuilt_by_another_process(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="one", context="c", namespace=NS, from_="a")
+    run(vault.path, "reindex")  # another process deletes the index file and builds a new one
+    h = vault.create_handoff(to="codex", summary="two", context="c", namespace=NS, from_="a")
+    conn = sqlite3.connect(vault.path / ".agent-mem-vault" / "index.sqlite3")
+    try:
+        row = conn.execute("SELECT summary FROM handoffs WHERE id=?", (h.id,)).fetchone()
+    finally:
+        conn.close()
+    assert row == ("two",)  # written to the index every process reads, not the deleted one
+
+
+def test_the_keeper_command_shows_starts_and_stops_it(vault: Vault) -> None:
+    out = json.loads(run(vault.path, "keeper", "--json").stdout)
+    assert out["running"] is False and out["enabled"] is True
+    started = json.loads(run(vault.path, "keeper", "--start", "--json").stdout)
+    try:
+        assert started["running"] is True and started["ready"] is True
+        assert (
+            started["pid"]
+            == json.loads((vault.path / ".agent-mem-vault" / "keeper.lock").read_text())["pid"]
+        )
+        doctor = json.loads(run(vault.path, "doctor", "--json", check=False).stdout)
+        assert doctor["keeper"]["running"] is True
+        text = run(vault.path, "keeper").stdout
+        assert f"running (pid {started['pid']}), ready" in text
+    finally:
+        stopped = run(vault.path, "keeper", "--stop").stdout
+    assert "not running" in stopped
+    assert keeper_status(vault.path)["running"] is False
+
+
+def test_the_keeper_command_names_a_missing_vault(tmp_path: Path) -> None:
+    proc = run(tmp_path / "nowhere", "keeper", "--start", check=False)
+    assert proc.returncode != 0
+    assert "no vault at" in proc.stderr and "agent-mem-vault init" in proc.stderr
+    assert not (tmp_path / "nowhere").exists()
