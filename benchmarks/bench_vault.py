@@ -327,7 +327,10 @@ def wait_for_keeper(root: Path) -> bool:
 
 
 def keeper(root: Path, action: str) -> None:
-    """``agent-mem-vault keeper --stop`` (or another action)."""
+    """``agent-mem-vault keeper --stop`` (or another action); a vault not indexed yet
+    has none."""
+    if not (root / ".agent-mem-vault").is_dir():
+        return
     subprocess.run(
         [str(EXE), "keeper", f"--{action}", "--vault", str(root)],
         check=True,
