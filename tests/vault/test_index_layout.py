@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault, scan
-from agent_mem_vault.vault.index import MIGRATIONS, pack
+from agent_mem_vault.vault.index import MIGRATIONS, RETIRED, pack
 
 from .conftest import NS, TickingClock
 
@@ -107,12 +107,13 @@ def test_namespace_filter_takes_children_not_lookalikes(vault: Vault) -> None:
     assert page.total == 2 and len(page) == 1
 
 
-def test_an_index_of_the_old_layout_is_rebuilt(vault: Vault, vault_path: Path) -> None:
+@pytest.mark.parametrize("old", sorted(RETIRED))
+def test_an_index_of_an_old_layout_is_rebuilt(vault: Vault, vault_path: Path, old: str) -> None:
     h = vault.create_handoff(to="codex", summary="s", context=LONG, namespace=NS, from_="a")
     vault.save_memory(namespace=NS, title="kept", content="found again after the rebuild")
     vault.close()
     conn = sqlite3.connect(vault_path / INDEX)
-    conn.execute("INSERT INTO migrations VALUES ('0001_initial', 'x')")
+    conn.execute("INSERT INTO migrations VALUES (?, 'x')", (old,))
     conn.commit()
     conn.close()
     again = Vault(vault_path)
@@ -123,6 +124,54 @@ def test_an_index_of_the_old_layout_is_rebuilt(vault: Vault, vault_path: Path) -
     conn.close()
     assert names == [name for name, _ in MIGRATIONS]
     again.close()
+
+
+def test_a_note_away_from_its_usual_path_keeps_its_path_and_id(
+    vault: Vault, vault_path: Path, tmp_path: Path
+) -> None:
+    """Path and id are stored only for a note that is not ``<namespace>/<kind>/<id>.md``
+    (named by hand); the index gives the right ones back either way."""
+    usual = vault.create_handoff(to="codex", summary="u", context="c", namespace=NS, from_="a")
+    other = Vault(tmp_path / "other", durable=False)
+    other.init()
+    h = other.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    m = other.save_memory(namespace=NS, title="renamed", content="a memory named by hand")
+    other.close()
+    h_path, m_path = f"{NS}/handoffs/named by hand.md", f"{NS}/memories/{m.id}-old.md"
+    (vault.path / NS / "memories").mkdir()
+    (other.path / h.path).rename(vault.path / h_path)
+    (other.path / m.path).rename(vault.path / m_path)
+    _later(vault.path / NS / "handoffs", vault.path / NS / "memories")
+    assert vault.get_handoff(h.id).path == h_path
+    assert vault.get_handoff(usual.id).path == usual.path
+    assert [x.memory.path for x in vault.search_memory(query="renamed", limit=5)] == [m_path]
+    conn = sqlite3.connect(vault_path / INDEX)
+    try:
+        stored = conn.execute(
+            "SELECT id, own_path FROM handoffs UNION ALL SELECT id, own_path FROM memories"
+        ).fetchall()
+        files = conn.execute(
+            "SELECT dir || '/' || name, own_id, note_id FROM files WHERE kind != 'brief'"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert sorted(stored) == sorted([(usual.id, None), (h.id, h_path), (m.id, m_path)])
+    assert sorted(files) == sorted(
+        [(usual.path, None, usual.id), (h_path, h.id, h.id), (m_path, m.id, m.id)]
+    )
+    (vault.path / h_path).unlink()
+    (vault.path / m_path).unlink()
+    _later(vault.path / NS / "handoffs", vault.path / NS / "memories")
+    assert [x.id for x in vault.list_handoffs(status="all", limit=10)] == [usual.id]
+    assert vault.search_memory(query="renamed", limit=5).total == 0
+    _integrity(vault_path)
+
+
+def _later(*folders: Path) -> None:
+    """Move the folders' mtimes on (a change within one tick of the mtime clock hides)."""
+    for folder in folders:
+        st = folder.stat()
+        os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
 
 
 def _dump(vault_path: Path) -> list[object]:

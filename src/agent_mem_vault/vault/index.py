@@ -30,7 +30,7 @@ __all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged", "is_damage", "pa
 
 MIGRATIONS: list[tuple[str, str]] = [
     (
-        "0002_compact",
+        "0003_smaller",
         """
         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         CREATE TABLE dirs(
@@ -39,7 +39,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX dirs_parent ON dirs(parent);
         CREATE TABLE files(
             dir TEXT NOT NULL, name TEXT NOT NULL, mtime_ns INTEGER NOT NULL,
-            size INTEGER NOT NULL, kind TEXT NOT NULL, note_id TEXT, problem TEXT,
+            size INTEGER NOT NULL, kind TEXT NOT NULL, own_id TEXT, problem TEXT,
+            note_id TEXT GENERATED ALWAYS AS (CASE WHEN kind IN ('handoff', 'memory')
+                THEN coalesce(own_id, substr(name, 1, length(name) - 3)) END) VIRTUAL,
             PRIMARY KEY (dir, name)
         ) WITHOUT ROWID;
         CREATE INDEX files_broken ON files(kind) WHERE kind = 'broken';
@@ -47,7 +49,9 @@ MIGRATIONS: list[tuple[str, str]] = [
             id TEXT PRIMARY KEY, namespace TEXT NOT NULL, sender TEXT NOT NULL,
             recipient TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL,
             read_at TEXT, supersedes TEXT NOT NULL, superseded_by TEXT,
-            summary TEXT NOT NULL, context BLOB NOT NULL, path TEXT NOT NULL
+            summary TEXT NOT NULL, context BLOB NOT NULL, own_path TEXT,
+            path TEXT GENERATED ALWAYS AS
+                (coalesce(own_path, namespace || '/handoffs/' || id || '.md')) VIRTUAL
         );
         CREATE INDEX handoffs_queue ON handoffs(namespace, recipient, status, created_at, id);
         CREATE INDEX handoffs_ns_status ON handoffs(namespace, status, created_at, id);
@@ -58,7 +62,9 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE memories(
             rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
             title TEXT NOT NULL, kind TEXT NOT NULL, tags TEXT NOT NULL, agent TEXT,
-            created_at TEXT NOT NULL, path TEXT NOT NULL, body BLOB NOT NULL
+            created_at TEXT NOT NULL, own_path TEXT, body BLOB NOT NULL,
+            path TEXT GENERATED ALWAYS AS
+                (coalesce(own_path, namespace || '/memories/' || id || '.md')) VIRTUAL
         );
         CREATE INDEX memories_ns_kind ON memories(namespace, kind, created_at);
         CREATE VIEW memories_text AS SELECT
@@ -73,14 +79,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
 ]
-"""The schema, as named migrations. Kept to about 1 KB per note at 100,000 notes
+"""The schema, as named migrations. Kept under 1 KB per note at 100,000 notes
 (README, "What the vault costs on disk"): a memory's text is stored once,
 compressed, in ``memories.body``, and the full-text index reads it from there
 (an external-content FTS5 table over the ``memories_text`` view) instead of
 keeping its own copy; a handoff's context is compressed too; files are keyed
-by (folder, name), so one B-tree serves lookups and per-folder checks."""
+by (folder, name), so one B-tree serves lookups and per-folder checks.
 
-RETIRED = frozenset({"0001_initial"})
+What can be worked out is not stored: a note's path and id are stored only
+when they differ from the usual ``<namespace>/<kind>/<id>.md`` (``own_path``,
+``own_id``) and read through virtual generated columns (``path``,
+``note_id``), which cost no space. Pages are 8 KiB (``Index``), which leaves
+less of each page unused than 4 KiB with rows of a few hundred bytes."""
+
+RETIRED = frozenset({"0001_initial", "0002_compact"})
 """Migrations of layouts this code no longer reads: such an index is rebuilt."""
 
 
@@ -115,9 +127,19 @@ def _join(directory: str, name: str) -> str:
     return f"{directory}/{name}" if directory else name
 
 
+def _own_path(path: str, namespace: str, kind: str, id: str) -> str | None:
+    """``path`` if it is not the usual ``<namespace>/<kind>/<id>.md`` (the
+    ``own_path`` column), else ``None``: the generated ``path`` column gives it."""
+    return None if path == f"{namespace}/{kind}/{id}.md" else path
+
+
 _HANDOFF_COLUMNS = (
     "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
     "superseded_by, summary, context, path"
+)
+_HANDOFF_INSERT = (
+    "INSERT INTO handoffs(id, namespace, sender, recipient, status, created_at, read_at, "
+    "supersedes, superseded_by, summary, context, own_path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -185,7 +207,7 @@ def is_damage(exc: sqlite3.DatabaseError) -> bool:
 
 
 def _handoff_row(h: Handoff, packed: str | bytes | None = None) -> tuple[Any, ...]:
-    """A ``handoffs`` row, in ``_HANDOFF_COLUMNS`` order."""
+    """A ``handoffs`` row, in ``_HANDOFF_INSERT`` order."""
     return (
         h.id,
         h.namespace,
@@ -198,12 +220,12 @@ def _handoff_row(h: Handoff, packed: str | bytes | None = None) -> tuple[Any, ..
         h.superseded_by,
         h.summary,
         pack(h.context) if packed is None else packed,
-        h.path,
+        _own_path(h.path, h.namespace, "handoffs", h.id),
     )
 
 
 def _memory_row(m: Memory, packed: str | bytes | None = None) -> tuple[Any, ...]:
-    """A ``memories`` row without its rowid: id, namespace, title, kind, tags, agent, …"""
+    """A ``memories`` row without its rowid, in ``_MEMORY_INSERT`` order."""
     tags = json.dumps(list(m.tags))
     return (
         m.id,
@@ -213,14 +235,14 @@ def _memory_row(m: Memory, packed: str | bytes | None = None) -> tuple[Any, ...]
         tags,
         m.agent,
         m.created_at,
-        m.path,
+        _own_path(m.path, m.namespace, "memories", m.id),
         pack(m.content) if packed is None else packed,
     )
 
 
 _MEMORY_INSERT = (
-    "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, path, body) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, own_path, "
+    "body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _FTS_ADD = (
     "INSERT INTO memories_fts(rowid, title, content, tags) "
@@ -235,8 +257,16 @@ _FTS_DELETE = (
 
 
 def _file_row(r: FileRecord) -> tuple[Any, ...]:
-    note_id = r.note_id if r.kind in ("handoff", "memory") else None
-    return (*_split(r.path), r.mtime_ns, r.size, r.kind, note_id, r.problem)
+    """A ``files`` row, in ``_FILE_INSERT`` order."""
+    directory, name = _split(r.path)
+    own_id = r.note_id if r.kind in ("handoff", "memory") and name != f"{r.note_id}.md" else None
+    return (directory, name, r.mtime_ns, r.size, r.kind, own_id, r.problem)
+
+
+_FILE_INSERT = (
+    "INSERT INTO files(dir, name, mtime_ns, size, kind, own_id, problem) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 def _as_duplicate(record: FileRecord, other: str) -> FileRecord:
@@ -277,6 +307,8 @@ class Index:
                 db_path, isolation_level=None, check_same_thread=False, timeout=10.0
             )
             self.conn.create_function("amv_text", 1, _unpack, deterministic=True)
+            # Takes effect only on a new file (before WAL is set); see MIGRATIONS.
+            self.conn.execute("PRAGMA page_size=8192")
             self.conn.execute("PRAGMA journal_mode=WAL")
             # The index is derived: after a power cut it is checked against the
             # notes' sizes and mtimes, so it does not pay for its own fsyncs.
@@ -410,8 +442,7 @@ class Index:
         self.remove_file(record.path)
         if record.handoff is not None and record.kind == "handoff":
             cur = self.conn.execute(
-                f"INSERT OR IGNORE INTO handoffs({_HANDOFF_COLUMNS}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                _HANDOFF_INSERT.replace("INSERT", "INSERT OR IGNORE", 1),
                 _handoff_row(record.handoff),
             )
             if cur.rowcount == 0:
@@ -431,11 +462,7 @@ class Index:
                 "INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)",
                 (record.namespace, record.path),
             )
-        self.conn.execute(
-            "INSERT INTO files(dir, name, mtime_ns, size, kind, note_id, problem) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            _file_row(record),
-        )
+        self.conn.execute(_FILE_INSERT, _file_row(record))
         return record
 
     def _duplicate(self, record: FileRecord, table: str) -> FileRecord:
@@ -691,18 +718,12 @@ class BulkLoader:
             elif r.kind == "brief" and r.namespace is not None:
                 briefs.append((r.namespace, r.path))
             files.append(_file_row(r))
-        conn.executemany(
-            f"INSERT INTO handoffs({_HANDOFF_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", handoffs
-        )
+        conn.executemany(_HANDOFF_INSERT, handoffs)
         conn.executemany(_MEMORY_INSERT, memories)
         if memories:
             conn.execute(f"{_FTS_ADD} WHERE rid BETWEEN ? AND ?", (memories[0][0], memories[-1][0]))
         conn.executemany("INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)", briefs)
-        conn.executemany(
-            "INSERT INTO files(dir, name, mtime_ns, size, kind, note_id, problem) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            files,
-        )
+        conn.executemany(_FILE_INSERT, files)
         self.records = []
 
 
