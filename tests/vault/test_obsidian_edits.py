@@ -6,28 +6,22 @@ folder's mtime does not change; the next call that reads the namespace sees it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+import pytest
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.notes import parse_note
+from tests.by_hand import save_in_place
 
 from .conftest import NS
-
-
-def _save_in_place(note: Path, text: str) -> None:
-    st = note.stat()
-    with open(note, "r+", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.truncate()
-    os.utime(note, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def _tick(note: Path, ticked: bool) -> None:
     text = note.read_text(encoding="utf-8")
     before, after = ("read: false", "read: true") if ticked else ("read: true", "read: false")
     assert before in text
-    _save_in_place(note, text.replace(before, after))
+    save_in_place(note, text.replace(before, after))
 
 
 def _meta(note: Path) -> dict[str, object]:
@@ -74,7 +68,7 @@ def test_a_repair_keeps_the_body_and_properties_a_person_added(vault: Vault) -> 
     note = vault.path / h.path
     text = note.read_text(encoding="utf-8").replace("read: false", "read: true\npriority: high")
     text += "\nA line a person added.\n"
-    _save_in_place(note, text)
+    save_in_place(note, text)
     vault.list_handoffs(namespace=NS, status="all")
     after = note.read_text(encoding="utf-8")
     assert "priority: high" in after and after.endswith("\nA line a person added.\n")
@@ -102,7 +96,31 @@ def test_only_a_note_that_cannot_be_understood_is_broken(vault: Vault) -> None:
     h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
     note = vault.path / h.path
     text = note.read_text(encoding="utf-8").replace("status: pending", "status: done")
-    _save_in_place(note, text.replace("read: false\n", ""))
+    save_in_place(note, text.replace("read: false\n", ""))
     report = vault.doctor()
     assert [b.path for b in report.broken] == [h.path]
     assert "status" in report.broken[0].problem
+
+
+@pytest.mark.parametrize("new_name", ["0 renamed.md", "zz renamed.md"])
+def test_a_note_renamed_by_hand_keeps_its_place(vault: Vault, new_name: str) -> None:
+    # Read before or after its old path is forgotten (names sorting either side of
+    # the TID), the renamed note is the same handoff, never a broken copy of itself.
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    old = vault.path / h.path
+    old.rename(old.with_name(new_name))
+    listed = vault.list_handoffs(namespace=NS, status="all")
+    assert [(x.id, x.path) for x in listed] == [(h.id, f"{NS}/handoffs/{new_name}")]
+    assert vault.doctor().broken == ()
+
+
+def test_a_note_moved_to_another_namespace_by_hand_is_not_broken(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
+    vault.create_handoff(to="codex", summary="t", context="c", namespace="aaa/first", from_="a")
+    moved = vault.path / "aaa" / "first" / "handoffs" / f"{h.id}.md"
+    (vault.path / h.path).rename(moved)
+    # The folder it moved to sorts first: it is read while the old path is still known.
+    assert vault.peek_handoff(agent="codex", namespace="aaa/first") is not None
+    got = vault.get_handoff(h.id)
+    assert got.path == f"aaa/first/handoffs/{h.id}.md"
+    assert vault.doctor().broken == ()

@@ -302,6 +302,8 @@ class Index:
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = db_path
+        self.freed: set[str] = set()
+        """Ids of handoffs and memories removed, for ``freed_duplicates``."""
         try:
             self.conn = sqlite3.connect(
                 db_path, isolation_level=None, check_same_thread=False, timeout=10.0
@@ -420,6 +422,8 @@ class Index:
         if row is None:
             return
         kind, note_id = row
+        if kind in ("handoff", "memory") and note_id is not None:
+            self.freed.add(note_id)
         if kind == "handoff":
             self.conn.execute("DELETE FROM handoffs WHERE id=? AND path=?", (note_id, path))
         elif kind == "memory":
@@ -432,6 +436,22 @@ class Index:
         elif kind == "brief":
             self.conn.execute("DELETE FROM briefs WHERE path=?", (path,))
         self.conn.execute("DELETE FROM files WHERE dir=? AND name=?", _split(path))
+
+    def freed_duplicates(self) -> list[str]:
+        """Notes kept as broken copies of an id whose holder was removed since the last
+        call: they may hold it now (a note renamed or moved by hand is first seen
+        as a copy of itself, when its new path is read before its old one is
+        forgotten), so the caller reads them again."""
+        freed, self.freed = self.freed, set()
+        out: list[str] = []
+        for note_id in sorted(freed):
+            like = note_id.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+            rows = self.conn.execute(
+                "SELECT dir, name FROM files WHERE kind='broken' AND problem LIKE ? ESCAPE '\\'",
+                (f"duplicate id {like}: %",),
+            ).fetchall()
+            out.extend(_join(d, n) for d, n in rows)
+        return out
 
     def put(self, record: FileRecord) -> FileRecord:
         """Store what ``record`` says about its file, replacing what was known.

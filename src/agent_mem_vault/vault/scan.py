@@ -43,6 +43,8 @@ __all__ = [
     "folder_signature",
     "rebuild_tree",
     "repaired",
+    "reread",
+    "reread_freed",
     "scan_dir",
     "scan_tree",
     "signature",
@@ -500,6 +502,26 @@ def sync_changed(
         _subdirs, new = scan_dir(root, index, directory, stats, looked=seen)
         for sub in new:
             scan_tree(root, index, sub, stats)
+    reread_freed(root, index)
+
+
+def reread_freed(root: Path, index: Index) -> None:
+    """Read again the notes kept as copies of an id whose holder is gone (a note
+    renamed or moved by hand: see ``Index.freed_duplicates``)."""
+    for path in index.freed_duplicates():
+        reread(root, index, path)
+
+
+def reread(root: Path, index: Index, path: str) -> None:
+    """Read one note again and store what it says now, repaired if it needs it (the
+    caller holds the lock and a transaction)."""
+    record = read_record(root, path)
+    if record is not None and record.repair is not None:
+        record = repaired(root, record)
+    if record is None:
+        index.remove_file(path)
+    else:
+        index.put(record)
 
 
 def apply_told(root: Path, index: Index, dirs: Iterable[str], files: Iterable[str]) -> None:
@@ -515,10 +537,5 @@ def apply_told(root: Path, index: Index, dirs: Iterable[str], files: Iterable[st
     existing = [d for d in folders if d in known or os.path.isdir(f"{root}/{d}")]
     sync_changed(root, index, existing, ScanStats())
     for path in sorted(set(files)):
-        record = read_record(root, path)
-        if record is not None and record.repair is not None:
-            record = repaired(root, record)
-        if record is None:
-            index.remove_file(path)
-        else:
-            index.put(record)
+        reread(root, index, path)
+    reread_freed(root, index)

@@ -20,7 +20,6 @@ from typing import TypeVar
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .keeper import START_FROM, KeeperLink, Told
-from .records import read_record
 from .scan import (
     Progress,
     ScanStats,
@@ -29,7 +28,8 @@ from .scan import (
     apply_told,
     changed_dirs,
     rebuild_tree,
-    repaired,
+    reread,
+    reread_freed,
     scan_tree,
     stale_dirs,
     sync_changed,
@@ -277,6 +277,7 @@ class IndexUpkeep:
         """One ``stat`` per note; reads only notes whose size or mtime changed (under the lock)."""
         with idx.transaction():
             scan_tree(self.root, idx, "", stats)
+            reread_freed(self.root, idx)
             self.mark_full_scan(idx)
 
     def rescan_soon(self) -> None:
@@ -315,11 +316,6 @@ class IndexUpkeep:
 
     def refresh(self, idx: Index, path: str) -> None:
         """Read one note again and store what it says now (the caller holds the lock)."""
-        record = read_record(self.root, path)
-        if record is not None and record.repair is not None:
-            record = repaired(self.root, record)
         with idx.transaction():
-            if record is None:
-                idx.remove_file(path)
-            else:
-                idx.put(record)
+            reread(self.root, idx, path)
+            reread_freed(self.root, idx)
