@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -307,3 +308,16 @@ def test_the_keeper_command_names_a_missing_vault(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "no vault at" in proc.stderr and "agent-mem-vault init" in proc.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_copied_vault_does_not_trust_the_originals_keeper(
+    vault: Vault, keeper: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    copy = tmp_path / "copy"
+    shutil.copytree(vault.path, copy)  # keeper.lock too: it names the original's keeper
+    assert json.loads((copy / ".agent-mem-vault" / "keeper.lock").read_text())["pid"]
+    note = copy / h.path
+    _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
+    assert KeeperLink(copy).ask() is None
+    assert KeeperLink(vault.path).ask() is not None

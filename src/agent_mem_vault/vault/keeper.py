@@ -119,6 +119,16 @@ def _dot(root: Path) -> Path:
     return root / DOT_DIR
 
 
+def _identity(root: Path) -> list[int] | None:
+    """Which folder ``root`` is (device and inode): a vault copied elsewhere, or
+    removed and made again at the same path, is another folder with another index."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
+
+
 def _read_info(root: Path) -> dict[str, Any] | None:
     """What the running keeper wrote into its lock file; None if there is none."""
     try:
@@ -186,6 +196,8 @@ class KeeperLink:
         reply = _ask(info["socket"], {"sync": True}, ASK_TIMEOUT)
         if reply is None or reply.get("ok") is not True:
             return None
+        if reply.get("root") != _identity(self.root):
+            return None  # the keeper of another folder: a copied vault, or one made anew
         files, dirs = reply.get("files", []), reply.get("dirs", [])
         if not isinstance(files, list) or not isinstance(dirs, list):
             return None
@@ -266,6 +278,7 @@ class _Keeper:
         from .watch import NoteWatcher
 
         self.root = root
+        self.root_id = _identity(root)
         self.sock_path = sock_path
         self.idle = idle
         self.marks = _dot(root) / MARKS_NAME
@@ -416,16 +429,22 @@ class _Keeper:
         told = self.catch_up(wait=0.0)
         if told is None:
             return {"ok": False}
-        return {"ok": True, "files": sorted(told.files), "dirs": sorted(told.dirs)}
+        return {
+            "ok": True,
+            "root": self.root_id,
+            "files": sorted(told.files),
+            "dirs": sorted(told.dirs),
+        }
 
     def still_wanted(self, inode: int) -> bool:
         """False once the keeper should leave: stopped, idle, or its socket or vault gone."""
         if self.stopping or time.monotonic() - self.last_question > self.idle:
             return False
         try:
-            return os.stat(self.sock_path).st_ino == inode and _dot(self.root).is_dir()
+            same_socket = os.stat(self.sock_path).st_ino == inode
         except OSError:
             return False
+        return same_socket and _dot(self.root).is_dir() and _identity(self.root) == self.root_id
 
     def serve(self, listener: socket.socket, inode: int) -> None:
         while self.still_wanted(inode):
