@@ -26,9 +26,11 @@ from agent_mem_vault.vault.keeper import (
     _ENTRY,
     BURST,
     IDLE_ENV,
+    LOCAL_FILESYSTEMS,
     START_FROM,
     SWITCH_ENV,
     KeeperLink,
+    filesystem_of,
     keeper_status,
     run_keeper,
     socket_for,
@@ -55,8 +57,27 @@ def _eventually(check: Callable[[], bool], seconds: float = 15.0) -> bool:
 def _start(root: Path, idle: float = 600) -> subprocess.Popen[bytes]:
     env = {**os.environ, IDLE_ENV: str(idle)}
     proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(root)], env=env)
-    assert _eventually(lambda: keeper_status(root).get("ready") is True), keeper_status(root)
+    if not _eventually(lambda: keeper_status(root).get("ready") is True):
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"the keeper was not ready: {keeper_status(root)}")
     return proc
+
+
+def _keeper_processes(root: Path) -> list[int]:
+    """Pids of keeper processes for ``root`` (a started keeper exists as soon as the
+    call that started it has returned: ``sh`` forks it before it leaves)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"run_keeper" in b" ".join(argv) and str(root).encode() in argv:
+            found.append(int(entry.name))
+    return found
 
 
 @pytest.fixture
@@ -162,11 +183,12 @@ def test_a_read_under_the_lock_applies_what_the_keeper_told(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
     h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-    _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
     before = _answered(vault.path)
-    # read_handoff checks and marks read inside the lock this process holds, so
-    # the keeper cannot apply the edit itself: it names the note instead.
-    got = vault.read_handoff(agent="codex", namespace=NS)
+    # Held from the edit to the read: the keeper cannot apply the edit itself, so it
+    # names the note, and this process (inside its own lock) reads it again.
+    with vault._held(), vault._locked():
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        got = vault.read_handoff(agent="codex", namespace=NS)
     assert got is not None and got.summary == "xyz"
     assert _answered(vault.path) == before + 1
 
@@ -227,8 +249,8 @@ def test_a_second_keeper_leaves_at_once(vault: Vault, keeper: subprocess.Popen[b
 
 
 def test_the_keeper_leaves_when_idle(vault: Vault) -> None:
-    proc = _start(vault.path, idle=0.5)
-    assert proc.wait(timeout=15) == 0
+    proc = _start(vault.path, idle=3)
+    assert proc.wait(timeout=20) == 0
     assert keeper_status(vault.path)["running"] is False
 
 
@@ -253,9 +275,9 @@ def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> 
     run(root, "reindex")
     try:
         assert _peek(root, **{SWITCH_ENV: "off"}) is not None
-        time.sleep(0.5)
-        assert keeper_status(root)["running"] is False  # switched off: none started
+        assert _keeper_processes(root) == []  # switched off: none started
         assert _peek(root) is not None
+        assert len(_keeper_processes(root)) == 1
         assert _eventually(lambda: keeper_status(root).get("ready") is True)
         before = _answered(root)
         assert _peek(root) is not None
@@ -267,8 +289,8 @@ def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> 
 def test_a_small_namespace_starts_no_keeper(vault: Vault) -> None:
     vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
     assert _peek(vault.path) is not None
-    time.sleep(0.5)
-    assert keeper_status(vault.path)["running"] is False
+    assert _keeper_processes(vault.path) == []
+    assert not (vault.path / ".agent-mem-vault" / "keeper.lock").exists()
 
 
 def test_a_long_lived_vault_follows_an_index_rebuilt_by_another_process(vault: Vault) -> None:
@@ -321,3 +343,42 @@ def test_a_copied_vault_does_not_trust_the_originals_keeper(
     _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
     assert KeeperLink(copy).ask() is None
     assert KeeperLink(vault.path).ask() is not None
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+30 22 0:26 / /mnt/c rw,noatime - 9p drvfs rw,dirsync,aname=drvfs;path=C:\\
+31 22 0:40 / /home/me/remote rw,nosuid - fuse.sshfs me@box:/vault rw
+32 22 0:41 / /srv/nfs rw - nfs4 box:/export rw
+33 22 0:42 / /home/me/My\\040Vaults rw - btrfs /dev/sdb1 rw
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "fstype", "watched"),
+    [
+        ("/home/me/vault", "ext4", True),
+        ("/mnt/c/Users/me/vault", "9p", False),
+        ("/home/me/remote/notes", "fuse.sshfs", False),
+        ("/srv/nfs/vault", "nfs4", False),
+        ("/home/me/My Vaults/work", "btrfs", True),
+    ],
+)
+def test_a_keeper_is_only_for_vaults_on_a_local_filesystem(
+    path: str, fstype: str, watched: bool
+) -> None:
+    # Edits made from another machine (Obsidian on Windows into WSL's /mnt/c, a
+    # network share) send no event: there every call checks by stat.
+    assert filesystem_of(path, MOUNTINFO) == fstype
+    assert (fstype in LOCAL_FILESYSTEMS) is watched
+
+
+def test_a_keeper_of_another_version_is_not_trusted_and_asked_to_leave(
+    vault: Vault, keeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent_mem_vault.vault.keeper as keeper_module
+
+    assert KeeperLink(vault.path).ask() is not None
+    monkeypatch.setattr(keeper_module, "code_key", lambda: "9.9.9/9999_future")
+    assert KeeperLink(vault.path).ask() is None
+    assert keeper.wait(timeout=15) == 0

@@ -29,32 +29,36 @@ the vault goes. ``agent-mem-vault keeper`` runs one in the foreground, shows
 it, or stops it. ``AGENT_MEM_VAULT_KEEPER=off`` turns it off: then nothing
 connects or starts one.
 
-Found through ``.agent-mem-vault/keeper.lock`` in the vault: the keeper holds
-an ``flock`` on it for its life and writes its pid and socket path into it.
-The socket itself is in the user's private runtime folder (``core.runtime``).
+The keeper holds an ``flock`` on ``.agent-mem-vault/keeper.lock`` for its life
+(so there is one per vault, and a killed one is seen at once) and writes its
+pid there. It listens in the user's private runtime folder (``core.runtime``),
+on a socket named after the vault's path: a process asks only there, so only a
+keeper of its own user can answer, and trusts only an answer that names its
+own vault folder (device and inode) and its own version (``code_key``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import select
-import signal
-import socket
-import subprocess
 import sys
 import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UnavailableError
 from ..core.runtime import runtime_dir
+
+if TYPE_CHECKING:
+    import socket
+
+# ``socket``, ``select``, ``subprocess`` and ``hashlib`` are imported where used:
+# every process imports this module, few of them talk to a keeper.
 
 __all__ = [
     "IDLE_ENV",
@@ -73,8 +77,11 @@ IDLE_ENV = "AGENT_MEM_VAULT_KEEPER_IDLE"
 """Seconds the keeper waits for a question before it leaves (default 1800)."""
 START_FROM = 2000
 """Notes a call checked by ``stat`` from which it starts a keeper for next time."""
-ASK_TIMEOUT = 2.0
-"""How long a process waits for the keeper's answer before checking by ``stat`` itself."""
+ASK_TIMEOUT = 0.5
+"""How long a process waits for the keeper's answer before checking by ``stat`` itself
+(the keeper answers in milliseconds; one that is busy is not waited for)."""
+WATCH_SETUP_LIMIT = 60.0
+"""Seconds the keeper waits for its watch to be set up before it gives up and leaves."""
 BARRIER_TIMEOUT = 1.0
 """How long the keeper waits for its own barrier file's event (it comes in a millisecond)."""
 TICK = 0.25
@@ -97,11 +104,55 @@ _OFF = {"0", "off", "no", "false"}
 
 
 def _enabled() -> bool:
-    return (
-        os.environ.get(SWITCH_ENV, "").strip().lower() not in _OFF
-        and hasattr(socket, "AF_UNIX")
-        and hasattr(os, "getuid")
+    return os.environ.get(SWITCH_ENV, "").strip().lower() not in _OFF and sys.platform in (
+        "linux",
+        "darwin",
     )
+
+
+def code_key() -> str:
+    """The keeper's version: a keeper of another version (an upgrade, another install)
+    could read notes differently or write another index layout, so it is not asked."""
+    from .. import __version__
+    from .index import MIGRATIONS
+
+    return f"{__version__}/{MIGRATIONS[-1][0]}"
+
+
+LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "bcachefs", "jfs", "reiserfs"}
+)
+"""Where every change is made through this machine's kernel, so a watch sees it all.
+Not network or FUSE filesystems (NFS, SMB, sshfs, WSL's ``/mnt/c``): a change made
+from another machine there is seen by ``stat`` but sends no event."""
+
+
+def watchable(root: Path) -> bool:
+    """Whether a watch sees every change under ``root``: a local filesystem on Linux
+    (read from ``/proc/self/mountinfo``); on macOS, where FSEvents reports local
+    volumes, a path under ``/Volumes`` is taken as possibly remote."""
+    if sys.platform == "darwin":
+        return not str(root.resolve()).startswith("/Volumes/")
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return filesystem_of(str(root.resolve()), mounts) in LOCAL_FILESYSTEMS
+
+
+def filesystem_of(target: str, mountinfo: str) -> str:
+    """The filesystem type of the mount holding ``target``, from ``/proc/self/mountinfo``."""
+    best, fstype = "", ""
+    for line in mountinfo.splitlines():
+        left, _sep, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) < 5 or not right:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fstype = point, right.split()[0]
+    return fstype
 
 
 @dataclass(slots=True)
@@ -129,17 +180,25 @@ def _identity(root: Path) -> list[int] | None:
     return [st.st_dev, st.st_ino]
 
 
+def _inside(path: str) -> bool:
+    """A path relative to the vault that stays inside it."""
+    return not path.startswith("/") and ".." not in path.split("/")
+
+
 def _read_info(root: Path) -> dict[str, Any] | None:
     """What the running keeper wrote into its lock file; None if there is none."""
     try:
         info = json.loads((_dot(root) / LOCK_NAME).read_bytes())
     except (OSError, ValueError):
         return None
-    return info if isinstance(info, dict) and isinstance(info.get("socket"), str) else None
+    return info if isinstance(info, dict) else None
 
 
 def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """One request, one JSON line back; None if nobody answers in time."""
+    """One request, one JSON line back; None if nobody answers within ``timeout``."""
+    import socket
+
+    deadline = time.monotonic() + timeout
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
@@ -147,6 +206,10 @@ def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, A
         conn.sendall(json.dumps(request).encode() + b"\n")
         data = b""
         while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            conn.settimeout(left)
             chunk = conn.recv(65536)
             if not chunk:
                 return None
@@ -165,7 +228,9 @@ def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, A
 def _lock_free(path: Path) -> bool:
     """True if no keeper holds (or is taking) the lock file at ``path``."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return True  # no keeper ever ran here
     except OSError:
         return False
     try:
@@ -190,18 +255,27 @@ class KeeperLink:
         ready (then the caller checks by ``stat``)."""
         if not self.enabled:
             return None
-        info = _read_info(self.root)
-        if info is None:
+        try:
+            sock = socket_for(self.root)
+        except (OSError, PermissionError):
             return None
-        reply = _ask(info["socket"], {"sync": True}, ASK_TIMEOUT)
+        reply = _ask(str(sock), {"sync": True}, ASK_TIMEOUT)
         if reply is None or reply.get("ok") is not True:
+            return None
+        if reply.get("key") != code_key():
+            # Another version: not trusted, and asked to leave, so that a keeper of
+            # this version can take its place at the next call that checks by stat.
+            _ask(str(sock), {"stop": True}, ASK_TIMEOUT)
             return None
         if reply.get("root") != _identity(self.root):
             return None  # the keeper of another folder: a copied vault, or one made anew
         files, dirs = reply.get("files", []), reply.get("dirs", [])
         if not isinstance(files, list) or not isinstance(dirs, list):
             return None
-        return Told({str(f) for f in files}, {str(d) for d in dirs})
+        told = Told({str(f) for f in files}, {str(d) for d in dirs})
+        if not all(_inside(p) for p in told.files | told.dirs):
+            return None
+        return told
 
     def start(self) -> bool:
         """Start a keeper for this vault, detached, unless one runs or this process
@@ -209,12 +283,16 @@ class KeeperLink:
         if not self.enabled or self._started:
             return False
         self._started = True
-        if not _lock_free(_dot(self.root) / LOCK_NAME):
+        if not _lock_free(_dot(self.root) / LOCK_NAME) or not watchable(self.root):
             return False
+        import subprocess
+
         # ``sh`` puts the keeper in the background and leaves at once, so the keeper
         # is nobody's child (no zombie in a long-lived caller) and this call costs
         # a few milliseconds.
-        argv = [sys.executable, "-c", _ENTRY, str(self.root)]
+        # ``-P`` and ``/``: no module of the caller's working folder shadows one the
+        # keeper imports, and the keeper does not hold that folder.
+        argv = [sys.executable, "-P", "-c", _ENTRY, str(self.root)]
         try:
             subprocess.run(
                 ["/bin/sh", "-c", '"$@" &', "sh", *argv],
@@ -224,6 +302,7 @@ class KeeperLink:
                 start_new_session=True,
                 check=False,
                 timeout=10,
+                cwd="/",
             )
         except (OSError, subprocess.SubprocessError):
             return False
@@ -236,8 +315,9 @@ def keeper_status(root: Path) -> dict[str, Any]:
     running = not _lock_free(_dot(root) / LOCK_NAME) if _dot(root).is_dir() else False
     out: dict[str, Any] = {"running": running, "enabled": _enabled()}
     if running and info is not None:
-        reply = _ask(info["socket"], {"status": True}, ASK_TIMEOUT)
-        out.update(pid=info.get("pid"), socket=info["socket"])
+        sock = str(socket_for(root))
+        out.update(pid=info.get("pid"), socket=sock)
+        reply = _ask(sock, {"status": True}, ASK_TIMEOUT)
         if reply is not None:
             reply.pop("ok", None)
             out.update(reply)
@@ -246,9 +326,8 @@ def keeper_status(root: Path) -> dict[str, Any]:
 
 def stop_keeper(root: Path, wait: float = 5.0) -> bool:
     """Ask the vault's keeper to leave; True once no keeper holds the vault."""
-    info = _read_info(root)
-    if info is not None:
-        _ask(info["socket"], {"stop": True}, ASK_TIMEOUT)
+    if _dot(root).is_dir():
+        _ask(str(socket_for(root)), {"stop": True}, ASK_TIMEOUT)
     deadline = time.monotonic() + wait
     lock = _dot(root) / LOCK_NAME
     while time.monotonic() < deadline:
@@ -262,7 +341,10 @@ def stop_keeper(root: Path, wait: float = 5.0) -> bool:
 
 
 def socket_for(root: Path) -> Path:
-    """The keeper socket of the vault at ``root`` (one per vault folder)."""
+    """The keeper socket of the vault at ``root`` (one per vault folder), in this user's
+    private runtime folder: only this user's keeper can listen there."""
+    import hashlib
+
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
     return runtime_dir() / f"keeper-{key}.sock"
 
@@ -298,6 +380,7 @@ class _Keeper:
         self.recent: deque[tuple[float, int]] = deque()
         """(when, how many) changes each look at the watcher found, for ``BURST``."""
         self.checks = 0
+        self.checking = False
         self.last_question = time.monotonic()
         self.stopping = False
         self.answered = 0
@@ -312,7 +395,14 @@ class _Keeper:
 
     @property
     def ready(self) -> bool:
-        return self.watcher.active and self.ready_gen == self.watcher.generation
+        """Whether the keeper vouches: watching, checked since the watch began, no
+        check running or due."""
+        return (
+            self.watcher.active
+            and self.ready_gen == self.watcher.generation
+            and not self.checking
+            and time.monotonic() < self.checked_at + CHECK_EVERY
+        )
 
     # -- keeping the index current ---------------------------------------------------
 
@@ -321,32 +411,57 @@ class _Keeper:
         the lock), then what differs synced under it: when the watch (re)starts,
         after a burst of changes, and every ``CHECK_EVERY`` seconds of use.
 
-        Questions are answered between folders meanwhile: "not ready" while the
-        check is what makes the keeper ready, as usual otherwise.
+        Questions are answered between folders meanwhile, "not ready" (a caller
+        checks by ``stat`` rather than wait for this).
         """
         from .scan import ScanStats, folder_signature, sync_changed
 
-        gen, bursts = self.watcher.generation, self.bursts
+        gen = self.watcher.generation
         self.drain()  # changes told from now on are applied on top
-        idx = self.upkeep.handle()
-        known = idx.dirs()
-        signatures = idx.dir_signatures()
-        stale = []
-        for directory, mtime in known.items():
-            self.answer_waiting(listener)
-            if folder_signature(self.root, directory, mtime) != signatures.get(directory, (0, 0)):
-                stale.append(directory)
-        with self._locked():
+        bursts = self.bursts
+        self.checking = True
+        try:
             idx = self.upkeep.handle()
-            if not known or not idx.dirs():
-                self.upkeep.full_scan(idx, ScanStats())
-            elif stale:
-                with idx.transaction():
-                    sync_changed(self.root, idx, stale, ScanStats())
+            known = idx.dirs()
+            signatures = idx.dir_signatures()
+            stale = []
+            for directory, mtime in known.items():
+                self.answer_waiting(listener)
+                on_disk = folder_signature(self.root, directory, mtime)
+                if on_disk != signatures.get(directory, (0, 0)):
+                    stale.append(directory)
+            with self._locked_soon(listener):
+                idx = self.upkeep.handle()
+                if not known or not idx.dirs():
+                    self.upkeep.full_scan(idx, ScanStats())
+                elif stale:
+                    with idx.transaction():
+                        sync_changed(self.root, idx, stale, ScanStats())
+        finally:
+            self.checking = False
         self.checked_at = time.monotonic()
         self.checks += 1
         if self.bursts == bursts:  # else a burst came meanwhile: check again
             self.ready_gen = gen
+
+    @contextlib.contextmanager
+    def _locked_soon(self, listener: socket.socket) -> Iterator[None]:
+        """The vault lock, asked for again and again (answering questions meanwhile)
+        rather than waited on: a caller may hold it while it asks."""
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.lock.acquire(0.0)
+                break
+            except UnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                self.answer_waiting(listener)
+                time.sleep(0.02)
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def drain(self) -> bool:
         """Add what the watcher has told since the last look to ``pending``; False if
@@ -423,6 +538,7 @@ class _Keeper:
                 "ready": self.ready,
                 "answered": self.answered,
                 "checks": self.checks,
+                "key": code_key(),
             }
         self.last_question = time.monotonic()
         self.answered += 1
@@ -431,6 +547,7 @@ class _Keeper:
             return {"ok": False}
         return {
             "ok": True,
+            "key": code_key(),
             "root": self.root_id,
             "files": sorted(told.files),
             "dirs": sorted(told.dirs),
@@ -447,15 +564,22 @@ class _Keeper:
         return same_socket and _dot(self.root).is_dir() and _identity(self.root) == self.root_id
 
     def serve(self, listener: socket.socket, inode: int) -> None:
+        import select
+
+        inactive_since: float | None = None
         while self.still_wanted(inode):
-            if not self.watcher.active and not self.watcher.start(wait=30.0):
-                return  # no watch possible (or it broke): callers check by stat
-            due = self.last_question > self.checked_at + CHECK_EVERY
-            if not self.ready or due:
-                try:
+            if not self.watcher.active and not self.watcher.start(wait=TICK):
+                # Being set up (a new folder restarted it): answer "not ready" meanwhile.
+                inactive_since = inactive_since or time.monotonic()
+                if time.monotonic() - inactive_since > WATCH_SETUP_LIMIT:
+                    return  # no watch possible here: callers check by stat
+                self.answer_waiting(listener)
+                continue
+            inactive_since = None
+            if not self.ready:
+                # A long write (``reindex``?) holding the vault: try again next time round.
+                with contextlib.suppress(UnavailableError):
                     self.check_everything(listener)
-                except UnavailableError:
-                    time.sleep(TICK)  # a long write (``reindex``?) holds the vault: try again
                 continue
             readable, _w, _x = select.select([listener], [], [], TICK)
             if readable:
@@ -468,6 +592,8 @@ class _Keeper:
 
     def answer_waiting(self, listener: socket.socket) -> None:
         """Answer the questions already waiting, without waiting for more."""
+        import select
+
         while select.select([listener], [], [], 0)[0]:
             self.answer_one(listener)
 
@@ -498,6 +624,9 @@ def run_keeper(root: Path, idle: float | None = None) -> int:
     Returns 0 when it leaves, 0 at once if another keeper holds the vault, 1 if
     the vault or a private runtime folder is missing.
     """
+    import signal
+    import socket
+
     root = root.expanduser().absolute()
     if idle is None:
         idle = float(os.environ.get(IDLE_ENV, "1800"))
@@ -505,11 +634,23 @@ def run_keeper(root: Path, idle: float | None = None) -> int:
     if not dot.is_dir():
         print(f"agent-mem-vault keeper: no vault at {root}", file=sys.stderr)
         return 1
+    if not watchable(root):
+        print(
+            f"agent-mem-vault keeper: {root} is not on a local filesystem; a watch would "
+            "miss changes made from other machines, so calls check by stat",
+            file=sys.stderr,
+        )
+        return 1
     lock_fd = os.open(dot / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        # A moment's grace: someone probing the lock (``keeper_status``) holds it briefly.
+        for _ in range(10):
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                time.sleep(0.01)
+        else:
             return 0  # another keeper has this vault
         try:
             sock_path = socket_for(root)

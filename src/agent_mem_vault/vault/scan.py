@@ -49,7 +49,6 @@ __all__ = [
     "scan_tree",
     "signature",
     "stale_dirs",
-    "stale_folders",
     "stamp_dir",
     "sync_changed",
 ]
@@ -204,20 +203,6 @@ def stale_dirs(
             if looked is not None and on_disk is not None and seen is not None:
                 looked[directory] = (mtime, index.child_dirs(directory), seen)
     return out
-
-
-def stale_folders(root: Path, index: Index) -> list[str] | None:
-    """Every known folder whose mtime or notes differ from the index (one ``stat`` per
-    note of the vault, no lock needed); ``None`` if the index knows no folder."""
-    known = index.dirs()
-    if not known:
-        return None
-    signatures = index.dir_signatures()
-    return [
-        directory
-        for directory, mtime in known.items()
-        if folder_signature(root, directory, mtime) != signatures.get(directory, (0, 0))
-    ]
 
 
 def folder_signature(

@@ -94,6 +94,9 @@ class IndexUpkeep:
             # A forked child must not use its parent's SQLite connection.
             self._pid = os.getpid()
             self._index = None
+        # Which file this is, seen before it is opened: if ``reindex`` replaces it
+        # meanwhile, the next call sees a different file and opens it again.
+        file_id = self._stat_file()
         try:
             idx = Index(self.db_path)
             if idx.pending_migrations():
@@ -108,24 +111,24 @@ class IndexUpkeep:
                 raise
             with self.locked():
                 return self.rebuild()
-        self._opened(idx)
+        self._opened(idx, file_id)
         return idx
 
-    def _opened(self, idx: Index) -> None:
+    def _opened(self, idx: Index, file_id: tuple[int, int] | None = None) -> None:
         self._index = idx
+        self._file_id = file_id or self._stat_file()
+
+    def _stat_file(self) -> tuple[int, int] | None:
         try:
             st = os.stat(self.db_path)
-            self._file_id = (st.st_dev, st.st_ino)
         except FileNotFoundError:
-            self._file_id = None
+            return None
+        return (st.st_dev, st.st_ino)
 
     def _same_file(self) -> bool:
         """Whether the index file is still the one this process opened."""
-        try:
-            st = os.stat(self.db_path)
-        except FileNotFoundError:
-            return False
-        return (st.st_dev, st.st_ino) == self._file_id
+        current = self._stat_file()
+        return current is not None and current == self._file_id
 
     def rebuild(self, progress: Progress | None = None) -> Index:
         """Delete the index and build it again from the notes (the caller holds the lock)."""
