@@ -17,8 +17,12 @@ DIR_ENV = "AGENT_MEM_VAULT_RUNTIME_DIR"
 """Where the sockets live (default: ``$XDG_RUNTIME_DIR`` or the temp folder)."""
 
 
-def runtime_dir() -> Path:
-    """The private folder of this user's helper processes; refuses one others can open."""
+def runtime_dir(create: bool = True) -> Path:
+    """The private folder of this user's helper processes; refuses one others can open.
+
+    With ``create=False`` (a process that only looks for a helper) a missing folder
+    is not made: its path is returned, and nothing listens there.
+    """
     given = os.environ.get(DIR_ENV)
     if given:
         folder = Path(given)
@@ -31,8 +35,14 @@ def runtime_dir() -> Path:
 
             base = Path(tempfile.gettempdir())
         folder = base / f"agent-mem-vault-{os.getuid()}"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = folder.stat()
+    if create:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        if create:
+            raise
+        return folder
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise PermissionError(f"{folder} is not private to this user")
     return folder

@@ -340,13 +340,13 @@ def stop_keeper(root: Path, wait: float = 5.0) -> bool:
 # -- the keeper process ---------------------------------------------------------------
 
 
-def socket_for(root: Path) -> Path:
+def socket_for(root: Path, create: bool = False) -> Path:
     """The keeper socket of the vault at ``root`` (one per vault folder), in this user's
     private runtime folder: only this user's keeper can listen there."""
     import hashlib
 
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:20]
-    return runtime_dir() / f"keeper-{key}.sock"
+    return runtime_dir(create) / f"keeper-{key}.sock"
 
 
 class _Keeper:
@@ -653,7 +653,7 @@ def run_keeper(root: Path, idle: float | None = None) -> int:
         else:
             return 0  # another keeper has this vault
         try:
-            sock_path = socket_for(root)
+            sock_path = socket_for(root, create=True)
         except PermissionError as exc:
             print(f"agent-mem-vault keeper: {exc}", file=sys.stderr)
             return 1
