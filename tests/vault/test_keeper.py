@@ -382,3 +382,19 @@ def test_a_keeper_of_another_version_is_not_trusted_and_asked_to_leave(
     monkeypatch.setattr(keeper_module, "code_key", lambda: "9.9.9/9999_future")
     assert KeeperLink(vault.path).ask() is None
     assert keeper.wait(timeout=15) == 0
+
+
+def test_what_is_not_a_note_file_is_not_read_through_the_keeper(
+    vault: Vault, keeper: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    # A watch names paths without saying what they are: a FIFO must not block the
+    # keeper, and a link to a file outside the vault is not a note (the scan skips both).
+    folder = vault.path / NS / "handoffs"
+    os.mkfifo(folder / "pipe.md")
+    outside = write_handoff(tmp_path / "elsewhere", "3zzzzzzzzzzz3", "outside", namespace=NS)
+    (folder / "3zzzzzzzzzzz3.md").symlink_to(outside)
+    h = vault.create_handoff(to="codex", summary="inside", context="c", namespace=NS, from_="a")
+    peeked = _peek(vault.path)
+    assert peeked is not None and peeked["id"] == h.id
+    assert keeper_status(vault.path).get("ready") is True  # not stuck on the FIFO
+    assert [x.id for x in vault.list_handoffs(namespace=NS, status="all")] == [h.id]

@@ -10,7 +10,9 @@ text, which the scanner writes under the vault lock.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,16 +71,30 @@ class FileRecord:
 
 
 def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
-    """The bytes of ``root/path`` and the stat of the very file read; ``None`` if it has gone.
+    """The bytes of ``root/path`` and the stat of the very file read; ``None`` if it has
+    gone or is not a regular file.
 
     One open: the stamp (size, mtime) always belongs to the bytes, even when a
-    writer renames a new version over the path meanwhile.
+    writer renames a new version over the path meanwhile. A file watcher names
+    paths without saying what they are: a folder or a symbolic link named
+    ``*.md`` is not a note (the scan skips them too), and a FIFO must not block
+    the reader, so the path is opened without following links or blocking, and
+    checked before it is read.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(f"{root}/{path}", "rb") as fh:
-            return os.fstat(fh.fileno()), fh.read()
-    except FileNotFoundError:
+        fd = os.open(f"{root}/{path}", flags)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a symbolic link
+            return None
+        raise
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return st, fh.read()
 
 
 def read_record(root: Path, path: str) -> FileRecord | None:
