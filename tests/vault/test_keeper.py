@@ -82,8 +82,8 @@ def _keeper_processes(root: Path) -> list[int]:
 
 @pytest.fixture
 def keeper(vault: Vault) -> Iterator[subprocess.Popen[bytes]]:
-    # The namespace's folder is made first: a folder made later restarts the
-    # keeper's watch, and until it has checked everything again it vouches for nothing.
+    # The namespace's folder is made first: until a folder made later is watched
+    # (a moment), the keeper vouches for nothing.
     (vault.path / NS / "handoffs").mkdir(parents=True)
     proc = _start(vault.path)
     try:
@@ -200,7 +200,7 @@ def test_a_new_namespace_made_by_hand_is_seen_through_the_keeper(
     write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "by hand", namespace=other)
     peeked = _peek(vault.path, other)
     assert peeked is not None and peeked["summary"] == "by hand"
-    # The new folder restarted the keeper's watch; it checks everything and vouches again.
+    # The keeper vouches again once the new folder is watched (and applied).
     assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
     note = vault.path / other / "handoffs" / "3zzzzzzzzzzz2.md"
     _same_stamp_edit(note, "## Summary\nby hand", "## Summary\nby pen!")
@@ -398,3 +398,45 @@ def test_what_is_not_a_note_file_is_not_read_through_the_keeper(
     assert peeked is not None and peeked["id"] == h.id
     assert keeper_status(vault.path).get("ready") is True  # not stuck on the FIFO
     assert [x.id for x in vault.list_handoffs(namespace=NS, status="all")] == [h.id]
+
+
+def test_the_keeper_stays_ready_across_a_new_namespace(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    """Its watch is set up again for the new folders without a gap: nothing is checked
+    again, and an edit made in an old folder meanwhile (one no ``stat`` can see) is
+    not lost."""
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    checks = keeper_status(vault.path)["checks"]
+    other = "project/made-by-hand"
+    write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "by hand", namespace=other)
+    _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    before = _answered(vault.path)
+    peeked = _peek(vault.path, other)
+    assert peeked is not None and peeked["summary"] == "by hand"
+    peeked = _peek(vault.path)
+    assert peeked is not None and peeked["summary"] == "xyz"
+    assert _answered(vault.path) == before + 2  # both vouched for by the keeper
+    assert keeper_status(vault.path)["checks"] == checks
+
+
+def test_a_namespace_moved_by_hand_is_seen_and_watched_through_the_keeper(
+    vault: Vault, keeper: subprocess.Popen[bytes]
+) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    assert _peek(vault.path) is not None
+    checks = keeper_status(vault.path)["checks"]
+    moved = "project/moved"
+    (vault.path / NS).rename(vault.path / moved)
+    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    note = f"{moved}/handoffs/{h.id}.md"
+    peeked = _peek(vault.path)  # the namespace is the note's, wherever it lies
+    assert peeked is not None and peeked["path"] == note
+    _same_stamp_edit(vault.path / note, "## Summary\nabc", "## Summary\nxyz")
+    before = _answered(vault.path)
+    peeked = _peek(vault.path)
+    assert peeked is not None and peeked["summary"] == "xyz"
+    assert _answered(vault.path) == before + 1
+    assert keeper_status(vault.path)["checks"] == checks

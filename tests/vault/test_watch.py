@@ -16,7 +16,7 @@ import watchfiles._rust_notify
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.watch import NoteWatcher
-from tests.by_hand import save_in_place
+from tests.by_hand import save_in_place, write_handoff
 
 from .conftest import NS
 
@@ -43,11 +43,11 @@ def _watching(vault: Vault) -> Iterator[NoteWatcher]:
         vault.stop_watching()
 
 
-def _restarted(vault: Vault, watcher: NoteWatcher, started: int, namespace: str) -> bool:
-    """Whether the watch was set up again since generation ``started`` (a call takes the
-    watcher's events, which is what restarts it)."""
+def _restarted(vault: Vault, watcher: NoteWatcher, handovers: int, namespace: str) -> bool:
+    """Whether a new watch took over since ``handovers`` and holds no folder back (a call
+    takes the watcher's events, which is what restarts it and hands over)."""
     vault.peek_handoff(agent="codex", namespace=namespace)
-    return watcher.active and watcher.generation > started
+    return watcher.active and watcher.settled and watcher.handovers > handovers
 
 
 def _same_stamp_edit(note: Path, old: str, new: str) -> None:
@@ -116,14 +116,15 @@ def test_a_vault_that_stops_watching_checks_by_stat_again(vault: Vault) -> None:
 def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> None:
     vault.create_handoff(to="codex", summary="first", context="c", namespace=NS, from_="a")
     with _watching(vault) as watcher:
-        started = watcher.generation
+        started, handovers = watcher.generation, watcher.handovers
         vault.peek_handoff(agent="codex", namespace=NS)
         # A new namespace: its folders are made after the watch began.
         h = vault.create_handoff(
             to="codex", summary="abc", context="c", namespace="team/new", from_="a"
         )
 
-        assert _eventually(lambda: _restarted(vault, watcher, started, "team/new"))
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, "team/new"))
+        assert watcher.generation == started  # no gap: nothing to check again by stat
         vault.peek_handoff(agent="codex", namespace="team/new")
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
@@ -161,7 +162,7 @@ def test_a_folder_made_while_the_watch_restarts_is_watched(
     first = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
     source = vault.path / first.path
     with _watching(vault) as watcher:
-        started = watcher.generation
+        handovers = watcher.handovers
         vault.peek_handoff(agent="codex", namespace=NS)
         hand: list[Path] = []
         _after_first_listing(
@@ -170,7 +171,7 @@ def test_a_folder_made_while_the_watch_restarts_is_watched(
         )
         (vault.path / "project" / "other").mkdir()  # a new folder: the watch restarts
 
-        assert _eventually(lambda: _restarted(vault, watcher, started, NS))
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
         assert hand, "the folder was made during the restart's listing"
         assert [h.id for h in vault.list_handoffs(namespace="team/late")] == ["3latezzzzzzz2"]
         _same_stamp_edit(hand[0], "## Summary\nabc", "## Summary\nxyz")
@@ -239,13 +240,75 @@ def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) 
     source = vault.path / first.path
     text = source.read_text()
     with _watching(vault) as watcher:
-        started = watcher.generation
+        handovers = watcher.handovers
         vault.peek_handoff(agent="codex", namespace=NS)
         shutil.rmtree(source.parent)
         source.parent.mkdir()
         source.write_text(text)
 
-        assert _eventually(lambda: _restarted(vault, watcher, started, NS))
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(source, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
+
+
+def test_a_new_namespace_made_by_hand_is_watched_without_a_check_by_stat(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="first", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        started, handovers = watcher.generation, watcher.handovers
+        vault.peek_handoff(agent="codex", namespace=NS)
+        other = "team/by-hand"
+        note = write_handoff(
+            vault.path / other / "handoffs", "3zzzzzzzzzzz2", "abc", namespace=other
+        )
+
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, other))
+        assert [h.id for h in vault.list_handoffs(namespace=other)] == ["3zzzzzzzzzzz2"]
+        assert watcher.generation == started
+        _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff("3zzzzzzzzzzz2").summary == "xyz")
+
+
+def test_an_edit_in_an_old_folder_while_the_watch_restarts_is_seen(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old watch reports until the new one is in place: an edit made while the new
+    one is set up (only the old one can see it) is not lost, and nothing is checked
+    by stat again (the edit keeps size and mtime: only a watch sees it)."""
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    note = vault.path / h.path
+    with _watching(vault) as watcher:
+        started, handovers = watcher.generation, watcher.handovers
+        vault.peek_handoff(agent="codex", namespace=NS)
+        edited: list[bool] = []
+
+        def edit() -> None:
+            assert not watcher.settled  # the new folder is held back meanwhile
+            _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
+            edited.append(True)
+
+        _after_first_listing(monkeypatch, edit)
+        other = "team/new"
+        write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "new", namespace=other)
+
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
+        assert edited, "the edit was made during the restart's listing"
+        assert watcher.generation == started
+        assert vault.get_handoff(h.id).summary == "xyz"
+        assert [x.id for x in vault.list_handoffs(namespace=other)] == ["3zzzzzzzzzzz2"]
+
+
+def test_a_folder_renamed_by_hand_is_watched_under_its_new_name(vault: Vault) -> None:
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        started, handovers = watcher.generation, watcher.handovers
+        vault.peek_handoff(agent="codex", namespace=NS)
+        moved = "project/moved"
+        (vault.path / NS).rename(vault.path / moved)
+
+        assert _eventually(lambda: _restarted(vault, watcher, handovers, moved))
+        assert watcher.generation == started
+        assert [x.path for x in vault.list_handoffs(limit=10)] == [h.path.replace(NS, moved, 1)]
+        note = vault.path / h.path.replace(NS, moved, 1)
+        _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
+        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")

@@ -19,8 +19,9 @@ the question has been read by then; the keeper applies them all to the index
 the asking process itself, inside a write, or by another writer) the keeper
 answers with the notes and folders still to apply, and the asking process
 applies them under its own lock. Until its first full check of the vault is
-done, or after its watch restarts (a new folder), it answers
-``{"ok": false}`` and the caller checks by ``stat`` as before.
+done, and while a new folder waits to be watched (a new namespace: a moment,
+see ``watch.py``), it answers ``{"ok": false}`` and the caller checks by
+``stat`` as before.
 
 Started by the first process that paid for a namespace of at least
 ``START_FROM`` notes (detached, in its own session); it leaves after
@@ -394,15 +395,19 @@ class _Keeper:
             self.lock.release()
 
     @property
-    def ready(self) -> bool:
-        """Whether the keeper vouches: watching, checked since the watch began, no
-        check running or due."""
+    def checked(self) -> bool:
+        """Watching, checked since the watch began, no check running or due."""
         return (
             self.watcher.active
             and self.ready_gen == self.watcher.generation
             and not self.checking
             and time.monotonic() < self.checked_at + CHECK_EVERY
         )
+
+    @property
+    def ready(self) -> bool:
+        """Checked, and no new folder waits to be watched (then it is told and applied)."""
+        return self.checked and self.watcher.settled
 
     # -- keeping the index current ---------------------------------------------------
 
@@ -519,6 +524,8 @@ class _Keeper:
     def catch_up(self, wait: float) -> Told | None:
         """Everything changed before now: applied (an empty ``Told``), left for the
         caller (the lock was taken), or None if this keeper cannot vouch for it."""
+        if self.checked and not self.watcher.settled:
+            self.drain()  # a new watch may be in place to take over (and tell new folders)
         if not self.ready or not self.barrier() or not self.ready:
             return None
         if self.apply(wait):
@@ -569,19 +576,21 @@ class _Keeper:
         inactive_since: float | None = None
         while self.still_wanted(inode):
             if not self.watcher.active and not self.watcher.start(wait=TICK):
-                # Being set up (a new folder restarted it): answer "not ready" meanwhile.
+                # Being set up (at first, or again after it broke): answer "not ready".
                 inactive_since = inactive_since or time.monotonic()
                 if time.monotonic() - inactive_since > WATCH_SETUP_LIMIT:
                     return  # no watch possible here: callers check by stat
                 self.answer_waiting(listener)
                 continue
             inactive_since = None
-            if not self.ready:
+            if not self.checked:
                 # A long write (``reindex``?) holding the vault: try again next time round.
                 with contextlib.suppress(UnavailableError):
                     self.check_everything(listener)
                 continue
-            readable, _w, _x = select.select([listener], [], [], TICK)
+            # While new folders wait for the new watch, look at it more often.
+            tick = TICK if self.watcher.settled else TICK / 10
+            readable, _w, _x = select.select([listener], [], [], tick)
             if readable:
                 self.answer_one(listener)
             elif not self.drain():

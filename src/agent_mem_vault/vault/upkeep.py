@@ -222,9 +222,16 @@ class IndexUpkeep:
     ) -> None:
         """``sync`` with a watcher: apply the changes it reported; check by stat only
         what was not checked since it began (the vault's folders once, each
-        namespace a call reads once)."""
+        namespace a call reads once).
+
+        A new folder is reported once the watch covers it (then synced whole, like
+        any folder reported); until then (``settled`` is False, a moment) a
+        namespace checked by stat is not counted as checked, nor what the keeper
+        vouched for: a note made in a folder not yet watched would go unseen.
+        """
         if watcher.generation != self._checked_gen:
             self._checked, self._checked_gen = set(), watcher.generation
+        settled = watcher.settled
         files, folders = changes
         todo = [s for s in scope if s not in self._checked]
         first = None not in self._checked
@@ -237,7 +244,8 @@ class IndexUpkeep:
             files = files | told.files
             folders = folders | told.dirs
             first, todo = False, []
-            self._checked.add(_ALL)
+            if settled:
+                self._checked.add(_ALL)
         dirs = changed_dirs(self.root, idx) if first else []
         if dirs is None:
             dirs = [""]
@@ -254,7 +262,8 @@ class IndexUpkeep:
             except BaseException:
                 self._checked.clear()  # what the watcher told is lost: check by stat again
                 raise
-        self._checked.update(todo)
+        if settled:
+            self._checked.update(todo)
         self._checked.add(None)
 
     def _sync_locked(

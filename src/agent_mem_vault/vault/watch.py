@@ -15,11 +15,15 @@ inotify, a removed vault), every call goes back to the checks of ``scan.py``.
 Each folder is watched on its own, not the tree recursively: a recursive watch
 walks every file of the vault while holding the GIL (0.6 s at 200,000 notes,
 during which the server could not answer ``initialize``). A folder made later
-(a new namespace) restarts the watch, which makes every folder be checked by
-``stat`` once more, as at the start; an event on a folder already watched (a sync
-tool touching it) does not. A folder made while the watch is being set up is caught
-by listing the folders again once it is in place, and a folder removed meanwhile
-makes the setup try again with a fresh listing.
+(a new namespace) is watched by setting the watch up again, in a background
+thread, *without a gap*: the old watch keeps reporting until the new one is in
+place, and only then is it closed (a change both report is told once: they are
+sets). The new folders themselves are held back until the new watch covers
+them, so that a caller's look at a new folder comes after the folder is
+watched: a note made there between the look and the watch would otherwise be
+missed. A folder made while the watch is being set up is caught by listing the
+folders again once it is in place (or held back for the next setup), and a
+folder removed meanwhile makes the setup try again with a fresh listing.
 """
 
 from __future__ import annotations
@@ -57,14 +61,25 @@ class NoteWatcher:
         """A folder outside the notes, also watched: the names of files made there are
         kept in ``marks_seen`` (the keeper's barrier, see ``keeper.py``)."""
         self.marks_seen: set[str] = set()
+        self._lock = threading.Lock()
+        """Taken by ``take`` and ``stop``, and by a setup handing its watch over."""
         self._notify: Any = None
         self._ready = threading.Event()
         self._generation = 0
         self._thread: threading.Thread | None = None
         self._watched: frozenset[str] = frozenset()
         """The folders (relative to ``root``, ``""`` for it) the current watch was given."""
-        self._behind = False
-        """Set up while folders kept appearing: restart on the next ``take``."""
+        self._next: tuple[Any, frozenset[str], set[str]] | None = None
+        """A restart's new watch, ready to take over: (watch, folders, folders it missed)."""
+        self._restarting = False
+        """A new watch is being set up while the current one keeps reporting."""
+        self._held: set[str] = set()
+        """New folders not yet covered by a watch: told once one covers them."""
+        self._asked: set[str] = set()
+        """The folders held when the current restart began (its listing should find them)."""
+        self._stopped = False
+        self.handovers = 0
+        """Restarts for new folders whose new watch took over without a gap."""
 
     def start(self, wait: float = 0.0) -> bool:
         """Start setting up the watch; True if it is in place within ``wait`` seconds."""
@@ -75,51 +90,143 @@ class NoteWatcher:
         return self.active
 
     def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
         if self._thread is not None:
             self._thread.join(timeout=30)
-        notify, self._notify = self._notify, None
-        if notify is not None:
-            notify.close()
+        with self._lock:
+            self._break()
 
     @property
     def active(self) -> bool:
-        """True while every change under ``root`` is being reported."""
+        """True while every change under ``root`` is being reported (folders held back
+        included: they are told once watched)."""
         return self._notify is not None
 
     @property
+    def settled(self) -> bool:
+        """False while new folders are held back (not watched yet, so not told yet):
+        until then, what is in them may change unreported."""
+        return self._notify is not None and not self._held
+
+    @property
     def generation(self) -> int:
-        """Changes each time the watch (re)starts; what was checked before must be again."""
+        """Changes when the watch starts with nothing reported before it: its first start,
+        and a restart that could not keep the old watch running until the new one was
+        in place (the old one broke meanwhile). What was checked before must be again.
+
+        A restart for new folders keeps the generation (the old watch reported until the
+        new one took over; the new folders are told once watched). A watch that broke
+        (``take`` returns None) or a restart that failed leaves the watcher inactive,
+        and the callers check by ``stat`` from then on.
+        """
         return self._generation
 
     def take(self) -> tuple[set[str], set[str]] | None:
         """(notes, folders) changed since the last call, relative to ``root``; ``None``
-        if the watch has broken (then the caller checks by ``stat``)."""
-        notify = self._notify
-        if notify is None:
-            return None
-        try:
-            changes = notify.watch(1, 1, 1, None)
-        except Exception:  # the watch broke (the vault was removed?)
-            self._notify = None
-            notify.close()
-            return None
-        if not isinstance(changes, set):
-            changes = set()
-        files, dirs, new = self._sort(changes)
-        if self._behind or any(os.path.isdir(self.root / d) for d in new):
-            # A folder made (or renamed, or removed and made again) here is not
-            # watched yet: watch again. The changes told so far are still applied;
-            # the new generation makes the caller check every folder by stat once,
-            # for what falls in between.
-            self._restart(notify)
-        return files, dirs
+        if the watch has broken (then the caller checks by ``stat``).
 
-    def _restart(self, notify: Any) -> None:
+        A new folder is told only once a watch covers it (see ``settled``).
+        """
+        with self._lock:
+            notify = self._notify
+            if notify is None:
+                return None
+            handover = self._restarting and self._ready.is_set()
+            if handover and self._next is None:
+                self._break()  # the new watch could not be set up: check by stat
+                return None
+            try:
+                # During a restart this is the old watch; on the handover, its last
+                # drain, after the new watch is in place.
+                files, dirs, new = self._sort(self._drain(notify), self._watched)
+            except Exception:  # the watch broke (the vault was removed?)
+                self._broken()
+                return None
+            if handover:
+                try:
+                    new = self._hand_over(files, dirs, new)
+                except Exception:  # the new watch broke at once
+                    self._break()
+                    return None
+            self._held |= {d for d in new if self._is_folder(d)}
+            dirs -= self._held
+            if self._held and not self._restarting:
+                self._restart()
+            return files, dirs
+
+    def _hand_over(self, files: set[str], dirs: set[str], new: set[str]) -> set[str]:
+        """Make the restart's watch the current one (its events added to ``files`` and
+        ``dirs``); the folders it does not cover are returned, to be held back still.
+
+        The folders it was given are covered, unless it reported them made again
+        (the watch went with the old folder) or missed them (made during its setup).
+        A folder held since before the setup began but not given to it could not be
+        listed (an unreadable parent): it is told unwatched rather than set up for
+        again and again.
+        """
+        assert self._next is not None
+        fresh, watched, missed = self._next
+        more_files, more_dirs, unsure = self._sort(self._drain(fresh), watched)
+        self._notify.close()
+        self._notify, self._watched, self._next = fresh, watched, None
+        self._restarting = False
+        self.handovers += 1
+        files |= more_files
+        dirs |= more_dirs
+        told = self._held | new | unsure | missed
+        self._held = set()
+        dirs |= told  # those held still are taken out again by ``take``
+        return (told - watched - self._asked) | unsure | missed
+
+    def _broken(self) -> None:
+        """The current watch raised: a restart's new watch takes over, as a new generation
+        (nothing told what changed meanwhile); else the watcher stops."""
+        self._notify.close()
         self._notify = None
-        notify.close()
+        self._held = set()
+        if self._next is not None:
+            fresh, watched, missed = self._next
+            self._install(fresh, watched, missed)
+        elif not self._restarting:
+            self._break()
+        # else the restart's setup, once done, installs its watch (``_setup``)
+
+    def _break(self) -> None:
+        """No watch from now on: the callers check by ``stat``."""
+        for notify in (self._notify, self._next[0] if self._next is not None else None):
+            if notify is not None:
+                notify.close()
+        self._notify, self._next = None, None
+        self._restarting = False
+        self._held = set()
+
+    def _install(self, notify: Any, watched: frozenset[str], missed: set[str]) -> None:
+        """Make ``notify`` the watch, with nothing reported before it: a new generation."""
+        self._notify, self._watched, self._next = notify, watched, None
+        self._restarting = False
+        self._held = set(missed)
+        self._generation += 1
+
+    def _restart(self) -> None:
+        """Set a new watch up in the background; the current one reports until it is ready."""
+        self._restarting = True
+        self._asked = set(self._held)
         self._ready.clear()
         self._thread = threading.Thread(target=self._setup, name="vault-watch", daemon=True)
         self._thread.start()
+
+    def _drain(self, notify: Any) -> set[tuple[int, str]]:
+        changes = notify.watch(1, 1, 1, None)
+        return changes if isinstance(changes, set) else set()
+
+    def _is_folder(self, rel: str) -> bool:
+        """Whether ``rel`` is a folder a watch would be given (see ``_folders``)."""
+        path = self.root / rel
+        return path.is_dir() and not path.is_symlink()
+
+    def _rel(self, path: str) -> str:
+        return "" if path == str(self.root) else path[len(self._prefix) :].replace(os.sep, "/")
 
     def _folders(self) -> list[str]:
         """The vault's folders as ``scan.py`` sees them (see ``scan.skipped``; no symbolic
@@ -147,17 +254,19 @@ class NoteWatcher:
 
         A folder made after its parent was listed but before the parent was watched
         would never be reported: the second listing finds it, and the watch starts
-        over (a few times at most; then the next ``take`` restarts it). A listed
-        folder removed before it is watched is skipped by watchfiles 1.x (older
-        versions raise ``FileNotFoundError``: then the listing is taken afresh).
+        over (a few times at most; then the folders still missed are held back and
+        the next ``take`` sets the watch up again). A listed folder removed before
+        it is watched is skipped by watchfiles 1.x (older versions raise
+        ``FileNotFoundError``: then the listing is taken afresh).
         """
         try:
             from watchfiles._rust_notify import RustNotify
         except ImportError:
-            self._ready.set()
+            self._ready.set()  # no watch, as when a restart fails (see ``take``)
             return
         notify: Any = None
         folders: list[str] = []
+        missed: set[str] = set()
         for attempt in range(SETUP_TRIES):
             folders = self._folders()
             try:
@@ -167,23 +276,31 @@ class NoteWatcher:
             except Exception:  # no watch possible here: the callers keep checking by stat
                 break
             # A folder made meanwhile may be unwatched: start over; if folders keep
-            # appearing, keep the last watch and let the next ``take`` start it again.
-            self._behind = not set(folders).issuperset(self._folders())
-            if not self._behind or attempt == SETUP_TRIES - 1:
+            # appearing, keep the last watch and hold back those it missed.
+            missed = set(self._folders()) - set(folders)
+            if not missed or attempt == SETUP_TRIES - 1:
                 break
             notify.close()  # folders made while it was set up: start over
             notify = None
-        if notify is not None:
-            cut = len(self._prefix)
-            self._watched = frozenset(
-                "" if f == str(self.root) else f[cut:].replace(os.sep, "/") for f in folders
-            )
-            self._generation += 1
-            self._notify = notify
-        self._ready.set()
+        with self._lock:
+            if notify is None:
+                pass  # a restart that failed: ``take`` stops the old watch too
+            elif self._stopped:
+                notify.close()
+            else:
+                watched = frozenset(self._rel(f) for f in folders)
+                lost = {self._rel(f) for f in missed}
+                if self._notify is None:  # the first start, or the old watch broke
+                    self._install(notify, watched, lost)
+                else:
+                    self._next = (notify, watched, lost)
+            self._ready.set()
 
-    def _sort(self, changes: Iterable[tuple[int, str]]) -> tuple[set[str], set[str], set[str]]:
-        """(notes, folders, folders maybe not watched) among ``changes``.
+    def _sort(
+        self, changes: Iterable[tuple[int, str]], watched: frozenset[str]
+    ) -> tuple[set[str], set[str], set[str]]:
+        """(notes, folders, folders maybe not watched) among ``changes``, reported by the
+        watch that was given the folders ``watched``.
 
         A folder is maybe not watched if the watch was not given it or it was
         reported added or deleted (removed and made again: the old watch went with
@@ -207,6 +324,6 @@ class NoteWatcher:
                 files.add(rel)
             else:
                 dirs.add(rel)  # a folder made, removed or renamed: look at it whole
-                if kind != _MODIFIED or rel not in self._watched:
+                if kind != _MODIFIED or rel not in watched:
                     new.add(rel)
         return files, dirs, new
