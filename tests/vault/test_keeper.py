@@ -440,3 +440,18 @@ def test_a_namespace_moved_by_hand_is_seen_and_watched_through_the_keeper(
     assert peeked is not None and peeked["summary"] == "xyz"
     assert _answered(vault.path) == before + 1
     assert keeper_status(vault.path)["checks"] == checks
+
+
+def test_reading_a_named_path_skips_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    from agent_mem_vault.vault.records import read_file
+
+    (tmp_path / "folder.md").mkdir()
+    os.mkfifo(tmp_path / "fifo.md")
+    (tmp_path / "real.md").write_text("x")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    assert read_file(tmp_path, "folder.md") is None
+    assert read_file(tmp_path, "fifo.md") is None  # and does not block
+    assert read_file(tmp_path, "link.md") is None
+    assert read_file(tmp_path, "gone.md") is None
+    found = read_file(tmp_path, "real.md")
+    assert found is not None and found[1] == b"x"

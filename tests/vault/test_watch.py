@@ -312,3 +312,59 @@ def test_a_folder_renamed_by_hand_is_watched_under_its_new_name(vault: Vault) ->
         note = vault.path / h.path.replace(NS, moved, 1)
         _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+
+
+def test_each_watcher_has_its_own_marks_folder_removed_when_it_stops(vault: Vault) -> None:
+    marks = vault.path / ".agent-mem-vault" / "marks"
+    marks.mkdir(parents=True, exist_ok=True)
+    stale = marks / "4194304-deadbeef"  # above Linux's largest pid: a process gone
+    (stale / "1").parent.mkdir()
+    (stale / "1").touch()
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        own = watcher._marks_dir
+        assert own.parent == marks and own.is_dir()
+        assert not stale.exists()  # a dead process's folder is cleared away
+        assert list(own.iterdir()) == []  # each mark is removed once its event is read
+    assert not own.exists()
+
+
+def test_every_look_at_the_watch_reads_all_that_came_before_it(vault: Vault) -> None:
+    # No pause between the edit and the call: the mark made by the call is read
+    # only after every event queued before it.
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    with _watching(vault):
+        vault.peek_handoff(agent="codex", namespace=NS)
+        for i in range(20):
+            summary = f"x{i:02d}"
+            _same_stamp_edit(
+                vault.path / h.path, f"## Summary\n{h.summary}", f"## Summary\n{summary}"
+            )
+            h = vault.get_handoff(h.id)
+            assert h.summary == summary
+
+
+def test_a_folder_named_like_a_note_is_a_folder_to_the_watch(vault: Vault) -> None:
+    vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        odd = vault.path / NS / "handoffs" / "odd.md"
+        odd.mkdir()
+        write_handoff(odd, "3zzzzzzzzzzz2", "inside a folder named odd.md", namespace=NS)
+        assert _eventually(lambda: _restarted(vault, watcher, 0, NS) and watcher.settled)
+        found = vault.get_handoff("3zzzzzzzzzzz2")
+        assert found.path == f"{NS}/handoffs/odd.md/3zzzzzzzzzzz2.md"
+
+
+def test_a_vault_reached_through_a_symbolic_link_is_watched(vault: Vault, tmp_path: Path) -> None:
+    link = tmp_path / "link-to-vault"
+    link.symlink_to(vault.path)
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    through = Vault(link, durable=False)
+    try:
+        with _watching(through):
+            through.peek_handoff(agent="codex", namespace=NS)
+            _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+            assert through.get_handoff(h.id).summary == "xyz"
+    finally:
+        through.close()

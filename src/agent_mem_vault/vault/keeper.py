@@ -11,10 +11,12 @@ current.
 
 The answer must cover every change made before the question, and an event
 can sit in the operating system's queue for a moment before the watcher
-reads it. So a question is answered after a *barrier*: the keeper makes a
-file with a new name in a watched folder of its own, and reads events until
-that file's event arrives. The queue is in order, so every change made before
-the question has been read by then; the keeper applies them all to the index
+reads it. So every look at the watch is a *barrier* (``NoteWatcher._drain``):
+the watcher makes a file with a new name in a watched folder of its own, and
+reads events until that file's event arrives. The queue is in order, so every
+change made before the question has been read by then, and none is dropped
+(watchfiles drops what it gathered when a wait times out, so no wait is left to
+time out); the keeper applies them all to the index
 (under the vault lock) and answers ``{"ok": true}``. If the lock is held (by
 the asking process itself, inside a write, or by another writer) the keeper
 answers with the notes and folders still to apply, and the asking process
@@ -83,8 +85,6 @@ ASK_TIMEOUT = 0.5
 (the keeper answers in milliseconds; one that is busy is not waited for)."""
 WATCH_SETUP_LIMIT = 60.0
 """Seconds the keeper waits for its watch to be set up before it gives up and leaves."""
-BARRIER_TIMEOUT = 1.0
-"""How long the keeper waits for its own barrier file's event (it comes in a millisecond)."""
 TICK = 0.25
 """Seconds between the keeper's looks at the watcher when nobody asks."""
 
@@ -100,7 +100,6 @@ BURST_WINDOW = 2.0
 LOCK_NAME = "keeper.lock"
 _UNSURE = -2
 """``ready_gen`` after a burst: no watch generation matches it."""
-MARKS_NAME = "keeper"
 _OFF = {"0", "off", "no", "false"}
 
 
@@ -364,18 +363,13 @@ class _Keeper:
         self.root_id = _identity(root)
         self.sock_path = sock_path
         self.idle = idle
-        self.marks = _dot(root) / MARKS_NAME
-        self.marks.mkdir(exist_ok=True)
-        for old in os.listdir(self.marks):
-            (self.marks / old).unlink(missing_ok=True)
         self.lock = VaultLock(_dot(root) / "lock", timeout=5.0)
         self.upkeep = IndexUpkeep(root, _dot(root) / INDEX_FILE, SYSTEM_CLOCK, self._locked, None)
-        self.watcher = NoteWatcher(root, marks=self.marks)
+        self.watcher = NoteWatcher(root)
         self.pending = Told()
         self.ready_gen = -1
         """The watch generation whose start the index was checked against; ready when
         it is the watcher's current one."""
-        self.mark = 0
         self.checked_at = 0.0
         self.bursts = 0
         self.recent: deque[tuple[float, int]] = deque()
@@ -490,21 +484,6 @@ class _Keeper:
             self.bursts += 1
         return True
 
-    def barrier(self) -> bool:
-        """Read the watcher until every change made before this call is in ``pending``."""
-        self.mark += 1
-        name = f"b-{os.getpid()}-{self.mark}"
-        (self.marks / name).touch()
-        deadline = time.monotonic() + BARRIER_TIMEOUT
-        try:
-            while name not in self.watcher.marks_seen:
-                if not self.drain() or time.monotonic() > deadline:
-                    return False
-            return True
-        finally:
-            self.watcher.marks_seen.clear()
-            (self.marks / name).unlink(missing_ok=True)
-
     def apply(self, wait: float) -> bool:
         """Apply ``pending`` to the index if the vault lock comes within ``wait`` seconds."""
         from .scan import apply_told
@@ -526,7 +505,8 @@ class _Keeper:
         caller (the lock was taken), or None if this keeper cannot vouch for it."""
         if self.checked and not self.watcher.settled:
             self.drain()  # a new watch may be in place to take over (and tell new folders)
-        if not self.ready or not self.barrier() or not self.ready:
+        # Each look at the watcher is a barrier (``NoteWatcher.take``).
+        if not self.ready or not self.drain() or not self.ready:
             return None
         if self.apply(wait):
             return Told()
@@ -595,7 +575,7 @@ class _Keeper:
                 self.answer_one(listener)
             elif not self.drain():
                 return
-            elif (self.pending.files or self.pending.dirs) and self.barrier():
+            elif self.pending.files or self.pending.dirs:
                 # Apply as changes come, so that a question finds nothing left to do.
                 self.apply(wait=0.0)
 
@@ -675,7 +655,10 @@ def run_keeper(root: Path, idle: float | None = None) -> int:
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, info, 0)
         keeper = _Keeper(root, sock_path, idle)
-        signal.signal(signal.SIGTERM, lambda *_: setattr(keeper, "stopping", True))
+        # Handlers that only ask the loop to end: one that raised (SIGINT's default)
+        # would make watchfiles drop the changes it gathered.
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: setattr(keeper, "stopping", True))
         try:
             keeper.serve(listener, inode)
         finally:

@@ -90,11 +90,14 @@ def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
         if exc.errno == errno.ELOOP:  # a symbolic link
             return None
         raise
-    with open(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        return st, fh.read()
+        with open(fd, "rb", closefd=False) as fh:
+            return st, fh.read()
+    finally:
+        os.close(fd)
 
 
 def read_record(root: Path, path: str) -> FileRecord | None:

@@ -29,7 +29,9 @@ folder removed meanwhile makes the setup try again with a fresh listing.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -38,10 +40,28 @@ from .scan import skipped
 
 __all__ = ["NoteWatcher"]
 
+MARKS_FOLDER = ".agent-mem-vault/marks"
+"""Where each watcher (one per process) has a folder for its marks (see ``_drain``)."""
+DRAIN_TIMEOUT = 2.0
+"""Seconds a look at the watch waits for its own mark before taking the watch as broken."""
 SETUP_TRIES = 5
 """Listings tried before giving up when folders keep appearing or vanishing during setup."""
 
 _MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
+
+
+class WatchLost(Exception):
+    """The watch may have lost events: it is taken as broken."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 class NoteWatcher:
@@ -54,13 +74,14 @@ class NoteWatcher:
     in a background thread and the checks by ``stat`` serve until it is ready.
     """
 
-    def __init__(self, root: Path, marks: Path | None = None) -> None:
-        self.root = root
-        self._prefix = str(root) + os.sep
-        self._marks = None if marks is None else str(marks) + os.sep
-        """A folder outside the notes, also watched: the names of files made there are
-        kept in ``marks_seen`` (the keeper's barrier, see ``keeper.py``)."""
-        self.marks_seen: set[str] = set()
+    def __init__(self, root: Path) -> None:
+        # The real path: FSEvents reports events under it, whatever path was given.
+        self.root = root.resolve()
+        self._prefix = str(self.root) + os.sep
+        self._marks_dir = self.root / MARKS_FOLDER / f"{os.getpid()}-{os.urandom(4).hex()}"
+        """This watcher's own folder, also watched: ``_drain`` makes a file there and
+        reads events until that file's arrives (see ``_drain``)."""
+        self._mark = 0
         self._lock = threading.Lock()
         """Taken by ``take`` and ``stop``, and by a setup handing its watch over."""
         self._notify: Any = None
@@ -96,6 +117,7 @@ class NoteWatcher:
             self._thread.join(timeout=30)
         with self._lock:
             self._break()
+        shutil.rmtree(self._marks_dir, ignore_errors=True)
 
     @property
     def active(self) -> bool:
@@ -217,8 +239,46 @@ class NoteWatcher:
         self._thread.start()
 
     def _drain(self, notify: Any) -> set[tuple[int, str]]:
-        changes = notify.watch(1, 1, 1, None)
-        return changes if isinstance(changes, set) else set()
+        """Every change ``notify`` was told of before this call, none lost.
+
+        A file is made in this watcher's marks folder and events are read until its
+        own arrives: the kernel queues events in order, so every change made before
+        the call has been read by then. ``RustNotify.watch`` is only ever left with
+        changes in hand: when it gives up ("timeout") it clears what it gathered,
+        and an event that came in that instant would be lost unseen. If the mark
+        does not come within ``DRAIN_TIMEOUT`` the watch is taken as broken.
+        """
+        self._mark += 1
+        mark = self._marks_dir / str(self._mark)
+        mark.touch()
+        wanted = str(mark)
+        out: set[tuple[int, str]] = set()
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        try:
+            while True:
+                left = max(1, int((deadline - time.monotonic()) * 1000))
+                changes = notify.watch(1, 1, left, None)
+                if not isinstance(changes, set):  # "timeout" (or "signal"): events may be lost
+                    raise WatchLost(f"the watch did not report its mark within {DRAIN_TIMEOUT} s")
+                out |= changes
+                if any(path == wanted for _kind, path in changes):
+                    return out
+        finally:
+            mark.unlink(missing_ok=True)
+
+    def _make_marks(self) -> bool:
+        """Make this watcher's marks folder (and remove those of processes gone)."""
+        parent = self._marks_dir.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            for entry in os.scandir(parent):
+                pid = entry.name.partition("-")[0]
+                if pid.isdigit() and entry.path != str(self._marks_dir) and not _alive(int(pid)):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+            self._marks_dir.mkdir(exist_ok=True)
+        except OSError:
+            return False  # a read-only vault: no watch, the callers check by stat
+        return True
 
     def _is_folder(self, rel: str) -> bool:
         """Whether ``rel`` is a folder a watch would be given (see ``_folders``)."""
@@ -232,9 +292,7 @@ class NoteWatcher:
         """The vault's folders as ``scan.py`` sees them (see ``scan.skipped``; no symbolic
         links), listed without a ``stat`` per note."""
         root = str(self.root)
-        out, stack = [root], [root]
-        if self._marks is not None:
-            out.append(self._marks.rstrip(os.sep))
+        out, stack = [root, str(self._marks_dir)], [root]
         while stack:
             folder = stack.pop()
             try:
@@ -264,13 +322,19 @@ class NoteWatcher:
         except ImportError:
             self._ready.set()  # no watch, as when a restart fails (see ``take``)
             return
+        if not self._make_marks():
+            self._ready.set()
+            return
         notify: Any = None
         folders: list[str] = []
         missed: set[str] = set()
         for attempt in range(SETUP_TRIES):
             folders = self._folders()
             try:
-                notify = RustNotify(folders, False, False, 300, False, True)
+                # ``ignore_permission_denied`` off: with it on, watchfiles ignores
+                # every error adding a folder (inotify's watch limit too), and the
+                # watch would cover only some folders without saying so.
+                notify = RustNotify(folders, False, False, 300, False, False)
             except FileNotFoundError:  # a folder listed is gone: list again
                 continue
             except Exception:  # no watch possible here: the callers keep checking by stat
@@ -309,18 +373,14 @@ class NoteWatcher:
         files: set[str] = set()
         dirs: set[str] = set()
         new: set[str] = set()
-        marks = self._marks
         for kind, path in changes:
-            if marks is not None and path.startswith(marks):
-                self.marks_seen.add(path[len(marks) :])
-                continue
             if not path.startswith(self._prefix):
-                continue
+                continue  # the marks folder is inside the skipped dot folder, too
             rel = path[len(self._prefix) :].replace(os.sep, "/")
             parts = rel.split("/")
             if skipped(True, parts[0]) or any(skipped(False, part) for part in parts[1:]):
                 continue
-            if rel.endswith(".md"):
+            if rel.endswith(".md") and not os.path.isdir(path):
                 files.add(rel)
             else:
                 dirs.add(rel)  # a folder made, removed or renamed: look at it whole
