@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DIR_ENV", "runtime_dir"]
+__all__ = ["DIR_ENV", "process_alive", "runtime_dir"]
 
 DIR_ENV = "AGENT_MEM_VAULT_RUNTIME_DIR"
 """Where the sockets live (default: ``$XDG_RUNTIME_DIR`` or the temp folder)."""
@@ -46,3 +46,14 @@ def runtime_dir(create: bool = True) -> Path:
     if info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise PermissionError(f"{folder} is not private to this user")
     return folder
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs (of any user): for files a process left behind."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

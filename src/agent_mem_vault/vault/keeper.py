@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UnavailableError
-from ..core.runtime import runtime_dir
+from ..core.runtime import process_alive, runtime_dir
 
 if TYPE_CHECKING:
     import socket
@@ -255,6 +255,10 @@ class KeeperLink:
         ready (then the caller checks by ``stat``)."""
         if not self.enabled:
             return None
+        info = _read_info(self.root)
+        pid = info.get("pid") if info is not None else None
+        if not isinstance(pid, int) or not process_alive(pid):
+            return None  # none runs: the sockets module need not even be imported
         try:
             sock = socket_for(self.root)
         except (OSError, PermissionError):

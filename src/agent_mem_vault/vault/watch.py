@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..core.runtime import process_alive
 from .scan import skipped
 
 __all__ = ["NoteWatcher"]
@@ -52,16 +53,6 @@ _MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
 
 class WatchLost(Exception):
     """The watch may have lost events: it is taken as broken."""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 class NoteWatcher:
@@ -273,7 +264,11 @@ class NoteWatcher:
             parent.mkdir(parents=True, exist_ok=True)
             for entry in os.scandir(parent):
                 pid = entry.name.partition("-")[0]
-                if pid.isdigit() and entry.path != str(self._marks_dir) and not _alive(int(pid)):
+                if (
+                    pid.isdigit()
+                    and entry.path != str(self._marks_dir)
+                    and not process_alive(int(pid))
+                ):
                     shutil.rmtree(entry.path, ignore_errors=True)
             self._marks_dir.mkdir(exist_ok=True)
         except OSError:
