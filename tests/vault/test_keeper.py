@@ -26,16 +26,15 @@ from agent_mem_vault.vault.keeper import (
     _ENTRY,
     BURST,
     IDLE_ENV,
-    LOCAL_FILESYSTEMS,
     START_FROM,
     SWITCH_ENV,
     KeeperLink,
-    filesystem_of,
     keeper_status,
     run_keeper,
     socket_for,
     stop_keeper,
 )
+from agent_mem_vault.vault.watch import LOCAL_FILESYSTEMS, filesystem_of
 from tests.by_hand import save_in_place, write_handoff
 from tests.cli.test_vault_cli import run
 

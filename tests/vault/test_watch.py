@@ -315,18 +315,29 @@ def test_a_folder_renamed_by_hand_is_watched_under_its_new_name(vault: Vault) ->
 
 
 def test_each_watcher_has_its_own_marks_folder_removed_when_it_stops(vault: Vault) -> None:
+    import fcntl
+
     marks = vault.path / ".agent-mem-vault" / "marks"
-    marks.mkdir(parents=True, exist_ok=True)
-    stale = marks / "4194304-deadbeef"  # above Linux's largest pid: a process gone
-    (stale / "1").parent.mkdir()
-    (stale / "1").touch()
-    with _watching(vault) as watcher:
-        vault.peek_handoff(agent="codex", namespace=NS)
-        own = watcher._marks_dir
-        assert own.parent == marks and own.is_dir()
-        assert not stale.exists()  # a dead process's folder is cleared away
-        assert list(own.iterdir()) == []  # each mark is removed once its event is read
-    assert not own.exists()
+    left = marks / "123-deadbeef"  # a watcher gone: its folder's lock is free
+    left.mkdir(parents=True)
+    (left / "held").touch()
+    (left / "7").touch()
+    alive = marks / "456-cafebabe"  # a watcher alive (in another container, say)
+    alive.mkdir()
+    fd = os.open(alive / "held", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        with _watching(vault) as watcher:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            own = watcher._marks_dir
+            assert own.parent == marks and own.is_dir()
+            assert not left.exists()  # cleared away
+            assert alive.is_dir()  # its lock is held: left alone
+            # Each mark is removed once its event is read; only the lock file stays.
+            assert [p.name for p in own.iterdir()] == ["held"]
+        assert not own.exists()
+    finally:
+        os.close(fd)
 
 
 def test_every_look_at_the_watch_reads_all_that_came_before_it(vault: Vault) -> None:
@@ -368,3 +379,39 @@ def test_a_vault_reached_through_a_symbolic_link_is_watched(vault: Vault, tmp_pa
             assert through.get_handoff(h.id).summary == "xyz"
     finally:
         through.close()
+
+
+def test_a_folder_swapped_in_by_hand_is_read_with_its_subfolders(vault: Vault) -> None:
+    # The old namespace folder is moved aside and another, with a handoffs folder
+    # the index knows by name, takes its place: that subfolder sends no event.
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    stage = vault.path / "stage"
+    write_handoff(stage / "handoffs", "3zzzzzzzzzzz2", "swapped in", namespace=NS)
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        ns_folder = vault.path / NS
+        ns_folder.rename(vault.path / "project" / "old")
+        stage.rename(ns_folder)
+        assert _eventually(lambda: _restarted(vault, watcher, 0, NS))
+        ids = [h.id for h in vault.list_handoffs(namespace=NS, status="all")]
+        assert "3zzzzzzzzzzz2" in ids
+
+
+def test_a_broken_watch_is_set_up_again(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agent_mem_vault.vault.watch as watch_module
+
+    monkeypatch.setattr(watch_module, "RETRY_AFTER", 0.0)
+    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        generation = watcher.generation
+        shutil.rmtree(watcher._marks_dir)  # its next look finds no mark: the watch breaks
+        vault.peek_handoff(agent="codex", namespace=NS)
+
+        def again() -> bool:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            return watcher.active and watcher.generation > generation
+
+        assert _eventually(again)
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert vault.get_handoff(h.id).summary == "xyz"

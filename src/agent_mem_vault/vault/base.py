@@ -112,9 +112,12 @@ class VaultBase:
         the MCP server): calls then read just the notes the watcher reports instead
         of checking their namespace's notes one ``stat`` each. The watch is set up in
         the background; True if it is in place within ``wait`` seconds. Until it is
-        (or where it cannot be), calls keep checking by ``stat``."""
-        from .watch import NoteWatcher
+        (or where it cannot be: a vault on a network or FUSE filesystem, see
+        ``watch.watchable``), calls keep checking by ``stat``."""
+        from .watch import NoteWatcher, watchable
 
+        if not watchable(self.path):
+            return False  # a network or FUSE filesystem: edits from elsewhere send no event
         if self._upkeep.watcher is None:
             self._upkeep.watcher = NoteWatcher(self.path)
         return self._upkeep.watcher.start(wait)

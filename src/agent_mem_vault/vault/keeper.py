@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UnavailableError
 from ..core.runtime import process_alive, runtime_dir
+from .watch import watchable
 
 if TYPE_CHECKING:
     import socket
@@ -85,6 +86,8 @@ ASK_TIMEOUT = 0.5
 (the keeper answers in milliseconds; one that is busy is not waited for)."""
 WATCH_SETUP_LIMIT = 60.0
 """Seconds the keeper waits for its watch to be set up before it gives up and leaves."""
+QUIET_TICK = 4.0
+"""The longest the keeper goes without a look at the watch when nothing changes."""
 TICK = 0.25
 """Seconds between the keeper's looks at the watcher when nobody asks."""
 
@@ -117,42 +120,6 @@ def code_key() -> str:
     from .index import MIGRATIONS
 
     return f"{__version__}/{MIGRATIONS[-1][0]}"
-
-
-LOCAL_FILESYSTEMS = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "bcachefs", "jfs", "reiserfs"}
-)
-"""Where every change is made through this machine's kernel, so a watch sees it all.
-Not network or FUSE filesystems (NFS, SMB, sshfs, WSL's ``/mnt/c``): a change made
-from another machine there is seen by ``stat`` but sends no event."""
-
-
-def watchable(root: Path) -> bool:
-    """Whether a watch sees every change under ``root``: a local filesystem on Linux
-    (read from ``/proc/self/mountinfo``); on macOS, where FSEvents reports local
-    volumes, a path under ``/Volumes`` is taken as possibly remote."""
-    if sys.platform == "darwin":
-        return not str(root.resolve()).startswith("/Volumes/")
-    try:
-        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return filesystem_of(str(root.resolve()), mounts) in LOCAL_FILESYSTEMS
-
-
-def filesystem_of(target: str, mountinfo: str) -> str:
-    """The filesystem type of the mount holding ``target``, from ``/proc/self/mountinfo``."""
-    best, fstype = "", ""
-    for line in mountinfo.splitlines():
-        left, _sep, right = line.partition(" - ")
-        fields = left.split()
-        if len(fields) < 5 or not right:
-            continue
-        point = fields[4].replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, fstype = point, right.split()[0]
-    return fstype
 
 
 @dataclass(slots=True)
@@ -558,6 +525,7 @@ class _Keeper:
         import select
 
         inactive_since: float | None = None
+        quiet = TICK
         while self.still_wanted(inode):
             if not self.watcher.active and not self.watcher.start(wait=TICK):
                 # Being set up (at first, or again after it broke): answer "not ready".
@@ -572,14 +540,21 @@ class _Keeper:
                 with contextlib.suppress(UnavailableError):
                     self.check_everything(listener)
                 continue
-            # While new folders wait for the new watch, look at it more often.
-            tick = TICK if self.watcher.settled else TICK / 10
+            # While new folders wait for the new watch, look at it more often; when
+            # nothing changes, less and less often (each look makes a mark file).
+            tick = quiet if self.watcher.settled else TICK / 10
             readable, _w, _x = select.select([listener], [], [], tick)
             if readable:
                 self.answer_one(listener)
-            elif not self.drain():
+                continue
+            before = len(self.pending.files) + len(self.pending.dirs)
+            if not self.drain():
                 return
-            elif self.pending.files or self.pending.dirs:
+            if len(self.pending.files) + len(self.pending.dirs) > before:
+                quiet = TICK
+            else:
+                quiet = min(quiet * 2, QUIET_TICK)
+            if self.pending.files or self.pending.dirs:
                 # Apply as changes come, so that a question finds nothing left to do.
                 self.apply(wait=0.0)
 

@@ -510,16 +510,21 @@ def reread(root: Path, index: Index, path: str) -> None:
 
 
 def apply_told(root: Path, index: Index, dirs: Iterable[str], files: Iterable[str]) -> None:
-    """Apply what a watcher told: folders synced whole (``sync_changed``), notes read
-    again (the caller holds the lock and a transaction).
+    """Apply what a watcher told: folders made, removed or renamed (``dirs``) synced
+    whole, with every folder the index knows below them; notes read again (the
+    caller holds the lock and a transaction).
 
-    A note told is read even if its size and mtime are what the index holds: an
-    edit within the mtime clock's tick, or a tool that restores the mtime, is
-    exactly what a watch sees and a ``stat`` does not.
+    A folder moved in where another was may hold subfolders the index knows
+    (``project/x/handoffs`` of the old ``project/x``) that sent no event of their
+    own: they are synced too. A note told is read even if its size and mtime are
+    what the index holds: an edit within the mtime clock's tick, or a tool that
+    restores the mtime, is exactly what a watch sees and a ``stat`` does not.
     """
-    folders = sorted(set(dirs))
-    known = index.dirs() if folders else {}
-    existing = [d for d in folders if d in known or os.path.isdir(f"{root}/{d}")]
+    told = set(dirs)
+    known = index.dirs() if told else {}
+    below = {k for k in known for d in told if k.startswith(f"{d}/")}
+    folders = told | below
+    existing = [d for d in sorted(folders) if d in known or os.path.isdir(f"{root}/{d}")]
     sync_changed(root, index, existing, ScanStats())
     for path in sorted(set(files)):
         reread(root, index, path)

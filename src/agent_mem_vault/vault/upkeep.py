@@ -258,7 +258,8 @@ class IndexUpkeep:
         if dirs or files or folders:
             try:
                 with self.locked(), idx.transaction():
-                    apply_told(self.root, idx, [*dirs, *folders], files)
+                    sync_changed(self.root, idx, [d for d in dirs if d not in folders], ScanStats())
+                    apply_told(self.root, idx, folders, files)
             except BaseException:
                 self._checked.clear()  # what the watcher told is lost: check by stat again
                 raise

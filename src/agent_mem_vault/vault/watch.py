@@ -28,27 +28,87 @@ folder removed meanwhile makes the setup try again with a fresh listing.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..core.runtime import process_alive
 from .scan import skipped
 
-__all__ = ["NoteWatcher"]
+__all__ = ["LOCAL_FILESYSTEMS", "NoteWatcher", "filesystem_of", "watchable"]
 
 MARKS_FOLDER = ".agent-mem-vault/marks"
 """Where each watcher (one per process) has a folder for its marks (see ``_drain``)."""
 DRAIN_TIMEOUT = 2.0
 """Seconds a look at the watch waits for its own mark before taking the watch as broken."""
+RETRY_AFTER = 30.0
+"""Seconds between attempts to set a broken watch up again."""
 SETUP_TRIES = 5
 """Listings tried before giving up when folders keep appearing or vanishing during setup."""
 
 _MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
+
+
+def _abandoned(folder: Path) -> bool:
+    """Whether another watcher's marks folder is left over: its ``held`` file is not
+    locked (or, a minute after it was made, missing)."""
+    try:
+        fd = os.open(folder / "held", os.O_RDWR)
+    except FileNotFoundError:
+        try:
+            return time.time() - folder.stat().st_mtime > 60  # else being made now
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # held: its watcher is alive
+    finally:
+        os.close(fd)
+    return True
+
+
+LOCAL_FILESYSTEMS = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "zfs", "f2fs", "tmpfs", "bcachefs", "jfs", "reiserfs"}
+)
+"""Where every change is made through this machine's kernel, so a watch sees it all.
+Not network or FUSE filesystems (NFS, SMB, sshfs, WSL's ``/mnt/c``): a change made
+from another machine there is seen by ``stat`` but sends no event."""
+
+
+def watchable(root: Path) -> bool:
+    """Whether a watch sees every change under ``root``: a local filesystem on Linux
+    (read from ``/proc/self/mountinfo``); on macOS, where FSEvents reports local
+    volumes, a path under ``/Volumes`` is taken as possibly remote."""
+    if sys.platform == "darwin":
+        return not str(root.resolve()).startswith("/Volumes/")
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return filesystem_of(str(root.resolve()), mounts) in LOCAL_FILESYSTEMS
+
+
+def filesystem_of(target: str, mountinfo: str) -> str:
+    """The filesystem type of the mount holding ``target``, from ``/proc/self/mountinfo``."""
+    best, fstype = "", ""
+    for line in mountinfo.splitlines():
+        left, _sep, right = line.partition(" - ")
+        fields = left.split()
+        if len(fields) < 5 or not right:
+            continue
+        point = fields[4].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fstype = point, right.split()[0]
+    return fstype
 
 
 class WatchLost(Exception):
@@ -90,6 +150,8 @@ class NoteWatcher:
         self._asked: set[str] = set()
         """The folders held when the current restart began (its listing should find them)."""
         self._stopped = False
+        self._broke_at = 0.0
+        self._marks_fd: int | None = None
         self.handovers = 0
         """Restarts for new folders whose new watch took over without a gap."""
 
@@ -108,7 +170,10 @@ class NoteWatcher:
             self._thread.join(timeout=30)
         with self._lock:
             self._break()
-        shutil.rmtree(self._marks_dir, ignore_errors=True)
+            shutil.rmtree(self._marks_dir, ignore_errors=True)
+            if self._marks_fd is not None:
+                os.close(self._marks_fd)
+                self._marks_fd = None
 
     @property
     def active(self) -> bool:
@@ -142,8 +207,11 @@ class NoteWatcher:
         A new folder is told only once a watch covers it (see ``settled``).
         """
         with self._lock:
+            if self._stopped:
+                return None
             notify = self._notify
             if notify is None:
+                self._set_up_again()
                 return None
             handover = self._restarting and self._ready.is_set()
             if handover and self._next is None:
@@ -167,6 +235,20 @@ class NoteWatcher:
             if self._held and not self._restarting:
                 self._restart()
             return files, dirs
+
+    def _set_up_again(self) -> None:
+        """A watch that broke (or a restart that failed) is set up anew, as a new
+        generation, at most every ``RETRY_AFTER`` seconds: a long-lived server is not
+        left checking by ``stat`` for the rest of its life after one bad moment."""
+        thread = self._thread
+        if thread is None or thread.is_alive():
+            return  # never started (``start`` does that), or being set up
+        if time.monotonic() - self._broke_at < RETRY_AFTER:
+            return
+        self._broke_at = time.monotonic()
+        self._ready.clear()
+        self._thread = threading.Thread(target=self._setup, name="vault-watch", daemon=True)
+        self._thread.start()
 
     def _hand_over(self, files: set[str], dirs: set[str], new: set[str]) -> set[str]:
         """Make the restart's watch the current one (its events added to ``files`` and
@@ -213,6 +295,7 @@ class NoteWatcher:
         self._notify, self._next = None, None
         self._restarting = False
         self._held = set()
+        self._broke_at = time.monotonic()
 
     def _install(self, notify: Any, watched: frozenset[str], missed: set[str]) -> None:
         """Make ``notify`` the watch, with nothing reported before it: a new generation."""
@@ -254,25 +337,33 @@ class NoteWatcher:
                 out |= changes
                 if any(path == wanted for _kind, path in changes):
                     return out
+                if time.monotonic() > deadline:  # a busy vault, and the mark lost
+                    raise WatchLost(f"the watch did not report its mark within {DRAIN_TIMEOUT} s")
         finally:
             mark.unlink(missing_ok=True)
 
     def _make_marks(self) -> bool:
-        """Make this watcher's marks folder (and remove those of processes gone)."""
+        """Make this watcher's marks folder, held (``flock`` on its ``held`` file) for
+        the watcher's life, and remove the folders of watchers gone: those whose
+        lock can be taken (not guessed from pids, which other hosts and containers
+        sharing the vault do not share)."""
+        if self._marks_fd is not None:
+            if (self._marks_dir / "held").exists():
+                return True
+            os.close(self._marks_fd)  # removed by someone: made again
+            self._marks_fd = None
         parent = self._marks_dir.parent
         try:
             parent.mkdir(parents=True, exist_ok=True)
             for entry in os.scandir(parent):
-                pid = entry.name.partition("-")[0]
-                if (
-                    pid.isdigit()
-                    and entry.path != str(self._marks_dir)
-                    and not process_alive(int(pid))
-                ):
+                if entry.path != str(self._marks_dir) and _abandoned(Path(entry.path)):
                     shutil.rmtree(entry.path, ignore_errors=True)
             self._marks_dir.mkdir(exist_ok=True)
+            fd = os.open(self._marks_dir / "held", os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False  # a read-only vault: no watch, the callers check by stat
+        self._marks_fd = fd
         return True
 
     def _is_folder(self, rel: str) -> bool:
@@ -317,7 +408,7 @@ class NoteWatcher:
         except ImportError:
             self._ready.set()  # no watch, as when a restart fails (see ``take``)
             return
-        if not self._make_marks():
+        if self._stopped or not self._make_marks():
             self._ready.set()
             return
         notify: Any = None
@@ -377,8 +468,11 @@ class NoteWatcher:
                 continue
             if rel.endswith(".md") and not os.path.isdir(path):
                 files.add(rel)
-            else:
-                dirs.add(rel)  # a folder made, removed or renamed: look at it whole
-                if kind != _MODIFIED or rel not in watched:
-                    new.add(rel)
+                if not os.path.lexists(path):
+                    dirs.add(rel)  # perhaps a folder named like a note, moved away
+            elif kind != _MODIFIED or rel not in watched:
+                # A folder made, removed or renamed: looked at whole. (One watched and
+                # only touched or chmod'ed holds the same notes: nothing to tell.)
+                dirs.add(rel)
+                new.add(rel)
         return files, dirs, new
