@@ -14,13 +14,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.files import VaultLock
 from agent_mem_vault.vault.keeper import (
     _ENTRY,
@@ -39,18 +38,9 @@ from tests.by_hand import save_in_place, write_handoff
 from tests.cli.test_vault_cli import run
 
 from .conftest import NS
-from .test_watch import _same_stamp_edit
+from .test_watch import _eventually, _same_stamp_edit
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the keeper needs Unix sockets")
-
-
-def _eventually(check: Callable[[], bool], seconds: float = 15.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def _start(root: Path, idle: float = 600) -> subprocess.Popen[bytes]:
@@ -96,6 +86,16 @@ def keeper(vault: Vault) -> Iterator[subprocess.Popen[bytes]]:
             proc.wait()
 
 
+def _abc(vault: Vault) -> Handoff:
+    """A pending handoff to codex whose summary is ``abc``."""
+    return vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+
+
+def _resummarise(note: Path, summary: str) -> None:
+    """Save ``note`` in place (as Obsidian does) with ``abc`` replaced by ``summary``."""
+    save_in_place(note, note.read_text().replace("## Summary\nabc", f"## Summary\n{summary}"))
+
+
 def _tid(i: int) -> str:
     """The ``i``-th of a run of valid TIDs, in order (newer than any the tests make)."""
     digits = "234567abcdefghijklmnopqrstuvwxyz"
@@ -124,7 +124,7 @@ def _peek(root: Path, namespace: str = NS, **env: str) -> dict[str, str] | None:
 def test_a_fresh_process_sees_an_edit_only_the_keeper_could_see(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     # Same size, same mtime: no check by stat can see this edit; a watch does.
     _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
     before = _answered(vault.path)
@@ -136,9 +136,8 @@ def test_a_fresh_process_sees_an_edit_only_the_keeper_could_see(
 def test_with_the_keeper_off_a_fresh_process_checks_by_stat(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-    note = vault.path / h.path
-    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nseen"))
+    h = _abc(vault)
+    _resummarise(vault.path / h.path, "seen")
     before = _answered(vault.path)
     peeked = _peek(vault.path, **{SWITCH_ENV: "off"})
     assert peeked is not None and peeked["summary"] == "seen"
@@ -148,9 +147,8 @@ def test_with_the_keeper_off_a_fresh_process_checks_by_stat(
 def test_the_keeper_applies_edits_to_the_index_as_they_happen(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-    note = vault.path / h.path
-    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nindexed"))
+    h = _abc(vault)
+    _resummarise(vault.path / h.path, "indexed")
     db = vault.path / ".agent-mem-vault" / "index.sqlite3"
 
     def indexed() -> bool:
@@ -167,7 +165,7 @@ def test_the_keeper_applies_edits_to_the_index_as_they_happen(
 def test_when_the_vault_is_locked_the_keeper_tells_what_to_apply(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     lock = VaultLock(vault.path / ".agent-mem-vault" / "lock")
     lock.acquire()
     try:
@@ -181,7 +179,7 @@ def test_when_the_vault_is_locked_the_keeper_tells_what_to_apply(
 def test_a_read_under_the_lock_applies_what_the_keeper_told(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     before = _answered(vault.path)
     # Held from the edit to the read: the keeper cannot apply the edit itself, so it
     # names the note, and this process (inside its own lock) reads it again.
@@ -227,23 +225,20 @@ def test_a_burst_of_changes_makes_the_keeper_check_everything_again(
 
 
 def test_a_killed_keeper_is_not_trusted(vault: Vault) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     proc = _start(vault.path)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert json.loads((vault.path / ".agent-mem-vault" / "keeper.lock").read_text())["pid"]
     assert keeper_status(vault.path)["running"] is False
-    note = vault.path / h.path
-    save_in_place(note, note.read_text().replace("## Summary\nabc", "## Summary\nafter"))
+    _resummarise(vault.path / h.path, "after")
     assert KeeperLink(vault.path).ask() is None
     peeked = _peek(vault.path, **{SWITCH_ENV: "on"})
     assert peeked is not None and peeked["summary"] == "after"
 
 
 def test_a_second_keeper_leaves_at_once(vault: Vault, keeper: subprocess.Popen[bytes]) -> None:
-    start = time.monotonic()
-    assert run_keeper(vault.path) == 0
-    assert time.monotonic() - start < 5
+    assert run_keeper(vault.path) == 0  # returns: it did not stay to serve
     assert keeper_status(vault.path)["pid"] == keeper.pid
 
 
@@ -286,7 +281,7 @@ def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> 
 
 
 def test_a_small_namespace_starts_no_keeper(vault: Vault) -> None:
-    vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    _abc(vault)
     assert _peek(vault.path) is not None
     assert _keeper_processes(vault.path) == []
     assert not (vault.path / ".agent-mem-vault" / "keeper.lock").exists()
@@ -334,7 +329,7 @@ def test_the_keeper_command_names_a_missing_vault(tmp_path: Path) -> None:
 def test_a_copied_vault_does_not_trust_the_originals_keeper(
     vault: Vault, keeper: subprocess.Popen[bytes], tmp_path: Path
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     copy = tmp_path / "copy"
     shutil.copytree(vault.path, copy)  # keeper.lock too: it names the original's keeper
     assert json.loads((copy / ".agent-mem-vault" / "keeper.lock").read_text())["pid"]
@@ -405,7 +400,7 @@ def test_the_keeper_stays_ready_across_a_new_namespace(
     """Its watch is set up again for the new folders without a gap: nothing is checked
     again, and an edit made in an old folder meanwhile (one no ``stat`` can see) is
     not lost."""
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
     checks = keeper_status(vault.path)["checks"]
     other = "project/made-by-hand"
@@ -424,7 +419,7 @@ def test_the_keeper_stays_ready_across_a_new_namespace(
 def test_a_namespace_moved_by_hand_is_seen_and_watched_through_the_keeper(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    h = _abc(vault)
     assert _peek(vault.path) is not None
     checks = keeper_status(vault.path)["checks"]
     moved = "project/moved"
