@@ -630,7 +630,9 @@ def run_keeper(root: Path, idle: float | None = None) -> int:
         listener.bind(str(sock_path))
         listener.listen(64)
         inode = os.stat(sock_path).st_ino
-        info = json.dumps({"pid": os.getpid(), "socket": str(sock_path)}).encode()
+        # The pid only: a process finds the socket from the vault's path in its own
+        # private folder (``socket_for``), never from a file others could write.
+        info = json.dumps({"pid": os.getpid()}).encode()
         os.ftruncate(lock_fd, 0)
         os.pwrite(lock_fd, info, 0)
         keeper = _Keeper(root, sock_path, idle)
