@@ -96,6 +96,10 @@ def world(tmp_path: Path) -> World:
         AGENT_MEM_VAULT=str(vault),
         NO_COLOR="1",
         CI="1",
+        # Claude Code's wait for an MCP server to start (ms): a loaded test machine can
+        # take longer than its default to start Python, and a missing server would
+        # leave the model without the vault's tools.
+        MCP_TIMEOUT="60000",
     )
     return World(tmp_path, home, repo, vault, env)
 

@@ -1,16 +1,20 @@
 """How ``serve`` starts: handed to a warm process (cli/warm.py), or in its own process.
 
-Each test runs on a runtime folder of its own, so "cold" means that no warm
-process exists yet and the command must start one and hand over to it.
+Each test runs on a runtime folder of its own. A first start finds no warm
+process: it starts one and runs on its own meanwhile; a later start is handed
+to the warm process once it listens.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import pty
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -94,18 +98,65 @@ def own_warm_dir(tmp_path: Path) -> Iterator[dict[str, str]]:
         sock.unlink()
 
 
+def warm_listening(runtime: Path) -> bool:
+    """True once a warm process accepts connections in ``runtime``."""
+    for path in runtime.glob("*.sock"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            try:
+                conn.connect(str(path))
+            except OSError:
+                continue
+            return True
+    return False
+
+
+def start_warm(vault_path: Path, env: dict[str, str]) -> None:
+    """A first start (stdin closed at once), then wait until its warm process listens."""
+    first = RawServer(vault_path, env)
+    assert first.close()[0] == 0
+    folder = Path(env["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    assert _wait_until(lambda: warm_listening(folder), timeout=60), _logs(folder)
+
+
+def handed_over_commands(runtime: Path) -> list[str]:
+    """The commands the warm process took, from its log (one line each)."""
+    return [
+        line.split(": ", 1)[1]
+        for log in runtime.glob("*.log")
+        for line in log.read_text().splitlines()
+        if " pid " in line and ": " in line
+    ]
+
+
+def _logs(folder: Path) -> str:
+    return "\n".join(log.read_text() for log in folder.glob("*.log"))
+
+
 MODES = {
-    "cold start of a warm process": {},
+    "first start, while a warm process loads": {},
+    "handed to a warm process": {},
     "in its own process": {"AGENT_MEM_VAULT_WARM": "0"},
 }
+
+
+@pytest.fixture
+def started(
+    request: pytest.FixtureRequest, vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> dict[str, str]:
+    """The environment for the test's mode, with the warm process listening where it should."""
+    mode = request.node.callspec.params["mode"]
+    env = {**own_warm_dir, **MODES[mode]}
+    if mode == "handed to a warm process":
+        start_warm(vault_path, env)
+    return env
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_requests_sent_before_the_server_has_loaded_are_all_answered(
-    vault_path: Path, own_warm_dir: dict[str, str], mode: str
+    vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
-    server = RawServer(vault_path, {**own_warm_dir, **MODES[mode]})
+    server = RawServer(vault_path, started)
     # Everything at once, the moment the process exists: nothing may be lost.
     server.send(
         message(1, "initialize", INIT)
@@ -159,13 +210,14 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
             for r in (*info, tools, call, resources, templates, prompts, prompt)
         ]
 
+    await anyio.to_thread.run_sync(start_warm, vault_path, own_warm_dir)
     params = serve_params(vault_path, "claude-code", "--namespace", NS)
     params.env.update(own_warm_dir)
     async with Client(params) as client:
         warm = await session(client)
-    folder = anyio.Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
-    [log] = [path async for path in folder.glob("*.log")]
-    assert "serve --agent" in await log.read_text()  # handed over, not run in its own process
+    folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    # Handed over, not run in its own process.
+    assert handed_over_commands(folder) == ["serve --agent"]
     async with in_process(vault, agent="claude-code", namespace=NS) as client:
         direct = await session(client)
     assert warm == direct
@@ -178,9 +230,9 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 def test_a_server_whose_stdin_closes_at_once_exits_cleanly(
-    vault_path: Path, own_warm_dir: dict[str, str], mode: str
+    vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
-    server = RawServer(vault_path, {**own_warm_dir, **MODES[mode]})
+    server = RawServer(vault_path, started)
     status, stdout, stderr = server.close()  # closes stdin before anything was sent
     assert (status, stdout) == (0, b"")
     assert b"Traceback" not in stderr, stderr.decode()
@@ -207,55 +259,162 @@ def _wait_until(condition: Any, timeout: float = 30) -> bool:
 
 
 @pytest.mark.slow
-def test_a_warm_process_serves_later_starts_then_leaves_when_idle(
-    vault_path: Path, tmp_path: Path
+def test_a_first_start_runs_on_its_own_and_the_second_is_handed_to_the_warm_process(
+    vault_path: Path, vault: Any, tmp_path: Path
 ) -> None:
     folder = tmp_path / "rt"
-    env = {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder), "AGENT_MEM_VAULT_WARM_IDLE": "5"}
+    # Idle long enough to outlast the first start, which runs on its own meanwhile.
+    env = {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder), "AGENT_MEM_VAULT_WARM_IDLE": "20"}
     first = RawServer(vault_path, env)
     first.send(message(1, "initialize", INIT))
-    first.lines(1)
+    assert first.lines(1)[0]["result"]["serverInfo"]["name"] == "agent-mem-vault"
     first.close()
-    [sock] = folder.glob("*.sock")
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    inode = sock.stat().st_ino
+    assert _wait_until(lambda: warm_listening(folder), timeout=60), _logs(folder)
+    assert handed_over_commands(folder) == []  # the first start did not wait for it
 
     second = RawServer(vault_path, env)
     second.send(message(1, "initialize", INIT))
     assert second.lines(1)[0]["result"]["serverInfo"]["name"] == "agent-mem-vault"
-    second.close()
-    assert sock.stat().st_ino == inode, "the second start used the same warm process"
+    assert second.close()[0] == 0
+    assert handed_over_commands(folder) == ["serve --agent"]
 
-    assert _wait_until(lambda: _lock_free(folder) and not sock.exists())
+    [sock] = folder.glob("*.sock")
+    assert _wait_until(lambda: _lock_free(folder) and not sock.exists(), timeout=90)
+
+
+@pytest.mark.slow
+def test_servers_started_at_once_with_no_warm_process_all_answer_without_waiting_for_one(
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> None:
+    servers = [RawServer(vault_path, own_warm_dir) for _ in range(4)]
+    for server in servers:
+        server.send(message(1, "initialize", INIT))
+    for server in servers:
+        # A start that waited for the warm process's start timeout would stall here.
+        assert "result" in server.lines(1, timeout=45)[0]
+        assert server.close()[0] == 0
 
 
 @pytest.mark.slow
 def test_terminating_the_command_ends_the_server_it_handed_over_to(
-    vault_path: Path, own_warm_dir: dict[str, str]
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
 ) -> None:
+    start_warm(vault_path, own_warm_dir)
     server = RawServer(vault_path, own_warm_dir)
     server.send(message(1, "initialize", INIT))
     server.lines(1)
     server.proc.send_signal(signal.SIGTERM)
+    # Closing stdin right after races the signal: the status must still be SIGTERM's.
     status, stdout, _ = server.close()  # stdout ends: the forked server is gone too
     assert status == 128 + signal.SIGTERM
     assert stdout == b""
+    folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    assert handed_over_commands(folder) == ["serve --agent"]
 
 
 @pytest.mark.slow
-def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here(
-    vault_path: Path, own_warm_dir: dict[str, str]
+@pytest.mark.parametrize("mode", MODES)
+def test_ctrl_c_stops_a_stdio_server_at_once_with_status_130(
+    vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
+    server = RawServer(vault_path, started)
+    server.send(message(1, "initialize", INIT))
+    server.lines(1)
+    server.proc.send_signal(signal.SIGINT)
+    # stdin stays open: the server must not wait for it to close.
+    status = server.proc.wait(timeout=30)
+    _, _, stderr = server.close()
+    assert status == 130
+    assert b"Traceback" not in stderr, stderr.decode()
+
+
+@pytest.mark.slow
+def test_on_a_terminal_serve_says_it_waits_for_an_mcp_client(
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> None:
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
+        stdin=terminal,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **own_warm_dir},
+    )
+    os.close(terminal)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+        rest = proc.stderr.read().decode()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+        os.close(controller)
+    assert "waiting for an MCP client" in line and "Ctrl-C" in line
+    assert rest == ""
+
+
+def _warm_processes(folder: Path) -> list[int]:
+    """Running warm processes whose socket is in ``folder``, found by command line."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"agent_mem_vault.cli.warm_server" in argv and any(
+            arg.startswith(str(folder).encode()) for arg in argv
+        ):
+            found.append(int(proc.name))
+    return found
+
+
+@pytest.mark.slow
+def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here_and_is_not_retried(
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> None:
+    folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
     # The warm process fails on this setting after loading; the command must not.
-    server = RawServer(vault_path, {**own_warm_dir, "AGENT_MEM_VAULT_WARM_IDLE": "soon"})
+    env = {**own_warm_dir, "AGENT_MEM_VAULT_WARM_IDLE": "soon"}
+    server = RawServer(vault_path, env)
     server.send(message(1, "initialize", INIT) + message(None, "notifications/initialized"))
     server.send(message(2, "tools/call", {"name": "peek_handoff", "arguments": {"namespace": NS}}))
     answers = server.lines(2)
     status, _, _ = server.close()
     assert [a["id"] for a in answers] == [1, 2] and "result" in answers[1]
     assert status == 0
-    log = next(Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"]).glob("*.log")).read_text()
-    assert "could not convert string to float: 'soon'" in log
+    assert _wait_until(lambda: not _warm_processes(folder) and any(folder.glob("*.failed")))
+    [failed] = folder.glob("*.failed")
+    record = json.loads(failed.read_text())
+    assert "AGENT_MEM_VAULT_WARM_IDLE must be a number of seconds" in record["reason"]
+    assert "AGENT_MEM_VAULT_WARM_IDLE" in record["fix"]
+    assert "'soon'" in _logs(folder)
+
+    again = RawServer(vault_path, env)
+    again.send(message(1, "initialize", INIT))
+    assert "result" in again.lines(1)[0]
+    assert again.close()[0] == 0
+    assert _wait_until(lambda: not _warm_processes(folder))
+    # No second warm process was started: it would have written its own record.
+    assert json.loads(failed.read_text()) == record
+
+    doctor = subprocess.run(
+        [sys.executable, "-m", "agent_mem_vault.cli.main", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **env},
+        check=False,
+    )
+    fast_start = json.loads(doctor.stdout)["fast_start"]
+    assert fast_start["state"] == "failed"
+    assert fast_start["reason"] == record["reason"] and fast_start["fix"] == record["fix"]
 
 
 @pytest.mark.slow
@@ -275,6 +434,7 @@ def test_killing_the_command_outright_still_ends_the_server(
     vault_path: Path, own_warm_dir: dict[str, str]
 ) -> None:
     # SIGKILL cannot be forwarded: the child sees its caller's connection close.
+    start_warm(vault_path, own_warm_dir)
     server = RawServer(vault_path, own_warm_dir)
     server.send(message(1, "initialize", INIT))
     server.lines(1)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class Demo:
+    """A running ``demo support`` process: where it listens, its banner, the process."""
+
+    url: str
+    banner: str
+    proc: subprocess.Popen[str]
+
+
 @contextlib.contextmanager
 def demo_process(
     db: Path,
@@ -70,8 +80,21 @@ def demo_process(
     ``env`` adds variables to this process's environment; a None value removes one.
     ``bind`` is passed as ``--host`` (the demo's default when None).
     """
+    with running_demo(db, env, bind, args) as demo:
+        yield demo.url, demo.banner
+
+
+@contextlib.contextmanager
+def running_demo(
+    db: Path,
+    env: dict[str, str | None] | None = None,
+    bind: str | None = None,
+    args: Sequence[str] = (),
+    cli: Path | None = None,
+) -> Iterator[Demo]:
+    """As :func:`demo_process`, with the process itself; ``cli`` is the command to run."""
     port = free_port()
-    cli = Path(sys.executable).parent / "agent-mem-vault"
+    cli = cli or Path(sys.executable).parent / "agent-mem-vault"
     environ = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name, value in (env or {}).items():
         if value is None:
@@ -109,7 +132,7 @@ def demo_process(
             if time.monotonic() > deadline:
                 raise TimeoutError("the demo did not start within 20 s")
             time.sleep(0.1)
-        yield url, "".join(banner)
+        yield Demo(url, "".join(banner), proc)
     finally:
         proc.terminate()
         try:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ import httpx
 import pytest
 
 from tests.harness.openai_wire_server import WireServer, text_reply
-from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, demo_process
+from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, demo_process, running_demo
 
 pytestmark = pytest.mark.slow
 
@@ -207,3 +209,31 @@ def test_serve_http_port_in_use_is_reported_before_the_banner_with_exit_9(
         f"error: cannot listen on 127.0.0.1:{port}: port {port} is in use (another server "
         "is listening there); stop it or pass --port with a free port [port_in_use]\n"
     )
+
+
+def test_ctrl_c_stops_the_demo_cleanly_with_a_console_event_stream_open(tmp_path: Path) -> None:
+    with running_demo(tmp_path / "desk.db", env=OFFLINE) as demo:
+        thread = f"{demo.url}/api/desk/threads/case-7"
+        r = httpx.post(f"{thread}/messages", json={"text": REFUND}, headers=ADA, timeout=30)
+        assert r.status_code == 200, r.text
+        opened = threading.Event()
+        ended: list[str] = []
+
+        def watch() -> None:
+            with httpx.stream("GET", f"{thread}/events", headers=ADA, timeout=30) as response:
+                for _ in response.iter_raw():
+                    opened.set()
+            ended.append("the stream ended")
+
+        reader = threading.Thread(target=watch, daemon=True)
+        reader.start()
+        assert opened.wait(30)
+        demo.proc.send_signal(signal.SIGINT)
+        status = demo.proc.wait(timeout=30)
+        reader.join(30)
+        assert demo.proc.stdout is not None
+        output = demo.proc.stdout.read()
+    assert status == 130, output
+    assert ended == ["the stream ended"]  # closed as a complete response, not cut
+    assert "ASGI callable returned without completing response" not in output
+    assert "Traceback" not in output

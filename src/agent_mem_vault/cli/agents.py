@@ -90,6 +90,13 @@ def serve(
     # instead of being looked for, one stat per note, on every call.
     vault.watch()
     if not use_http:
+        _stop_at_once_on_interrupt()
+        if sys.stdin.isatty():
+            click.echo(
+                f"agent-mem-vault: MCP server for {agent} on stdin/stdout, waiting for an MCP "
+                "client (your agent starts this itself once `install` has run); Ctrl-C stops it",
+                err=True,
+            )
         build_server(vault, settings).run("stdio")
         return
     from .listen import listen, serve_socket
@@ -99,6 +106,22 @@ def serve(
     server = build_server(vault, settings, token=token, url=url)
     click.echo(f"agent-mem-vault: serving MCP at {url}/mcp as {agent}", err=True)
     serve_socket(server.streamable_http_app(host=host), sock)
+
+
+def _stop_at_once_on_interrupt() -> None:
+    """Ctrl-C ends a stdio server now, with status 130 and no traceback.
+
+    The SDK reads stdin in a worker thread that no cancellation reaches, so
+    KeyboardInterrupt would only end the server when stdin closes. Ending the
+    process is safe at any point: every write is a new file renamed into place
+    (a crash loses nothing acknowledged), and locks are released with it.
+    """
+    import signal
+
+    def interrupt(signum: int, frame: object) -> None:
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, interrupt)
 
 
 def _default_command(portable: bool) -> tuple[str, ...]:

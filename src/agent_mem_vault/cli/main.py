@@ -99,13 +99,18 @@ def main(argv: list[str] | None = None) -> None:
         from .warm import handed_over
 
         # The commands a client spawns per session run in a warm process (see warm.py).
-        status = handed_over(args)
+        try:
+            status = handed_over(args)
+        except KeyboardInterrupt:
+            sys.exit(130)
         if status is not None:
             sys.exit(status)
     as_json = "--json" in args
     try:
         cli.main(args=args, prog_name="agent-mem-vault", standalone_mode=False)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            sys.exit(130)  # Ctrl-C: the status a shell expects, and nothing more to say
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:

@@ -567,8 +567,10 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
     from ..vault.keeper import keeper_status
+    from .warm import warm_status
 
     report = open_vault(vault_path).doctor()
+    warm = warm_status()
     installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
     keeper = keeper_status(Path(report.path))
     if as_json:
@@ -577,6 +579,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
                 **report.to_dict(),
                 "installs": installs,
                 "keeper": keeper,
+                "fast_start": warm,
                 "ok": report.ok and not installs,
             }
         )
@@ -587,6 +590,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
         )
         click.echo(_search_status_text(report.search))
         click.echo(_keeper_text(keeper))
+        click.echo(_fast_start_text(warm))
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:
@@ -671,6 +675,22 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
         _emit({"vault": str(root), **status})
     else:
         click.echo(f"keeper of {root}: {_keeper_text(status).removeprefix('keeper: ')}")
+
+
+def _fast_start_text(status: dict[str, Any]) -> str:
+    """One line on the warm process that ``serve`` and the session hook hand over to."""
+    state = status["state"]
+    if state == "running":
+        return f"fast start: a warm process is running (log: {status['log']})."
+    if state == "failed":
+        return (
+            f"fast start: the warm process failed ({status['reason']}); fix: {status['fix']}. "
+            f"Sessions start without it meanwhile (slower); tried again after "
+            f"{status['retry_at']}, or at once once {status['failure_file']} is removed."
+        )
+    if state == "idle":
+        return "fast start: no warm process yet; the next session start starts one."
+    return f"fast start: {state} ({status['detail']})."
 
 
 def _keeper_text(status: dict[str, Any]) -> str:

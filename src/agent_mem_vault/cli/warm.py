@@ -7,10 +7,12 @@ about 1.2 s after the spawn). Importing the MCP SDK alone costs about 1.2 s of
 CPU (pydantic building the SDK's models), the same in every fresh process, and
 nothing in this package can make it cheaper.
 
-So the work is done once per user and kept: the first command starts a warm
-process (``warm_server.py``) that has imported the CLI, the vault and the SDK,
-and waits on a Unix socket in a folder only this user can open. Every later
-command (this module, stdlib only, plus click) connects, passes its own stdin,
+So the work is done once per user and kept: a command that finds no warm
+process starts one (``warm_server.py``), which imports the CLI, the vault and
+the SDK and waits on a Unix socket in a folder only this user can open, and
+runs on its own meanwhile: it never waits for a warm process to load, so no
+start is slower than it would be without one. Every later command (this
+module, stdlib only, plus click) connects, passes its own stdin,
 stdout and stderr over the socket (``SCM_RIGHTS``) with its arguments,
 environment, working directory and umask, and the warm process forks a child
 that becomes the command: the official SDK server then reads and writes the
@@ -23,8 +25,10 @@ package's files (version and modification times): an upgrade or an edit
 starts a new one, and the old one leaves after its idle time. Whenever the
 warm path cannot be used (no ``fork`` or Unix sockets, a folder that is not
 private, a warm process that fails to start), the command runs in this process
-exactly as before, and reports its own errors. ``AGENT_MEM_VAULT_WARM=0``
-turns the warm path off.
+exactly as before, and reports its own errors. A warm process that fails
+writes why to ``<key>.failed``; no command starts another for that key until
+``RETRY_AFTER`` has passed, and ``doctor`` shows the reason and the fix.
+``AGENT_MEM_VAULT_WARM=0`` turns the warm path off.
 """
 
 from __future__ import annotations
@@ -39,22 +43,21 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ..core.runtime import runtime_dir
 
 if TYPE_CHECKING:
-    import subprocess
     from types import FrameType
 
-__all__ = ["handed_over", "runtime_dir", "socket_path"]
+__all__ = ["handed_over", "runtime_dir", "socket_path", "warm_status"]
 
 SWITCH_ENV = "AGENT_MEM_VAULT_WARM"
 """``0``, ``off``, ``no`` or ``false``: always run in this process."""
 IDLE_ENV = "AGENT_MEM_VAULT_WARM_IDLE"
 """Seconds the warm process waits for a next command before it leaves (default 1800)."""
-START_TIMEOUT = 60.0
-"""How long a command waits for a warm process it started (a busy machine can take 10 s)."""
+RETRY_AFTER = 600.0
+"""Seconds after a warm process failed before a command starts another for the same key."""
 
 _OFF = {"0", "off", "no", "false"}
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -76,37 +79,84 @@ def handed_over(argv: list[str]) -> int | None:
     >>> handed_over(["serve", "--agent", "codex"])  # doctest: +SKIP
     0
     """
-    kind = _eligible(argv)
-    if kind is None or os.environ.get(SWITCH_ENV, "").strip().lower() in _OFF:
+    if _eligible(argv) is None or _switched_off():
         return None
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         return None
+    signals = _Signals()  # from here on a signal is kept for the child, not lost
     try:
         path = socket_path()
         conn = _connect(path)
         if conn is None:
-            starter = _start(path)
-            if kind == "hook":
-                # A hook is cheap enough to run here; the warm process it started
-                # serves the MCP server the client launches next.
-                return None
-            conn = _wait_ready(path, starter)
-            if conn is None:
-                return None
+            if _failed_recently(path) is None:
+                _start(path)
+            # Loading takes as long as importing here would: run here, and let the
+            # warm process serve the next command.
+            signals.restore()
+            return None
         replies = _hand_over(conn, argv)
         child = _child_pid(replies)
     except (OSError, ValueError):
         # No child took the command, so nothing has read its stdin or written its
         # stdout yet: run here, as without a warm process.
+        signals.restore()
         return None
     if child is None:
+        signals.restore()
         return None
-    return _wait_child(replies, child)
+    return _wait_child(replies, child, signals)
 
 
-def socket_path() -> Path:
+def warm_status() -> dict[str, object]:
+    """What ``doctor`` says of the fast start: off, running, failed (why, the fix) or idle."""
+    if _switched_off():
+        return {"state": "off", "detail": f"{SWITCH_ENV} turns it off"}
+    if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
+        return {"state": "unavailable", "detail": "this system has no fork or fd passing"}
+    try:
+        path = socket_path(create=False)
+    except PermissionError as exc:
+        return {"state": "unavailable", "detail": str(exc)}
+    status: dict[str, object] = {"socket": str(path), "log": str(path.with_suffix(".log"))}
+    conn = _connect(path)
+    if conn is not None:
+        conn.close()
+        return {"state": "running", **status}
+    failure = _failed_recently(path, within=float("inf"))
+    if failure is not None:
+        retry = float(failure.get("at", 0)) + RETRY_AFTER
+        return {
+            "state": "failed",
+            **status,
+            "reason": str(failure.get("reason", "")),
+            "fix": str(failure.get("fix", "")),
+            "retry_at": time.strftime("%H:%M:%S", time.localtime(retry)),
+            "failure_file": str(path.with_suffix(".failed")),
+        }
+    return {"state": "idle", **status, "detail": "the next session start starts it"}
+
+
+def _switched_off() -> bool:
+    return os.environ.get(SWITCH_ENV, "").strip().lower() in _OFF
+
+
+def _failed_recently(path: Path, within: float = RETRY_AFTER) -> dict[str, Any] | None:
+    """The failure record of the warm process for ``path``, if it failed ``within`` seconds."""
+    try:
+        record = json.loads(path.with_suffix(".failed").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    at = record.get("at")
+    if not isinstance(at, int | float) or time.time() - at > within:
+        return None
+    return record
+
+
+def socket_path(create: bool = True) -> Path:
     """The socket of the warm process that matches this interpreter and these files."""
-    return runtime_dir() / f"{_key()}.sock"
+    return runtime_dir(create=create) / f"{_key()}.sock"
 
 
 def _key() -> str:
@@ -134,13 +184,13 @@ def _connect(path: Path) -> socket.socket | None:
     return conn
 
 
-def _start(path: Path) -> subprocess.Popen[bytes]:
+def _start(path: Path) -> None:
     """Start a warm process for ``path`` in its own session, detached from this one."""
     import subprocess
 
     log = open(path.with_suffix(".log"), "ab")  # noqa: SIM115 - the child keeps it
     try:
-        return subprocess.Popen(
+        subprocess.Popen(
             [sys.executable, "-m", "agent_mem_vault.cli.warm_server", str(path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -151,21 +201,6 @@ def _start(path: Path) -> subprocess.Popen[bytes]:
         )
     finally:
         log.close()
-
-
-def _wait_ready(path: Path, starter: subprocess.Popen[bytes]) -> socket.socket | None:
-    """Connect once the warm process listens; None if it failed (then run here)."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        conn = _connect(path)
-        if conn is not None:
-            return conn
-        status = starter.poll()
-        # Status 0: another warm process holds this key and is loading; keep waiting.
-        if status not in (None, 0):
-            return None
-        time.sleep(0.01)
-    return None
 
 
 def _hand_over(conn: socket.socket, argv: list[str]) -> BinaryIO:
@@ -202,7 +237,40 @@ def _child_pid(replies: BinaryIO) -> int | None:
     return int(json.loads(line)["pid"])
 
 
-def _wait_child(replies: BinaryIO, child: int) -> int:
+class _Signals:
+    """SIGTERM, SIGINT and SIGHUP caught from before the handover on, for the child.
+
+    A signal that came before the child's pid was known is sent to it as soon as
+    it is; once one came, the command's status is that of a command it ended
+    (128 + the signal), whatever the child managed to report first.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        self.child: int | None = None
+        self._previous = {signum: signal.signal(signum, self._handle) for signum in _FORWARDED}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if self.child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.child, signum)
+
+    def forward_to(self, child: int) -> None:
+        self.child = child
+        for signum in list(self.received):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signum)
+
+    def restore(self) -> None:
+        """Back to how it was, and act on a signal kept meanwhile: this process runs the command."""
+        for forwarded, handler in self._previous.items():
+            signal.signal(forwarded, handler)
+        for signum in self.received:
+            signal.raise_signal(signum)
+
+
+def _wait_child(replies: BinaryIO, child: int, signals: _Signals) -> int:
     """Forward signals to the child and exit with its status."""
     # Only the child reads and writes the client's pipes from now on: when it ends,
     # the client sees end of file at once, whatever this process still does.
@@ -210,20 +278,16 @@ def _wait_child(replies: BinaryIO, child: int) -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    forwarded: list[int] = []
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        forwarded.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
-
-    for signum in _FORWARDED:
-        signal.signal(signum, forward)
+    signals.forward_to(child)
+    status: int | None = None
     for line in replies:
         message = json.loads(line)
         if "exit" in message:
-            return int(message["exit"])
-    if forwarded:
-        return 128 + forwarded[-1]
+            status = int(message["exit"])
+            break
+    if signals.received:
+        return 128 + signals.received[0]
+    if status is not None:
+        return status
     print("agent-mem-vault: the warm server process ended without an exit status", file=sys.stderr)
     return 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -34,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from .warm import IDLE_ENV
+from .warm import IDLE_ENV, SWITCH_ENV
 
 __all__ = ["main"]
 
@@ -42,8 +43,8 @@ DEFAULT_IDLE = 1800.0
 _LENGTH = struct.calcsize("!Q")
 
 
-# What ``serve`` and the session hook import, including what the SDK and anyio import
-# only when a server is built or run (its rich log handler, anyio's asyncio backend).
+# What ``serve`` and the session hook import. A missing one is a broken install:
+# the warm process fails, says so in its failure file, and commands run on their own.
 PRELOAD = (
     "agent_mem_vault.cli.main",
     "agent_mem_vault.cli.agents",
@@ -54,6 +55,10 @@ PRELOAD = (
     "agent_mem_vault.mcp.server",
     "mcp.server.stdio",
     "anyio._backends._asyncio",
+)
+# What the SDK imports only when a server runs, and only if it is installed (its
+# log handler uses rich where present): preloaded when there, skipped when not.
+PRELOAD_IF_INSTALLED = (
     "rich.console",
     "rich.logging",
 )
@@ -63,6 +68,9 @@ def preload() -> None:
     """Import everything the eligible commands import, without running any of it."""
     for name in PRELOAD:
         importlib.import_module(name)
+    for name in PRELOAD_IF_INSTALLED:
+        if importlib.util.find_spec(name.partition(".")[0]) is not None:
+            importlib.import_module(name)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,18 +82,26 @@ def main(argv: list[str] | None = None) -> None:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        sys.exit(0)  # another warm process has this key: the caller waits for it
+        sys.exit(0)  # another warm process has this key
     with contextlib.suppress(OSError):  # stderr is the log: drop the previous process's
         os.ftruncate(2, 0)
-    preload()
-    idle = float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    os.chmod(path, 0o600)
-    listener.listen(64)
-    bound = os.stat(path).st_ino
+    try:
+        preload()
+        idle = idle_seconds()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        bound = os.stat(path).st_ino
+    except Exception as exc:
+        # Commands run on their own meanwhile; the failure file keeps them from
+        # starting a warm process that fails the same way, and tells doctor why.
+        traceback.print_exc()
+        record_failure(path, exc)
+        sys.exit(1)
+    clear_failure(path)
     # Children are never waited for: the caller gets their status from them directly.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     try:
@@ -94,6 +110,48 @@ def main(argv: list[str] | None = None) -> None:
         listener.close()
         if _still_bound(path, bound):
             path.unlink()
+
+
+def idle_seconds() -> float:
+    """``AGENT_MEM_VAULT_WARM_IDLE``, checked: a bad value is a failure with its own fix."""
+    raw = os.environ.get(IDLE_ENV) or ""
+    if not raw.strip():
+        return DEFAULT_IDLE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise ValueError(f"{IDLE_ENV} must be a number of seconds above 0, not {raw[:40]!r}")
+    return value
+
+
+def record_failure(path: Path, exc: BaseException) -> None:
+    """Write why this warm process failed to ``<key>.failed`` (read by warm.py and doctor)."""
+    reason = f"{type(exc).__name__}: {exc}"
+    record = {"reason": reason[:500], "fix": _fix_for(exc), "at": time.time(), "pid": os.getpid()}
+    failed = path.with_suffix(".failed")
+    temporary = failed.with_suffix(f".failed.{os.getpid()}")
+    with contextlib.suppress(OSError):
+        temporary.write_text(json.dumps(record))
+        os.replace(temporary, failed)
+
+
+def clear_failure(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.with_suffix(".failed").unlink()
+
+
+def _fix_for(exc: BaseException) -> str:
+    if isinstance(exc, ImportError):
+        missing = getattr(exc, "name", None) or "a module"
+        return (
+            f"the installed package cannot import {missing}: reinstall it in this "
+            f"environment ({sys.executable} -m pip install --force-reinstall agent-mem-vault)"
+        )
+    if IDLE_ENV in str(exc):
+        return f"set {IDLE_ENV} to a number of seconds, or unset it"
+    return f"see the warm process's log; {SWITCH_ENV}=0 turns the fast start off"
 
 
 def _accept_loop(listener: socket.socket, path: Path, bound: int, idle: float) -> None:

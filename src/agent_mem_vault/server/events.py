@@ -9,6 +9,7 @@ thread log's order, so nothing is lost and nothing comes twice.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from sse_starlette.sse import SendTimeoutError
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
     from ..harness.session import Session
@@ -47,13 +48,33 @@ nothing, since it resumes from its last event id.
 
 
 class _EventStream(EventSourceResponse):
-    """An SSE response that ends a stalled client quietly instead of as a server error."""
+    """An SSE response that always ends its HTTP response, and drops a stalled client quietly.
+
+    When the server shuts down (Ctrl-C on ``demo support``), sse-starlette stops
+    the stream by cancelling it, before its last body message: the server would
+    then report an ASGI callable that returned without completing its response.
+    The stream's end is sent here instead, so the browser sees a closed stream
+    (and reconnects to the next server from its last event id).
+    """
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ended = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal ended
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                ended = True
+            await send(message)
+
+        stalled = False
         try:
-            await super().__call__(scope, receive, send)
+            await super().__call__(scope, receive, tracked)
         except* SendTimeoutError:
+            stalled = True
             log.info("dropped an event stream whose client read nothing for %ss", self.send_timeout)
+        if not ended and not stalled:
+            with contextlib.suppress(OSError, RuntimeError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def event_stream_response(
