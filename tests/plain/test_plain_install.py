@@ -156,6 +156,7 @@ def _initialize(plain_python: Path, env: dict[str, str]) -> dict[str, Any]:
 def test_serve_started_twice_in_a_plain_install_hands_the_second_start_to_the_warm_process(
     plain_python: Path, tmp_path: Path, amv: Any
 ) -> None:
+    assert amv("init").returncode == 0
     env = _plain_environment(tmp_path)
     folder = Path(env["AGENT_MEM_VAULT_RUNTIME_DIR"])
     first = _initialize(plain_python, env)
