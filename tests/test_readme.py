@@ -69,3 +69,20 @@ def test_every_link_between_pages_leads_to_a_file() -> None:
             target = (page.parent / m["target"]).resolve()
             where = page.relative_to(ROOT)
             assert target.exists(), f"{where} links {m['target']}, which is missing"
+
+
+# Words that only this project's history explains; a page says what the behaviour is.
+_HISTORY = re.compile(
+    r"\b(?:issues? #?\d+|the seeds?(?:'s)?|seed §|this round|the lead|previous run)\b", re.I
+)
+
+
+def test_the_readme_manual_and_changelog_speak_of_the_product_not_its_history() -> None:
+    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in pages
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if _HISTORY.search(line)
+    ]
+    assert not found, "say what the behaviour is instead:\n" + "\n".join(found)
