@@ -1,8 +1,9 @@
-"""Every example in the README runs as written; so do the module docstrings' examples.
+"""Every example in the README and the manual runs as written; so do the docstrings' examples.
 
-Each fenced ``python`` or ``bash`` block of README.md runs in a fresh temporary
-folder with its own ``HOME`` and vault (``$AGENT_MEM_VAULT``), with this
-environment's ``agent-mem-vault`` first on ``PATH``:
+Each fenced ``python`` or ``bash`` block of README.md and of every page under
+``docs/`` runs in a fresh temporary folder with its own ``HOME`` and vault
+(``$AGENT_MEM_VAULT``), with this environment's ``agent-mem-vault`` first on
+``PATH``:
 
 * a ``python`` block in a new interpreter, as ``python -m asyncio`` would run
   it (top-level ``await`` is allowed, as in a notebook or that REPL);
@@ -11,13 +12,19 @@ environment's ``agent-mem-vault`` first on ``PATH``:
 A block that cannot run here (the install command, the test suite itself, a
 server that runs until stopped, a machine the reader has and we do not) or
 that is deliberately a fragment says so in an HTML comment on the line just
-above its fence, with a reason::
+above its fence, with a reason (``readme:`` and ``docs:`` are the same)::
 
     <!-- readme: not run — starts a server that runs until stopped -->
-    <!-- readme: fragment — continues the example above -->
+    <!-- docs: fragment — continues the example above -->
+
+A block that shows part of a file of the project names the file instead, and
+must appear in it line for line, so the page cannot drift from the file that
+is run (``docs/examples/operator_client.py`` runs in ``test_docs_examples.py``)::
+
+    <!-- docs: excerpt — docs/examples/operator_client.py -->
 
 Blocks are found anew on every run, so blocks other sections add are run too.
-A failure names the block's first line in README.md.
+A failure names the page and the line of the block's opening fence.
 """
 
 from __future__ import annotations
@@ -38,11 +45,15 @@ import agent_mem_vault
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+"""The README and every page of the manual."""
 TIMEOUT = 120.0
 """Seconds one block may take (a CLI call is well under one)."""
 
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-_MARKER = re.compile(r"^<!--\s*readme:\s*(?P<kind>not run|fragment)\s*(?P<rest>.*?)\s*-->\s*$")
+_MARKER = re.compile(
+    r"^<!--\s*(?:readme|docs):\s*(?P<kind>not run|fragment|excerpt)\s*(?P<rest>.*?)\s*-->\s*$"
+)
 _REASON = re.compile(r"^[—–:-]+\s*(?P<reason>\S.*)$")
 RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
 
@@ -50,7 +61,7 @@ RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "s
 _PYTHON_RUNNER = """
 import ast, asyncio, sys, types
 source = open(sys.argv[1], encoding="utf-8").read()
-code = compile(source, "README block", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+code = compile(source, sys.argv[2], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 module = types.ModuleType("__main__")
 sys.modules["__main__"] = module
 result = eval(code, module.__dict__)
@@ -62,19 +73,21 @@ if asyncio.iscoroutine(result):
 @dataclass(frozen=True)
 class Block:
     line: int
-    """Line of the opening fence in README.md (1-based)."""
+    """Line of the opening fence in its page (1-based)."""
     language: str
     code: str
     marker: str | None
-    """``not run`` or ``fragment`` when marked, else None."""
+    """``not run``, ``fragment`` or ``excerpt`` when marked, else None."""
     reason: str | None
+    page: str = "README.md"
+    """The page's path from the repository's root."""
 
     @property
     def id(self) -> str:
-        return f"README.md:{self.line}:{self.language or 'text'}"
+        return f"{self.page}:{self.line}:{self.language or 'text'}"
 
 
-def readme_blocks(text: str) -> list[Block]:
+def readme_blocks(text: str, page: str = "README.md") -> list[Block]:
     """Every fenced block of ``text``, with the marker on the line above its fence."""
     blocks: list[Block] = []
     lines = text.splitlines()
@@ -104,13 +117,18 @@ def readme_blocks(text: str) -> list[Block]:
                 code="\n".join(body) + "\n",
                 marker=marker["kind"] if marker else None,
                 reason=reason,
+                page=page,
             )
         )
         i = j + 1
     return blocks
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+BLOCKS = [
+    block
+    for page in PAGES
+    for block in readme_blocks(page.read_text(encoding="utf-8"), page.relative_to(ROOT).as_posix())
+]
 TO_RUN = [b for b in BLOCKS if b.language in RUNNABLE and b.marker is None]
 
 
@@ -138,7 +156,7 @@ def run_block(block: Block, tmp: Path) -> subprocess.CompletedProcess[str]:
     if RUNNABLE[block.language] == "python":
         script = tmp / "block.py"
         script.write_text(block.code, encoding="utf-8")
-        command = [sys.executable, "-c", _PYTHON_RUNNER, str(script)]
+        command = [sys.executable, "-c", _PYTHON_RUNNER, str(script), block.id]
     else:
         command = ["bash", "-c", "set -e\n" + block.code]
     return subprocess.run(
@@ -153,7 +171,7 @@ def run_block(block: Block, tmp: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("block", TO_RUN, ids=lambda b: b.id)
-def test_every_readme_block_runs_as_written(block: Block, tmp_path: Path) -> None:
+def test_every_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     try:
         proc = run_block(block, tmp_path)
     except subprocess.TimeoutExpired:
@@ -173,9 +191,30 @@ def test_every_block_that_is_not_run_says_why() -> None:
             )
 
 
+def test_the_manual_has_pages_and_runnable_blocks() -> None:
+    """A guard on the search for pages: the manual is found, and some of its blocks run."""
+    pages = {b.page for b in TO_RUN}
+    for page in ("docs/vault.md", "docs/harness.md", "docs/runs.md", "docs/configuration.md"):
+        assert page in pages, f"no runnable block found in {page}"
+
+
+EXCERPTS = [b for b in BLOCKS if b.marker == "excerpt"]
+
+
+@pytest.mark.parametrize("block", EXCERPTS, ids=lambda b: b.id)
+def test_every_excerpt_is_in_the_file_it_names(block: Block) -> None:
+    assert block.reason is not None
+    source = ROOT / block.reason.split()[0]
+    assert source.is_file(), f"{block.id}: names {source}, which does not exist"
+    assert block.code in source.read_text(encoding="utf-8"), (
+        f"{block.id}: the block is not a part of {block.reason.split()[0]} as it is now; "
+        "copy the lines from the file again"
+    )
+
+
 def test_the_readme_has_runnable_blocks_in_every_face() -> None:
     """A guard on the parser: the harness, vault and runs examples are found and run."""
-    code = "".join(b.code for b in TO_RUN)
+    code = "".join(b.code for b in TO_RUN if b.page == "README.md")
     for needle in ("agent_mem_vault.harness", "agent-mem-vault create", "RunRegistry"):
         assert needle in code, f"no runnable README block contains {needle!r}"
 
@@ -187,6 +226,8 @@ def test_a_marker_is_read_from_the_line_above_the_fence() -> None:
     marked, plain = readme_blocks(text)
     assert (marked.marker, marked.reason, marked.line) == ("not run", "needs a server", 2)
     assert (plain.marker, plain.language, plain.code) == (None, "python", "x = 1\n")
+    (excerpt,) = readme_blocks("<!-- docs: excerpt — docs/x.py -->\n```python\ny = 2\n```\n")
+    assert (excerpt.marker, excerpt.reason) == ("excerpt", "docs/x.py")
 
 
 def _modules_with_examples() -> list[str]:

@@ -291,15 +291,16 @@ async def test_a_reused_pid_is_not_taken_for_the_process_that_did_the_run(
     assert not is_known_dead(ProcessId.from_json({"pid": "x"}))
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+RUNS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "runs.md"
 
 
 @pytest.mark.slow
-def test_the_readme_runs_example_as_written_exports_and_publishes_a_record(
+def test_the_manuals_runs_example_as_written_exports_and_publishes_a_record(
     tmp_path: Path, pds_url: str
 ) -> None:
-    text = README.read_text()
-    block = text[text.index("## Runs:") :].split("```bash\n", 1)[1].split("```", 1)[0]
+    text = RUNS_PAGE.read_text()
+    block = text[text.index("## From the command line") :].split("```bash\n", 1)[1]
+    block = block.split("```", 1)[0]
     bin_dir = str(Path(sys.executable).parent)
     env = {
         **os.environ,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,11 @@ from typing import Any
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "console"
+README_PICTURE = ROOT / "docs" / "console.png"
+UPDATE_PICTURE_ENV = "AMV_UPDATE_SCREENSHOT"
+"""Set to 1 to let the console test rewrite ``docs/console.png``, the README's picture."""
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -46,3 +51,18 @@ def artifacts() -> Path:
         shutil.rmtree(ARTIFACTS)
     ARTIFACTS.mkdir(parents=True)
     return ARTIFACTS
+
+
+def save_readme_picture(page: Any, artifacts: Path) -> Path:
+    """Take the README's picture of the console from ``page``.
+
+    It always goes to the test artifacts, and to ``docs/console.png`` only with
+    ``AMV_UPDATE_SCREENSHOT=1``: a test run (in CI, from a clean clone) never
+    changes a file git tracks, and the committed picture changes only when
+    someone asks for it.
+    """
+    shot = artifacts / "console.png"
+    page.screenshot(path=str(shot))
+    if os.environ.get(UPDATE_PICTURE_ENV) == "1":
+        shutil.copyfile(shot, README_PICTURE)
+    return shot

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.console.conftest import save_readme_picture
 from tests.server.support import ADA, OLGA, demo_process
 
 pytestmark = pytest.mark.slow
@@ -66,6 +67,7 @@ def test_operator_takes_over_replies_hands_back_and_moves_the_case(
         expect(transcript.locator(".msg[data-author='Operator · olga']")).to_contain_text(REPLY)
         expect(ada_transcript.locator(".msg[data-author='Operator · olga']")).to_contain_text(REPLY)
         olga.screenshot(path=str(artifacts / "04-console-operator-replied.png"))
+        save_readme_picture(olga, artifacts)
         ada.screenshot(path=str(artifacts / "05-customer-sees-the-reply.png"))
 
         # Olga hands the thread back to billing; the pause ends and billing answers Ada.

@@ -1,4 +1,4 @@
-"""The harness benchmark script runs (no timings are asserted: figures go to the README)."""
+"""The harness benchmark script runs (no timings are asserted: figures go to docs/benchmarks.md)."""
 
 from __future__ import annotations
 

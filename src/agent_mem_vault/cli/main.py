@@ -79,6 +79,14 @@ class LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(__version__, prog_name="agent-mem-vault")
+@click.option(
+    "--help-env",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=lambda ctx, _param, value: _print_environment(ctx) if value else None,
+    help="Show every AGENT_MEM_VAULT_* variable, its default and what it changes, and exit.",
+)
 def cli() -> None:
     """Hand work between AI agents, and between agents and people.
 
@@ -90,6 +98,14 @@ def cli() -> None:
 
     The vault is --vault PATH, else $AGENT_MEM_VAULT, else ~/agent-mem-vault.
     """
+
+
+def _print_environment(ctx: click.Context) -> None:
+    # The same table as the manual's configuration page (a test compares them).
+    from ..core.environment import markdown_table
+
+    click.echo(markdown_table(), nl=False)
+    ctx.exit()
 
 
 def main(argv: list[str] | None = None) -> None:

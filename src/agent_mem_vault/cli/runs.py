@@ -247,7 +247,7 @@ def export(agent: str, vault_path: str, store_path: str | None) -> None:
     "--validate",
     is_flag=True,
     help="Ask the PDS to validate each record against its lexicon (fails on a PDS that "
-    "does not know garden.engram.agents.handoff; see the README).",
+    "does not know garden.engram.agents.handoff; see docs/runs.md).",
 )
 @click.option(
     "--wait",

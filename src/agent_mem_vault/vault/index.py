@@ -80,7 +80,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
 ]
 """The schema, as named migrations. Kept under 1 KB per note at 100,000 notes
-(README, "What the vault costs on disk"): a memory's text is stored once,
+(docs/benchmarks.md, "What the vault costs on disk"): a memory's text is stored once,
 compressed, in ``memories.body``, and the full-text index reads it from there
 (an external-content FTS5 table over the ``memories_text`` view) instead of
 keeping its own copy; a handoff's context is compressed too; files are keyed

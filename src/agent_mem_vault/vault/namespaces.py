@@ -4,7 +4,7 @@ Namespaces become folders, so a bad one could escape the vault (``..``, an
 absolute path) or collide with the vault's own folders. Everything is checked
 before anything is written, and each error names the field and the rule.
 
-Limits (documented in the README):
+Limits (documented in docs/vault.md):
 
 - namespace: 1–8 segments joined by ``/``, each 1–64 of ``A-Z a-z 0-9 . _ -``,
   starting with a letter or digit, not ``handoffs``/``memories`` and not ending

@@ -1,0 +1,173 @@
+"""Every ``AGENT_MEM_VAULT_*`` environment variable, its default and what it changes.
+
+One list, so that the manual's table (``docs/configuration.md``) and the
+table ``agent-mem-vault --help-env`` prints are the same text and cannot
+drift: a test compares the two, and another checks that every variable named
+in the package's source is listed here. The modules that read a variable keep
+reading it themselves; this is where a person finds them all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["VARIABLES", "Variable", "markdown_table"]
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    """What applies when the variable is unset, as a person would say it."""
+    effect: str
+    """What it changes, in one line (Markdown: backticks for names and values)."""
+    area: str
+    """The part of the product that reads it: vault, search, agents, runs, harness."""
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "AGENT_MEM_VAULT",
+        "`~/agent-mem-vault`",
+        "The vault folder every command opens when `--vault` is not given.",
+        "vault",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_KEEPER",
+        "on",
+        "`0`, `off`, `no` or `false`: never ask or start the vault's keeper; "
+        "every call checks its namespace by `stat`.",
+        "vault",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_KEEPER_IDLE",
+        "`1800`",
+        "Seconds the keeper waits for a question before it leaves.",
+        "vault",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_RUNTIME_DIR",
+        "`$XDG_RUNTIME_DIR/agent-mem-vault-<uid>`, else the temp folder",
+        "The private folder where the warm process and the keeper keep their sockets "
+        "and the warm process its log.",
+        "vault",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDINGS",
+        "`auto`",
+        "Search by meaning: `auto` (the local model when the embeddings extra is "
+        "installed), `local`, `openai` (an OpenAI-compatible endpoint) or `off` (words only).",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR",
+        "`$XDG_CACHE_HOME/agent-mem-vault/models/all-MiniLM-L6-v2`",
+        "A folder with `model.onnx` (or `onnx/model.onnx`) and `tokenizer.json` to read "
+        "the local model from; nothing is downloaded when it is set.",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDING_URL",
+        "none",
+        "With `AGENT_MEM_VAULT_EMBEDDINGS=openai`: the endpoint's base URL, "
+        "e.g. `http://127.0.0.1:11434/v1`.",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDING_MODEL",
+        "none",
+        "With `AGENT_MEM_VAULT_EMBEDDINGS=openai`: the embedding model's name, e.g. `all-minilm`.",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDING_API_KEY",
+        "none",
+        "With `AGENT_MEM_VAULT_EMBEDDINGS=openai`: the key sent to the endpoint, if it wants one.",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_EMBEDDING_MIN_SIMILARITY",
+        "`0.15`",
+        "How close (cosine, -1 to 1) a memory found by meaning alone must be to the question.",
+        "search",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_AGENT",
+        "none (required)",
+        "`serve --agent`: the server's agent name, the sender of its handoffs "
+        "and their default reader.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_TOKEN",
+        "none",
+        "`serve --http --token`: the bearer token clients must send; required when "
+        "listening beyond loopback.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_WARM",
+        "on",
+        "`0`, `off`, `no` or `false`: `serve` and the session hook always run in their "
+        "own process instead of the warm process.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_WARM_IDLE",
+        "`1800`",
+        "Seconds the warm process waits for a next command before it leaves.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_CODEX",
+        "`codex` on `PATH`",
+        "The Codex executable `install codex` and `doctor` ask which hooks Codex trusts.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_RUNS_STORE",
+        "`<vault>/.runs/runs.sqlite3`",
+        "`runs --store`: the SQLite file that holds the runs.",
+        "runs",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_PDS",
+        "none",
+        "`runs publish --pds`: the base URL of the PDS to publish handoff records to.",
+        "runs",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_PDS_IDENTIFIER",
+        "none",
+        "`runs publish --identifier`: the handle (or DID) to log in to the PDS as.",
+        "runs",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_PDS_PASSWORD",
+        "none",
+        "`runs publish --password`: an app password for that account.",
+        "runs",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_DSN",
+        "none",
+        "`db --dsn`: the PostgreSQL connection string, e.g. `postgresql://app@db.internal/agents`.",
+        "harness",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_MODEL",
+        "the offline rule-based model",
+        "`demo support`: a model name for an OpenAI-compatible endpoint (`OPENAI_BASE_URL`, "
+        "`OPENAI_API_KEY`), or a `claude-…` name for Anthropic's API (`ANTHROPIC_API_KEY`).",
+        "harness",
+    ),
+)
+"""In the order the manual lists them: by area, then as a person meets them."""
+
+
+def markdown_table() -> str:
+    """The table, as Markdown: what ``--help-env`` prints and the manual holds verbatim."""
+    lines = ["| variable | default | what it changes |", "|---|---|---|"]
+    for var in VARIABLES:
+        lines.append(f"| `{var.name}` | {var.default} | {var.effect} |")
+    return "\n".join(lines) + "\n"
