@@ -97,6 +97,38 @@ def test_the_plain_install_has_none_of_the_extras(plain_python: Path) -> None:
     }
 
 
+INSTALL_STEP = "python3 -m venv .venv && source .venv/bin/activate && pip install -e . &&"
+
+
+def readme_first_block() -> str:
+    """The README's first bash block: install, then the main job."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    return readme.split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_first_command_runs_in_a_plain_install(
+    plain_python: Path, tmp_path: Path
+) -> None:
+    block = readme_first_block()
+    assert block.startswith(INSTALL_STEP), "the README's first command changed: update this test"
+    # scripts/test made the plain environment as that step does (without -e): activate it.
+    script = block.replace(INSTALL_STEP, f"source {plain_python.parent}/activate &&", 1)
+    env = _plain_environment(tmp_path)
+    del env["AGENT_MEM_VAULT"]  # the block chooses its own vault
+    out = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "needs batching" in out.stdout
+    assert "Traceback" not in out.stderr
+
+
 def test_the_main_job_runs_in_a_plain_install(amv: Any) -> None:
     assert amv("init").returncode == 0
     created = amv(
