@@ -90,7 +90,9 @@ def serve(
     # instead of being looked for, one stat per note, on every call.
     vault.watch()
     if not use_http:
-        build_server(vault, settings).run("stdio")
+        from ..mcp.transport import run_stdio
+
+        run_stdio(build_server(vault, settings))
         return
     from .listen import listen, serve_socket
 
