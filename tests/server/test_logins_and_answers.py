@@ -116,3 +116,14 @@ async def test_the_openapi_document_lists_the_401_of_me_and_the_answers_400(
     assert "invalid_answer" in answer["400"]["description"]
     turn = doc["components"]["schemas"]["TurnResultBody"]["properties"]["message"]
     assert "interrupted" in turn["description"]
+
+
+async def test_a_100_kb_value_in_a_refused_body_comes_back_as_200_characters(
+    http: httpx.AsyncClient,
+) -> None:
+    huge = "x" * 100_000
+    r = await http.post(f"{DESK}/messages", json={"text": "hi", huge: 1}, headers=ADA)
+    assert (r.status_code, r.json()["code"]) == (400, "invalid_body")
+    assert "x" * 200 + "… (100000 characters)" in r.json()["message"]
+    assert "x" * 201 not in r.text
+    assert len(r.content) < 1_000

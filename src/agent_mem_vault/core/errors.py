@@ -54,11 +54,12 @@ QUOTE_LIMIT = 200
 """Most characters of one value an error message or its details quote."""
 
 # A quoted value (as ``{value!r}`` writes it), or a run of characters with no space
-# (a value written without quotes), longer than the limit.
+# (a value written without quotes; a ':' or ',' after it is the message's own),
+# longer than the limit.
 _LONG_QUOTED = re.compile(
     rf"'(?:[^'\\]|\\.){{{QUOTE_LIMIT},}}'"
     rf'|"(?:[^"\\]|\\.){{{QUOTE_LIMIT},}}"'
-    rf"|\S{{{QUOTE_LIMIT + 1},}}",
+    rf"|[^\s,;:]{{{QUOTE_LIMIT + 1},}}",
     re.DOTALL,
 )
 _MESSAGE_LIMIT = 2_000
