@@ -65,3 +65,9 @@ def test_an_os_error_becomes_an_error_of_the_tree_naming_the_path(
     assert error.code == code
     assert error.message.startswith("the operating system refused /some/vault: reason; ")
     assert error.details == {"path": "/some/vault", "errno": errno.errorcode[number]}
+
+
+def test_a_failed_connection_is_unavailable_so_a_retry_may_work() -> None:
+    error = from_os_error(ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"))
+    assert isinstance(error, UnavailableError)
+    assert (error.code, error.exit_status) == ("connection_failed", 6)

@@ -132,6 +132,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_status)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`… | head`): nothing left to tell anyone. Point stdout
+        # at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except OSError as exc:
         error = from_os_error(exc)
         report_error(error, as_json=as_json)

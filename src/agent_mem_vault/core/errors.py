@@ -255,6 +255,12 @@ def from_os_error(exc: OSError) -> AgentMemVaultError:
     >>> from_os_error(NotADirectoryError(20, "Not a directory", "/tmp/f/vault")).code
     'bad_path'
     """
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return UnavailableError(
+            f"a connection failed: {exc.strerror or exc}; check that the other side runs, "
+            "then retry",
+            code="connection_failed",
+        )
     branch, code, fix = _OS_ERRORS.get(
         exc.errno or 0, (DataError, "os_error", "check the path and the disk")
     )
