@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from agent_mem_vault.vault import Vault
+
 from .conftest import NS
 
 SERVE = (sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex")
@@ -84,8 +86,8 @@ class RawServer:
 
 
 @pytest.fixture
-def server(vault_path: Path) -> Iterator[RawServer]:
-    raw = RawServer(vault_path)
+def server(vault: Vault) -> Iterator[RawServer]:
+    raw = RawServer(vault.path)
     init = raw.request(
         0,
         "initialize",
@@ -193,3 +195,19 @@ def test_a_100_kb_value_comes_back_as_200_characters_and_its_length(server: RawS
         assert "x" * 200 + "… (100" in result["content"][0]["text"]
         assert "x" * 201 not in body
         assert len(body) < 3_000
+
+
+def test_a_file_where_a_namespace_folder_belongs_is_a_bad_path_tool_error(
+    server: RawServer, vault_path: Path
+) -> None:
+    blocked = vault_path / NS
+    blocked.parent.mkdir(parents=True, exist_ok=True)
+    blocked.write_text("a file, not a folder\n")
+    arguments = {"to": "claude-code", "summary": "s", "context": "c"}
+    result = server.call(50, "create_handoff", arguments)
+    assert result["isError"] is True
+    error = result["structuredContent"]["error"]
+    assert error["code"] == "bad_path"
+    assert str(blocked) in error["message"]
+    assert blocked.read_text() == "a file, not a folder\n"
+    still_serving(server, 51)

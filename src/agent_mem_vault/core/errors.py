@@ -241,7 +241,11 @@ _OS_ERRORS: dict[int, tuple[type[AgentMemVaultError], str, str]] = {
         "a file stands where the path needs a folder: check the path",
     ),
     errno.EISDIR: (InvalidInputError, "bad_path", "a folder stands where a file belongs"),
-    errno.EEXIST: (InvalidInputError, "bad_path", "something already exists there"),
+    errno.EEXIST: (
+        InvalidInputError,
+        "bad_path",
+        "a file stands where a folder belongs: move it or check the path",
+    ),
     errno.ENAMETOOLONG: (InvalidInputError, "bad_path", "use a shorter path"),
     errno.ELOOP: (InvalidInputError, "bad_path", "the path has a symbolic-link loop"),
     errno.ENOSPC: (UnavailableError, "no_space", "free some disk space and retry"),

@@ -25,18 +25,19 @@ def unstorable_char(value: Any) -> tuple[str, str] | None:
     """The first (path, character) in ``value`` that cannot be stored, else None.
 
     ``path`` names where it is, as ``field.0.key`` ('' for ``value`` itself);
-    keys are checked as well as values. The walk is flat, so no depth of
-    nesting can exhaust the stack.
+    keys are checked as well as values. The walks are flat, so no depth of
+    nesting can exhaust the stack; paths are spelled out only for a value that
+    holds such a character (the common clean value costs one pass, no strings).
     """
+    if not _holds_unstorable(value):
+        return None
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
-            # A lone surrogate is never ASCII; "in" is a C search: most strings cost ~nothing.
-            if "\x00" in item or not item.isascii():
-                bad = _UNSTORABLE.search(item)
-                if bad is not None:
-                    return path, bad.group()
+            bad = _UNSTORABLE.search(item)
+            if bad is not None:
+                return path, bad.group()
         elif isinstance(item, dict):
             for key, inner in reversed(list(item.items())):
                 where = f"{path}.{key}" if path else str(key)
@@ -46,6 +47,22 @@ def unstorable_char(value: Any) -> tuple[str, str] | None:
             for index in reversed(range(len(item))):
                 stack.append((f"{path}.{index}" if path else str(index), item[index]))
     return None
+
+
+def _holds_unstorable(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            # A lone surrogate is never ASCII; "in" is a C search: most strings cost ~nothing.
+            if ("\x00" in item or not item.isascii()) and _UNSTORABLE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def describe_char(char: str) -> str:
