@@ -79,8 +79,12 @@ def test_operator_takes_over_replies_hands_back_and_moves_the_case(
         expect(olga.get_by_test_id("waiting").locator("button")).to_have_count(0)
         ada.fill("#text", "Thanks. When does the refund for order 42 arrive?")
         ada.click("#send-button")
-        expect(ada_transcript.locator(".msg[data-author='billing']")).to_have_count(2)
-        expect(transcript.locator(".msg[data-author='billing']")).to_have_count(2)
+        # Billing's answers: the refund, that a person takes over, and now the refund's date.
+        expect(ada_transcript.locator(".msg[data-author='billing']")).to_have_count(3)
+        expect(transcript.locator(".msg[data-author='billing']")).to_have_count(3)
+        expect(ada_transcript.locator(".msg[data-author='billing']").nth(1)).to_contain_text(
+            "handing you to a person"
+        )
         olga.screenshot(path=str(artifacts / "06-console-handed-back-to-billing.png"))
 
         # The case moves to the billing team's harness with a note.
@@ -296,6 +300,7 @@ def test_operator_lets_the_agent_answer_messages_held_during_the_pause(
     page.screenshot(path=str(artifacts / "12-console-held-messages.png"))
     page.click("#continue")
     transcript = page.get_by_test_id("transcript")
-    expect(transcript.locator(".msg[data-author='billing']")).to_have_count(2)
+    # Billing's answers: the refund, that a person takes over, and the held question.
+    expect(transcript.locator(".msg[data-author='billing']")).to_have_count(3)
     expect(page.locator("#held")).to_be_hidden()
     page.close()

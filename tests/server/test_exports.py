@@ -7,7 +7,12 @@ import agent_mem_vault.server as server
 
 
 def test_server_exports_exactly_its_public_names() -> None:
-    assert sorted(server.__all__) == ["DEFAULT_MAX_BODY_BYTES", "create_harness_app"]
+    assert sorted(server.__all__) == [
+        "BadAuthSchemeError",
+        "DEFAULT_MAX_BODY_BYTES",
+        "bearer_token",
+        "create_harness_app",
+    ]
 
 
 def test_client_exports_exactly_its_public_names() -> None:

@@ -238,7 +238,7 @@ async def test_openapi_document_describes_every_route(
         operation = doc["paths"][path][method]
         assert operation["summary"]
         # Every route that finds a user says so, and a thread's routes list each rejection.
-        expected = {"401"} if path != "/api/me" else set()
+        expected = {"401"}
         if "{threadId}" in path:
             expected |= {"400", "401", "403", "404", "409"}
         assert expected <= set(operation["responses"]), (path, method)

@@ -90,6 +90,8 @@ def serve(
     # instead of being looked for, one stat per note, on every call.
     vault.watch()
     if not use_http:
+        from ..mcp.transport import run_stdio
+
         _stop_at_once_on_interrupt()
         if sys.stdin.isatty():
             click.echo(
@@ -97,7 +99,7 @@ def serve(
                 "client (your agent starts this itself once `install` has run); Ctrl-C stops it",
                 err=True,
             )
-        build_server(vault, settings).run("stdio")
+        run_stdio(build_server(vault, settings))
         return
     from .listen import listen, serve_socket
 

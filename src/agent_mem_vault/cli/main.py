@@ -6,7 +6,15 @@ Library errors become exit statuses and messages here, and nowhere else.
 
 Exit statuses: 0 ok · 1 unexpected failure · 2 bad input or usage · 3 not
 found · 4 conflict (state forbids it) · 5 access denied · 6 unavailable (a
-lock or lease did not come; retry) · 7 damaged data · 8 remote service failed.
+lock or lease did not come; retry) · 7 damaged data · 8 remote service failed ·
+9 a server could not start.
+
+A path the operating system refuses (a file where a folder belongs, no
+permission, a read-only filesystem) is reported like a library error, with
+its code (``bad_path``, ``permission_denied``, ``no_space``). Anything else
+that escapes a command is a bug: it is reported in one line with the code
+``internal_error`` and status 1, and ``AGENT_MEM_VAULT_DEBUG=1`` shows its
+traceback.
 """
 
 from __future__ import annotations
@@ -14,13 +22,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
 from .. import __version__
-from ..core.errors import AgentMemVaultError
+from ..core.errors import AgentMemVaultError, bounded, from_os_error
+
+DEBUG_ENV = "AGENT_MEM_VAULT_DEBUG"
+"""Set to 1 to let an unexpected failure show its traceback instead of one line."""
 
 # name -> "module:attribute", in the order --help lists them.
 COMMANDS: dict[str, str] = {
@@ -141,6 +153,20 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_status)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        # The reader went away (`… | head`): nothing left to tell anyone. Point stdout
+        # at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except OSError as exc:
+        error = from_os_error(exc)
+        report_error(error, as_json=as_json)
+        sys.exit(error.exit_status)
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        _report_bug(exc, as_json=as_json)
+        sys.exit(1)
 
 
 def report_error(exc: AgentMemVaultError, *, as_json: bool) -> None:
@@ -149,6 +175,18 @@ def report_error(exc: AgentMemVaultError, *, as_json: bool) -> None:
         _echo_json_error(exc.to_dict())
     else:
         click.echo(f"error: {exc.message} [{exc.code}]", err=True)
+
+
+def _report_bug(exc: Exception, *, as_json: bool) -> None:
+    what = f"{type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": ")
+    message = (
+        f"unexpected failure ({bounded(what)}); this is a bug in agent-mem-vault: "
+        f"please report it with the output of the same command run with {DEBUG_ENV}=1"
+    )
+    if as_json:
+        _echo_json_error({"code": "internal_error", "message": message})
+    else:
+        click.echo(f"error: {message} [internal_error]", err=True)
 
 
 def _echo_json_error(error: dict[str, Any]) -> None:

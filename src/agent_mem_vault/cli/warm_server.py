@@ -53,6 +53,7 @@ PRELOAD = (
     "agent_mem_vault.integrations.session_hook",
     "agent_mem_vault.vault.service",
     "agent_mem_vault.mcp.server",
+    "agent_mem_vault.mcp.transport",
     "mcp.server.stdio",
     "anyio._backends._asyncio",
 )

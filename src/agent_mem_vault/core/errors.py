@@ -19,10 +19,19 @@ an exit status, MCP to a tool error, HTTP to a status and a JSON body.
                                                       (port in use, bad address)
 
 Subclasses in the services add codes; they never add branches.
+
+A message quotes at most about :data:`QUOTE_LIMIT` characters of any value it
+names: a 100 KB argument that was refused comes back as its first 200
+characters and its length, in the message and in ``details`` alike. The bound
+is applied here, where every error is made, so no interface can forget it.
+An ``OSError`` (a path the operating system refuses) becomes an error of this
+tree through :func:`from_os_error`, in each interface's one converting place.
 """
 
 from __future__ import annotations
 
+import errno
+import re
 from typing import Any, ClassVar
 
 __all__ = [
@@ -37,7 +46,23 @@ __all__ = [
     "UnauthenticatedError",
     "UnavailableError",
     "UserError",
+    "bounded",
+    "from_os_error",
 ]
+
+QUOTE_LIMIT = 200
+"""Most characters of one value an error message or its details quote."""
+
+# A quoted value (as ``{value!r}`` writes it), or a run of characters with no space
+# (a value written without quotes; a ':' or ',' after it is the message's own),
+# longer than the limit.
+_LONG_QUOTED = re.compile(
+    rf"'(?:[^'\\]|\\.){{{QUOTE_LIMIT},}}'"
+    rf'|"(?:[^"\\]|\\.){{{QUOTE_LIMIT},}}"'
+    rf"|[^\s,;:]{{{QUOTE_LIMIT + 1},}}",
+    re.DOTALL,
+)
+_MESSAGE_LIMIT = 2_000
 
 
 class AgentMemVaultError(Exception):
@@ -53,13 +78,14 @@ class AgentMemVaultError(Exception):
     exit_status: ClassVar[int] = 1
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        message = _bounded_message(message)
         super().__init__(message)
         self.message = message
         if code is not None:
             # An instance-level code refines the class default without a new class
             # for every rejection the seeds name.
             self.code = code  # type: ignore[misc]
-        self.details = details
+        self.details = {key: _bounded_detail(value) for key, value in details.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON body an interface sends for this error."""
@@ -74,6 +100,50 @@ class AgentMemVaultError(Exception):
 
 def _jsonable(value: Any) -> bool:
     return isinstance(value, str | int | float | bool | type(None) | list | dict)
+
+
+def bounded(text: str, limit: int = QUOTE_LIMIT) -> str:
+    """``text`` itself if short, else its first ``limit`` characters and its length.
+
+    >>> bounded("x" * 1000, 5)
+    'xxxxx… (1000 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _bounded_message(message: str) -> str:
+    if len(message) <= QUOTE_LIMIT:
+        return message
+
+    def cut(match: re.Match[str]) -> str:
+        quoted = match.group()
+        quote = quoted[0] if quoted[0] in "'\"" and quoted[-1] == quoted[0] else ""
+        inner = quoted[1:-1] if quote else quoted
+        return quote + bounded(inner) + quote
+
+    message = _LONG_QUOTED.sub(cut, message)
+    if len(message) > _MESSAGE_LIMIT:
+        # Long prose with no single long value: keep both ends, where a message
+        # says what was wrong and what to do.
+        half = _MESSAGE_LIMIT // 2
+        message = f"{message[:half]} … {message[-half:]}"
+    return message
+
+
+def _bounded_detail(value: Any) -> Any:
+    if isinstance(value, str):
+        return bounded(value)
+    if isinstance(value, list):
+        return [_bounded_detail(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(_bounded_detail(item) for item in value)
+    if isinstance(value, dict):
+        return {
+            bounded(k) if isinstance(k, str) else k: _bounded_detail(v) for k, v in value.items()
+        }
+    return value
 
 
 class UserError(AgentMemVaultError):
@@ -148,3 +218,62 @@ class StartupError(AgentMemVaultError):
     code = "startup_failed"
     http_status = 500
     exit_status = 9
+
+
+# errno → (branch, code, what to do). A path the operating system refuses is the
+# caller's to change (a typo, a file where a folder belongs) or their rights to fix.
+_OS_ERRORS: dict[int, tuple[type[AgentMemVaultError], str, str]] = {
+    errno.EACCES: (AccessDeniedError, "permission_denied", "use a path you may write to"),
+    errno.EPERM: (AccessDeniedError, "permission_denied", "use a path you may write to"),
+    errno.EROFS: (
+        AccessDeniedError,
+        "permission_denied",
+        "the filesystem is read-only: use a path on a writable one",
+    ),
+    errno.ENOENT: (
+        InvalidInputError,
+        "bad_path",
+        "check the path: a folder on it is missing, or its filesystem allows none there",
+    ),
+    errno.ENOTDIR: (
+        InvalidInputError,
+        "bad_path",
+        "a file stands where the path needs a folder: check the path",
+    ),
+    errno.EISDIR: (InvalidInputError, "bad_path", "a folder stands where a file belongs"),
+    errno.EEXIST: (
+        InvalidInputError,
+        "bad_path",
+        "a file stands where a folder belongs: move it or check the path",
+    ),
+    errno.ENAMETOOLONG: (InvalidInputError, "bad_path", "use a shorter path"),
+    errno.ELOOP: (InvalidInputError, "bad_path", "the path has a symbolic-link loop"),
+    errno.ENOSPC: (UnavailableError, "no_space", "free some disk space and retry"),
+    errno.EDQUOT: (UnavailableError, "no_space", "the disk quota is used up: free space"),
+}
+
+
+def from_os_error(exc: OSError) -> AgentMemVaultError:
+    """The error of this tree for an ``OSError``: a code, a one-line message, the fix.
+
+    >>> from_os_error(NotADirectoryError(20, "Not a directory", "/tmp/f/vault")).code
+    'bad_path'
+    """
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return UnavailableError(
+            f"a connection failed: {exc.strerror or exc}; check that the other side runs, "
+            "then retry",
+            code="connection_failed",
+        )
+    branch, code, fix = _OS_ERRORS.get(
+        exc.errno or 0, (DataError, "os_error", "check the path and the disk")
+    )
+    reason = exc.strerror or type(exc).__name__
+    where = exc.filename if exc.filename is not None else None
+    subject = f"{where}" if where is not None else "a file"
+    return branch(
+        f"the operating system refused {subject}: {reason}; {fix}",
+        code=code,
+        path=str(where) if where is not None else None,
+        errno=errno.errorcode.get(exc.errno or 0),
+    )

@@ -53,9 +53,10 @@ class Rule:
     """When the latest user message has one of ``keywords`` (any, if empty), act.
 
     The action is a ``handoff`` to a target (an agent name, ``"main"`` or
-    ``{"human": True}``) with ``note``, or else the text ``reply``. Both are
-    templates: ``{text}`` is the user's message, ``{order}`` the order it names
-    ("your order" if none).
+    ``{"human": True}``) with ``note``, said first in ``reply`` when the rule
+    has one (what the user reads: "a person will answer here"), or else the
+    text ``reply`` alone. Both are templates: ``{text}`` is the user's message,
+    ``{order}`` the order it names ("your order" if none).
     """
 
     keywords: tuple[str, ...] = ()
@@ -113,7 +114,8 @@ class RuleBasedModel:
                 }
                 if rule.note:
                     arguments["note"] = rule.note.format(**values)
-                return [ToolCallRequest(f"call_{uuid.uuid4().hex[:16]}", HANDOFF, arguments)]
+                said = _text(rule.reply.format(**values)) if rule.reply is not None else []
+                return [*said, ToolCallRequest(f"call_{uuid.uuid4().hex[:16]}", HANDOFF, arguments)]
             if rule.reply is not None:
                 return _text(rule.reply.format(**values))
         return _text(self.fallback.format(**values))
@@ -201,13 +203,22 @@ def _text(text: str) -> list[ModelEvent]:
 
 NOTE = " (I am a rule-based demo model, not a language model.)"
 
+TO_A_PERSON = (
+    "I am handing you to a person from our team. They will answer here; "
+    "anything you write meanwhile is kept for them." + NOTE
+)
+"""What the demo's models tell a user they hand to a person."""
+
 
 def support_desk_model() -> RuleBasedModel:
     """The main model of the support-desk demo: billing to ``billing``, people to a person."""
     return RuleBasedModel(
         [
             Rule(
-                HUMAN_KEYWORDS, handoff={"human": True}, note="The user asks for a person: {text}"
+                HUMAN_KEYWORDS,
+                reply=TO_A_PERSON,
+                handoff={"human": True},
+                note="The user asks for a person: {text}",
             ),
             Rule(
                 BILLING_KEYWORDS, handoff="billing", note="Billing question about {order}: {text}"
@@ -233,7 +244,10 @@ def billing_model() -> RuleBasedModel:
     return RuleBasedModel(
         [
             Rule(
-                HUMAN_KEYWORDS, handoff={"human": True}, note="The user asks for a person: {text}"
+                HUMAN_KEYWORDS,
+                reply=TO_A_PERSON,
+                handoff={"human": True},
+                note="The user asks for a person: {text}",
             ),
             Rule(
                 ("refund",),

@@ -40,15 +40,21 @@ def answer_target(harness: Harness, wait: Wait, value: Any) -> str | None:
         return wait.before if _still_root(harness, wait.before) else None
     if isinstance(value, Mapping) and set(value) == {"handBack"}:
         name = value["handBack"]
+        if not isinstance(name, str):
+            # A shape error, not a name that might exist: 400, like any answer of the wrong shape.
+            raise InvalidAnswerError(
+                f"handBack must be a string (an agent name, or 'main'), not {name!r}",
+                field="handBack",
+            )
         if name == MAIN:
             return None
-        if isinstance(name, str) and harness.root_agent(name) is not None:
+        if harness.root_agent(name) is not None:
             return name
         roots = ", ".join((*harness.root_names, MAIN))
         raise UnknownAgentError(
             f"cannot hand back to {name!r}: harness {harness.name!r} has no such root agent; "
             f"use one of {roots}",
-            agent=name if isinstance(name, str) else None,
+            agent=name,
         )
     raise InvalidAnswerError(
         f"{value!r} does not answer a person's wait; answer {{'resume': True}}, "

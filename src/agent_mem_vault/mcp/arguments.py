@@ -12,7 +12,11 @@ one as ``field: what was expected``, in one line, as a tool error
 passes goes on to the SDK unchanged. The same middleware makes ``tools/list``
 say so: each checked tool's input schema carries ``additionalProperties:
 false``, so a client that validates before calling (or a model API in strict
-mode) learns the rule from the schema instead of from a refused call.
+mode) learns the rule from the schema instead of from a refused call. A string
+argument holding a NUL is refused here too (code ``invalid_string``), by the
+rule HTTP bodies follow (:mod:`agent_mem_vault.core.text`). The error is made
+as every error of the package is, so it quotes at most 200 characters of any
+value it names.
 
 >>> check = ArgumentCheck()  # doctest: +SKIP
 >>> check.add("create_handoff", create_handoff)  # doctest: +SKIP
@@ -27,6 +31,9 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.types import CallToolResult, ListToolsResult, TextContent
 from pydantic import BaseModel, ValidationError
+
+from ..core.errors import InvalidInputError
+from ..core.text import describe_char, unstorable_char
 
 __all__ = ["ArgumentCheck", "argument_problems"]
 
@@ -80,6 +87,11 @@ class ArgumentCheck:
                 problems = self.problems(name, arguments)
                 if problems:
                     return _error(name, problems)
+                found = unstorable_char(dict(arguments))
+                if found is not None:
+                    path, char = found
+                    problem = f"{path}: holds {describe_char(char)}, which cannot be stored"
+                    return _error(name, [problem + "; remove it"], code="invalid_string")
         return await call_next(ctx)
 
     def _closed(self, result: HandlerResult) -> HandlerResult:
@@ -151,15 +163,12 @@ def _expected(schema: Mapping[str, Any]) -> str:
     return _TYPES.get(str(kind), "a value")
 
 
-def _error(tool: str, problems: list[str]) -> CallToolResult:
-    message = f"{tool}: " + "; ".join(problems)
-    body = {
-        "code": "invalid_arguments",
-        "message": message,
-        "details": {"tool": tool, "problems": problems},
-    }
+def _error(tool: str, problems: list[str], *, code: str = "invalid_arguments") -> CallToolResult:
+    error = InvalidInputError(
+        f"{tool}: " + "; ".join(problems), code=code, tool=tool, problems=problems
+    )
     return CallToolResult(
-        content=[TextContent(type="text", text=f"error: {message} [invalid_arguments]")],
-        structured_content={"error": body},
+        content=[TextContent(type="text", text=f"error: {error.message} [{error.code}]")],
+        structured_content={"error": error.to_dict()},
         is_error=True,
     )

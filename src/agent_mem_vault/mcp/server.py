@@ -25,7 +25,7 @@ from pydantic import Field
 
 from .. import __version__
 from ..core import tracing
-from ..core.errors import AgentMemVaultError, InvalidInputError
+from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
@@ -137,7 +137,7 @@ class _Runner:
 
 
 def _guarded(fn: F) -> F:
-    """Turn a vault error raised anywhere in a tool into a tool error, not a crash."""
+    """Turn a vault error (or a path the OS refuses) anywhere in a tool into a tool error."""
 
     name = fn.__name__
     span_name = f"execute_tool {name}"
@@ -153,6 +153,10 @@ def _guarded(fn: F) -> F:
             except AgentMemVaultError as exc:
                 span.set_attribute("error.type", exc.code)
                 return tool_error(exc)
+            except OSError as exc:  # a vault folder the OS refuses: the CLI's message
+                error = from_os_error(exc)
+                span.set_attribute("error.type", error.code)
+                return tool_error(error)
 
     return tool  # type: ignore[return-value]
 

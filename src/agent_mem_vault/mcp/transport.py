@@ -1,5 +1,16 @@
 """Running the server: stdio for local agents, streamable HTTP for remote ones.
 
+Over stdio every line a client sends gets an answer. The SDK's stdio transport
+reads each line as a JSON-RPC message and, when one does not parse (a lone
+surrogate escape such as ``"\\ud800"``, arrays nested past its parser's ~200
+levels, a line that is not JSON at all), hands the server an exception that
+the server drops: the client then waits for its own timeout. :func:`run_stdio`
+puts one step between the two: a line that could not be read is answered
+here with a JSON-RPC error, ``-32700`` (parse error) or ``-32600`` (a JSON
+value that is no JSON-RPC message), carrying the request's id when one can be
+found in the line (so the client's waiting call ends at once) and ``null``
+otherwise, as JSON-RPC 2.0 asks.
+
 HTTP beyond loopback needs a bearer token: anyone who can reach the port could
 otherwise read and consume every handoff. The token is checked by the SDK's own
 bearer middleware through a one-token verifier.
@@ -7,15 +18,30 @@ bearer middleware through a one-token verifier.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
+import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.provider import AccessToken
 
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, bounded
 
-__all__ = ["StaticTokenVerifier", "check_http_exposure", "is_loopback"]
+if TYPE_CHECKING:
+    from anyio.abc import ObjectReceiveStream, ObjectSendStream
+    from mcp.server import MCPServer
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCError
+
+__all__ = [
+    "StaticTokenVerifier",
+    "check_http_exposure",
+    "is_loopback",
+    "run_stdio",
+    "unreadable_line_answer",
+]
 
 # The environment variable that carries the token (cli/agents.py names it in --token).
 TOKEN_ENV = "AGENT_MEM_VAULT_TOKEN"
@@ -60,3 +86,116 @@ def check_http_exposure(host: str, token: str | None) -> None:
             "or listen on 127.0.0.1",
             field="token",
         )
+
+
+def run_stdio(server: MCPServer[Any]) -> None:
+    """Serve ``server`` over this process's stdin and stdout until stdin closes.
+
+    The SDK's own ``server.run("stdio")``, with every unreadable line answered.
+    """
+    import anyio
+
+    anyio.run(_serve_stdio, server)
+
+
+async def _serve_stdio(server: MCPServer[Any]) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    # The SDK's in-memory client reaches the low-level server the same way; it is
+    # what runs one connection over a pair of streams.
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (incoming, outgoing):
+        checked_send, checked = anyio.create_memory_object_stream[Any](0)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_answer_unreadable, incoming, outgoing, checked_send)
+            await lowlevel.run(checked, outgoing, lowlevel.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
+async def _answer_unreadable(
+    incoming: ObjectReceiveStream[SessionMessage | Exception],
+    outgoing: ObjectSendStream[SessionMessage],
+    forward: ObjectSendStream[SessionMessage | Exception],
+) -> None:
+    """Pass messages on to the server; answer what the transport could not read."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    async with forward:
+        async for item in incoming:
+            if not isinstance(item, Exception):
+                await forward.send(item)
+                continue
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await outgoing.send(SessionMessage(unreadable_line_answer(item)))
+
+
+def unreadable_line_answer(exc: Exception) -> JSONRPCError:
+    """The JSON-RPC error for a line the transport could not read as a message.
+
+    ``exc`` is what the SDK's parser raised: a pydantic ``ValidationError``
+    whose input is the line (not JSON) or the parsed value (JSON, but no
+    JSON-RPC message).
+    """
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+    errors: list[Any] = []
+    with contextlib.suppress(Exception):
+        errors = list(exc.errors(include_url=False))  # type: ignore[attr-defined]
+    first = errors[0] if errors else {}
+    raw = first.get("input")
+    if first.get("type") == "json_invalid" or not errors:
+        reason = str(first.get("msg", exc)).removeprefix("Invalid JSON: ")
+        code = PARSE_ERROR
+        message = (
+            f"parse error: the line is not a JSON-RPC message this server can read ({reason}); "
+            "send one JSON object per line, UTF-8, with no lone surrogate escapes "
+            "and at most 200 levels of nesting"
+        )
+        request_id = _id_in_line(raw) if isinstance(raw, str) else None
+    else:
+        code = INVALID_REQUEST
+        message = (
+            "invalid request: the line is JSON but not a JSON-RPC 2.0 request, notification "
+            'or response (it needs "jsonrpc": "2.0" and a "method", or a "result" or '
+            '"error" with an "id")'
+        )
+        request_id = _request_id(raw)
+    return JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=bounded(message, 500))
+    )
+
+
+def _id_in_line(line: str) -> int | str | None:
+    """The ``id`` of a line JSON-RPC could not read, if Python's parser finds one.
+
+    It is more lenient (lone surrogates) and nests deeper than the SDK's; a
+    line nested past its own limit gives up with ``RecursionError``, no id.
+    """
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return _request_id(value)
+
+
+def _request_id(value: object) -> int | str | None:
+    if not isinstance(value, dict):
+        return None
+    found = value.get("id")
+    if isinstance(found, bool) or not isinstance(found, int | str):
+        return None
+    if isinstance(found, int) and not -(2**63) <= found < 2**63:
+        return None
+    if isinstance(found, str) and (len(found) > 1_000 or not _is_encodable(found)):
+        return None  # an id that cannot be sent back as it came
+    return found
+
+
+def _is_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -11,5 +11,6 @@ served at ``/openapi.json`` and the operator console at ``/console/``.
 from __future__ import annotations
 
 from .app import DEFAULT_MAX_BODY_BYTES, create_harness_app
+from .auth import BadAuthSchemeError, bearer_token
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_harness_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "BadAuthSchemeError", "bearer_token", "create_harness_app"]

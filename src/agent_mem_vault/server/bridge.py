@@ -15,7 +15,22 @@ from ..core.errors import InvalidInputError, UnauthenticatedError
 from . import schemas as s
 from .errors import BadEventIdError, UnknownHarnessError
 
-__all__ = ["HarnessService"]
+__all__ = ["HANDED_TO_PERSON", "HELD_FOR_PERSON", "HarnessService"]
+
+HANDED_TO_PERSON = (
+    "You are handed to a person from the team, who will answer in this conversation; "
+    "messages you send meanwhile are kept for them."
+)
+"""``message`` of an ``interrupted`` turn: the customer's reply says a person takes over,
+whatever the model wrote (often nothing)."""
+
+HELD_FOR_PERSON = (
+    "Your message is kept for the person from the team who has this conversation; "
+    "no agent answers until they hand it back."
+)
+"""``message`` of a ``held`` turn: a message sent while a person has the thread."""
+
+_STATUS_MESSAGES = {"interrupted": HANDED_TO_PERSON, "held": HELD_FOR_PERSON}
 
 
 class HarnessService:
@@ -71,15 +86,28 @@ class HarnessService:
 
     # -- users -------------------------------------------------------------
     async def user_of(self, request: Any, *, required: bool = True) -> Any:
-        """The user of ``request`` per the host's access; 401 when access finds none."""
+        """The user of ``request`` per the host's access; 401 when access finds none.
+
+        With ``required=False`` (``/api/me``) a request that sends no
+        ``Authorization`` header is anonymous (None); one that sends
+        credentials matching no user is still a 401, so a wrong or expired
+        token is never mistaken for "not signed in".
+        """
         if self.host.access is None:
             return None  # no access configured: everyone may do everything
         user = await self.host.get_user_of_request(request)
-        if user is None and required:
+        if user is not None:
+            return user
+        if request.headers.get("authorization"):
+            raise UnauthenticatedError(
+                "the credentials in the Authorization header match no user: "
+                "sign in again for a valid token"
+            )
+        if required:
             raise UnauthenticatedError(
                 "no user for this request: send the Authorization header your login gives you"
             )
-        return user
+        return None
 
     @staticmethod
     def render_user(user: Any) -> s.UserBody:
@@ -138,7 +166,7 @@ class HarnessService:
             runId=result.run_id,
             inputId=result.input_id,
             code=result.code,
-            message=result.message,
+            message=result.message or _STATUS_MESSAGES.get(result.status),
         )
 
     async def answer(

@@ -8,7 +8,9 @@ only a body within the limits is parsed. The parser then refuses what JSON
 allows but nothing here can use: duplicate keys (which one wins is up to the
 reader), ``NaN``/``Infinity`` and numbers beyond a float, integers longer than
 a 64-bit id, and strings with lone surrogates or NUL characters (they cannot be
-written as UTF-8, nor stored in PostgreSQL). Every refusal is an
+written as UTF-8, nor stored in PostgreSQL; the rule is
+:func:`~agent_mem_vault.core.text.unstorable_char`, which MCP tool arguments
+share). Every refusal is an
 :class:`~agent_mem_vault.core.errors.InvalidInputError` whose code names what
 was wrong (``body_too_deep``, ``body_too_wide``, ``duplicate_key``, …).
 
@@ -24,6 +26,7 @@ import re
 from typing import Any
 
 from ..core.errors import InvalidInputError
+from ..core.text import describe_char, unstorable_char
 from .errors import BodyTooDeepError, BodyTooWideError, MalformedJsonError
 
 __all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "MAX_ITEMS", "is_json_media_type", "parse_json_body"]
@@ -39,7 +42,6 @@ MAX_INT_DIGITS = 20
 
 # A string (unrolled so a long one is one fast match) or one structural character.
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.DOTALL)
-_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 _JSON_TYPE = re.compile(r"application/(?:[a-z0-9.+-]+\+)?json", re.IGNORECASE)
 
 
@@ -151,21 +153,12 @@ def _int(text: str) -> int:
 
 
 def _check_strings(value: Any) -> None:
-    # Iterative: the depth is bounded already, but a flat walk needs no such argument.
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            # A lone surrogate is never ASCII; "in" is a C search: most strings cost ~nothing.
-            bad = _BAD_CHARS.search(item) if "\x00" in item or not item.isascii() else None
-            if bad is not None:
-                raise MalformedJsonError(
-                    f"a string in the request body holds U+{ord(bad.group()):04X} "
-                    "(a NUL or a lone surrogate), which cannot be stored; remove it",
-                    code="invalid_string",
-                )
-        elif isinstance(item, dict):
-            stack.extend(item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
+    found = unstorable_char(value)
+    if found is not None:
+        path, char = found
+        raise MalformedJsonError(
+            f"a string in the request body ({path or 'the body'}) holds {describe_char(char)}, "
+            "which cannot be stored; remove it",
+            code="invalid_string",
+            field=path,
+        )

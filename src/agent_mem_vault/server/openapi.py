@@ -53,8 +53,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
         400: "Bad input: malformed JSON, a body or id that does not validate, a body nested "
         f"deeper than {MAX_DEPTH} levels (`body_too_deep`) or with a collection of more than "
         f"{MAX_ITEMS:,} items (`body_too_wide`), duplicate keys, NaN/Infinity, NUL or lone "
-        "surrogates.",
-        401: "No user could be found for the request.",
+        "surrogates, a wait answer of the wrong shape (`invalid_answer`).",
+        401: "No user could be found for the request: no credentials, or credentials that "
+        "match no user (`unauthenticated`), or an `Authorization` header that does not use "
+        "the Bearer scheme (`bad_auth_scheme`).",
         403: "The user lacks the access action.",
         404: "Unknown harness, thread, wait or agent.",
         409: "The thread's state forbids it (e.g. `no_human_wait`, `wrong_harness`).",
@@ -115,7 +117,14 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
     turn = _json(_ref(s.TurnResultBody), "The turn's text, status and run id.")
     paths: dict[str, Any] = {
         "/api/me": {
-            "get": _op("The user of the request", _json(_ref(s.UserBody), "The user."), errors=())
+            "get": _op(
+                "The user of the request",
+                _json(
+                    _ref(s.UserBody),
+                    "The user; `id` null when the request sends no `Authorization` header.",
+                ),
+                errors=(401,),
+            )
         },
         "/api/harnesses": {
             "get": _op(

@@ -147,7 +147,11 @@ class TurnResultBody(_Out):
     run_id: str | None = Field(default=None, alias="runId")
     input_id: str | None = Field(default=None, alias="inputId")
     code: str | None = Field(default=None, description="Why the turn failed, as a code.")
-    message: str | None = Field(default=None, description="Why the turn failed, in words.")
+    message: str | None = Field(
+        default=None,
+        description="Why the turn failed, in words; for interrupted and held, that a person "
+        "from the team has the conversation and will answer.",
+    )
     refusals: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Each tool call the harness answered with an error during the turn "

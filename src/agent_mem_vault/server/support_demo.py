@@ -31,6 +31,7 @@ from ..harness.host import HarnessHost
 from ..harness.model import Model
 from ..store import Persistence, sqlite_persistence
 from .app import create_harness_app
+from .auth import bearer_token
 
 __all__ = [
     "DEMO_USERS",
@@ -59,16 +60,21 @@ OPERATOR = "olga"
 
 DESK_PROMPT = (
     "You are the support desk. Hand billing questions to billing. "
-    "If the user asks for a person, hand off to { human: true }."
+    "If the user asks for a person, tell them that a person from the team will answer here, "
+    "then hand off to { human: true }."
 )
 BILLING_PROMPT = "You handle refunds, invoices, and payments."
 BILLING_TEAM_PROMPT = "You are the billing team. Cases reach you with a note; settle them."
 
 
 def user_from_request(request: Any) -> User | None:
-    """The demo's login check (seed §4): ``Authorization: Bearer token-…`` to a user."""
-    raw = request.headers.get("authorization") or ""
-    return DEMO_USERS.get(raw.removeprefix("Bearer ").strip())
+    """The demo's login check (seed §4): ``Authorization: Bearer token-…`` to a user.
+
+    A header in another scheme (``Basic …``, a bare token) is a 401 naming the
+    Bearer scheme; an unknown token finds no user (a 401 too, see the app).
+    """
+    token = bearer_token(request)
+    return DEMO_USERS.get(token) if token else None
 
 
 def demo_models() -> tuple[Model, Model, Model, str]:

@@ -59,6 +59,7 @@ from .wakeups import Wakeups
 
 __all__ = [
     "PostgresPersistence",
+    "check_dsn",
     "postgres_persistence",
     "postgres_schema_status",
     "upgrade_postgres_schema",
@@ -154,6 +155,26 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def check_dsn(dsn: str) -> str:
+    """``dsn`` if libpq can read it; else ``invalid_dsn``, before any connection is tried.
+
+    The message never quotes the DSN nor libpq's reason, which quotes it: a
+    DSN may hold a password, and an error may end up in a log or a terminal
+    recording.
+    """
+    try:
+        conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        raise InvalidInputError(
+            "the DSN is not a PostgreSQL connection string; write it as "
+            "postgresql://USER@HOST:5432/DBNAME (a password after USER:, percent-encoded) "
+            "or as 'host=HOST dbname=DBNAME user=USER'",
+            code="invalid_dsn",
+            field="dsn",
+        ) from None
+    return dsn
+
+
 def describe_dsn(dsn: str) -> str:
     """The DSN for messages, without its password."""
     try:
@@ -180,7 +201,7 @@ class PostgresPersistence:
         migrate: bool = True,
         safety_poll: float = _SAFETY_POLL_SECONDS,
     ) -> None:
-        self.dsn = dsn
+        self.dsn = check_dsn(dsn)
         self._safety_poll = safety_poll
         self._clock = clock
         # The system clock means "real time", and real time is the database's.
@@ -538,6 +559,7 @@ def postgres_persistence(
 
 @asynccontextmanager
 async def _one_connection(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    check_dsn(dsn)
     try:
         conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as exc:

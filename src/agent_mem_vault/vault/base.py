@@ -38,11 +38,21 @@ from .scan import Scope
 from .semantic import SemanticState
 from .upkeep import IndexUpkeep
 
-__all__ = ["DOT_DIR", "MAX_LIMIT", "NewNote", "VaultBase", "check_limit", "check_offset"]
+__all__ = [
+    "DOT_DIR",
+    "MAX_LIMIT",
+    "MAX_OFFSET",
+    "NewNote",
+    "VaultBase",
+    "check_limit",
+    "check_offset",
+]
 
 DOT_DIR = ".agent-mem-vault"
 INDEX_FILE = "index.sqlite3"
 MAX_LIMIT = 1000
+MAX_OFFSET = 2**63 - 1
+"""Largest offset a page may start at: the largest integer SQLite (and PostgreSQL) hold."""
 _T = TypeVar("_T")
 
 
@@ -369,10 +379,10 @@ def check_limit(limit: object) -> int:
 
 
 def check_offset(offset: object) -> int:
-    """``offset`` if it is a whole number, 0 or more (where a page starts)."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+    """``offset`` if it is a whole number from 0 to ``MAX_OFFSET`` (where a page starts)."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
         raise InvalidInputError(
-            f"offset must be a whole number, 0 or more, not {offset!r}",
+            f"offset must be a whole number from 0 to {MAX_OFFSET}, not {offset!r}",
             code="invalid_offset",
             field="offset",
         )

@@ -25,14 +25,21 @@ function render() {
   $("active-agent").textContent = waiting
     ? "a person will answer"
     : "with " + (chat.thread.activeAgent || "the support desk");
+  // Whatever the model said (a real one may say nothing), a customer handed to a
+  // person reads that a person will answer, and that writing meanwhile is fine.
+  $("with-person").hidden = !waiting;
 }
 
 async function start() {
   $("thread-title").textContent = "Conversation " + chat.threadId;
   try {
-    const me = await api("GET", "../api/me");
+    const me = await whoAmI();
     $("whoami").textContent = me.id ? "Signed in as " + me.id : "Not signed in";
     if (!me.id) {
+      if (me.refused) {
+        $("signed-out-reason").textContent = "The sign-in token of this link is not valid.";
+        sessionStorage.removeItem("amv-token");
+      }
       $("signed-out").hidden = false;
       $("text").disabled = $("send-button").disabled = true;
       $("live").textContent = "signed out";

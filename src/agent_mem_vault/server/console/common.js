@@ -50,6 +50,18 @@ async function errorOf(response) {
   return Object.assign(new Error(message), { code: data && data.code, status: response.status });
 }
 
+// Who the page's token belongs to. /api/me answers 401 for a token that matches
+// no user (a wrong or expired link): that is "signed out, because the token
+// is not valid", an expected state to show, not an error to pop up.
+async function whoAmI() {
+  try {
+    return await api("GET", "../api/me");
+  } catch (err) {
+    if (err.status === 401) return { id: null, refused: err };
+    throw err;
+  }
+}
+
 function toast(text, isError) {
   const el = $("toast");
   el.textContent = text;

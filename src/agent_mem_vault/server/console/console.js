@@ -12,7 +12,7 @@ const state = {
 
 async function signIn() {
   try {
-    const me = await api("GET", "../api/me");
+    const me = await whoAmI();
     $("whoami").textContent = me.id ? "Signed in as " + me.id : "Not signed in";
     $("signin").hidden = !!me.id;
     $("signout").hidden = !me.id;
