@@ -33,6 +33,13 @@ VARIABLES: tuple[Variable, ...] = (
         "vault",
     ),
     Variable(
+        "AGENT_MEM_VAULT_DEBUG",
+        "off",
+        "`1`: an unexpected failure prints its whole traceback instead of one line "
+        "(`internal_error`); for a bug report.",
+        "vault",
+    ),
+    Variable(
         "AGENT_MEM_VAULT_KEEPER",
         "on",
         "`0`, `off`, `no` or `false`: never ask or start the vault's keeper; "
