@@ -83,9 +83,9 @@ def serve(
 
     settings = ServerSettings(agent=agent, namespace=namespace or discover_namespace(Path.cwd()))
     vault = open_vault(vault_path)
-    if not vault.path.is_dir():
-        # First start after `install`: make the vault rather than fail every tool call.
-        vault.init()
+    # Before serving: a typo in .mcp.json must not send handoffs to a folder nobody
+    # reads; the client shows this one-line error. The default vault is made instead.
+    vault.require(make_default=True)
     # A long-lived process: notes changed by hand are reported by a file watcher
     # instead of being looked for, one stat per note, on every call.
     vault.watch()
@@ -300,10 +300,27 @@ def install(
       agent-mem-vault install opencode --scope user
     """
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
+    _make_served_vault(vault_path, dry_run)
     if tool == "codex":
         _codex_trust(remove=False, dry_run=dry_run)
     if tool == "gemini":
         _gemini_trust_note(repo)
+
+
+def _make_served_vault(vault_path: str | None, dry_run: bool) -> None:
+    """Make the vault the registered server will open, so that its first start finds
+    one: the pinned vault, else the one this environment names (AGENT_MEM_VAULT, else
+    the default). ``serve`` refuses a folder that is not a vault; this is where one
+    is made on purpose, with a line saying so."""
+    path = Path(vault_path or os.environ.get("AGENT_MEM_VAULT") or DEFAULT_VAULT).expanduser()
+    vault = open_vault(str(path))
+    if vault.is_vault():
+        return
+    if dry_run:
+        click.echo(f"dry run: the vault {vault.path} would be made", err=True)
+        return
+    vault.init()
+    click.echo(f"{'created':<9} the vault {vault.path}")
 
 
 def _gemini_trust_note(repo: str | None) -> None:

@@ -40,9 +40,13 @@ def _json_option(func: _F) -> _F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
 
 
-def _home(vault_path: str, store_path: str | None) -> RunsHome:
+def _home(vault_path: str, store_path: str | None, *, writes: bool = False) -> RunsHome:
+    """Where the runs are; the vault, which shows their notes, must be one (a command
+    that ``writes`` makes the default vault on first use)."""
     from ..runs.service import RunsHome
+    from .vault import open_vault
 
+    open_vault(vault_path).require(make_default=writes)
     return RunsHome.at(vault_path, store_path)
 
 
@@ -109,7 +113,7 @@ def start(
         if not (generator_name and generator_version):
             raise click.UsageError("--generator-name and --generator-version go together")
         generator = Generator(generator_name, generator_version, generator_url)
-    home = _home(vault_path, store_path)
+    home = _home(vault_path, store_path, writes=True)
     import os
 
     owner = (
@@ -130,7 +134,7 @@ def stop(agent: str, run: str | None, vault_path: str, store_path: str | None) -
     once, instead of after its lease lapses:
       agent-mem-vault runs stop support-bot "$RUN"
     """
-    click.echo(_run(_home(vault_path, store_path).stop(agent, run)))
+    click.echo(_run(_home(vault_path, store_path, writes=True).stop(agent, run)))
 
 
 @runs.command("status")
@@ -277,7 +281,7 @@ def publish(
     Exits 4 (conflict) if the repository holds another record under one of
     our keys ("taken"), naming our CID and theirs.
     """
-    home = _home(vault_path, store_path)
+    home = _home(vault_path, store_path, writes=True)
     if wait:
         _run(home.wait_for_pending(agent))
     results = _run(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..vault import Handoff, Vault
 
 DEFAULT_VAULT = "~/agent-mem-vault"
+"""``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -638,16 +639,13 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
     """
     import time
 
-    from ..core.errors import NotFoundError, UnavailableError
+    from ..core.errors import UnavailableError
+    from ..vault.base import is_vault, vault_not_found
     from ..vault.keeper import KeeperLink, keeper_status, run_keeper, stop_keeper
 
     root = open_vault(vault_path).path
-    if not (root / ".agent-mem-vault").is_dir():
-        raise NotFoundError(
-            f"no vault at {root}; create it with 'agent-mem-vault init --vault {root}' "
-            "(or pass --vault / set AGENT_MEM_VAULT)",
-            code="vault_not_found",
-        )
+    if not is_vault(root):
+        raise vault_not_found(root)
     if action == "foreground":
         sys.exit(run_keeper(root))
     if action == "stop" and not stop_keeper(root):
