@@ -64,7 +64,8 @@ def serve(
     """Run the MCP server (stdio; or streamable HTTP with --http).
 
     \b
-    Claude Code and Codex launch it themselves once `install` has registered it:
+    Claude Code, Codex, Gemini CLI and opencode start it themselves once `install`
+    has registered it:
       agent-mem-vault serve --agent codex
     For agents on other machines:
       AGENT_MEM_VAULT_TOKEN=... agent-mem-vault serve --agent codex --http --host 0.0.0.0
@@ -363,7 +364,7 @@ def uninstall(
 
 @click.group()
 def hook() -> None:
-    """Hooks that Claude Code and Codex run (registered by `install`)."""
+    """Hooks that Claude Code, Codex, Gemini CLI and opencode run (registered by `install`)."""
 
 
 @hook.command("session-start")
@@ -390,7 +391,8 @@ def session_start(
 ) -> None:
     """Print the project brief and pending handoffs for AGENT (hook JSON on stdin).
 
-    Claude Code and Codex run this at session start (`install` registers it).
+    Claude Code, Codex, Gemini CLI and opencode run this at session start (`install`
+    registers it).
     It never takes a handoff and always exits 0, so it cannot block a session.
 
     \b

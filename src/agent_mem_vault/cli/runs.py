@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..core.words import counted
 from .vault import vault_option
 
 if TYPE_CHECKING:
@@ -152,7 +153,10 @@ def status(agent: str | None, vault_path: str, store_path: str | None, as_json: 
     for s in results:
         cur = s.current
         state = "none" if cur is None else f"{cur.info.run} ({'alive' if cur.alive else 'lapsed'})"
-        line = f"{s.agent}: current {state}, {s.runs} runs, {s.handoffs} handoffs"
+        line = (
+            f"{s.agent}: current {state}, {counted(s.runs, 'run')}, "
+            f"{counted(s.handoffs, 'handoff')}"
+        )
         if s.pending:
             line += f", awaiting handoff from {', '.join(s.pending)}"
         click.echo(line)
@@ -220,7 +224,12 @@ def export(agent: str, vault_path: str, store_path: str | None) -> None:
 
 @runs.command("publish")
 @click.argument("agent")
-@click.option("--pds", envvar="AGENT_MEM_VAULT_PDS", required=True, help="PDS base URL.")
+@click.option(
+    "--pds",
+    envvar="AGENT_MEM_VAULT_PDS",
+    required=True,
+    help="PDS base URL (env AGENT_MEM_VAULT_PDS).",
+)
 @click.option(
     "--identifier",
     envvar="AGENT_MEM_VAULT_PDS_IDENTIFIER",
@@ -335,7 +344,8 @@ def publish(
                 f"taken: {p.uri} holds another record: ours {p.ours}, theirs {p.cid}", err=True
             )
         raise ConflictError(
-            f"{len(taken)} record(s) of {agent!r} are taken: the repository holds another "
+            f"{counted(len(taken), 'record')} of {agent!r} "
+            f"{'is' if len(taken) == 1 else 'are'} taken: the repository holds another "
             "record under our key (see above); nothing was overwritten",
             code="record_taken",
             rkeys=[p.entry.rkey for p in taken],
