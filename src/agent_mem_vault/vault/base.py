@@ -184,11 +184,12 @@ class VaultBase:
 
     # -- locking ---------------------------------------------------------------------
 
-    def _require_vault(self, *, make: bool = False) -> None:
+    def _require_vault(self, *, make: bool = False, make_default: bool = False) -> None:
         """Refuse a folder that is not a vault (``is_vault``), writing nothing there,
-        unless ``make`` (``init``, and a write to the default vault)."""
+        unless ``make`` (``init``) or ``make_default`` and it is the default vault
+        (a write: the first one makes it)."""
         if not (self.path.is_dir() and is_vault(self.path)):
-            if not make:
+            if not (make or (make_default and is_default_vault(self.path))):
                 raise vault_not_found(self.path)
             self.path.mkdir(parents=True, exist_ok=True)
         dot = self.path / DOT_DIR
@@ -265,7 +266,7 @@ class VaultBase:
         with self._held():
             # The first write to the default vault makes it; any other folder is made
             # a vault by init alone.
-            self._require_vault(make=is_default_vault(self.path))
+            self._require_vault(make_default=True)
             with self._locked():
                 idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
                 if dashboard and not self._dashboard_checked:
