@@ -116,7 +116,7 @@ def test_runs_errors_with_json_are_json_on_stderr_with_the_exit_status(tmp_path:
     assert proc.returncode == 2
     assert proc.stdout == ""
     error = json.loads(proc.stderr)["error"]
-    assert error["code"] == "invalid_input"
+    assert error["code"] == "invalid_agent"  # the same code as the vault gives
     assert error["details"]["field"] == "agent"
 
 
