@@ -160,7 +160,14 @@ def _sentence(rng: random.Random, n: int) -> str:
 
 
 def generate(root: Path, handoffs: int, memories: int, seed: int = 7) -> None:
-    """Write notes straight to disk, the way a vault looks after months of use."""
+    """Write notes straight to disk, the way a vault looks after months of use.
+
+    The folder is made a vault first (every command refuses a folder that is not
+    one), and its index removed again: the index is built from the notes by the
+    reindex row, or by the first call, as before."""
+    Vault(root, durable=False).init()
+    for index in (root / ".agent-mem-vault").glob("index.sqlite3*"):
+        index.unlink()
     rng = random.Random(seed)
     clock = _Clock()
     tids = TidGenerator(clock, clock_id=1)
@@ -277,7 +284,8 @@ EXE = Path(sys.executable).with_name("agent-mem-vault")
 NS = NAMESPACES[3]
 SCRATCH = "bench/scratch"
 """Where the bench creates notes; removed at the end of each size."""
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
+"""Bumped when ``generate`` changes what it leaves: cached vaults are made again."""
 
 _FRESH = r"""
 import json, sys, time

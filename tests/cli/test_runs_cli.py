@@ -11,11 +11,20 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.atproto import is_valid_tid, validate_record
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.base import is_vault
 
 CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 
 
+def _make_vault(vault: Path) -> None:
+    """The runs show their notes in a vault, which must be one (``init``)."""
+    if not is_vault(vault):
+        Vault(vault, durable=False).init()
+
+
 def _cli(*args: str, vault: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    _make_vault(vault)
     env = {**os.environ, "AGENT_MEM_VAULT": str(vault)}
     env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
     proc = subprocess.run([*CLI, "runs", *args], capture_output=True, text=True, env=env)
@@ -107,7 +116,7 @@ def test_runs_errors_with_json_are_json_on_stderr_with_the_exit_status(tmp_path:
     assert proc.returncode == 2
     assert proc.stdout == ""
     error = json.loads(proc.stderr)["error"]
-    assert error["code"] == "invalid_input"
+    assert error["code"] == "invalid_agent"  # the same code as the vault gives
     assert error["details"]["field"] == "agent"
 
 

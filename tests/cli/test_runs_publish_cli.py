@@ -26,6 +26,8 @@ from agent_mem_vault.atproto import record_cid
 from agent_mem_vault.core.clock import utc_now
 from agent_mem_vault.runs import RunRegistry, RunStopped, build_handoff_record
 from agent_mem_vault.store import sqlite_persistence
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.base import is_vault
 from tests.atproto.test_pds_publish import _account, pds_url
 
 __all__ = ["pds_url"]  # the reference PDS fixture, shared with tests/atproto
@@ -33,9 +35,16 @@ __all__ = ["pds_url"]  # the reference PDS fixture, shared with tests/atproto
 CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 
 
+def _make_vault(vault: Path) -> None:
+    """The runs show their notes in a vault, which must be one (``init``)."""
+    if not is_vault(vault):
+        Vault(vault, durable=False).init()
+
+
 def _cli(
     *args: str, vault: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
+    _make_vault(vault)
     environ = {**os.environ, "AGENT_MEM_VAULT": str(vault), **(env or {})}
     environ.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
     return subprocess.run(

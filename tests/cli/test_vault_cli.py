@@ -235,7 +235,7 @@ def test_doctor_and_reindex(vault: Path, tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.delenv(name, raising=False)
     hid = run(vault, "create", "--to", "codex", "-n", NS, "-s", "s", "-c", "c").stdout.strip()
     assert "No problems found." in run(vault, "doctor").stdout
-    assert "Indexed 1 handoffs" in run(vault, "reindex").stdout
+    assert "Indexed 1 handoff and 0 memories" in run(vault, "reindex").stdout
     note = vault / NS / "handoffs" / f"{hid}.md"
     note.write_text(note.read_text().replace("status: pending", "status: [x"))
     proc = run(vault, "doctor", check=False)

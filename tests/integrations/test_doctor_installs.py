@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,22 @@ def test_a_repository_gemini_cli_does_not_trust_is_reported(
     rules = world["home"] / ".gemini" / "trustedFolders.json"
     rules.write_text(json.dumps({str(world["repo"] / "sub"): "TRUST_PARENT"}))
     assert "No problems found." in ok(amv(world, "doctor", path=path))
+
+
+def test_a_pinned_vault_that_is_not_a_vault_is_reported_with_its_fix(
+    world: dict[str, Path], tmp_path: Path
+) -> None:
+    pinned = tmp_path / "team-vault"
+    ok(amv(world, "init"))
+    ok(amv(world, "install", "claude-code", "--scope", "user", "--vault", str(pinned)))
+    path = f"{VENV_BIN}:{BARE_PATH}"
+    assert "No problems found." in ok(amv(world, "doctor", path=path))
+    shutil.rmtree(pinned)  # or a typo made by hand in the settings file
+    proc = amv(world, "doctor", path=path)
+    assert proc.returncode == 7, proc.stdout
+    lines = install_lines(proc)
+    assert len(lines) == 2, proc.stdout  # the server and the hook both pin it
+    for line in lines:
+        assert f"uses the vault {pinned}, which is not a vault" in line
+        assert f"'agent-mem-vault init --vault {pinned}'" in line
+    assert not pinned.exists()  # doctor changes nothing

@@ -193,6 +193,7 @@ def test_install_opencode_refuses_to_overwrite_a_plugin_it_did_not_write(
 def test_a_brief_written_by_hand_without_frontmatter_is_used_by_the_hook(
     run: Run, repo: Path, tmp_path: Path
 ) -> None:
+    run("init")
     brief = tmp_path / "vault" / "project" / "harbor-api" / "_brief.md"
     brief.parent.mkdir(parents=True)
     brief.write_text("Deploys go through CI only.\n")

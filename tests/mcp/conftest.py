@@ -21,7 +21,10 @@ NS = "project/harbor-api"
 
 @pytest.fixture
 def vault_path(tmp_path: Path) -> Path:
-    return tmp_path / "vault"
+    """A vault folder, made with ``init``: ``serve`` refuses a folder that is not a vault."""
+    path = tmp_path / "vault"
+    Vault(path, durable=False).init()
+    return path
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,7 @@ import anyio
 import pytest
 
 from agent_mem_vault.vault import Vault
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from .conftest import NS, WARM_DIR, serve_params
 
@@ -117,13 +119,67 @@ def test_serve_rejects_a_bad_agent_name_with_the_cli_message(vault_path: Path) -
 
 
 @pytest.mark.slow
-async def test_serve_creates_a_missing_vault_on_first_start(tmp_path: Path) -> None:
-    vault_path = tmp_path / "not-yet"
-    async with Client(serve_params(vault_path, "codex")) as client:
+async def test_serve_makes_the_default_vault_on_first_start(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT"}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
+        env={**env, "HOME": str(home)},
+    )
+    async with Client(params) as client:
         result = await client.call_tool("list_handoffs", {"namespace": NS})
     assert not result.is_error, text_of(result)
     assert result.structured_content["count"] == 0
-    assert await anyio.Path(vault_path / "_dashboards" / "memory.base").is_file()
+    assert await anyio.Path(home / "agent-mem-vault" / "_dashboards" / "memory.base").is_file()
+
+
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        }
+    )
+    + "\n"
+)
+
+
+@pytest.mark.parametrize("warm", ["1", "0"], ids=["warm process", "no warm process"])
+@pytest.mark.parametrize("exists", [False, True], ids=["missing", "a folder, not a vault"])
+def test_serve_refuses_a_vault_that_is_not_one_with_one_line_the_client_shows(
+    tmp_path: Path, warm: str, exists: bool
+) -> None:
+    """A typo in .mcp.json: the server exits before it answers, with the error on
+    stderr (which the client shows), instead of sending handoffs nobody reads."""
+    typo = tmp_path / "vaultt"
+    if exists:
+        typo.mkdir()
+        (typo / "notes.md").write_text("mine\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    proc = subprocess.run(
+        [*SERVE_CODEX, "--vault", str(typo)],
+        input=INITIALIZE,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "AGENT_MEM_VAULT_WARM": warm},
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == ""  # no answer to initialize: the client reports the failed start
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: ") and line.endswith("[vault_not_found]"), line
+    assert f"agent-mem-vault init --vault {typo}" in line
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+    assert not exists or (typo / "notes.md").read_text() == "mine\n"
 
 
 @pytest.mark.slow

@@ -323,3 +323,32 @@ def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> N
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
+
+
+def test_a_folder_is_a_vault_by_its_index_folder_or_its_dashboard_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    from agent_mem_vault.vault.base import is_vault
+
+    plain, by_dot, by_dashboard = tmp_path / "plain", tmp_path / "dot", tmp_path / "dash"
+    (plain / "project").mkdir(parents=True)
+    (plain / "project" / "_brief.md").write_text("notes of my own\n")
+    (by_dot / ".agent-mem-vault").mkdir(parents=True)
+    (by_dashboard / "_dashboards").mkdir(parents=True)
+    (by_dashboard / "_dashboards" / "memory.base").write_text("views: []\n")
+    assert (is_vault(plain), is_vault(by_dot), is_vault(by_dashboard)) == (False, True, True)
+    assert not is_vault(tmp_path / "missing")
+    before = snapshot(plain)
+    for call in (
+        lambda v: v.create_handoff(**GOOD),
+        lambda v: v.list_handoffs(),
+        lambda v: v.search_memory(query="notes"),
+        lambda v: v.get_project_brief(namespace=NS),
+        Vault.doctor,
+        Vault.reindex,
+    ):
+        with pytest.raises(NotFoundError) as info:
+            call(Vault(plain, durable=False))
+        assert info.value.code == "vault_not_found"
+    assert snapshot(plain) == before and not (plain / ".agent-mem-vault").exists()
+    assert Vault(by_dashboard, durable=False).list_handoffs() == []

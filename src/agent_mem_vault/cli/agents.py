@@ -64,7 +64,8 @@ def serve(
     """Run the MCP server (stdio; or streamable HTTP with --http).
 
     \b
-    Claude Code and Codex launch it themselves once `install` has registered it:
+    Claude Code, Codex, Gemini CLI and opencode start it themselves once `install`
+    has registered it:
       agent-mem-vault serve --agent codex
     For agents on other machines:
       AGENT_MEM_VAULT_TOKEN=... agent-mem-vault serve --agent codex --http --host 0.0.0.0
@@ -83,9 +84,9 @@ def serve(
 
     settings = ServerSettings(agent=agent, namespace=namespace or discover_namespace(Path.cwd()))
     vault = open_vault(vault_path)
-    if not vault.path.is_dir():
-        # First start after `install`: make the vault rather than fail every tool call.
-        vault.init()
+    # Before serving: a typo in .mcp.json must not send handoffs to a folder nobody
+    # reads; the client shows this one-line error. The default vault is made instead.
+    vault.require(make_default=True)
     # A long-lived process: notes changed by hand are reported by a file watcher
     # instead of being looked for, one stat per note, on every call.
     vault.watch()
@@ -325,10 +326,27 @@ def install(
       agent-mem-vault install opencode --scope user
     """
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
+    _make_served_vault(vault_path, dry_run)
     if tool == "codex":
         _codex_trust(remove=False, dry_run=dry_run)
     if tool == "gemini":
         _gemini_trust_note(repo)
+
+
+def _make_served_vault(vault_path: str | None, dry_run: bool) -> None:
+    """Make the vault the registered server will open, so that its first start finds
+    one: the pinned vault, else the one this environment names (AGENT_MEM_VAULT, else
+    the default). ``serve`` refuses a folder that is not a vault; this is where one
+    is made on purpose, with a line saying so."""
+    path = Path(vault_path or os.environ.get("AGENT_MEM_VAULT") or DEFAULT_VAULT).expanduser()
+    vault = open_vault(str(path))
+    if vault.is_vault():
+        return
+    if dry_run:
+        click.echo(f"dry run: the vault {vault.path} would be made", err=True)
+        return
+    vault.init()
+    click.echo(f"{'created':<9} the vault {vault.path}")
 
 
 def _gemini_trust_note(repo: str | None) -> None:
@@ -371,7 +389,7 @@ def uninstall(
 
 @click.group()
 def hook() -> None:
-    """Hooks that Claude Code and Codex run (registered by `install`)."""
+    """Hooks that Claude Code, Codex, Gemini CLI and opencode run (registered by `install`)."""
 
 
 @hook.command("session-start")
@@ -398,7 +416,8 @@ def session_start(
 ) -> None:
     """Print the project brief and pending handoffs for AGENT (hook JSON on stdin).
 
-    Claude Code and Codex run this at session start (`install` registers it).
+    Claude Code, Codex, Gemini CLI and opencode run this at session start (`install`
+    registers it).
     It never takes a handoff and always exits 0, so it cannot block a session.
 
     \b

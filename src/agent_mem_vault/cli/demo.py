@@ -18,7 +18,8 @@ def demo() -> None:
 
 
 @demo.command()
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+# 8766: `serve --http` takes 8765, and both may run at once on one machine.
+@click.option("--port", type=click.IntRange(1, 65535), default=8766, show_default=True)
 @click.option(
     "--host",
     "bind",

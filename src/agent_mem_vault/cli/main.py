@@ -104,11 +104,14 @@ def cli() -> None:
 
     \b
     Vault:   handoffs and memories in a Markdown vault (Obsidian opens it).
-    Agents:  an MCP server and session hooks for Claude Code and Codex.
+    Agents:  an MCP server and session hooks for Claude Code, Codex, Gemini CLI
+             and opencode.
     Runs:    one run of an agent at a time; AT Protocol handoff records.
     Harness: a support-desk demo with agents, a person and a web console.
 
     The vault is --vault PATH, else $AGENT_MEM_VAULT, else ~/agent-mem-vault.
+    `init` makes a folder a vault (the default one is made by its first write);
+    every other command refuses a folder that is not a vault and writes nothing.
     """
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..core.words import counted
 from .vault import vault_option
 
 if TYPE_CHECKING:
@@ -40,9 +41,13 @@ def _json_option(func: _F) -> _F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(func)
 
 
-def _home(vault_path: str, store_path: str | None) -> RunsHome:
+def _home(vault_path: str, store_path: str | None, *, writes: bool = False) -> RunsHome:
+    """Where the runs are; the vault, which shows their notes, must be one (a command
+    that ``writes`` makes the default vault on first use)."""
     from ..runs.service import RunsHome
+    from .vault import open_vault
 
+    open_vault(vault_path).require(make_default=writes)
     return RunsHome.at(vault_path, store_path)
 
 
@@ -109,7 +114,7 @@ def start(
         if not (generator_name and generator_version):
             raise click.UsageError("--generator-name and --generator-version go together")
         generator = Generator(generator_name, generator_version, generator_url)
-    home = _home(vault_path, store_path)
+    home = _home(vault_path, store_path, writes=True)
     import os
 
     owner = (
@@ -130,7 +135,7 @@ def stop(agent: str, run: str | None, vault_path: str, store_path: str | None) -
     once, instead of after its lease lapses:
       agent-mem-vault runs stop support-bot "$RUN"
     """
-    click.echo(_run(_home(vault_path, store_path).stop(agent, run)))
+    click.echo(_run(_home(vault_path, store_path, writes=True).stop(agent, run)))
 
 
 @runs.command("status")
@@ -148,7 +153,10 @@ def status(agent: str | None, vault_path: str, store_path: str | None, as_json: 
     for s in results:
         cur = s.current
         state = "none" if cur is None else f"{cur.info.run} ({'alive' if cur.alive else 'lapsed'})"
-        line = f"{s.agent}: current {state}, {s.runs} runs, {s.handoffs} handoffs"
+        line = (
+            f"{s.agent}: current {state}, {counted(s.runs, 'run')}, "
+            f"{counted(s.handoffs, 'handoff')}"
+        )
         if s.pending:
             line += f", awaiting handoff from {', '.join(s.pending)}"
         click.echo(line)
@@ -216,7 +224,12 @@ def export(agent: str, vault_path: str, store_path: str | None) -> None:
 
 @runs.command("publish")
 @click.argument("agent")
-@click.option("--pds", envvar="AGENT_MEM_VAULT_PDS", required=True, help="PDS base URL.")
+@click.option(
+    "--pds",
+    envvar="AGENT_MEM_VAULT_PDS",
+    required=True,
+    help="PDS base URL (env AGENT_MEM_VAULT_PDS).",
+)
 @click.option(
     "--identifier",
     envvar="AGENT_MEM_VAULT_PDS_IDENTIFIER",
@@ -277,7 +290,7 @@ def publish(
     Exits 4 (conflict) if the repository holds another record under one of
     our keys ("taken"), naming our CID and theirs.
     """
-    home = _home(vault_path, store_path)
+    home = _home(vault_path, store_path, writes=True)
     if wait:
         _run(home.wait_for_pending(agent))
     results = _run(
@@ -331,7 +344,8 @@ def publish(
                 f"taken: {p.uri} holds another record: ours {p.ours}, theirs {p.cid}", err=True
             )
         raise ConflictError(
-            f"{len(taken)} record(s) of {agent!r} are taken: the repository holds another "
+            f"{counted(len(taken), 'record')} of {agent!r} "
+            f"{'is' if len(taken) == 1 else 'are'} taken: the repository holds another "
             "record under our key (see above); nothing was overwritten",
             code="record_taken",
             rkeys=[p.entry.rkey for p in taken],

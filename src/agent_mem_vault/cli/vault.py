@@ -14,10 +14,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..core.words import counted
+
 if TYPE_CHECKING:
     from ..vault import Handoff, Vault
 
 DEFAULT_VAULT = "~/agent-mem-vault"
+"""``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -67,7 +70,7 @@ def _echo_page_note(
     """After a table: how many there are in all, and the --offset of the next page."""
     if next_offset is None and offset == 0:
         return
-    line = f"Showing {offset + 1}-{offset + shown} of {total} {what}"
+    line = f"Showing {offset + 1}-{offset + shown} of {counted(total, what)}"
     if next_offset is None:
         click.echo(line + ".")
     else:
@@ -148,7 +151,8 @@ def init(vault_path: str, as_json: bool) -> None:
         _emit({"path": str(vault.path), **report.to_dict()})
     else:
         click.echo(
-            f"Vault ready at {vault.path} ({report.handoffs} handoffs, {report.memories} memories)."
+            f"Vault ready at {vault.path} ({counted(report.handoffs, 'handoff')}, "
+            f"{counted(report.memories, 'memory')})."
         )
 
 
@@ -306,7 +310,7 @@ def handoffs(
     else:
         headers = ["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"]
     click.echo(render_table(headers, rows))
-    _echo_page_note(len(found), page.total, offset, page.next_offset, "handoffs")
+    _echo_page_note(len(found), page.total, offset, page.next_offset, "handoff")
 
 
 @click.command()
@@ -470,23 +474,22 @@ def memory_search(
     click.echo(f"search mode: {page.mode}" + (f" ({page.reason})" if page.reason else ""))
     if hits:
         # Last, as for every cut listing: how many match and the next page's --offset.
-        _echo_page_note(len(hits), page.total, offset, page.next_offset, "memories")
+        _echo_page_note(len(hits), page.total, offset, page.next_offset, "memory")
 
 
 def _search_status_text(status: dict[str, Any]) -> str:
-    """doctor's line about search by meaning."""
+    """doctor's line about search: full-text (words) or hybrid (words and meaning)."""
     mode = status.get("mode", "fts")
     if mode == "hybrid":
         where = status.get("url") or status.get("model_dir")
         waiting = status.get("waiting_for_vector", 0)
-        line = (
-            f"search: hybrid ({status.get('backend')}, model {status.get('model')} at {where}; "
-            f"{status.get('vectors', 0)} vectors, {waiting} waiting)"
+        return (
+            f"search: hybrid, words and meaning ({status.get('backend')}, model "
+            f"{status.get('model')} at {where}; "
+            f"{counted(int(status.get('vectors', 0)), 'vector')}, {waiting} waiting)"
         )
-        if status.get("model_present") is False:
-            line += f"; {status.get('detail')}"
-        return line
-    return f"search: {mode} ({status.get('detail')})"
+    label = "full-text" if mode == "fts" else str(mode)
+    return f"search: {label} ({status.get('detail')})"
 
 
 @click.command()
@@ -539,10 +542,11 @@ def reindex(vault_path: str, as_json: bool) -> None:
     if as_json:
         _emit(report.to_dict())
     else:
-        vectors = f" {report.vectors} memory vectors computed." if report.vectors else ""
+        vectors = f" {counted(report.vectors, 'memory vector')} computed." if report.vectors else ""
         click.echo(
-            f"Indexed {report.handoffs} handoffs and {report.memories} memories; "
-            f"{len(report.broken)} broken notes.{vectors}"
+            f"Indexed {counted(report.handoffs, 'handoff')} and "
+            f"{counted(report.memories, 'memory')}; "
+            f"{counted(len(report.broken), 'broken note')}.{vectors}"
         )
 
 
@@ -585,8 +589,8 @@ def doctor(vault_path: str, as_json: bool) -> None:
         )
     else:
         click.echo(
-            f"{report.path}: {report.handoffs} handoffs ({report.pending} pending), "
-            f"{report.memories} memories."
+            f"{report.path}: {counted(report.handoffs, 'handoff')} ({report.pending} pending), "
+            f"{counted(report.memories, 'memory')}."
         )
         click.echo(_search_status_text(report.search))
         click.echo(_keeper_text(keeper))
@@ -602,13 +606,13 @@ def doctor(vault_path: str, as_json: bool) -> None:
     if not report.ok:
         count = len(report.broken) + len(report.problems)
         raise DataError(
-            f"the vault has {count} problem(s); see above, fix the notes by hand, "
+            f"the vault has {counted(count, 'problem')}; see above, fix the notes by hand, "
             "then run 'agent-mem-vault doctor' again",
             code="vault_unhealthy",
         )
     if installs:
         raise DataError(
-            f"{len(installs)} problem(s) in what install registered with the agents; "
+            f"{counted(len(installs), 'problem')} in what install registered with the agents; "
             "see above, then run 'agent-mem-vault doctor' again",
             code="install_problem",
         )
@@ -642,16 +646,13 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
     """
     import time
 
-    from ..core.errors import NotFoundError, UnavailableError
+    from ..core.errors import UnavailableError
+    from ..vault.base import is_vault, vault_not_found
     from ..vault.keeper import KeeperLink, keeper_status, run_keeper, stop_keeper
 
     root = open_vault(vault_path).path
-    if not (root / ".agent-mem-vault").is_dir():
-        raise NotFoundError(
-            f"no vault at {root}; create it with 'agent-mem-vault init --vault {root}' "
-            "(or pass --vault / set AGENT_MEM_VAULT)",
-            code="vault_not_found",
-        )
+    if not is_vault(root):
+        raise vault_not_found(root)
     if action == "foreground":
         sys.exit(run_keeper(root))
     if action == "stop" and not stop_keeper(root):
@@ -699,7 +700,7 @@ def _keeper_text(status: dict[str, Any]) -> str:
         state = "ready" if status.get("ready") else "checking the vault"
         return (
             f"keeper: running (pid {status.get('pid')}), {state}; "
-            f"{status.get('answered', 0)} questions answered."
+            f"{counted(int(status.get('answered', 0)), 'question')} answered."
         )
     if not status["enabled"]:
         return "keeper: not running (turned off by AGENT_MEM_VAULT_KEEPER)."

@@ -53,7 +53,8 @@ def install_problems(home: Path, repo: Path | None, path: str | None = None) -> 
     """Every problem with what ``install`` wrote for ``home`` and ``repo``."""
     installed = find_installed(home, repo)
     problems = [_command_problem(i, path) for i in installed]
-    found = [p for p in problems if p]
+    problems += [_vault_problem(i) for i in installed]
+    found = list(dict.fromkeys(p for p in problems if p))
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
     if repo is not None:
         found += claude_approval_problems(home, repo)
@@ -77,7 +78,11 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     config = codex / "config.toml"
     entry = _table(_table(_toml(config), "mcp_servers"), SERVER_NAME)
     if isinstance(entry, dict) and isinstance(entry.get("command"), str):
-        out.append(Installed("codex", "MCP server", config, (entry["command"],), "user"))
+        args = entry.get("args")
+        extra = (
+            tuple(args) if isinstance(args, list) and all(isinstance(a, str) for a in args) else ()
+        )
+        out.append(Installed("codex", "MCP server", config, (entry["command"], *extra), "user"))
     out += _json_hook("codex", "user", codex / "hooks.json", None)
     gemini: list[tuple[str, Path, Path | None]] = [
         ("user", gemini_dir(home) / "settings.json", None)
@@ -94,6 +99,26 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
         plugin = base / (".opencode/plugin" if scope == "project" else "plugin")
         out += _plugin_hook(scope, plugin / "agent-mem-vault.js", cwd)
     return out
+
+
+def _vault_problem(item: Installed) -> str | None:
+    """A pinned ``--vault`` that is not a vault: the server would refuse to start (and
+    the hook load nothing), so a typo in a settings file is caught here first."""
+    from ..vault.base import is_vault
+
+    words = list(item.words)
+    if "--vault" not in words[:-1]:
+        return None
+    pinned = Path(words[words.index("--vault") + 1]).expanduser()
+    if not pinned.is_absolute() and item.cwd is not None:
+        pinned = item.cwd / pinned
+    if is_vault(pinned):
+        return None
+    return (
+        f"{item.client} {item.what} in {item.file} uses the vault {pinned}, which is not a "
+        f"vault; run 'agent-mem-vault init --vault {pinned}' if it is the one you meant, "
+        f"else fix the path (or run '{item.reinstall()} --vault PATH')"
+    )
 
 
 def _command_problem(item: Installed, path: str | None) -> str | None:
@@ -257,6 +282,9 @@ def _json_server(
     raw = command if isinstance(command, list) else [command]
     if not raw or not all(isinstance(w, str) for w in raw):
         return []
+    args = entry.get("args")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        raw = [*raw, *args]
     words = tuple(str(w) for w in raw)
     return [Installed(client, "MCP server", file, words, scope, cwd)]
 

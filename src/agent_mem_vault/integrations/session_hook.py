@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AgentMemVaultError
+from ..vault.brief import render_brief
 from .namespace import discover_namespace
 
 if TYPE_CHECKING:
@@ -86,7 +87,9 @@ def render_session_start(
             )
     except Exception as exc:  # a failing hook can block the session
         return f"agent-mem-vault: could not load project memory for {ns}: {_describe(exc)}"
-    return _frame(ns, agent, brief.text, pending, limit)
+    # The brief without its own list of the namespace's pending handoffs: the hook
+    # lists this agent's, once.
+    return _frame(ns, agent, render_brief(brief, pending=False), pending, limit)
 
 
 def _describe(exc: Exception) -> str:

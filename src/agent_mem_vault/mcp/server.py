@@ -26,6 +26,7 @@ from pydantic import Field
 from .. import __version__
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
+from ..core.words import counted
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
@@ -191,13 +192,15 @@ def _next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendere
     return render
 
 
-def _page_note(shown: int, total: int, offset: int, next_offset: int | None, what: str) -> str:
+def _page_note(
+    shown: int, total: int, offset: int, next_offset: int | None, one: str, many: str
+) -> str:
     """The line that says a listing was cut, and how to get the next page; '' if it was not."""
     if next_offset is None and offset == 0:
         return ""
     if shown == 0:
-        return f"No {what} from offset {offset}; there are {total} in all."
-    line = f"Showing {offset + 1}-{offset + shown} of {total} {what}"
+        return f"No {many} from offset {offset}; there are {total} in all."
+    line = f"Showing {offset + 1}-{offset + shown} of {counted(total, one, many)}"
     if next_offset is None:
         return line + "."
     return line + f"; pass offset={next_offset} for the next page."
@@ -210,7 +213,9 @@ def _list_text(page: HandoffPage) -> Rendered:
         for h in handoffs
     ]
     text = "\n".join(lines) if lines else "No handoffs match."
-    note = _page_note(len(handoffs), page.total, page.offset, page.next_offset, "handoffs")
+    note = _page_note(
+        len(handoffs), page.total, page.offset, page.next_offset, "handoff", "handoffs"
+    )
     if note:
         text += "\n" + note
     data = page.to_dict()
@@ -226,7 +231,7 @@ def _search_text(page: SearchPage) -> Rendered:
     hits = page.hits
     lines = [f"{h.memory.id}  [{h.memory.kind}] {h.memory.title}: {h.snippet}" for h in hits]
     text = "\n".join(lines) if lines else "No memories match."
-    note = _page_note(len(hits), page.total, page.offset, page.next_offset, "memories")
+    note = _page_note(len(hits), page.total, page.offset, page.next_offset, "memory", "memories")
     if note:
         text += "\n" + note
     text += f"\n(search mode: {page.mode}" + (f"; {page.reason})" if page.reason else ")")

@@ -32,7 +32,6 @@ from __future__ import annotations
 import inspect
 import logging
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -41,6 +40,7 @@ from ..core import tracing
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AgentMemVaultError, InvalidInputError, NotFoundError, UnavailableError
 from ..core.ids import TidGenerator
+from ..core.names import validate_agent
 from ..store.base import Lease, LogConflictError, Persistence, scan_all
 from .errors import RunStillCurrent, RunStopped, RunTakenOver
 from .models import AgentStatus, HandoffEntry, RunInfo, RunState
@@ -54,7 +54,6 @@ RUNS = "runs.runs"
 HANDOFFS = "runs.handoffs"
 STOPPED = "runs.stopped"
 STARTED = "run.started"
-_AGENT = re.compile(r"[A-Za-z0-9._~:-]{1,128}", re.ASCII)
 _START_ATTEMPTS = 100
 _PROBE_FROM, _PROBE_TO = "2222222222222", "2222222222223"
 _log = logging.getLogger(__name__)
@@ -62,17 +61,6 @@ _log = logging.getLogger(__name__)
 # Called with each record that lands (not with records that were already
 # there); may be a plain function or a coroutine function.
 HandoffListener = Callable[[HandoffEntry], object]
-
-
-def validate_agent(agent: object) -> str:
-    """Agent names are 1–128 characters of ``A-Za-z0-9._~:-``: safe in keys, paths and URIs."""
-    if not isinstance(agent, str) or not _AGENT.fullmatch(agent) or agent in (".", ".."):
-        raise InvalidInputError(
-            f"agent {agent!r} is not a valid agent name: use 1-128 characters of "
-            "letters, digits and . _ ~ : -",
-            field="agent",
-        )
-    return agent
 
 
 def _stream(agent: str) -> str:

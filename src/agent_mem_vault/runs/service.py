@@ -48,8 +48,13 @@ class RunsHome:
         return cls(store_path, vault_path)
 
     @asynccontextmanager
-    async def _registry(self) -> AsyncIterator[RunRegistry]:
-        """The registry on this store, writing vault notes; closes the store afterwards."""
+    async def _registry(self, agent: str | None) -> AsyncIterator[RunRegistry]:
+        """The registry on this store, writing vault notes; closes the store afterwards.
+
+        ``agent`` is checked first: a bad name is refused before the store is opened
+        (which would make its file)."""
+        if agent is not None:
+            validate_agent(agent)
         notes = HandoffNotes(self.vault)
         registry = RunRegistry(sqlite_persistence(self.store), on_handoff=notes.write)
         try:
@@ -81,21 +86,21 @@ class RunsHome:
 
         ``pid``: the process doing the run (default: this one).
         """
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             run = await registry.start_run(agent, generator, lease_seconds=lease_seconds, pid=pid)
             await self._settle(registry, agent)
             return run.tid
 
     async def stop(self, agent: str, run: str | None = None) -> str:
         """Stop ``run`` of ``agent`` (default: the current one); returns the stopped run's TID."""
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             info = await registry.stop_run(agent, run)
             await self._settle(registry, agent)
             return info.run
 
     async def status(self, agent: str | None = None) -> list[AgentStatus]:
         """The status of one agent, or of every agent."""
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             agents = [agent] if agent else await registry.agents()
             out = []
             for name in agents:
@@ -105,13 +110,13 @@ class RunsHome:
 
     async def list_runs(self, agent: str) -> list[RunState]:
         """Every run of ``agent``, oldest first."""
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             await self._settle(registry, agent)
             return await registry.list_runs(agent)
 
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
         """``agent``'s handoff records, in record-key order."""
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             return await self._settle(registry, agent)
 
     async def export(self, agent: str) -> list[dict[str, Any]]:
@@ -124,7 +129,7 @@ class RunsHome:
         Each is written when the run writes it itself, is stopped, or its lease
         lapses (``lease_expires_at``; None: already lapsed, written on the next command).
         """
-        async with self._registry() as registry:
+        async with self._registry(agent) as registry:
             await self._settle(registry, agent)
             runs = await registry.list_runs(agent)
             return [r for r in runs if r.state == "taken_over" and not r.handoff_written]
@@ -159,7 +164,7 @@ class RunsHome:
         from ..atproto.pds import PdsClient
         from .publish import publish_handoffs
 
-        async with self._registry() as registry, PdsClient(pds, timeout=pds_timeout) as client:
+        async with self._registry(agent) as registry, PdsClient(pds, timeout=pds_timeout) as client:
             await self._settle(registry, agent)
             await client.login(identifier, password)
             return await publish_handoffs(registry, client, agent, mode=mode, validate=validate)

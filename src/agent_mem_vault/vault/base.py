@@ -39,6 +39,7 @@ from .semantic import SemanticState
 from .upkeep import IndexUpkeep
 
 __all__ = [
+    "DEFAULT_VAULT",
     "DOT_DIR",
     "MAX_LIMIT",
     "MAX_OFFSET",
@@ -46,6 +47,9 @@ __all__ = [
     "VaultBase",
     "check_limit",
     "check_offset",
+    "is_default_vault",
+    "is_vault",
+    "vault_not_found",
 ]
 
 DOT_DIR = ".agent-mem-vault"
@@ -53,7 +57,51 @@ INDEX_FILE = "index.sqlite3"
 MAX_LIMIT = 1000
 MAX_OFFSET = 2**63 - 1
 """Largest offset a page may start at: the largest integer SQLite (and PostgreSQL) hold."""
+DEFAULT_VAULT = "~/agent-mem-vault"
+"""The vault used when none is named (no ``--vault``, no ``AGENT_MEM_VAULT``)."""
 _T = TypeVar("_T")
+
+
+def is_vault(path: str | os.PathLike[str]) -> bool:
+    """Whether the folder at ``path`` is a vault: the one rule, for every command.
+
+    A vault is a folder holding the vault's own folder ``.agent-mem-vault/``
+    (index and lock) or its dashboard ``_dashboards/memory.base``; ``init``
+    writes both, and so does the first write to the default vault. Either one
+    is enough because each may be gone for a good reason: the index folder is
+    derived and safe to delete (and a vault synced by git or a file-sync tool
+    often leaves it out), while the dashboard is a note a person may delete.
+    No other folder is one, however many Markdown files it holds: a command
+    pointed at the wrong folder (a typo, an unset variable) must not start a
+    second vault there that nobody reads.
+
+    >>> is_vault("/tmp")  # doctest: +SKIP
+    False
+    """
+    root = Path(path).expanduser()
+    # lexists: an .agent-mem-vault *file* still claims the folder; the write
+    # that finds it reports the damage (vault_damaged) instead of "no vault".
+    return os.path.lexists(root / DOT_DIR) or (root / DASHBOARD_PATH).is_file()
+
+
+def is_default_vault(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names the default vault, the one folder a first write may make."""
+    here = Path(path).expanduser().absolute()
+    default = Path(DEFAULT_VAULT).expanduser().absolute()
+    return here == default or here.resolve() == default.resolve()
+
+
+def vault_not_found(path: str | os.PathLike[str]) -> NotFoundError:
+    """The error for a folder that is not a vault, with the command that makes one."""
+    root = Path(path).expanduser().absolute()
+    what = "no vault at" if not root.exists() else "not a vault:"
+    return NotFoundError(
+        f"{what} {root}; if this is the folder you meant, make it a vault with "
+        f"'agent-mem-vault init --vault {root}', else pass the right --vault "
+        "(or set AGENT_MEM_VAULT)",
+        code="vault_not_found",
+        path=str(root),
+    )
 
 
 @dataclass(slots=True)
@@ -139,14 +187,14 @@ class VaultBase:
 
     # -- locking ---------------------------------------------------------------------
 
-    def _require_vault(self) -> None:
-        if not self.path.is_dir():
-            raise NotFoundError(
-                f"no vault at {self.path}; create it with 'agent-mem-vault init --vault "
-                f"{self.path}' (or pass --vault / set AGENT_MEM_VAULT)",
-                code="vault_not_found",
-                path=str(self.path),
-            )
+    def _require_vault(self, *, make: bool = False, make_default: bool = False) -> None:
+        """Refuse a folder that is not a vault (``is_vault``), writing nothing there,
+        unless ``make`` (``init``) or ``make_default`` and it is the default vault
+        (a write: the first one makes it)."""
+        if not (self.path.is_dir() and is_vault(self.path)):
+            if not (make or (make_default and is_default_vault(self.path))):
+                raise vault_not_found(self.path)
+            self.path.mkdir(parents=True, exist_ok=True)
         dot = self.path / DOT_DIR
         if dot.is_dir():
             return
@@ -212,18 +260,26 @@ class VaultBase:
             self._lock.release()
 
     @contextmanager
-    def _writing(self, *, sync: bool = True, scope: Sequence[Scope] = ()) -> Iterator[Index]:
+    def _writing(
+        self, *, sync: bool = True, scope: Sequence[Scope] = (), dashboard: bool = True
+    ) -> Iterator[Index]:
         """Both locks and the index, brought up to date first (for the folders in
-        ``scope``, see ``IndexUpkeep.sync``) unless ``sync=False``."""
-        with self._held(), self._locked():
-            idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
-            if not self._dashboard_checked:
-                self._ensure_dashboard()
-            yield idx
+        ``scope``, see ``IndexUpkeep.sync``) unless ``sync=False``; the dashboard is
+        written if it differs, unless ``dashboard=False`` (``doctor`` only reports)."""
+        with self._held():
+            # The first write to the default vault makes it; any other folder is made
+            # a vault by init alone.
+            self._require_vault(make_default=True)
+            with self._locked():
+                idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
+                if dashboard and not self._dashboard_checked:
+                    self._ensure_dashboard()
+                yield idx
 
     def _query(self, run: Callable[[Index], _T], scope: Sequence[Scope] = ()) -> _T:
         """A read from the index, after the checks for notes changed by hand in ``scope``."""
         with self._held():
+            self._require_vault()  # a read never makes a vault (nor its index)
             self._upkeep.sync(scope)
             return self._upkeep.query(run)
 
@@ -237,6 +293,7 @@ class VaultBase:
         size and mtime it was indexed at; notes changed by hand are read again (under
         the lock) and the query re-run, so a listing never shows a stale note."""
         with self._held():
+            self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(4):
                 result = self._upkeep.query(run)

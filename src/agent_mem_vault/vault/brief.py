@@ -33,10 +33,22 @@ def brief_template(namespace: str) -> str:
     )
 
 
-def render_brief(brief: Brief) -> str:
-    """Markdown: the note, then decisions, then pending handoffs (with ids to read or ack)."""
+def _without_title(notes: str, namespace: str) -> str:
+    """The note without its title line ``# <namespace>`` (the one ``brief_template``
+    writes): the brief's own heading already names the namespace, once."""
+    first, _, rest = notes.partition("\n")
+    if first.strip() == f"# {namespace}":
+        return rest.strip()
+    return notes
+
+
+def render_brief(brief: Brief, *, pending: bool = True) -> str:
+    """Markdown: the note, then decisions, then pending handoffs (with ids to read or ack).
+
+    ``pending=False`` leaves the pending handoffs out, for a caller that lists them
+    its own way (the session hook lists the agent's own), so no list shows twice."""
     parts = [f"# Project brief: {brief.namespace}"]
-    notes = brief.notes.strip()
+    notes = _without_title(brief.notes.strip(), brief.namespace)
     if notes:
         parts.append(notes)
     if brief.decisions:
@@ -44,6 +56,8 @@ def render_brief(brief: Brief) -> str:
         parts.append("## Recent decisions\n" + "\n".join(lines))
     else:
         parts.append("## Recent decisions\n(none yet)")
+    if not pending:
+        return "\n\n".join(parts)
     if brief.pending:
         lines = [
             f"- {h.id} from {h.sender} to {h.recipient}: {_one_line(h.summary)}"

@@ -172,15 +172,18 @@ class EmbeddingSettings:
         files = find_model_files(self.local_dir)
         detail = "ready"
         if files is None:
+            # Searches are full-text until the model is there: say so, not "hybrid".
             mark = self.local_dir / _FAILED_MARK
             detail = (
-                f"the last download failed: {mark.read_text(errors='replace').strip()}"
+                f"no model yet; the last download failed: "
+                f"{mark.read_text(errors='replace').strip()}"
                 if mark.is_file()
-                else f"downloaded from {DEFAULT_REPO} into {self.local_dir} on first search"
+                else f"no model yet; it is downloaded from {DEFAULT_REPO} into "
+                f"{self.local_dir} on first search, and search is hybrid from then on"
             )
         return {
             "backend": self.backend,
-            "mode": "hybrid",
+            "mode": "hybrid" if files is not None else "fts",
             "model": DEFAULT_MODEL if self.model_dir is None else str(self.model_dir),
             "model_dir": str(self.local_dir),
             "model_present": files is not None,

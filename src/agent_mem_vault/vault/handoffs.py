@@ -214,6 +214,7 @@ class HandoffOps(VaultBase):
         index is corrected for it (under the lock) and the query runs again.
         """
         with self._held():
+            self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(8):
                 found = self._upkeep.query(query)

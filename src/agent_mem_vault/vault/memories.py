@@ -161,6 +161,8 @@ class MemoryOps(VaultBase):
         tag_tuple = validate_tags(tags)
         limit = check_limit(limit)
         offset = check_offset(offset)
+        # Before the model is looked for (and perhaps fetched): no vault, no search.
+        self._require_vault()
         embedder: Embedder | None = None
         reason: str | None = "full-text search was asked for"
         if mode != "fts":

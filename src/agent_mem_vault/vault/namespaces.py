@@ -9,7 +9,8 @@ Limits (documented in docs/vault.md):
 - namespace: 1–8 segments joined by ``/``, each 1–64 of ``A-Z a-z 0-9 . _ -``,
   starting with a letter or digit, not ``handoffs``/``memories`` and not ending
   in ``.md``; 200 characters in all.
-- agent name: 1–64 of ``A-Z a-z 0-9 . _ - @ :``, starting with a letter or digit.
+- agent name: 1–128 of ``A-Z a-z 0-9 . _ ~ : @ -``, starting with a letter or digit
+  (``core.names.validate_agent``, shared with runs).
 - summary: 1–2,000 characters; handoff context: up to 200,000 characters.
 - memory title: 1–200 characters, one line; content: up to 200,000 characters.
 - kind: a lowercase word (``decision``, ``note``, ``task``, ``risk``, …), up to 32.
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 
 from ..core.errors import InvalidInputError
 from ..core.ids import decode_tid
+from ..core.names import validate_agent
 
 __all__ = [
     "MAX_CONTENT",
@@ -47,7 +49,6 @@ MAX_SEGMENTS = 8
 RESERVED_SEGMENTS = frozenset({"handoffs", "memories"})
 
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_AGENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}")
 _KIND = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _TAG = re.compile(r"[A-Za-z0-9_/-]{1,64}")
 
@@ -108,24 +109,6 @@ def validate_namespace(value: object, *, field: str = "namespace") -> str:
 
 def _bad_namespace(field: str, message: str) -> InvalidInputError:
     return InvalidInputError(message, code="invalid_namespace", field=field)
-
-
-def validate_agent(value: object, *, field: str = "agent") -> str:
-    """Return ``value`` if it is a valid agent name (matched exactly, case included)."""
-    if not isinstance(value, str) or not value:
-        raise InvalidInputError(
-            f"{field} is missing: give an agent name such as 'codex' or 'claude-code'",
-            code="invalid_agent",
-            field=field,
-        )
-    if not _AGENT.fullmatch(value):
-        raise InvalidInputError(
-            f"{field} {value!r} is not a valid agent name: use 1-64 letters, digits, "
-            "'.', '_', '-', '@' or ':', starting with a letter or digit",
-            code="invalid_agent",
-            field=field,
-        )
-    return value
 
 
 def validate_id(value: object, *, field: str = "id") -> str:

@@ -30,7 +30,7 @@ import json
 import os
 import sqlite3
 
-from .base import DOT_DIR, VaultBase
+from .base import DOT_DIR, VaultBase, is_default_vault, is_vault, vault_not_found
 from .dashboard import DASHBOARD_PATH
 from .files import TEMP_FILE
 from .handoffs import HandoffOps, StatusFilter
@@ -65,15 +65,34 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
     """
 
     def init(self) -> ReindexReport:
-        """Create the vault folder, its index and dashboard; safe to run again."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._require_vault()
+        """Make the folder a vault (``is_vault``): the folder, its index and dashboard;
+        safe to run again. The one way, with the first write to the default vault,
+        that a folder becomes a vault."""
+        self._require_vault(make=True)
         self._dashboard_checked = False  # the next locked section rewrites it if it differs
         return self.rescan()
 
+    def is_vault(self) -> bool:
+        """Whether this folder is a vault yet (see ``is_vault``)."""
+        return is_vault(self.path)
+
+    def require(self, *, make_default: bool = False) -> None:
+        """Refuse (``vault_not_found``, with the fix) a folder that is not a vault, before
+        a command that would write there starts; with ``make_default`` the default
+        vault is made instead, on first use (``serve``, a run starting)."""
+        if self.is_vault():
+            return
+        if make_default and is_default_vault(self.path):
+            self.init()
+            return
+        raise vault_not_found(self.path)
+
     def rescan(self) -> ReindexReport:
         """Pick up every note added, edited or deleted by hand (one stat per note)."""
-        with self._writing(sync=False) as idx:
+        return self._rescan()
+
+    def _rescan(self, *, dashboard: bool = True) -> ReindexReport:
+        with self._writing(sync=False, dashboard=dashboard) as idx:
             stats = ScanStats()
             self._upkeep.full_scan(idx, stats)
             return self._report(idx, stats)
@@ -99,8 +118,8 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
 
         Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
         flight in another process is never reported as damage."""
-        self._require_vault()
-        self.rescan()
+        self._require_vault()  # before the rescan, which would make the default vault
+        self._rescan(dashboard=False)  # a missing dashboard is reported, not written
         # Under the lock: a temp file seen then is a killed write's, never one in flight.
         with self._held(), self._locked():
             idx = self._upkeep.handle()
