@@ -44,9 +44,9 @@ def validate_agent(value: object, *, field: str = "agent") -> str:
             field=field,
         )
     if not _AGENT.fullmatch(value):
-        shown = value if len(value) <= 200 else value[:200] + "…"
+        # The error itself cuts a long value to 200 characters and its length.
         raise InvalidInputError(
-            f"{field} {shown!r} is not a valid agent name: use 1-{MAX_AGENT} letters, digits, "
+            f"{field} {value!r} is not a valid agent name: use 1-{MAX_AGENT} letters, digits, "
             "'.', '_', '~', ':', '@' or '-', starting with a letter or digit",
             code="invalid_agent",
             field=field,
