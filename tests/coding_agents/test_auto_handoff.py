@@ -114,7 +114,7 @@ def claude_until_killed(world: World) -> Path:
 
     world.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", script) as model:
-        args = [client("claude"), "-p", REQUEST, "--allowedTools", "Write,Bash"]
+        args: list[str | Path] = [client("claude"), "-p", REQUEST, "--allowedTools", "Write,Bash"]
         with running(world, args, {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url}) as proc:
             wait_for(flag, proc, model)
     assert app.exists()
