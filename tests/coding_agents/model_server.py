@@ -210,7 +210,12 @@ def _anthropic(seen: Seen, reply: Reply) -> list[str] | None:
     }
     events = [_sse("message_start", {"type": "message_start", "message": start})]
     if reply.tool:
-        block = {"type": "tool_use", "id": "toolu_scripted1", "name": reply.tool, "input": {}}
+        block = {
+            "type": "tool_use",
+            "id": _anthropic_call_id(seen),
+            "name": reply.tool,
+            "input": {},
+        }
         delta = {"type": "input_json_delta", "partial_json": json.dumps(reply.args)}
         stop = "tool_use"
     else:
@@ -235,6 +240,20 @@ def _anthropic(seen: Seen, reply: Reply) -> list[str] | None:
         _sse("message_stop", {"type": "message_stop"}),
     ]
     return events
+
+
+def _anthropic_call_id(seen: Seen) -> str:
+    """A fresh tool_use id per call in a conversation (one more than the results so far):
+    Claude Code takes a repeated id for a call it has already answered."""
+    messages = seen.body.get("messages") if isinstance(seen.body, dict) else None
+    done = sum(
+        1
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    )
+    return f"toolu_scripted{done + 1}"
 
 
 def _responses(seen: Seen, reply: Reply) -> list[str]:

@@ -85,7 +85,14 @@ def wait_for(flag: Path, proc: subprocess.Popen[str], model: ScriptedModel) -> N
 def outputs_in(seen: Seen, kind: str) -> int:
     """How many tool results a request carries (``tool_result`` blocks, ``…_output`` items)."""
     if kind == "anthropic":
-        return seen.text.count('"tool_result"')
+        messages = seen.body.get("messages", []) if isinstance(seen.body, dict) else []
+        return sum(
+            1
+            for m in messages
+            if isinstance(m, dict) and isinstance(m.get("content"), list)
+            for block in m["content"]
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        )
     items = seen.body.get("input", []) if isinstance(seen.body, dict) else []
     return sum(
         1 for i in items if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")
@@ -209,4 +216,119 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
         "Automatic handoff "
         not in text.split("## Pending handoffs for codex")[-1].split("\\n- ")[0]
     )
+    assert len(world.handoffs()) == 1
+
+
+PATCH = "*** Begin Patch\n*** Add File: app.py\n+def health():\n+    return 'ok'\n*** End Patch\n"
+
+
+def test_codex_rollout_is_read_as_codex_left_it_when_killed(world: World) -> None:
+    """apply_patch (Codex's own edit tool) then a command that never returns, then SIGKILL."""
+    flag = world.root / "check-started"
+
+    def script(seen: Seen) -> Reply:
+        if not seen.body.get("tools"):
+            return Reply(text="ok")
+        if outputs_in(seen, "responses") == 0:
+            return Reply(tool="apply_patch", custom=True, args={"input": PATCH})
+        return Reply(tool="exec_command", args={"cmd": f"touch {flag} && sleep 600"})
+
+    with ScriptedModel("responses", script) as model:
+        # A model Codex knows, so that it offers its apply_patch tool.
+        codex_config(world, model.url, model="gpt-5.5")
+        world.amv("install", "codex")
+        args: list[str | Path] = [
+            client("codex"),
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            REQUEST,
+        ]
+        with running(world, args, {}) as proc:
+            wait_for(flag, proc, model)
+    assert (world.repo / "app.py").read_text() == "def health():\n    return 'ok'\n"
+    (rollout,) = (world.home / ".codex" / "sessions").rglob("rollout-*.jsonl")
+    read = read_transcript("codex", str(rollout), None)
+    users = [e.text for e in read.entries if isinstance(e, UserMessage)]
+    calls = [e for e in read.entries if isinstance(e, ToolCall)]
+    assert users == [REQUEST], read
+    assert [(c.tool, c.kind, c.paths, c.finished) for c in calls] == [
+        ("apply_patch", "edit", ("app.py",), True),
+        ("exec_command", "command", (), False),
+    ], read
+    assert calls[1].command == f"touch {flag} && sleep 600"
+    (dead,) = sessions(world)
+    assert (dead["client"], dead["state"]) == ("codex", "dead")
+    assert dead["sessionId"] in rollout.name and dead["transcript"] == str(rollout)
+
+
+def test_a_clean_exit_right_after_an_explicit_handoff_leaves_nothing_automatic(
+    world: World,
+) -> None:
+    app = world.repo / "app.py"
+
+    def script(seen: Seen) -> Reply:
+        tools = seen.body.get("tools", [])
+        handoff = next(
+            (t["name"] for t in tools if str(t.get("name", "")).endswith("create_handoff")), None
+        )
+        if handoff is None:
+            return Reply(text="ok")
+        done = outputs_in(seen, "anthropic")
+        if done == 0:
+            return Reply(tool="Write", args={"file_path": str(app), "content": "x = 1\n"})
+        if done == 1:
+            args = {"to": "codex", "summary": "Check app.py", "context": "Wrote x = 1."}
+            return Reply(tool=handoff, args={**args, "namespace": NAMESPACE})
+        return Reply(text="Handed off to codex.")
+
+    world.amv("install", "claude-code", "--scope", "user")
+    with ScriptedModel("anthropic", script) as model:
+        proc = world.run(
+            client("claude"),
+            "-p",
+            REQUEST,
+            "--allowedTools",
+            "Write,mcp__agent-mem-vault__create_handoff",
+            env={**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url},
+        )
+        assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
+        said = model.transcript()
+    assert [h["summary"] for h in world.handoffs()] == ["Check app.py"], said
+    (ended,) = sessions(world)
+    assert ended["state"] == "ended"  # its SessionEnd hook ran
+    text, _ = codex_first_request(world)
+    assert "Check app.py" in text
+    assert "## Automatic handoff" not in text
+    assert [h["summary"] for h in world.handoffs()] == ["Check app.py"]
+    ended, _new = sessions(world)
+    assert ended["outcome"] == "nothing"
+
+
+def test_a_session_alive_in_another_terminal_is_never_handed_off(world: World) -> None:
+    flag = world.root / "check-started"
+
+    def script(seen: Seen) -> Reply:
+        names = [t.get("name") for t in seen.body.get("tools", []) if isinstance(t, dict)]
+        if "Bash" not in names:
+            return Reply(text="ok")
+        return Reply(tool="Bash", args={"command": f"touch {flag} && sleep 600"})
+
+    world.amv("install", "claude-code", "--scope", "user")
+    with ScriptedModel("anthropic", script) as model:
+        args: list[str | Path] = [client("claude"), "-p", REQUEST, "--allowedTools", "Bash"]
+        with running(world, args, {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url}) as proc:
+            wait_for(flag, proc, model)
+            text, _ = codex_first_request(world)
+            assert "## Automatic handoff" not in text
+            assert world.handoffs() == []
+            alive, _codex = sessions(world)
+            assert (alive["client"], alive["state"], alive["outcome"]) == (
+                "claude-code",
+                "alive",
+                None,
+            )
+    # Once it is gone, the next session to start gets its work.
+    text, _ = codex_first_request(world)
+    assert "## Automatic handoff" in text and "sleep 600" in text
     assert len(world.handoffs()) == 1
