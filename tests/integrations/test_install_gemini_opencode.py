@@ -23,6 +23,7 @@ def _no_gemini_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 
 NOW = "agent-mem-vault hook session-start --agent gemini --client gemini-cli --format json"
 
+
 def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, repo: Path) -> None:
     settings = repo / ".gemini" / "settings.json"
     settings.parent.mkdir()
