@@ -123,8 +123,8 @@ def build_auto_handoff(
     what = "ended" if stopped.how == "ended" else "stopped (its process is gone)"
     request = _one_line(parts.last_request, 160) if parts.last_request else "none recorded"
     summary = redact(
-        f"Automatic handoff: a {stopped.client} session of {stopped.agent} {what} "
-        f"without writing one. Last request: {request}"
+        f"Automatic handoff: {_session(stopped)} {what} without writing one. "
+        f"Last request: {request}"
     )
     return AutoHandoff(summary=summary, context=context)
 
@@ -226,12 +226,19 @@ def _head(stopped: Stopped, transcript: Transcript) -> str:
         "or its terminal was closed)"
     )
     return (
-        f"agent-mem-vault wrote this from the transcript of a {stopped.client} session "
-        f"of {stopped.agent} (session {stopped.session_id}, started {stopped.started_at}, "
+        f"agent-mem-vault wrote this from the transcript of {_session(stopped)} "
+        f"(session {stopped.session_id}, started {stopped.started_at}, "
         f"in {stopped.cwd}) that {how}. No model wrote it: it is what the transcript "
         f"records after the session's last explicit handoff, secrets redacted.\n"
         f"Transcript: {transcript.source}"
     )
+
+
+def _session(stopped: Stopped) -> str:
+    """``a codex session``, or ``a codex session of agent reviewer`` when the names differ."""
+    if stopped.agent == stopped.client:
+        return f"a {stopped.client} session"
+    return f"a {stopped.client} session of agent {stopped.agent}"
 
 
 def _render(head: str, p: _Parts) -> str:
