@@ -159,19 +159,27 @@ def _parts(
     commands = [_command_line(c) for c in calls if c.kind == "command" and c.command]
     parts = _Parts(
         stopped=_stopped_line(after),
-        last_request=redact(requests[-1]) if requests else "",
-        earlier=[redact(_one_line(r, 200)) for r in requests[:-1]],
-        todos=[redact(_one_line(f"[{_mark(i.status)}] {i.text}", 200)) for i in todo.items]
-        if todo
-        else [],
-        files=[redact(f) for f in files],
-        git_status=[redact(line) for line in git_status],
-        commands=[redact(c) for c in commands],
-        last_message=redact(message),
-        problems=[redact(p) for p in transcript.problems],
+        last_request=requests[-1] if requests else "",
+        earlier=[_one_line(r, 200) for r in requests[:-1]],
+        todos=[_one_line(f"[{_mark(i.status)}] {i.text}", 200) for i in todo.items] if todo else [],
+        files=files,
+        git_status=list(git_status),
+        commands=commands,
+        last_message=message,
+        problems=list(transcript.problems),
     )
+    # Capped before redacting: a long session's thousands of requests cost nothing.
     _pre_cap(parts)
+    _redact(parts)
     return parts
+
+
+def _redact(parts: _Parts) -> None:
+    for name in ("stopped", "last_request", "last_message"):
+        setattr(parts, name, redact(getattr(parts, name)))
+    for name in ("earlier", "todos", "files", "git_status", "commands", "problems"):
+        items: list[str] = getattr(parts, name)
+        items[:] = [redact(item) for item in items]
 
 
 def _pre_cap(parts: _Parts) -> None:
@@ -194,7 +202,7 @@ def _stopped_line(after: Sequence[Entry]) -> str:
         call = running[-1]
         what = call.command or ", ".join(call.paths) or ""
         detail = f" `{_one_line(what, 300)}`" if what else ""
-        return redact(f"Interrupted while running {call.tool}{detail}: it never returned.")
+        return f"Interrupted while running {call.tool}{detail}: it never returned."
     last = after[-1] if after else None
     if isinstance(last, UserMessage):
         return "Interrupted before answering the last request."

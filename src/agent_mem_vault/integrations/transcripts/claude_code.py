@@ -64,7 +64,14 @@ def read(locator: str, session_id: str | None) -> Transcript:
 
 
 def _may_be_a_turn(raw: bytes) -> bool:
-    """False for lines that surely are no ``user``/``assistant`` record (most bookkeeping)."""
+    """False for lines that surely are no ``user``/``assistant`` record (most bookkeeping).
+
+    Inside a JSON string every quote is escaped, so ``"type":"attachment"`` as
+    raw bytes is the record's own type (attachments carry whole system prompts,
+    the bulk of the file), never text someone wrote.
+    """
+    if raw.startswith(b'{"type":"api-request') or b'"type":"attachment"' in raw:
+        return False
     return b'"user"' in raw or b'"assistant"' in raw
 
 
