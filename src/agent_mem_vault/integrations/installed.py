@@ -290,8 +290,9 @@ def end_hook_problems(installed: list[Installed]) -> list[str]:
     """
     ends = {(i.client, i.file) for i in installed if i.what == "session-end hook"}
     return [
-        f"{i.client} session hook in {i.file} has no session-end hook next to it (installed "
-        f"by an older version); run '{i.reinstall()}' to add it"
+        f"{i.client} session hook in {i.file} has no session-end hook next to it, so a "
+        f"clean end is seen only once the session's process is gone; run "
+        f"'{i.reinstall()}' to add it"
         for i in installed
         if i.what == "session hook"
         and i.client in ("claude-code", "codex", "gemini")
