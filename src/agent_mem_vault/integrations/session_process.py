@@ -66,13 +66,15 @@ def session_pid(client: str | None, start: int | None = None) -> int | None:
         if found is None:
             break
         comm, ppid = found
-        words = _words(pid, comm)
-        if client in _LOOKS_LIKE and _matches(client, comm, words):
-            return pid
-        if fallback is None and comm not in _PASS_THROUGH:
-            fallback = pid
-            if client not in _LOOKS_LIKE:
+        # A shell's command line holds the hook's own words (``--client claude-code``):
+        # shells and launchers are passed through before any name is looked at.
+        if comm not in _PASS_THROUGH:
+            if client in _LOOKS_LIKE and _matches(client, comm, _words(pid, comm)):
                 return pid
+            if fallback is None:
+                fallback = pid
+                if client not in _LOOKS_LIKE:
+                    return pid
         pid = ppid
     return fallback
 
@@ -80,7 +82,8 @@ def session_pid(client: str | None, start: int | None = None) -> int | None:
 def _matches(client: str, comm: str, words: list[str]) -> bool:
     if comm == _NODE_LAUNCHERS.get(client):
         return False
-    names = [comm, *(os.path.basename(w) for w in words[:3])]
+    # The program, and the script a Node or Python program runs (``node …/gemini.js``).
+    names = [comm, *(os.path.basename(w) for w in words[:2] if " " not in w)]
     return any(hint in name for name in names for hint in _LOOKS_LIKE[client])
 
 
