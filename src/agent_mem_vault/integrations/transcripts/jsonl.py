@@ -15,7 +15,7 @@ from typing import Any
 
 __all__ = ["MAX_READ_BYTES", "read_jsonl"]
 
-MAX_READ_BYTES = 2_000_000
+MAX_READ_BYTES = 1_000_000
 
 
 def read_jsonl(
