@@ -155,7 +155,9 @@ class SessionBook:
     """The sessions of a vault's namespaces, kept in the runs store next to the vault.
 
     >>> book = SessionBook(vault)  # doctest: +SKIP
-    >>> outcome = book.start(SessionStart("codex", "codex", "project/app", "0199…", "/src/app"))
+    >>> start = SessionStart("codex", "codex", "project/app", "0199…", "/src/app")  # doctest: +SKIP
+    >>> book.start(start).received  # automatic handoffs written for it  # doctest: +SKIP
+    ()
     """
 
     def __init__(self, vault: Vault, store: str | Path | None = None) -> None:
