@@ -31,7 +31,11 @@ CLAUDE_MCP_JSON = """\
 }
 """
 
-HOOK = "/opt/amv/bin/agent-mem-vault hook session-start --agent claude-code --format json"
+HOOK = (
+    "/opt/amv/bin/agent-mem-vault hook session-start --agent claude-code --client claude-code "
+    "--format json"
+)
+END_HOOK = "/opt/amv/bin/agent-mem-vault hook session-end --agent claude-code --client claude-code"
 CLAUDE_SETTINGS_JSON = f"""\
 {{
   "hooks": {{
@@ -42,6 +46,18 @@ CLAUDE_SETTINGS_JSON = f"""\
           {{
             "type": "command",
             "command": "{HOOK}",
+            "timeout": 10
+          }}
+        ]
+      }}
+    ],
+    "SessionEnd": [
+      {{
+        "matcher": "*",
+        "hooks": [
+          {{
+            "type": "command",
+            "command": "{END_HOOK}",
             "timeout": 10
           }}
         ]
@@ -97,7 +113,9 @@ def test_install_claude_code_user_scope_writes_claude_json_in_home(
     assert data["numStartups"] == 7 and data["projects"] == {"/x": {}}
     args = data["mcpServers"]["agent-mem-vault"]["args"]
     assert args == ["serve", "--agent", "claude-code", *VAULT]
-    pinned = CLAUDE_SETTINGS_JSON.replace(HOOK, f"{HOOK} --vault /data/vault")
+    pinned = CLAUDE_SETTINGS_JSON.replace(HOOK, f"{HOOK} --vault /data/vault").replace(
+        END_HOOK, f"{END_HOOK} --vault /data/vault"
+    )
     assert (home / ".claude" / "settings.json").read_text() == pinned
     assert not (repo / ".mcp.json").exists()
 
@@ -116,12 +134,18 @@ def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -
     run("install", "codex", "--command", EXE, *VAULT)
     assert (home / ".codex" / "config.toml").read_text() == CODEX_CONFIG_TOML
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
+    (end,) = hooks["hooks"]["SessionEnd"]
+    assert end["matcher"] == ""
+    assert end["hooks"][0]["command"] == (
+        f"{EXE} hook session-end --agent codex --client codex --vault /data/vault"
+    )
     (group,) = hooks["hooks"]["SessionStart"]
     assert group["matcher"] == "startup|resume"
     assert group["hooks"] == [
         {
             "type": "command",
-            "command": f"{EXE} hook session-start --agent codex --format json --vault /data/vault",
+            "command": f"{EXE} hook session-start --agent codex --client codex --format json "
+            "--vault /data/vault",
             "timeout": 10,
         }
     ]
@@ -179,7 +203,7 @@ def test_install_claude_code_merges_and_never_loses_existing_settings(run: Run, 
     assert mcp["mcpServers"]["agent-mem-vault"]["command"] == EXE
     merged = json.loads((repo / ".claude" / "settings.json").read_text())
     assert merged["permissions"] == settings["permissions"]
-    assert merged["hooks"]["PreToolUse"] == settings["hooks"]["PreToolUse"]
+    assert merged["hooks"]["PreToolUse"] == settings["hooks"]["PreToolUse"]  # type: ignore[index]
     starts = merged["hooks"]["SessionStart"]
     assert starts[0] == settings["hooks"]["SessionStart"][0]  # type: ignore[index]
     assert len(starts) == 2 and "hook session-start" in starts[1]["hooks"][0]["command"]

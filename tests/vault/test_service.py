@@ -12,6 +12,7 @@ import agent_mem_vault.vault as vault_pkg
 from agent_mem_vault.core.errors import DataError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.namespaces import MAX_CONTENT, MAX_SUMMARY
+from agent_mem_vault.vault.notes import parse_note
 
 from .conftest import NS, snapshot
 
@@ -352,3 +353,20 @@ def test_a_folder_is_a_vault_by_its_index_folder_or_its_dashboard_and_nothing_el
         assert info.value.code == "vault_not_found"
     assert snapshot(plain) == before and not (plain / ".agent-mem-vault").exists()
     assert Vault(by_dashboard, durable=False).list_handoffs() == []
+
+
+def test_extra_properties_are_written_never_replace_the_handoffs_own_and_survive_changes(
+    vault: Vault,
+) -> None:
+    h = vault.create_handoff(
+        to="codex",
+        summary="s",
+        context="c",
+        namespace=NS,
+        properties={"origin": "auto", "to": "mallory", "status": "read"},
+    )
+    vault.ack_handoff(h.id)
+    note = parse_note((vault.path / h.path).read_text(encoding="utf-8"))
+    assert note is not None
+    assert note.meta["origin"] == "auto"
+    assert (note.meta["to"], note.meta["status"]) == ("codex", "read")

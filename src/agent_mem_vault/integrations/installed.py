@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .gemini_trust import gemini_dir, gemini_folder_trust
-from .hooks_json import EVENT, is_our_hook
+from .hooks_json import END_EVENT, EVENT, is_our_hook
 from .targets import APPROVAL_KEY, SERVER_NAME, codex_home, opencode_config_dir
 
 __all__ = ["Installed", "find_installed", "install_problems"]
@@ -56,6 +56,7 @@ def install_problems(home: Path, repo: Path | None, path: str | None = None) -> 
     problems += [_vault_problem(i) for i in installed]
     found = list(dict.fromkeys(p for p in problems if p))
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
+    found += end_hook_problems(installed)
     if repo is not None:
         found += claude_approval_problems(home, repo)
         if any(i.client == "gemini" for i in installed):
@@ -74,6 +75,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     for scope, servers, settings, cwd in places:
         out += _json_server("claude-code", scope, servers, "mcpServers", cwd)
         out += _json_hook("claude-code", scope, settings, cwd)
+        out += _json_hook("claude-code", scope, settings, cwd, END_EVENT)
     codex = codex_home(home)
     config = codex / "config.toml"
     entry = _table(_table(_toml(config), "mcp_servers"), SERVER_NAME)
@@ -84,6 +86,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
         )
         out.append(Installed("codex", "MCP server", config, (entry["command"], *extra), "user"))
     out += _json_hook("codex", "user", codex / "hooks.json", None)
+    out += _json_hook("codex", "user", codex / "hooks.json", None, END_EVENT)
     gemini: list[tuple[str, Path, Path | None]] = [
         ("user", gemini_dir(home) / "settings.json", None)
     ]
@@ -94,6 +97,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     for scope, file, cwd in gemini:
         out += _json_server("gemini", scope, file, "mcpServers", cwd)
         out += _json_hook("gemini", scope, file, cwd)
+        out += _json_hook("gemini", scope, file, cwd, END_EVENT)
     for scope, base, cwd in opencode:
         out += _json_server("opencode", scope, base / "opencode.json", "mcp", cwd)
         plugin = base / (".opencode/plugin" if scope == "project" else "plugin")
@@ -289,17 +293,39 @@ def _json_server(
     return [Installed(client, "MCP server", file, words, scope, cwd)]
 
 
-def _json_hook(client: str, scope: str, file: Path, cwd: Path | None) -> list[Installed]:
+def _json_hook(
+    client: str, scope: str, file: Path, cwd: Path | None, event: str = EVENT
+) -> list[Installed]:
     hooks = _json(file).get("hooks", {})
-    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    what = "session hook" if event == EVENT else "session-end hook"
     out: list[Installed] = []
     for group in groups if isinstance(groups, list) else []:
         entries = group.get("hooks") if isinstance(group, dict) else None
         for hook in entries if isinstance(entries, list) else []:
-            if is_our_hook(hook):
+            if is_our_hook(hook, event):
                 words = tuple(shlex.split(hook["command"]))
-                out.append(Installed(client, "session hook", file, words, scope, cwd))
+                out.append(Installed(client, what, file, words, scope, cwd))
     return out
+
+
+def end_hook_problems(installed: list[Installed]) -> list[str]:
+    """A settings file with our session hook but not the session-end hook install adds.
+
+    Without it a session that ends cleanly is still found ended, once its
+    process is gone; with it the end is known at once, even where processes
+    cannot be looked at. So this is worth one re-install, and says so.
+    """
+    ends = {(i.client, i.file) for i in installed if i.what == "session-end hook"}
+    return [
+        f"{i.client} session hook in {i.file} has no session-end hook next to it, so a "
+        f"clean end is seen only once the session's process is gone; run "
+        f"'{i.reinstall()}' to add it"
+        for i in installed
+        if i.what == "session hook"
+        and i.client in ("claude-code", "codex", "gemini")
+        and (i.client, i.file) not in ends
+    ]
 
 
 def _plugin_hook(scope: str, file: Path, cwd: Path | None) -> list[Installed]:

@@ -17,12 +17,13 @@ False
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProcessId", "is_known_dead", "process_of"]
+__all__ = ["ProcessId", "is_known_dead", "parent_pid", "process_of"]
 
 _PROC = Path("/proc")
 
@@ -50,7 +51,9 @@ class ProcessId:
             return None
 
 
+@functools.cache
 def _boot_id() -> str | None:
+    """Read once per process: it is the same until the machine reboots, and so is this process."""
     try:
         return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
     except OSError:
@@ -58,12 +61,20 @@ def _boot_id() -> str | None:
 
 
 def _start_ticks(pid: int) -> int | None:
+    """The start time of ``pid``, or None if there is no such process or it has exited.
+
+    A process killed a moment ago stays in ``/proc`` as a zombie (state ``Z``)
+    until its parent reaps it, and a killed parent's children wait for init:
+    that process has ended, whatever ``/proc`` still shows.
+    """
     try:
         stat = (_PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] in ("Z", "X", "x"):
+        return None
     return int(fields[19])  # field 22 overall
 
 
@@ -81,3 +92,12 @@ def is_known_dead(process: ProcessId | None) -> bool:
     if process is None or _boot_id() != process.boot:
         return False
     return _start_ticks(process.pid) != process.start
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process ``pid``, or None where it cannot be read."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[1])

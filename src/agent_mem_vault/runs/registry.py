@@ -436,6 +436,17 @@ class RunRegistry:
                 )
         return written
 
+    async def reap_run(self, info: RunInfo) -> HandoffEntry | None:
+        """:meth:`reap` for one run: its record, written now if it is owed and it cannot write it.
+
+        Cheaper than ``reap`` when the caller knows which run to look at (``reap``
+        reads the agent's whole run log). None while it is current or alive.
+        """
+        successor = await self._successor(info)
+        if successor is None or await self.is_alive(info):
+            return None
+        return await self._write_handoff(info, successor, "registry")
+
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
         """The agent's handoff records, in record-key (time) order."""
         validate_agent(agent)
@@ -476,6 +487,14 @@ class RunRegistry:
             handoffs=sum(1 for r in runs if r.handoff_written),
             pending=pending,
         )
+
+    async def is_alive(self, info: RunInfo) -> bool:
+        """Whether ``info``'s run still holds its lease and its process is not known dead."""
+        return await self._own_lease(info) is not None
+
+    async def is_stopped(self, info: RunInfo) -> bool:
+        """Whether ``info``'s run was stopped on purpose (``stop_run``)."""
+        return await self.store.get(STOPPED, _run_key(info.agent, info.run)) is not None
 
     # -- internals -------------------------------------------------------------
     async def _entry(self, agent: str, seq: int) -> RunInfo | None:
