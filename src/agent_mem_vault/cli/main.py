@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "uninstall": "agent_mem_vault.cli.agents:uninstall",
     "hook": "agent_mem_vault.cli.agents:hook",
     "instructions": "agent_mem_vault.cli.agents:instructions",
+    "sessions": "agent_mem_vault.cli.agents:sessions",
     # Runs and AT Protocol handoff records.
     "runs": "agent_mem_vault.cli.runs:runs",
     # Harness.

@@ -47,10 +47,12 @@ if TYPE_CHECKING:
     import subprocess
     from types import FrameType
 
-__all__ = ["handed_over", "runtime_dir", "socket_path"]
+__all__ = ["CALLER_ENV", "handed_over", "runtime_dir", "socket_path"]
 
 SWITCH_ENV = "AGENT_MEM_VAULT_WARM"
 """``0``, ``off``, ``no`` or ``false``: always run in this process."""
+CALLER_ENV = "AGENT_MEM_VAULT_CALLER_PID"
+"""Set in a handed-over command's environment: the pid of the process the client spawned."""
 IDLE_ENV = "AGENT_MEM_VAULT_WARM_IDLE"
 """Seconds the warm process waits for a next command before it leaves (default 1800)."""
 START_TIMEOUT = 60.0
@@ -178,7 +180,9 @@ def _hand_over(conn: socket.socket, argv: list[str]) -> BinaryIO:
         {
             "argv": argv,
             "cwd": os.getcwd(),
-            "env": dict(os.environ),
+            # The command's own pid goes along: the session hook finds the client
+            # that spawned it by walking up from here, not from the warm process.
+            "env": {**os.environ, CALLER_ENV: str(os.getpid())},
             "umask": _umask(),
             "encodings": streams,
         }

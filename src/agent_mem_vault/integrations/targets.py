@@ -43,13 +43,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from ..core.errors import InvalidInputError
 from .config_files import FileChange, json_change, load_json, read_text
-from .hooks_json import TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
+from .hooks_json import END_EVENT, TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
 
 __all__ = [
     "SERVER_NAME",
@@ -80,19 +80,33 @@ class Launch:
     agent: str
     vault: str | None = None
     """Passed as ``--vault`` when given; else the server uses $AGENT_MEM_VAULT or the default."""
+    client: str | None = None
+    """The client the hooks run in (``claude-code``, ``codex``, ``gemini-cli``,
+    ``opencode``): it says how to find the session's process and transcript."""
 
     def _vault_args(self) -> list[str]:
         return ["--vault", self.vault] if self.vault else []
+
+    def _client_args(self) -> list[str]:
+        return ["--client", self.client] if self.client else []
 
     def server_args(self) -> list[str]:
         return [*self.command[1:], "serve", "--agent", self.agent, *self._vault_args()]
 
     def hook_words(self, fmt: str = "json") -> list[str]:
         words = [*self.command, "hook", "session-start", "--agent", self.agent]
-        return [*words, "--format", fmt, *self._vault_args()]
+        return [*words, *self._client_args(), "--format", fmt, *self._vault_args()]
 
     def hook_command(self) -> str:
         return shlex.join(self.hook_words())
+
+    def end_hook_words(self) -> list[str]:
+        """``hook session-end``: marks the session's run as ended cleanly."""
+        words = [*self.command, "hook", "session-end", "--agent", self.agent]
+        return [*words, *self._client_args(), *self._vault_args()]
+
+    def end_hook_command(self) -> str:
+        return shlex.join(self.end_hook_words())
 
 
 def plan_claude_code(
@@ -103,10 +117,14 @@ def plan_claude_code(
         mcp_file, settings_file = repo / ".mcp.json", repo / ".claude" / "settings.json"
     else:
         mcp_file, settings_file = home / ".claude.json", home / ".claude" / "settings.json"
+    launch = replace(launch, client="claude-code")
     entry = {"type": "stdio", "command": launch.command[0], "args": launch.server_args()}
 
     def settings(data: dict[str, Any]) -> dict[str, Any]:
         data = _hook_edit(data, launch, "startup|resume|clear|compact", remove)
+        # SessionEnd runs on a clean exit (and SIGTERM), not after a kill: a
+        # clean end is then known at once rather than from the process being gone.
+        data = _end_hook_edit(data, launch, "*", remove)
         if scope == "project":
             data = _approve_project_server(data, remove)
         return data
@@ -138,6 +156,7 @@ def _approve_project_server(data: dict[str, Any], remove: bool) -> dict[str, Any
 
 def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> list[FileChange]:
     """The changes ``install codex`` (or ``uninstall``) makes."""
+    launch = replace(launch, client="codex")
     config, hooks = codex_home / "config.toml", codex_home / "hooks.json"
     return [
         _toml_edit(config, launch, remove),
@@ -151,6 +170,7 @@ def plan_gemini(
     """The changes ``install gemini`` (or ``uninstall``) makes: one settings.json."""
     from .gemini_trust import gemini_dir
 
+    launch = replace(launch, client="gemini-cli")
     folder = repo / ".gemini" if scope == "project" else gemini_dir(home)
     settings = folder / "settings.json"
     entry = {"command": launch.command[0], "args": launch.server_args()}
@@ -160,7 +180,8 @@ def plan_gemini(
         # Gemini CLI compares a SessionStart matcher with the source as a plain
         # string ("startup|resume|clear" matches nothing); "*" matches every
         # source. It counts hook timeouts in milliseconds.
-        return _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
+        data = _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
+        return _end_hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
     return [_json_edit(settings, edit)]
 
@@ -170,6 +191,7 @@ def plan_opencode(
 ) -> list[FileChange]:
     """The changes ``install opencode`` (or ``uninstall``) makes: the server in
     opencode.json and the session-start plugin next to it."""
+    launch = replace(launch, client="opencode")
     if scope == "project":
         config, plugin = repo / "opencode.json", repo / ".opencode" / "plugin"
     else:
@@ -252,6 +274,24 @@ def _hook_edit(
     if remove:
         return remove_session_hooks(data)
     return add_session_hook(data, command=launch.hook_command(), matcher=matcher, timeout=timeout)
+
+
+def _end_hook_edit(
+    data: dict[str, Any],
+    launch: Launch,
+    matcher: str,
+    remove: bool,
+    timeout: int = TIMEOUT_SECONDS,
+) -> dict[str, Any]:
+    if remove:
+        return remove_session_hooks(data, END_EVENT)
+    return add_session_hook(
+        data,
+        command=launch.end_hook_command(),
+        matcher=matcher,
+        timeout=timeout,
+        event=END_EVENT,
+    )
 
 
 def _json_edit(path: Path, edit: Any) -> FileChange:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProcessId", "is_known_dead", "process_of"]
+__all__ = ["ProcessId", "is_known_dead", "parent_pid", "process_of"]
 
 _PROC = Path("/proc")
 
@@ -81,3 +81,12 @@ def is_known_dead(process: ProcessId | None) -> bool:
     if process is None or _boot_id() != process.boot:
         return False
     return _start_ticks(process.pid) != process.start
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process ``pid``, or None where it cannot be read."""
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[1])

@@ -489,6 +489,14 @@ class RunRegistry:
             pending=pending,
         )
 
+    async def is_alive(self, info: RunInfo) -> bool:
+        """Whether ``info``'s run still holds its lease and its process is not known dead."""
+        return await self._own_lease(info) is not None
+
+    async def is_stopped(self, info: RunInfo) -> bool:
+        """Whether ``info``'s run was stopped on purpose (``stop_run``)."""
+        return await self.store.get(STOPPED, _run_key(info.agent, info.run)) is not None
+
     # -- internals -------------------------------------------------------------
     async def _entry(self, agent: str, seq: int) -> RunInfo | None:
         records = await self.store.read(_stream(agent), after=seq - 1, limit=1)

@@ -7,8 +7,8 @@ applies a rule and writes only what it returns, inside the vault lock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 from ..core.errors import DataError, InvalidInputError, NotFoundError
 from . import lifecycle
@@ -52,12 +52,16 @@ class HandoffOps(VaultBase):
         namespace: str,
         supersedes: Iterable[str] | None = (),
         from_: str | None = None,
+        properties: Mapping[str, Any] | None = None,
     ) -> Handoff:
         """Leave a pending handoff for agent ``to`` in ``namespace``.
 
         Each id in ``supersedes`` (same namespace, not already superseded)
         becomes read and gets ``superseded_by``; on any refusal nothing is written.
         ``from_`` is the sending agent; ``None`` records it as ``unknown``.
+        ``properties`` are extra note properties (an automatic handoff's
+        ``origin``, say); they never replace the handoff's own ones, and stay
+        through every later change of the note, as properties a person adds do.
         """
         recipient = validate_agent(to, field="to")
         sender = validate_agent("unknown" if from_ is None else from_, field="from")
@@ -82,7 +86,9 @@ class HandoffOps(VaultBase):
                 supersedes=tuple(older_ids),
                 path=new.path,
             )
-            text = render_note(handoff_meta(handoff), render_body(summary, context))
+            meta = handoff_meta(handoff)
+            meta.update({k: v for k, v in (properties or {}).items() if k not in meta})
+            text = render_note(meta, render_body(summary, context))
             new.records.append(self._write(new.path, text, "handoff", handoff=handoff))
             # The new note first: killed in between, the older one is still pending
             # (doctor reports the half-done supersede) rather than closed for nothing.

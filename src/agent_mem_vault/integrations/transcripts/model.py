@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
+    "CLIENTS",
     "AssistantMessage",
     "Entry",
     "TodoItem",
@@ -25,7 +26,11 @@ __all__ = [
     "ToolCall",
     "Transcript",
     "UserMessage",
+    "is_vault_handoff_tool",
 ]
+
+CLIENTS = ("claude-code", "codex", "gemini-cli", "opencode")
+"""The clients whose transcripts can be read, by the name sessions record."""
 
 ToolKind = Literal["edit", "command", "handoff", "other"]
 """``edit``: wrote or changed a file. ``command``: ran a shell command.
@@ -96,3 +101,19 @@ class Transcript:
     entries: tuple[Entry, ...] = ()
     problems: tuple[str, ...] = field(default=())
     """Why parts could not be read (missing file, damaged lines, unknown records), one line each."""
+
+
+def is_vault_handoff_tool(name: str, namespace: str | None = None) -> bool:
+    """True for this vault's ``create_handoff`` tool as any client names it.
+
+    Clients prefix MCP tools with the server's name in their own way
+    (``mcp__agent-mem-vault__create_handoff``, ``agent_mem_vault__create_handoff``,
+    a Codex namespace ``mcp__agent_mem_vault`` holding ``create_handoff``), so
+    the server's name is looked for in the tool's name and its namespace together.
+    A bare ``create_handoff`` (Gemini CLI's name for an MCP tool no other server
+    offers) counts too.
+    """
+    if name == "create_handoff":
+        return True
+    where = f"{namespace or ''} {name}".lower().replace("_", "-")
+    return name.endswith("create_handoff") and "agent-mem-vault" in where
