@@ -31,8 +31,9 @@ Gemini CLI
 opencode
     ``<repo>/opencode.json`` or ``$XDG_CONFIG_HOME/opencode/opencode.json``: the
     server in ``mcp`` (``type: local``). opencode has no command hooks; its
-    plugins do: ``.opencode/plugin/agent-mem-vault.js`` runs our hook once per
-    session and adds what it prints to the system prompt.
+    plugins do: ``.opencode/plugin/agent-mem-vault.js`` runs our session-start
+    hook once per session and adds what it prints to that session's system
+    prompt, and our session-end hook when a session ends (``opencode_plugin.py``).
 
 Each function is pure: text before → text after. ``cli/agents.py`` reads the files,
 shows or applies the changes.
@@ -40,7 +41,6 @@ shows or applies the changes.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from dataclasses import dataclass, replace
@@ -218,38 +218,12 @@ def plan_opencode(
 
 
 def _opencode_plugin(launch: Launch) -> str:
-    """The plugin: run the hook once per session, add its text to the system prompt."""
-    words = launch.hook_words("text")
-    return f"""{PLUGIN_MARK}
-// Runs the session-start hook once per opencode session and adds what it prints
-// (the project brief and pending handoffs) to the system prompt, as Claude Code
-// and Codex add a SessionStart hook's output. Re-run install to update it;
-// uninstall removes it.
-import {{ execFileSync }} from "node:child_process";
+    """The plugin: opencode's session hooks (see ``opencode_plugin.py``)."""
+    from .opencode_plugin import plugin_source
 
-const HOOK = {json.dumps(words)};
-
-export const AgentMemVault = async ({{ directory }}) => {{
-  let context;
-  const load = () => {{
-    try {{
-      return execFileSync(HOOK[0], HOOK.slice(1), {{
-        input: JSON.stringify({{ cwd: directory, source: "startup" }}),
-        encoding: "utf8",
-        timeout: {TIMEOUT_SECONDS * 1000},
-      }}).trim();
-    }} catch (error) {{
-      return `agent-mem-vault: the session-start hook failed: ${{error.message}}`;
-    }}
-  }};
-  return {{
-    "experimental.chat.system.transform": async (_input, output) => {{
-      context ??= load();
-      if (context) output.system.push(context);
-    }},
-  }};
-}};
-"""
+    return plugin_source(
+        PLUGIN_MARK, launch.hook_words("text"), launch.end_hook_words(), TIMEOUT_SECONDS * 1000
+    )
 
 
 def codex_home(home: Path) -> Path:

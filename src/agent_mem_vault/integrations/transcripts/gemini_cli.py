@@ -41,9 +41,10 @@ from .model import (
     ToolKind,
     Transcript,
     UserMessage,
+    is_vault_handoff_tool,
 )
 
-__all__ = ["read"]
+__all__ = ["UNRECORDED", "locate", "read"]
 
 CLIENT = "gemini-cli"
 MAX_BYTES = 64 * 1024 * 1024
@@ -56,8 +57,20 @@ _DONE = {"success", "error", "cancelled"}
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _INJECTED = re.compile(r"<(hook_context|session_context)>.*?</\1>", re.DOTALL)
 """What Gemini CLI adds to a user turn itself: hook output, the workspace context."""
-UNRECORDED = "(a tool call not recorded yet)"
+UNRECORDED = "a tool call Gemini CLI had not recorded yet"
 """The tool name of a call the session was running when it stopped, where the file has none."""
+
+
+def locate(cwd: str, session_id: str, home: Path) -> str | None:
+    """The newest chat file named for ``session_id`` (its first 8 characters) in any
+    project folder: the hook input's ``transcript_path`` says it where Gemini CLI gives one."""
+    from ..gemini_trust import gemini_dir
+
+    found = sorted(
+        (gemini_dir(home) / "tmp").glob(f"*/chats/session-*-{session_id[:8]}.jsonl"),
+        key=lambda p: p.stat().st_mtime_ns,
+    )
+    return str(found[-1]) if found else None
 
 
 def read(locator: str, session_id: str | None = None) -> Transcript:
@@ -218,7 +231,7 @@ def _tool_call(call: dict[str, Any]) -> list[Entry]:
         kind = "command"
         command = args.get("command") if isinstance(args.get("command"), str) else None
         exit_status = _exit_status(call) if finished else None
-    elif name.endswith("create_handoff") and (name == "create_handoff" or "mcp" in name):
+    elif is_vault_handoff_tool(name):
         kind = "handoff"
     return [ToolCall(name, kind, paths, command, exit_status, finished)]
 

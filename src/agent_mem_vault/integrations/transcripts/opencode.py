@@ -22,6 +22,7 @@ never checkpoints it: nothing here writes to opencode's files.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -37,9 +38,10 @@ from .model import (
     ToolKind,
     Transcript,
     UserMessage,
+    is_vault_handoff_tool,
 )
 
-__all__ = ["default_database", "read"]
+__all__ = ["default_database", "locate", "read"]
 
 CLIENT = "opencode"
 BUSY_TIMEOUT_S = 0.5
@@ -56,6 +58,24 @@ _DONE = {"completed", "error"}
 def default_database(data_home: Path) -> Path:
     """Where opencode keeps its sessions, given ``$XDG_DATA_HOME`` (or ``~/.local/share``)."""
     return data_home / "opencode" / "opencode.db"
+
+
+def locate(cwd: str, session_id: str, home: Path) -> str | None:
+    """opencode's database as the hook's environment (opencode's own) places it.
+
+    ``$OPENCODE_DB`` names it outright (a bare name is in the data folder);
+    else it is ``opencode.db`` in ``$XDG_DATA_HOME/opencode`` (``~/.local/share``).
+    Released builds use that name; a development build's channel gets its own
+    file, which this does not guess.
+    """
+    data = os.environ.get("XDG_DATA_HOME")
+    folder = (Path(data).expanduser() if data else home / ".local" / "share") / "opencode"
+    named = os.environ.get("OPENCODE_DB")
+    if named and named != ":memory:":
+        path = Path(named).expanduser()
+        return str(path if path.is_absolute() else folder / path)
+    path = default_database(folder.parent)
+    return str(path) if path.exists() else None
 
 
 def read(locator: str, session_id: str | None = None) -> Transcript:
@@ -214,7 +234,7 @@ def _tool(part: dict[str, Any]) -> list[Entry]:
         metadata = _obj(state.get("metadata"))
         code = metadata.get("exit")
         exit_status = code if isinstance(code, int) and not isinstance(code, bool) else None
-    elif name.endswith("create_handoff"):
+    elif is_vault_handoff_tool(name):
         kind = "handoff"
     return [ToolCall(name, kind, paths, command, exit_status, finished)]
 

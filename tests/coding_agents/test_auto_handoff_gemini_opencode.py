@@ -1,0 +1,92 @@
+"""A Gemini CLI session killed mid-work is handed to the next opencode session.
+
+Gemini CLI (installed with ``agent-mem-vault install gemini``) writes orders.py
+with its own edit tool, runs a command that fails, starts a long one, and its
+whole process group is killed with SIGKILL: no handoff was written. opencode
+then starts in the same repository; its plugin's session-start hook finds the
+dead Gemini CLI session, builds the automatic handoff from its chat file, and
+the text is in opencode's first model request, as the scripted model sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .conftest import NAMESPACE, World, client
+from .killed_session import EDITED, FAILING, REQUEST, run_until_killed, script
+from .model_server import Reply, ScriptedModel, Seen
+from .test_gemini_opencode import GEMINI_MODEL, OPENCODE_QUIET, _chat_tools, _system_text
+from .test_transcripts_gemini_opencode import _gemini_steps, _opencode_config
+
+pytestmark = pytest.mark.slow
+
+
+def _sessions(world: World) -> list[dict[str, Any]]:
+    out = world.amv("sessions", "--namespace", NAMESPACE, "--json").stdout
+    found = json.loads(out)["sessions"]
+    assert isinstance(found, list)
+    return found
+
+
+def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
+    world: World,
+) -> None:
+    gemini, opencode = client("gemini"), client("opencode")
+    world.amv("install", "gemini")
+    world.amv("install", "opencode")
+    settings = world.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+
+    with ScriptedModel("gemini", script(world, _gemini_steps())) as model:
+        said = run_until_killed(
+            world,
+            [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"],
+            {
+                "GOOGLE_GEMINI_BASE_URL": model.url,
+                "GEMINI_API_KEY": "scripted",
+                "GEMINI_CLI_TRUST_WORKSPACE": "true",
+            },
+        )
+    assert world.handoffs() == [], "the killed session wrote no handoff of its own"
+    [dead] = _sessions(world)
+    assert (dead["client"], dead["agent"], dead["state"]) == ("gemini-cli", "gemini", "dead"), (
+        f"{dead}\n{said}"
+    )
+
+    first: list[Seen] = []
+    side: list[Seen] = []
+
+    def opencode_answers(seen: Seen) -> Reply:
+        if not _chat_tools(seen.body):
+            side.append(seen)
+            return Reply(text="Orders rounding")  # the session's title
+        first.append(seen)
+        return Reply(text="I will pick up the orders rounding.")
+
+    with ScriptedModel("chat", opencode_answers) as model:
+        _opencode_config(world, model)
+        proc = world.run(opencode, "run", "Continue the work.", timeout=240, env=OPENCODE_QUIET)
+        transcript = model.transcript()
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}\n{transcript}"
+    assert first, transcript
+    system = json.loads(_system_text(first[0].body))
+    text = "\n".join(str(m.get("content")) for m in system)
+    assert "Automatic handoff" in text and "from gemini" in text, text
+    assert EDITED in text, text  # the file the dead session wrote
+    assert REQUEST in text, text  # the person's last request, in full
+    assert "Interrupted while running" in text, text  # what it was doing when killed
+    assert FAILING in text and "exit 3" in text, text  # the command that failed, with its status
+    # The title request is not the session's turn: it carries no project memory.
+    assert all("agent-mem-vault" not in s.text for s in side), transcript
+
+    [auto] = world.handoffs()
+    assert (auto["from"], auto["to"], auto["status"]) == ("gemini", "opencode", "pending"), auto
+    sessions = {s["client"]: s for s in _sessions(world)}
+    assert sessions["gemini-cli"]["handoff"] == auto["id"], sessions
+    # opencode's plugin passed its session id, and its exit marked the session ended.
+    assert sessions["opencode"]["sessionId"].startswith("ses_"), sessions
+    assert sessions["opencode"]["state"] == "ended", sessions
