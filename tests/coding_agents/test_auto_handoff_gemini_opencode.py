@@ -10,7 +10,15 @@ the text is in opencode's first model request, as the scripted model sees it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +98,76 @@ def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
     # opencode's plugin passed its session id, and its exit marked the session ended.
     assert sessions["opencode"]["sessionId"].startswith("ses_"), sessions
     assert sessions["opencode"]["state"] == "ended", sessions
+
+
+def test_each_session_of_one_opencode_server_gets_the_handoffs_pending_at_its_own_start(
+    world: World,
+) -> None:
+    """One ``opencode serve`` holds many sessions: a handoff left after the first
+    session started is in the second session's first request, and in no title request."""
+    opencode = client("opencode")
+    world.amv("install", "opencode")
+    firsts: dict[str, Seen] = {}
+    side: list[Seen] = []
+
+    def answers(seen: Seen) -> Reply:
+        if not _chat_tools(seen.body):
+            side.append(seen)
+            return Reply(text="A title")
+        asked = json.dumps(seen.body.get("messages", [])[-1:])
+        firsts.setdefault("second" if "Second task" in asked else "first", seen)
+        return Reply(text="Done.")
+
+    with ScriptedModel("chat", answers) as model:
+        _opencode_config(world, model)
+        with _server(world, opencode) as url:
+            ask: list[str | Path] = [opencode, "run", "--attach", url]
+            proc = world.run(*ask, "First task.", timeout=240, env=OPENCODE_QUIET)
+            assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
+            world.amv(
+                "create", "--from", "codex", "--to", "opencode", "-n", NAMESPACE,
+                "-s", SERVE_SUMMARY, "-c", "Left while the first session ran.",
+            )  # fmt: skip
+            proc = world.run(*ask, "Second task.", timeout=240, env=OPENCODE_QUIET)
+            assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
+            alive = _sessions(world)
+        transcript = model.transcript()
+    assert set(firsts) == {"first", "second"}, transcript
+    one, two = (_system_text(firsts[k].body) for k in ("first", "second"))
+    assert "Pending handoffs for opencode" in one and SERVE_SUMMARY not in one, one
+    assert SERVE_SUMMARY in two, two
+    assert side and all("agent-mem-vault" not in s.text for s in side), transcript
+    # Both sessions registered with their own ids, alive while the server runs.
+    assert [(s["client"], s["state"]) for s in alive] == [("opencode", "alive")] * 2, alive
+    assert len({s["sessionId"] for s in alive}) == 2, alive
+
+
+SERVE_SUMMARY = "Check the refund rounding"
+
+
+@contextlib.contextmanager
+def _server(world: World, opencode: Path) -> Iterator[str]:
+    """``opencode serve`` in the repository, in its own process group; its address."""
+    log = world.root / "serve.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(
+            [str(opencode), "serve", "--port", "0"],
+            cwd=world.repo,
+            env={**world.env, **OPENCODE_QUIET},
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        found = None
+        while found is None and proc.poll() is None and time.monotonic() < deadline:
+            found = re.search(r"http://127\.0\.0\.1:\d+", log.read_text(errors="replace"))
+            time.sleep(0.1)
+        assert found, f"opencode serve printed no address:\n{log.read_text(errors='replace')}"
+        yield found.group(0)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
