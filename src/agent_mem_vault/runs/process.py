@@ -64,6 +64,8 @@ def _start_ticks(pid: int) -> int | None:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
     fields = stat[stat.rindex(")") + 2 :].split()
+    if fields[0] == "Z":
+        return None  # a zombie has ended: only its exit status waits to be collected
     return int(fields[19])  # field 22 overall
 
 
