@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,27 +98,57 @@ def run_until_killed(world: World, argv: list[str], env: dict[str, str]) -> str:
                 time.sleep(0.1)
         finally:
             reached = marker.exists()
-            _kill_group(proc.pid)
+            doomed = _in_group(proc.pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            _kill_left_in(world.repo)
+            # A client may run a command detached (its own process group): what
+            # the session left running in the repository goes too.
+            left = _in_folder(world.repo)
+            _kill(left)
+            _wait_ended(doomed | left)
     said = out.read_text(errors="replace")[-4000:]
     assert reached, f"the session never started the long command (exit {proc.returncode}):\n{said}"
     return said
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-def _kill_left_in(repo: Path) -> None:
-    """Kill what the session started in its own process group (a client may run
-    a command detached) and left running in the test's repository."""
+def _processes() -> Iterator[tuple[int, str]]:
+    """Each process's pid and its /proc/<pid>/stat fields after the name."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if Path(os.readlink(entry / "cwd")) == repo:
-                os.kill(int(entry.name), signal.SIGKILL)
-        except OSError:
-            continue
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            yield int(entry.name), stat[stat.rindex(")") + 2 :]
+
+
+def _in_group(pgid: int) -> set[int]:
+    return {pid for pid, fields in _processes() if int(fields.split()[2]) == pgid}
+
+
+def _in_folder(folder: Path) -> set[int]:
+    found = set()
+    for pid, _ in _processes():
+        with contextlib.suppress(OSError):
+            if Path(os.readlink(f"/proc/{pid}/cwd")) == folder:
+                found.add(pid)
+    return found
+
+
+def _kill(pids: set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _wait_ended(pids: set[int]) -> None:
+    """SIGKILL is delivered, not awaited: wait until each process has ended (gone,
+    or a zombie whose exit status nobody has collected yet)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        running = {pid for pid, fields in _processes() if pid in pids and fields[0] != "Z"}
+        if not running:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"processes still running after SIGKILL: {sorted(running)}")

@@ -26,6 +26,7 @@ import pytest
 from .conftest import NAMESPACE, World, client
 from .killed_session import EDITED, FAILING, REQUEST, run_until_killed, script
 from .model_server import Reply, ScriptedModel, Seen
+from .no_registry import NoRegistry
 from .test_gemini_opencode import GEMINI_MODEL, OPENCODE_QUIET, _chat_tools, _system_text
 from .test_transcripts_gemini_opencode import _gemini_steps, _opencode_config
 
@@ -75,10 +76,15 @@ def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
         first.append(seen)
         return Reply(text="I will pick up the orders rounding.")
 
-    with ScriptedModel("chat", opencode_answers) as model:
+    # No registry answers here: opencode's own install of its plugin SDK into
+    # each config folder fails, once per folder (the .npmrc install wrote turns
+    # npm's retries off), instead of holding the first request for a minute.
+    with ScriptedModel("chat", opencode_answers) as model, NoRegistry() as registry:
         _opencode_config(world, model)
-        proc = world.run(opencode, "run", "Continue the work.", timeout=240, env=OPENCODE_QUIET)
+        env = {**OPENCODE_QUIET, "npm_config_registry": registry.url}
+        proc = world.run(opencode, "run", "Continue the work.", timeout=240, env=env)
         transcript = model.transcript()
+    assert registry.paths == ["/@opencode-ai%2fplugin"] * 2, registry.paths
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}\n{transcript}"
     assert first, transcript
     system = json.loads(_system_text(first[0].body))
@@ -118,9 +124,9 @@ def test_each_session_of_one_opencode_server_gets_the_handoffs_pending_at_its_ow
         firsts.setdefault("second" if "Second task" in asked else "first", seen)
         return Reply(text="Done.")
 
-    with ScriptedModel("chat", answers) as model:
+    with ScriptedModel("chat", answers) as model, NoRegistry() as registry:
         _opencode_config(world, model)
-        with _server(world, opencode) as url:
+        with _server(world, opencode, registry) as url:
             ask: list[str | Path] = [opencode, "run", "--attach", url]
             proc = world.run(*ask, "First task.", timeout=240, env=OPENCODE_QUIET)
             assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
@@ -146,14 +152,14 @@ SERVE_SUMMARY = "Check the refund rounding"
 
 
 @contextlib.contextmanager
-def _server(world: World, opencode: Path) -> Iterator[str]:
+def _server(world: World, opencode: Path, registry: NoRegistry) -> Iterator[str]:
     """``opencode serve`` in the repository, in its own process group; its address."""
     log = world.root / "serve.log"
     with log.open("w") as sink:
         proc = subprocess.Popen(
             [str(opencode), "serve", "--port", "0"],
             cwd=world.repo,
-            env={**world.env, **OPENCODE_QUIET},
+            env={**world.env, **OPENCODE_QUIET, "npm_config_registry": registry.url},
             stdin=subprocess.DEVNULL,
             stdout=sink,
             stderr=subprocess.STDOUT,

@@ -39,6 +39,7 @@ from .killed_session import (
     script,
 )
 from .model_server import Reply, ScriptedModel, Seen
+from .no_registry import NoRegistry
 from .test_gemini_opencode import (
     GEMINI_MODEL,
     OPENCODE_QUIET,
@@ -226,9 +227,10 @@ def _opencode_session(world: World) -> tuple[Path, str]:
     """opencode works and is killed; its database and the session's id."""
     binary = client("opencode")
     world.amv("install", "opencode")
-    with ScriptedModel("chat", script(world, _opencode_steps())) as model:
+    with ScriptedModel("chat", script(world, _opencode_steps())) as model, NoRegistry() as npm:
         _opencode_config(world, model)
-        said = run_until_killed(world, [str(binary), "run", REQUEST], dict(OPENCODE_QUIET))
+        env = {**OPENCODE_QUIET, "npm_config_registry": npm.url}
+        said = run_until_killed(world, [str(binary), "run", REQUEST], env)
         transcript = model.transcript()
     db = opencode.default_database(world.home / ".local" / "share")
     assert db.exists(), f"no database at {db}\n{said}\n{transcript}"

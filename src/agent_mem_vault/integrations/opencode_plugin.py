@@ -17,17 +17,24 @@ When opencode deletes a session or exits normally, ``hook session-end`` marks
 the session ended. A killed opencode runs nothing: the session's process being
 gone is what tells it died.
 
-The plugin imports only Node's own modules. (opencode still installs its
-plugin SDK into each config folder at every start until that succeeds, and
-waits for it when any plugin is present: see the notes on a machine without a
-registry.)
+The plugin imports only Node's own modules and needs no package. opencode
+itself, though, installs its plugin SDK with npm into each of its config
+folders (``~/.config/opencode``, the repository's ``.opencode``) at every start
+until that succeeds, and holds the first model request until those installs
+end whenever any plugin is present. With no registry reachable, npm's retries
+make that over a minute at every start; the ``.npmrc`` install writes next to
+the plugin and in the user's opencode folder turns the retries off, so an
+install that cannot succeed fails at once (``npmrc_change``).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-__all__ = ["SIDE_PROMPTS", "plugin_source"]
+from .config_files import FileChange, read_text
+
+__all__ = ["NPMRC", "NPMRC_MARK", "SIDE_PROMPTS", "npmrc_change", "plugin_source"]
 
 SIDE_PROMPTS = (
     "You are a title generator",
@@ -115,3 +122,26 @@ export const AgentMemVault = async ({{ directory }}) => {{
   }};
 }};
 """
+
+
+NPMRC_MARK = "# agent-mem-vault: written by `agent-mem-vault install opencode`"
+NPMRC = f"""{NPMRC_MARK}
+# opencode installs its plugin SDK into this folder with npm at every start
+# until that succeeds, and holds the first model request until it ends
+# whenever a plugin is present. Without a registry (offline, air-gapped), npm's
+# retries make that wait over a minute at every start. opencode tries again at
+# the next start anyway, so one attempt per start loses nothing.
+# `agent-mem-vault uninstall opencode` removes this file.
+fetch-retries=0
+"""
+"""npm settings for opencode's config folders (npm reads a folder's ``.npmrc``)."""
+
+
+def npmrc_change(folder: Path, *, remove: bool) -> FileChange:
+    """``<folder>/.npmrc`` as install (or uninstall) leaves it; a file someone
+    else wrote is left as it is."""
+    path = folder / ".npmrc"
+    before = read_text(path)
+    if before is not None and NPMRC_MARK not in before:
+        return FileChange(path, before, before)
+    return FileChange(path, before, None if remove else NPMRC)

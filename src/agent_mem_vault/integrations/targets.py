@@ -190,7 +190,9 @@ def plan_opencode(
     launch: Launch, *, scope: Scope, repo: Path, config_dir: Path, remove: bool = False
 ) -> list[FileChange]:
     """The changes ``install opencode`` (or ``uninstall``) makes: the server in
-    opencode.json and the session-start plugin next to it."""
+    opencode.json, the session plugin next to it, and the ``.npmrc`` that keeps
+    opencode's own npm install from holding every start where no registry is
+    reachable (see ``opencode_plugin.py``)."""
     launch = replace(launch, client="opencode")
     if scope == "project":
         config, plugin = repo / "opencode.json", repo / ".opencode" / "plugin"
@@ -211,9 +213,19 @@ def plan_opencode(
             field="plugin",
         )
     after = None if remove else _opencode_plugin(launch)
+    from .opencode_plugin import npmrc_change
+
+    # The user's opencode folder is a config folder of every opencode start;
+    # uninstalling a project keeps its .npmrc while a user-wide plugin needs it.
+    user_plugin = config_dir / "plugin" / "agent-mem-vault.js"
+    keep_user = scope == "project" and read_text(user_plugin) is not None
+    npmrc = [npmrc_change(config_dir, remove=remove and not keep_user)]
+    if scope == "project":
+        npmrc.append(npmrc_change(plugin.parent, remove=remove))
     return [
         _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove)),
         FileChange(plugin_file, before, after),
+        *npmrc,
     ]
 
 
