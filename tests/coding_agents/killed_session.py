@@ -31,6 +31,7 @@ __all__ = [
     "REQUEST",
     "Steps",
     "run_until_killed",
+    "running_until_long_command",
 ]
 
 REQUEST = "Fix the rounding of order totals in orders.py, then run the checks."
@@ -80,6 +81,18 @@ def script(world: World, steps: Steps) -> Callable[[Seen], Reply]:
 def run_until_killed(world: World, argv: list[str], env: dict[str, str]) -> str:
     """Start the client in its own process group; SIGKILL the group once the long
     command runs. Returns what the client printed, for assertion messages."""
+    with running_until_long_command(world, argv, env):
+        pass
+    return (world.root / "client-output.txt").read_text(errors="replace")[-4000:]
+
+
+@contextlib.contextmanager
+def running_until_long_command(
+    world: World, argv: list[str], env: dict[str, str]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """The client, in its own process group, once it runs the long command; on
+    leaving, the group and what it left running in the repository get SIGKILL,
+    and are waited for until they have ended."""
     marker = world.repo / MARKER
     out = world.root / "client-output.txt"
     with out.open("w") as sink:
@@ -92,24 +105,27 @@ def run_until_killed(world: World, argv: list[str], env: dict[str, str]) -> str:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            deadline = time.monotonic() + DEADLINE_S
-            while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.1)
-        finally:
-            reached = marker.exists()
-            doomed = _in_group(proc.pid)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            # A client may run a command detached (its own process group): what
-            # the session left running in the repository goes too.
-            left = _in_folder(world.repo)
-            _kill(left)
-            _wait_ended(doomed | left)
-    said = out.read_text(errors="replace")[-4000:]
-    assert reached, f"the session never started the long command (exit {proc.returncode}):\n{said}"
-    return said
+    doomed: set[int] = set()
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        doomed = _in_group(proc.pid)
+        said = out.read_text(errors="replace")[-4000:]
+        assert marker.exists(), (
+            f"the session never started the long command (exit {proc.returncode}):\n{said}"
+        )
+        yield proc
+    finally:
+        doomed |= _in_group(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # A client may run a command detached (its own process group): what
+        # the session left running in the repository goes too.
+        left = _in_folder(world.repo)
+        _kill(left)
+        _wait_ended(doomed | left)
 
 
 def _processes() -> Iterator[tuple[int, str]]:

@@ -23,8 +23,15 @@ from typing import Any
 
 import pytest
 
-from .conftest import NAMESPACE, World, client
-from .killed_session import EDITED, FAILING, REQUEST, run_until_killed, script
+from .conftest import CLI, NAMESPACE, World, client
+from .killed_session import (
+    EDITED,
+    FAILING,
+    REQUEST,
+    run_until_killed,
+    running_until_long_command,
+    script,
+)
 from .model_server import Reply, ScriptedModel, Seen
 from .no_registry import NoRegistry
 from .test_gemini_opencode import GEMINI_MODEL, OPENCODE_QUIET, _chat_tools, _system_text
@@ -177,3 +184,42 @@ def _server(world: World, opencode: Path, registry: NoRegistry) -> Iterator[str]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+
+
+def test_a_gemini_cli_session_whose_launcher_alone_was_killed_is_alive_and_not_handed_off(
+    world: World,
+) -> None:
+    """Gemini CLI relaunches itself: the session runs in the inner Node process.
+    With only the first process killed, the session works on: no automatic handoff."""
+    gemini = client("gemini")
+    world.amv("install", "gemini")
+    settings = world.home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    with ScriptedModel("gemini", script(world, _gemini_steps())) as model:
+        env = {
+            "GOOGLE_GEMINI_BASE_URL": model.url,
+            "GEMINI_API_KEY": "scripted",
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        }
+        argv = [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"]
+        with running_until_long_command(world, argv, env) as launcher:
+            os.kill(launcher.pid, signal.SIGKILL)
+            launcher.wait()
+            [session] = _sessions(world)
+            assert session["state"] == "alive", session
+            # Another session starting now leaves the working one alone.
+            hook = subprocess.run(
+                [*CLI, "hook", "session-start", "--agent", "codex", "--client", "codex"],
+                input=json.dumps({"session_id": "next-1", "cwd": str(world.repo)}),
+                cwd=world.repo,
+                env=world.env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+            assert "Automatic handoff" not in hook.stdout, hook.stdout
+            assert world.handoffs() == [], "a session still working was handed off"
+            states = sorted((s["client"], s["state"]) for s in _sessions(world))
+            assert states == [("codex", "alive"), ("gemini-cli", "alive")], states
