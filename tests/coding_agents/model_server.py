@@ -30,6 +30,9 @@ class Reply:
     args: dict[str, Any] = field(default_factory=dict)
     namespace: str | None = None
     """Codex groups an MCP server's tools in a namespace; a call names it too."""
+    custom: bool = False
+    """A Responses ``custom`` (freeform) tool such as Codex's ``apply_patch``: ``args["input"]``
+    is the text sent as the call's input."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +210,12 @@ def _anthropic(seen: Seen, reply: Reply) -> list[str] | None:
     }
     events = [_sse("message_start", {"type": "message_start", "message": start})]
     if reply.tool:
-        block = {"type": "tool_use", "id": "toolu_scripted1", "name": reply.tool, "input": {}}
+        block = {
+            "type": "tool_use",
+            "id": _anthropic_call_id(seen),
+            "name": reply.tool,
+            "input": {},
+        }
         delta = {"type": "input_json_delta", "partial_json": json.dumps(reply.args)}
         stop = "tool_use"
     else:
@@ -234,12 +242,35 @@ def _anthropic(seen: Seen, reply: Reply) -> list[str] | None:
     return events
 
 
+def _anthropic_call_id(seen: Seen) -> str:
+    """A fresh tool_use id per call in a conversation (one more than the results so far):
+    Claude Code takes a repeated id for a call it has already answered."""
+    messages = seen.body.get("messages") if isinstance(seen.body, dict) else None
+    done = sum(
+        1
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict) and isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    )
+    return f"toolu_scripted{done + 1}"
+
+
 def _responses(seen: Seen, reply: Reply) -> list[str]:
-    if reply.tool:
+    if reply.tool and reply.custom:
         item: dict[str, Any] = {
+            "type": "custom_tool_call",
+            "id": "ctc_scripted1",
+            "call_id": _responses_call_id(seen),
+            "name": reply.tool,
+            "input": str(reply.args.get("input", "")),
+            "status": "completed",
+        }
+    elif reply.tool:
+        item = {
             "type": "function_call",
             "id": "fc_scripted1",
-            "call_id": "call_scripted1",
+            "call_id": _responses_call_id(seen),
             "name": reply.tool,
             "arguments": json.dumps(reply.args),
             "status": "completed",
@@ -272,6 +303,17 @@ def _responses(seen: Seen, reply: Reply) -> list[str]:
             {"type": "response.completed", "response": {"id": "resp_scripted", "usage": usage}},
         ),
     ]
+
+
+def _responses_call_id(seen: Seen) -> str:
+    """A fresh call id per tool call in a conversation (one more than the outputs so far)."""
+    items = seen.body.get("input") if isinstance(seen.body, dict) else None
+    done = sum(
+        1
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and str(i.get("type", "")).endswith("call_output")
+    )
+    return f"call_scripted{done + 1}"
 
 
 def _gemini_response(reply: Reply) -> dict[str, Any]:

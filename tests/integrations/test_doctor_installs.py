@@ -96,8 +96,10 @@ def test_every_installed_command_not_on_path_is_reported_with_its_fix(
     where = {
         ("claude-code", "MCP server", repo / ".mcp.json"),
         ("claude-code", "session hook", repo / ".claude" / "settings.json"),
+        ("claude-code", "session-end hook", repo / ".claude" / "settings.json"),
         ("gemini", "MCP server", repo / ".gemini" / "settings.json"),
         ("gemini", "session hook", repo / ".gemini" / "settings.json"),
+        ("gemini", "session-end hook", repo / ".gemini" / "settings.json"),
         ("opencode", "MCP server", repo / "opencode.json"),
         ("opencode", "session hook", repo / ".opencode" / "plugin" / "agent-mem-vault.js"),
     }
@@ -126,7 +128,7 @@ def test_a_user_wide_command_that_was_moved_is_reported(
     proc = amv(world, "doctor")
     assert proc.returncode == 7
     lines = install_lines(proc)
-    assert len(lines) == 2, proc.stdout
+    assert len(lines) == 3, proc.stdout  # the server, the session hook, the session-end hook
     for line in lines:
         assert f"runs '{exe}', which does not exist or cannot run" in line
         assert "run 'agent-mem-vault install claude-code --scope user'" in line
@@ -202,3 +204,22 @@ def test_a_repository_gemini_cli_does_not_trust_is_reported(
     rules = world["home"] / ".gemini" / "trustedFolders.json"
     rules.write_text(json.dumps({str(world["repo"] / "sub"): "TRUST_PARENT"}))
     assert "No problems found." in ok(amv(world, "doctor", path=path))
+
+
+def test_a_claude_code_session_hook_without_its_session_end_hook_is_reported(
+    world: dict[str, Path],
+) -> None:
+    ok(amv(world, "init"))
+    command = f"{sys.executable} -m agent_mem_vault.cli.main"
+    ok(amv(world, "install", "claude-code", "--scope", "user", "--command", command))
+    settings = world["home"] / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    del data["hooks"]["SessionEnd"]
+    settings.write_text(json.dumps(data))
+    proc = amv(world, "doctor")
+    assert proc.returncode == 7
+    (line,) = [x for x in install_lines(proc) if "session-end" in x]
+    assert f"session hook in {settings} has no session-end hook" in line
+    assert "run 'agent-mem-vault install claude-code --scope user'" in line
+    ok(amv(world, "install", "claude-code", "--scope", "user", "--command", command))
+    assert not [x for x in install_lines(amv(world, "doctor")) if "session-end" in x]

@@ -31,7 +31,11 @@ CLAUDE_MCP_JSON = """\
 }
 """
 
-HOOK = "/opt/amv/bin/agent-mem-vault hook session-start --agent claude-code --format json"
+HOOK = (
+    "/opt/amv/bin/agent-mem-vault hook session-start --agent claude-code --client claude-code "
+    "--format json"
+)
+END_HOOK = "/opt/amv/bin/agent-mem-vault hook session-end --agent claude-code --client claude-code"
 CLAUDE_SETTINGS_JSON = f"""\
 {{
   "hooks": {{
@@ -42,6 +46,18 @@ CLAUDE_SETTINGS_JSON = f"""\
           {{
             "type": "command",
             "command": "{HOOK}",
+            "timeout": 10
+          }}
+        ]
+      }}
+    ],
+    "SessionEnd": [
+      {{
+        "matcher": "*",
+        "hooks": [
+          {{
+            "type": "command",
+            "command": "{END_HOOK}",
             "timeout": 10
           }}
         ]
@@ -97,7 +113,9 @@ def test_install_claude_code_user_scope_writes_claude_json_in_home(
     assert data["numStartups"] == 7 and data["projects"] == {"/x": {}}
     args = data["mcpServers"]["agent-mem-vault"]["args"]
     assert args == ["serve", "--agent", "claude-code", *VAULT]
-    pinned = CLAUDE_SETTINGS_JSON.replace(HOOK, f"{HOOK} --vault /data/vault")
+    pinned = CLAUDE_SETTINGS_JSON.replace(HOOK, f"{HOOK} --vault /data/vault").replace(
+        END_HOOK, f"{END_HOOK} --vault /data/vault"
+    )
     assert (home / ".claude" / "settings.json").read_text() == pinned
     assert not (repo / ".mcp.json").exists()
 
@@ -121,7 +139,8 @@ def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -
     assert group["hooks"] == [
         {
             "type": "command",
-            "command": f"{EXE} hook session-start --agent codex --format json --vault /data/vault",
+            "command": f"{EXE} hook session-start --agent codex --client codex --format json "
+            "--vault /data/vault",
             "timeout": 10,
         }
     ]

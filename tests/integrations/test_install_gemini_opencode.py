@@ -21,6 +21,9 @@ def _no_gemini_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+NOW = "agent-mem-vault hook session-start --agent gemini --client gemini-cli --format json"
+
+
 def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, repo: Path) -> None:
     settings = repo / ".gemini" / "settings.json"
     settings.parent.mkdir()
@@ -36,8 +39,10 @@ def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, 
     # Gemini CLI compares a SessionStart matcher with the source as a plain string.
     assert group["matcher"] == "*"
     hook = group["hooks"][0]
-    assert hook["command"] == "agent-mem-vault hook session-start --agent gemini --format json"
+    assert hook["command"] == NOW
     assert hook["timeout"] == 10_000  # Gemini CLI counts milliseconds
+    (end,) = data["hooks"]["SessionEnd"][0]["hooks"]
+    assert end["command"] == "agent-mem-vault hook session-end --agent gemini --client gemini-cli"
     assert all(
         line.startswith("unchanged") for line in run("install", "gemini").stdout.splitlines()
     )
@@ -69,7 +74,8 @@ def test_install_gemini_repairs_the_matcher_an_earlier_install_wrote(run: Run, r
     )
     run("install", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
-    assert groups == [{"matcher": "*", "hooks": [ours]}, {"matcher": "startup", "hooks": [theirs]}]
+    now = {**ours, "command": NOW}
+    assert groups == [{"matcher": "*", "hooks": [now]}, {"matcher": "startup", "hooks": [theirs]}]
 
 
 def test_install_gemini_moves_our_hook_out_of_a_group_it_shares_under_another_matcher(
@@ -88,7 +94,8 @@ def test_install_gemini_moves_our_hook_out_of_a_group_it_shares_under_another_ma
     )
     run("install", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
-    assert groups == [{"matcher": "startup", "hooks": [theirs]}, {"matcher": "*", "hooks": [ours]}]
+    now = {**ours, "command": NOW}
+    assert groups == [{"matcher": "startup", "hooks": [theirs]}, {"matcher": "*", "hooks": [now]}]
     run("uninstall", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
     assert groups == [{"matcher": "startup", "hooks": [theirs]}]
@@ -172,7 +179,7 @@ def test_install_opencode_writes_the_server_and_the_session_plugin(run: Run, rep
     assert config["mcp"]["agent-mem-vault"]["type"] == "local"
     plugin = (repo / ".opencode" / "plugin" / "agent-mem-vault.js").read_text()
     assert "experimental.chat.system.transform" in plugin
-    assert '"session-start", "--agent", "opencode", "--format", "text"' in plugin
+    assert '"session-start", "--agent", "opencode", "--client", "opencode", "--format"' in plugin
     run("uninstall", "opencode")
     assert not (repo / "opencode.json").exists()
     assert not (repo / ".opencode" / "plugin" / "agent-mem-vault.js").exists()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .gemini_trust import gemini_dir, gemini_folder_trust
-from .hooks_json import EVENT, is_our_hook
+from .hooks_json import END_EVENT, EVENT, is_our_hook
 from .targets import APPROVAL_KEY, SERVER_NAME, codex_home, opencode_config_dir
 
 __all__ = ["Installed", "find_installed", "install_problems"]
@@ -55,6 +55,7 @@ def install_problems(home: Path, repo: Path | None, path: str | None = None) -> 
     problems = [_command_problem(i, path) for i in installed]
     found = [p for p in problems if p]
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
+    found += end_hook_problems(installed)
     if repo is not None:
         found += claude_approval_problems(home, repo)
         if any(i.client == "gemini" for i in installed):
@@ -73,6 +74,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     for scope, servers, settings, cwd in places:
         out += _json_server("claude-code", scope, servers, "mcpServers", cwd)
         out += _json_hook("claude-code", scope, settings, cwd)
+        out += _json_hook("claude-code", scope, settings, cwd, END_EVENT)
     codex = codex_home(home)
     config = codex / "config.toml"
     entry = _table(_table(_toml(config), "mcp_servers"), SERVER_NAME)
@@ -89,6 +91,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     for scope, file, cwd in gemini:
         out += _json_server("gemini", scope, file, "mcpServers", cwd)
         out += _json_hook("gemini", scope, file, cwd)
+        out += _json_hook("gemini", scope, file, cwd, END_EVENT)
     for scope, base, cwd in opencode:
         out += _json_server("opencode", scope, base / "opencode.json", "mcp", cwd)
         plugin = base / (".opencode/plugin" if scope == "project" else "plugin")
@@ -261,17 +264,38 @@ def _json_server(
     return [Installed(client, "MCP server", file, words, scope, cwd)]
 
 
-def _json_hook(client: str, scope: str, file: Path, cwd: Path | None) -> list[Installed]:
+def _json_hook(
+    client: str, scope: str, file: Path, cwd: Path | None, event: str = EVENT
+) -> list[Installed]:
     hooks = _json(file).get("hooks", {})
-    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
+    groups = hooks.get(event) if isinstance(hooks, dict) else None
+    what = "session hook" if event == EVENT else "session-end hook"
     out: list[Installed] = []
     for group in groups if isinstance(groups, list) else []:
         entries = group.get("hooks") if isinstance(group, dict) else None
         for hook in entries if isinstance(entries, list) else []:
-            if is_our_hook(hook):
+            if is_our_hook(hook, event):
                 words = tuple(shlex.split(hook["command"]))
-                out.append(Installed(client, "session hook", file, words, scope, cwd))
+                out.append(Installed(client, what, file, words, scope, cwd))
     return out
+
+
+def end_hook_problems(installed: list[Installed]) -> list[str]:
+    """A settings file with our session hook but not the session-end hook install adds.
+
+    Without it a session that ends cleanly is still found ended, once its
+    process is gone; with it the end is known at once, even where processes
+    cannot be looked at. So this is worth one re-install, and says so.
+    """
+    ends = {(i.client, i.file) for i in installed if i.what == "session-end hook"}
+    return [
+        f"{i.client} session hook in {i.file} has no session-end hook next to it (installed "
+        f"by an older version); run '{i.reinstall()}' to add it"
+        for i in installed
+        if i.what == "session hook"
+        and i.client in ("claude-code", "gemini")
+        and (i.client, i.file) not in ends
+    ]
 
 
 def _plugin_hook(scope: str, file: Path, cwd: Path | None) -> list[Installed]:

@@ -94,7 +94,7 @@ def render_session_start(
         return ""
     auto: tuple[Handoff, ...] = ()
     note = ""
-    if client is not None and hook.session_id is not None:
+    if client is not None and hook.session_id is not None and vault.path.is_dir():
         from .sessions import auto_handoff_enabled
 
         if auto_handoff_enabled():

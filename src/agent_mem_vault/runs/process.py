@@ -58,14 +58,20 @@ def _boot_id() -> str | None:
 
 
 def _start_ticks(pid: int) -> int | None:
+    """The start time of ``pid``, or None if there is no such process or it has exited.
+
+    A process killed a moment ago stays in ``/proc`` as a zombie (state ``Z``)
+    until its parent reaps it, and a killed parent's children wait for init:
+    that process has ended, whatever ``/proc`` still shows.
+    """
     try:
         stat = (_PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold spaces: split after it.
     fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None  # a zombie has ended: only its exit status waits to be collected
+    if fields[0] in ("Z", "X", "x"):
+        return None
     return int(fields[19])  # field 22 overall
 
 

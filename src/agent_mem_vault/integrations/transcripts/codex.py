@@ -6,9 +6,11 @@ step. What the session did is in ``response_item`` lines: ``function_call``
 with ``plan``, MCP tools, named alone or with a ``namespace``),
 ``custom_tool_call`` (``apply_patch`` with the patch as ``input``), their
 ``…_output`` lines, and the assistant's ``message``\\ s. The person's requests
-are ``event_msg`` ``user_message`` lines (the ``user`` messages among the
-response items also carry the instructions and environment Codex injects);
-``exec_command_end`` events carry exit codes. Anything else is skipped.
+are ``event_msg`` lines: ``item_completed`` with a ``UserMessage`` item, or
+``user_message`` in other versions (the ``user`` messages among the response
+items also carry the instructions and environment Codex injects). Exit codes
+come from ``item_completed`` ``CommandExecution`` items and ``exec_command_end``
+events. Anything else is skipped.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ def read(locator: str, session_id: str | None) -> Transcript:
     problems: list[str] = []
     entries: list[Entry] = []
     calls: dict[str, int] = {}  # call_id -> index in entries
+    # The person's requests, each from the one kind of event this version writes.
+    items: list[int] = []
+    legacy: list[int] = []
     for line in read_jsonl(locator, problems):
         payload = line.get("payload")
         if not isinstance(payload, dict):
@@ -75,12 +80,34 @@ def read(locator: str, session_id: str | None) -> Transcript:
         elif kind == "event_msg" and what == "user_message":
             text = str(payload.get("message") or "").strip()
             if text:
+                legacy.append(len(entries))
                 entries.append(UserMessage(text))
+        elif kind == "event_msg" and what == "item_completed":
+            _completed(payload.get("item"), entries, calls, items)
         elif kind == "event_msg" and what == "exec_command_end":
             _finish(entries, calls, payload.get("call_id"), payload.get("exit_code"))
         elif kind == "response_item":
             _item(payload, entries, calls)
+    if items and legacy:
+        drop = set(legacy)
+        entries = [e for i, e in enumerate(entries) if i not in drop]
     return Transcript(CLIENT, locator, session_id, tuple(entries), tuple(problems))
+
+
+def _completed(item: Any, entries: list[Entry], calls: dict[str, int], users: list[int]) -> None:
+    if not isinstance(item, dict):
+        return
+    if item.get("type") == "UserMessage":
+        text = "\n".join(
+            str(c.get("text", ""))
+            for c in item.get("content") or []
+            if isinstance(c, dict) and c.get("type") == "text"
+        ).strip()
+        if text:
+            users.append(len(entries))
+            entries.append(UserMessage(text))
+    elif item.get("type") == "CommandExecution":
+        _finish(entries, calls, item.get("id"), item.get("exit_code"))
 
 
 def _item(item: dict[str, Any], entries: list[Entry], calls: dict[str, int]) -> None:
