@@ -297,6 +297,30 @@ def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> No
     statuses = sorted((h["to"], h["status"]) for h in world.handoffs())
     assert statuses == [("gemini", "read"), ("opencode", "read")], statuses
 
+    # 4. Each transcript shows the explicit handoff as the session's last act,
+    #    so neither session would get an automatic one.
+    _check_transcripts_end_with_a_handoff(world)
+
+
+def _check_transcripts_end_with_a_handoff(world: World) -> None:
+    from agent_mem_vault.integrations.transcripts import (
+        AssistantMessage,
+        ToolCall,
+        UserMessage,
+        gemini_cli,
+        opencode,
+    )
+
+    chats = sorted((world.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+    first = next(c for c in chats if "Hand the orders backfill" in c.read_text())
+    db = opencode.default_database(world.home / ".local" / "share")
+    for transcript in (gemini_cli.read(str(first), None), opencode.read(str(db), None)):
+        kinds = [type(e).__name__ for e in transcript.entries]
+        calls = [e for e in transcript.entries if isinstance(e, ToolCall)]
+        assert isinstance(transcript.entries[0], UserMessage), transcript
+        assert calls and calls[-1].kind == "handoff" and calls[-1].finished, transcript
+        assert isinstance(transcript.entries[-1], AssistantMessage), kinds
+
 
 def test_gemini_cli_lists_the_installed_server_as_connected(world: World) -> None:
     """Gemini CLI's own ``mcp list`` starts the server ``install gemini`` registered."""
