@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -237,11 +238,25 @@ def _tool_call(call: dict[str, Any]) -> list[Entry]:
 
 
 def _exit_status(call: dict[str, Any]) -> int | None:
-    """The exit status Gemini CLI's shell tool reports in its output, where it is there."""
-    found = _EXIT.search(json.dumps(call.get("result"), ensure_ascii=False))
-    if found:
-        return int(found.group(1))
-    return 0 if call.get("status") == "success" else None
+    """The exit status Gemini CLI's shell tool reports in its output (``Exit Code: N``,
+    left out when it is 0), where the call has output."""
+    for text in _strings(call.get("result")):
+        found = _EXIT.search(text)
+        if found:
+            return int(found.group(1))
+    return 0 if call.get("status") == "success" and call.get("result") else None
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value (the output is nested in functionResponse parts)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _todos(value: Any) -> TodoList | None:

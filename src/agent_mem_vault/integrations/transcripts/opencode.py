@@ -128,11 +128,12 @@ def _entries(db: sqlite3.Connection, session_id: str, problems: list[str]) -> li
         problems.append(f"no session {session_id} in the opencode database")
         return []
     roles: dict[str, str] = {}
-    for message_id, data in db.execute(
-        "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id",
+    for message_id, role in db.execute(
+        # SQLite reads the role itself: a damaged row gives no role, not an error.
+        "SELECT id, CASE WHEN json_valid(data) THEN json_extract(data, '$.role') END "
+        "FROM message WHERE session_id = ? ORDER BY time_created, id",
         (session_id,),
     ):
-        role = _json(data).get("role")
         roles[str(message_id)] = role if isinstance(role, str) else ""
     rows = db.execute(
         "SELECT message_id, id, data FROM part WHERE session_id = ? "
