@@ -198,7 +198,7 @@ def test_install_claude_code_merges_and_never_loses_existing_settings(run: Run, 
     assert mcp["mcpServers"]["agent-mem-vault"]["command"] == EXE
     merged = json.loads((repo / ".claude" / "settings.json").read_text())
     assert merged["permissions"] == settings["permissions"]
-    assert merged["hooks"]["PreToolUse"] == settings["hooks"]["PreToolUse"]
+    assert merged["hooks"]["PreToolUse"] == settings["hooks"]["PreToolUse"]  # type: ignore[index]
     starts = merged["hooks"]["SessionStart"]
     assert starts[0] == settings["hooks"]["SessionStart"][0]  # type: ignore[index]
     assert len(starts) == 2 and "hook session-start" in starts[1]["hooks"][0]["command"]

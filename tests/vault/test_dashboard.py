@@ -45,8 +45,11 @@ def test_the_dashboard_filters_and_columns_name_real_properties(vault: Vault) ->
     newer = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS)
     vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, supersedes=[newer.id])
     m = vault.save_memory(namespace=NS, title="t", content="c", agent="codex", tags=["x"])
+    auto = vault.create_handoff(
+        to="codex", summary="s", context="c", namespace=NS, properties={"origin": "auto"}
+    )
     props: set[str] = set()
-    for path in (h.path, newer.path, m.path):
+    for path in (h.path, newer.path, m.path, auto.path):
         note = parse_note((vault.path / path).read_text(encoding="utf-8"))
         assert note is not None
         props |= set(note.meta)

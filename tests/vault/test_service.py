@@ -12,6 +12,7 @@ import agent_mem_vault.vault as vault_pkg
 from agent_mem_vault.core.errors import DataError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.namespaces import MAX_CONTENT, MAX_SUMMARY
+from agent_mem_vault.vault.notes import parse_note
 
 from .conftest import NS, snapshot
 
@@ -323,3 +324,20 @@ def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> N
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
+
+
+def test_extra_properties_are_written_never_replace_the_handoffs_own_and_survive_changes(
+    vault: Vault,
+) -> None:
+    h = vault.create_handoff(
+        to="codex",
+        summary="s",
+        context="c",
+        namespace=NS,
+        properties={"origin": "auto", "to": "mallory", "status": "read"},
+    )
+    vault.ack_handoff(h.id)
+    note = parse_note((vault.path / h.path).read_text(encoding="utf-8"))
+    assert note is not None
+    assert note.meta["origin"] == "auto"
+    assert (note.meta["to"], note.meta["status"]) == ("codex", "read")

@@ -123,8 +123,8 @@ def build_auto_handoff(
     what = "ended" if stopped.how == "ended" else "stopped (its process is gone)"
     request = _one_line(parts.last_request, 160) if parts.last_request else "none recorded"
     summary = redact(
-        f"Automatic handoff: a {stopped.client} session of {stopped.agent} {what} "
-        f"without writing one. Last request: {request}"
+        f"Automatic handoff: {_session(stopped)} {what} without writing one. "
+        f"Last request: {request}"
     )
     return AutoHandoff(summary=summary, context=context)
 
@@ -159,19 +159,27 @@ def _parts(
     commands = [_command_line(c) for c in calls if c.kind == "command" and c.command]
     parts = _Parts(
         stopped=_stopped_line(after),
-        last_request=redact(requests[-1]) if requests else "",
-        earlier=[redact(_one_line(r, 200)) for r in requests[:-1]],
-        todos=[redact(_one_line(f"[{_mark(i.status)}] {i.text}", 200)) for i in todo.items]
-        if todo
-        else [],
-        files=[redact(f) for f in files],
-        git_status=[redact(line) for line in git_status],
-        commands=[redact(c) for c in commands],
-        last_message=redact(message),
-        problems=[redact(p) for p in transcript.problems],
+        last_request=requests[-1] if requests else "",
+        earlier=[_one_line(r, 200) for r in requests[:-1]],
+        todos=[_one_line(f"[{_mark(i.status)}] {i.text}", 200) for i in todo.items] if todo else [],
+        files=files,
+        git_status=list(git_status),
+        commands=commands,
+        last_message=message,
+        problems=list(transcript.problems),
     )
+    # Capped before redacting: a long session's thousands of requests cost nothing.
     _pre_cap(parts)
+    _redact(parts)
     return parts
+
+
+def _redact(parts: _Parts) -> None:
+    for name in ("stopped", "last_request", "last_message"):
+        setattr(parts, name, redact(getattr(parts, name)))
+    for name in ("earlier", "todos", "files", "git_status", "commands", "problems"):
+        items: list[str] = getattr(parts, name)
+        items[:] = [redact(item) for item in items]
 
 
 def _pre_cap(parts: _Parts) -> None:
@@ -194,7 +202,7 @@ def _stopped_line(after: Sequence[Entry]) -> str:
         call = running[-1]
         what = call.command or ", ".join(call.paths) or ""
         detail = f" `{_one_line(what, 300)}`" if what else ""
-        return redact(f"Interrupted while running {call.tool}{detail}: it never returned.")
+        return f"Interrupted while running {call.tool}{detail}: it never returned."
     last = after[-1] if after else None
     if isinstance(last, UserMessage):
         return "Interrupted before answering the last request."
@@ -226,12 +234,19 @@ def _head(stopped: Stopped, transcript: Transcript) -> str:
         "or its terminal was closed)"
     )
     return (
-        f"agent-mem-vault wrote this from the transcript of a {stopped.client} session "
-        f"of {stopped.agent} (session {stopped.session_id}, started {stopped.started_at}, "
+        f"agent-mem-vault wrote this from the transcript of {_session(stopped)} "
+        f"(session {stopped.session_id}, started {stopped.started_at}, "
         f"in {stopped.cwd}) that {how}. No model wrote it: it is what the transcript "
         f"records after the session's last explicit handoff, secrets redacted.\n"
         f"Transcript: {transcript.source}"
     )
+
+
+def _session(stopped: Stopped) -> str:
+    """``a codex session``, or ``a codex session of agent reviewer`` when the names differ."""
+    if stopped.agent == stopped.client:
+        return f"a {stopped.client} session"
+    return f"a {stopped.client} session of agent {stopped.agent}"
 
 
 def _render(head: str, p: _Parts) -> str:

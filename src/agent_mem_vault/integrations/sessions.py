@@ -245,9 +245,10 @@ class SessionBook:
                 await store.put(
                     RECEIVED, f"{slot}/{run}/{dead_run}", {"handoff": handoff.id, "from": dead_run}
                 )
+            # Its runs record, if it was taken over while alive and has died since
+            # (a run taken over when already dead got its record at that takeover).
+            await registry.reap_run(info)
             await store.delete(OPEN, doc.key)
-        # Records owed by runs taken over while alive that have died since.
-        await registry.reap(slot)
 
     def _decide(self, session: Mapping[str, Any], start: SessionStart) -> tuple[str, Any]:
         """(outcome, the transcript to hand off or None) for a session that is not alive."""

@@ -17,6 +17,7 @@ False
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,9 @@ class ProcessId:
             return None
 
 
+@functools.cache
 def _boot_id() -> str | None:
+    """Read once per process: it is the same until the machine reboots, and so is this process."""
     try:
         return (_PROC / "sys/kernel/random/boot_id").read_text().strip()
     except OSError:

@@ -448,6 +448,17 @@ class RunRegistry:
                 )
         return written
 
+    async def reap_run(self, info: RunInfo) -> HandoffEntry | None:
+        """:meth:`reap` for one run: its record, written now if it is owed and it cannot write it.
+
+        Cheaper than ``reap`` when the caller knows which run to look at (``reap``
+        reads the agent's whole run log). None while it is current or alive.
+        """
+        successor = await self._successor(info)
+        if successor is None or await self.is_alive(info):
+            return None
+        return await self._write_handoff(info, successor, "registry")
+
     async def handoffs(self, agent: str) -> list[HandoffEntry]:
         """The agent's handoff records, in record-key (time) order."""
         validate_agent(agent)

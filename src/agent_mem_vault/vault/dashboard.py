@@ -30,7 +30,9 @@ HANDOFF_PROPERTIES = (
     "supersedes",
     "superseded_by",
     "tags",
+    "origin",
 )
+"""``origin`` is on automatic handoffs only (``auto``: written from a dead session's transcript)."""
 MEMORY_PROPERTIES = ("type", "id", "namespace", "title", "kind", "agent", "created_at", "tags")
 
 
@@ -41,6 +43,7 @@ def _dashboard() -> dict[str, Any]:
             "note.from": {"displayName": "From"},
             "note.to": {"displayName": "To"},
             "note.created_at": {"displayName": "Created"},
+            "note.origin": {"displayName": "Origin"},
         },
         "views": [
             {
@@ -52,6 +55,7 @@ def _dashboard() -> dict[str, Any]:
                     "note.namespace",
                     "note.from",
                     "note.to",
+                    "note.origin",
                     "note.created_at",
                 ],
                 "sort": [{"property": "note.created_at", "direction": "DESC"}],
@@ -65,6 +69,7 @@ def _dashboard() -> dict[str, Any]:
                     "note.namespace",
                     "note.from",
                     "note.to",
+                    "note.origin",
                     "note.status",
                     "note.created_at",
                     "note.read_at",

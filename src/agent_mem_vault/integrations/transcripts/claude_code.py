@@ -49,7 +49,7 @@ def read(locator: str, session_id: str | None) -> Transcript:
     problems: list[str] = []
     entries: list[Entry] = []
     calls: dict[str, int] = {}  # tool_use id -> index in entries
-    for record in read_jsonl(locator, problems):
+    for record in read_jsonl(locator, problems, keep=_may_be_a_turn):
         kind = record.get("type")
         message = record.get("message")
         if kind not in ("user", "assistant") or not isinstance(message, dict):
@@ -61,6 +61,18 @@ def read(locator: str, session_id: str | None) -> Transcript:
         elif not record.get("isMeta") and not record.get("isCompactSummary"):
             _user(message.get("content"), record, entries, calls)
     return Transcript(CLIENT, locator, session_id, tuple(entries), tuple(problems))
+
+
+def _may_be_a_turn(raw: bytes) -> bool:
+    """False for lines that surely are no ``user``/``assistant`` record (most bookkeeping).
+
+    Inside a JSON string every quote is escaped, so ``"type":"attachment"`` as
+    raw bytes is the record's own type (attachments carry whole system prompts,
+    the bulk of the file), never text someone wrote.
+    """
+    if raw.startswith(b'{"type":"api-request') or b'"type":"attachment"' in raw:
+        return False
+    return b'"user"' in raw or b'"assistant"' in raw
 
 
 def _assistant(content: Any, entries: list[Entry], calls: dict[str, int]) -> None:

@@ -70,7 +70,7 @@ def read(locator: str, session_id: str | None) -> Transcript:
     # The person's requests, each from the one kind of event this version writes.
     items: list[int] = []
     legacy: list[int] = []
-    for line in read_jsonl(locator, problems):
+    for line in read_jsonl(locator, problems, keep=_may_matter):
         payload = line.get("payload")
         if not isinstance(payload, dict):
             continue
@@ -92,6 +92,12 @@ def read(locator: str, session_id: str | None) -> Transcript:
         drop = set(legacy)
         entries = [e for i, e in enumerate(entries) if i not in drop]
     return Transcript(CLIENT, locator, session_id, tuple(entries), tuple(problems))
+
+
+def _may_matter(raw: bytes) -> bool:
+    """False for the token accounting lines, the most frequent lines read here for nothing."""
+    head = raw[:160]
+    return b'"token_count"' not in head and b'"token_usage_record"' not in head
 
 
 def _completed(item: Any, entries: list[Entry], calls: dict[str, int], users: list[int]) -> None:

@@ -1,0 +1,162 @@
+"""The automatic handoff's text: what it says, what it redacts, and its bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_mem_vault.integrations.auto_handoff import (
+    Stopped,
+    build_auto_handoff,
+    work_after_last_handoff,
+)
+from agent_mem_vault.integrations.redact import PATTERNS, redact
+from agent_mem_vault.integrations.transcripts import (
+    AssistantMessage,
+    TodoItem,
+    TodoList,
+    ToolCall,
+    Transcript,
+    UserMessage,
+)
+
+STOPPED = Stopped("claude-code", "s-1", "claude-code", "died", "2026-12-01T10:00:00Z", "/src/app")
+
+# (pattern name, text with a secret, the secret that must be gone, text that must stay)
+SECRETS = [
+    (
+        "private key",
+        "k=-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+        "b3Bl",
+        "k=",
+    ),
+    ("private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEcut", "MIIEcut", ""),
+    (
+        "authorization header",
+        "Authorization: Basic dXNlcjpwYXNz",
+        "dXNlcjpwYXNz",
+        "Authorization: Basic",
+    ),
+    ("authorization header", '-H "X-Api-Key: 9f8e7d6c5b4a"', "9f8e7d6c5b4a", "X-Api-Key"),
+    ("bearer token", "token Bearer abcDEF123456789xyz", "abcDEF123456789xyz", "Bearer"),
+    ("URL password", "postgres://app:hunter2@db:5432/x", "hunter2", "postgres://app:"),
+    ("Anthropic key", "use sk-ant-api03-AbCdEf012345678", "AbCdEf012345678", "use "),
+    ("OpenAI key", "sk-proj-0123456789abcdefghijklmn", "0123456789abcdefghijklmn", ""),
+    ("GitHub token", "ghp_0123456789abcdefghijABCDEFGHIJ", "0123456789abcdefghij", ""),
+    ("GitHub token", "github_pat_11ABCDEFG0123456789_abcdefXYZ", "11ABCDEFG0123456789", ""),
+    ("GitHub token", "gho_0123456789abcdefghijABCDEFGHIJ", "0123456789abcdefghij", ""),
+    ("AWS access key", "id AKIAIOSFODNN7EXAMPLE ok", "AKIAIOSFODNN7EXAMPLE", " ok"),
+    ("Slack token", "xoxb-123456789012-abcdefghij", "123456789012", ""),
+    ("Slack token", "https://hooks.slack.com/services/T000/B000/XXXX", "T000/B000", ""),
+    ("Google API key", "AIzaSyA0123456789abcdefghijklmnopqrstuv", "SyA0123456789", ""),
+    ("Stripe key", "sk_live_0123456789abcdef", "0123456789abcdef", ""),
+    ("package registry token", "npm_" + "a1" * 18, "a1a1a1a1", ""),
+    (
+        "JWT",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sflKxwRJSMeKKF2QT4",
+        "sflKxwRJSMeKKF2QT4",
+        "",
+    ),
+    (
+        "secret assignment",
+        "DB_PASSWORD=correct-horse-battery",
+        "correct-horse-battery",
+        "DB_PASSWORD=",
+    ),
+    ("secret assignment", '{"client_secret": "s3cr3tvalue"}', "s3cr3tvalue", "client_secret"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "secret", "kept"), SECRETS)
+def test_each_secret_pattern_redacts_what_it_names(
+    name: str, text: str, secret: str, kept: str
+) -> None:
+    out = redact(text)
+    assert secret not in out
+    assert f"[redacted {name}]" in out
+    assert kept in out
+
+
+def test_every_pattern_is_tested_and_documented() -> None:
+    assert {name for name, *_ in SECRETS} == {name for name, _what, _p in PATTERNS}
+    assert all(len(what) > 20 for _name, what, _p in PATTERNS)
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "Edit src/token_store.py; the tokenizer: fast; see https://example.org/a:b@c"
+    assert redact(text) == text
+
+
+def transcript(*entries: object) -> Transcript:
+    return Transcript("claude-code", "/t.jsonl", "s-1", tuple(entries))  # type: ignore[arg-type]
+
+
+def test_the_context_names_the_work_and_what_was_running() -> None:
+    t = transcript(
+        UserMessage("First, look around"),
+        UserMessage("Now fix the health check\nand run the tests"),
+        TodoList((TodoItem("fix", "completed"), TodoItem("test", "in_progress"))),
+        ToolCall("Edit", "edit", ("app.py",)),
+        ToolCall("Bash", "command", (), "make lint", 0),
+        AssistantMessage("Running the tests now."),
+        ToolCall("Bash", "command", (), "pytest -x", finished=False),
+    )
+    out = build_auto_handoff(t, STOPPED, git_status=[" M app.py"])
+    assert "Interrupted while running Bash `pytest -x`" in out.context
+    assert "### Last request\nNow fix the health check\nand run the tests" in out.context
+    assert "- First, look around" in out.context
+    assert "- [x] fix" in out.context and "- [~] test" in out.context
+    assert "- app.py" in out.context and "     M app.py" in out.context
+    assert "`make lint` → exit 0" in out.context and "`pytest -x` → did not finish" in out.context
+    assert "### Last assistant message\nRunning the tests now." in out.context
+    assert "Now fix the health check and run the tests" in out.summary
+    assert out == build_auto_handoff(t, STOPPED, git_status=[" M app.py"])  # deterministic
+
+
+def test_only_work_after_the_last_explicit_handoff_counts() -> None:
+    handed = transcript(
+        UserMessage("Do it"),
+        ToolCall("Edit", "edit", ("a.py",)),
+        ToolCall("mcp__agent-mem-vault__create_handoff", "handoff"),
+        AssistantMessage("Handed off."),
+    )
+    assert work_after_last_handoff(handed) == ()
+    more = transcript(*handed.entries, ToolCall("Edit", "edit", ("b.py",)))
+    assert work_after_last_handoff(more) == more.entries[3:]
+    out = build_auto_handoff(more, STOPPED)
+    assert "- b.py" in out.context and "a.py" not in out.context
+    assert "### Last request\nDo it" in out.context  # still what it was working on
+    unanswered = transcript(*handed.entries, UserMessage("And the docs?"))
+    assert work_after_last_handoff(unanswered)
+    assert work_after_last_handoff(transcript(UserMessage("hi"), AssistantMessage("hello"))) == ()
+
+
+def test_the_context_is_bounded_keeping_the_newest_and_saying_what_was_cut() -> None:
+    entries: list[object] = []
+    for i in range(300):
+        entries += [
+            UserMessage(f"request {i} " + "word " * 40),
+            ToolCall("Edit", "edit", (f"src/module_{i}.py",)),
+            ToolCall("Bash", "command", (), f"pytest tests/test_{i}.py", i % 2),
+        ]
+    entries.append(AssistantMessage("final words " * 400))
+    out = build_auto_handoff(transcript(*entries), STOPPED, git_status=[" M x"] * 100)
+    size = len(out.context.encode("utf-8"))
+    assert 5_000 < size <= 6 * 1024
+    assert "request 299" in out.context and "src/module_299.py" in out.context
+    assert "pytest tests/test_299.py" in out.context
+    assert "request 0 " not in out.context
+    cut = out.context.splitlines()[-1]
+    assert cut.startswith("[cut to fit: ") and "earlier requests" in cut and "older commands" in cut
+    small = build_auto_handoff(transcript(*entries), STOPPED, max_bytes=2000)
+    assert len(small.context.encode("utf-8")) <= 2000
+    assert "Interrupted" not in small.context and "### When it stopped" in small.context
+
+
+def test_secrets_in_the_transcript_never_reach_the_note() -> None:
+    t = transcript(
+        UserMessage("deploy with ANTHROPIC_API_KEY=sk-ant-api03-AAAABBBBCCCC"),
+        ToolCall("Bash", "command", (), "curl -H 'Authorization: Bearer zzzzzzzzzzzzzzzz' x"),
+    )
+    out = build_auto_handoff(t, STOPPED)
+    assert "AAAABBBBCCCC" not in out.context + out.summary
+    assert "zzzzzzzzzzzzzzzz" not in out.context
