@@ -341,3 +341,41 @@ def test_opencode_database_that_is_missing_or_not_sqlite_is_an_empty_transcript(
     garbage.write_bytes(b"this is not a database" * 100)
     damaged = opencode.read(str(garbage), "ses_1")
     assert damaged.entries == () and "could not read" in damaged.problems[0], damaged
+
+
+def test_gemini_cli_chat_longer_than_the_read_window_is_read_from_its_end(
+    gemini_chat: tuple[World, Path], tmp_path: Path
+) -> None:
+    """A long session: only the newest part is read (a session start waits for it)."""
+    _, chat = gemini_chat
+    lines = chat.read_text().splitlines(keepends=True)
+    filler = json.dumps({"$set": {"lastUpdated": "2026-01-01T00:00:00.000Z", "pad": "x" * 900}})
+    long = tmp_path / chat.name
+    long.write_text(lines[0] + (filler + "\n") * 2_500 + "".join(lines[1:]))
+    transcript = gemini_cli.read(str(long), None)
+    assert transcript.entries == gemini_cli.read(str(chat), None).entries
+    assert len(transcript.problems) == 1 and "only the last 2 MB" in transcript.problems[0]
+
+
+def test_opencode_session_longer_than_the_read_window_is_read_from_its_end(
+    opencode_db: tuple[World, Path, str], tmp_path: Path
+) -> None:
+    _, db, session = opencode_db
+    copy = _copy_db(db, tmp_path / "long")
+    with sqlite3.connect(copy) as conn:
+        message, created = conn.execute(
+            "SELECT id, time_created FROM message WHERE session_id = ? ORDER BY id LIMIT 1",
+            (session,),
+        ).fetchone()
+        thought = json.dumps({"type": "reasoning", "text": "x" * 10_000})
+        conn.executemany(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (f"prt_0000{n:05d}", message, session, created - 1, created, thought)
+                for n in range(250)
+            ],
+        )
+    transcript = opencode.read(str(copy), session)
+    assert transcript.entries == opencode.read(str(db), session).entries
+    assert len(transcript.problems) == 1 and "only the newest 2 MB" in transcript.problems[0]

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .jsonl import MAX_READ_BYTES
 from .model import (
     AssistantMessage,
     Entry,
@@ -48,8 +49,9 @@ from .model import (
 __all__ = ["UNRECORDED", "locate", "read"]
 
 CLIENT = "gemini-cli"
-MAX_BYTES = 64 * 1024 * 1024
-"""A transcript larger than this is read from its end: the newest work matters most."""
+MAX_BYTES = MAX_READ_BYTES
+"""A chat file larger than this is read from its end: the newest work matters most,
+and a session start waits for the read."""
 
 _EDIT_TOOLS = {"write_file", "replace", "edit", "smart_edit"}
 _SHELL_TOOLS = {"run_shell_command", "shell"}
@@ -105,7 +107,10 @@ def _records(path: Path, problems: list[str]) -> list[dict[str, Any]]:
         return []
     if start:
         raw = raw[raw.find(b"\n") + 1 :]
-        problems.append(f"the chat file is {size} bytes: read its last {MAX_BYTES} only")
+        problems.append(
+            f"only the last {MAX_BYTES / 1e6:g} MB of {size / 1e6:.1f} MB were read "
+            "(the newest part of the session)"
+        )
     whole = _whole_document(raw)
     if whole is not None:
         return whole

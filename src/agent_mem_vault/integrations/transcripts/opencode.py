@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from .jsonl import MAX_READ_BYTES
 from .model import (
     AssistantMessage,
     Entry,
@@ -46,8 +47,9 @@ __all__ = ["default_database", "locate", "read"]
 CLIENT = "opencode"
 BUSY_TIMEOUT_S = 0.5
 """How long to wait for a writer's lock; a session start does not wait longer."""
-MAX_ROWS = 20_000
-"""Parts read per session, newest kept: the newest work matters most."""
+MAX_BYTES = MAX_READ_BYTES
+"""Part data read per session, newest first: the newest work matters most, and a
+session start waits for the read."""
 
 _EDIT_TOOLS = {"write", "edit", "multiedit", "patch", "apply_patch"}
 _SHELL_TOOLS = {"bash"}
@@ -135,14 +137,21 @@ def _entries(db: sqlite3.Connection, session_id: str, problems: list[str]) -> li
         (session_id,),
     ):
         roles[str(message_id)] = role if isinstance(role, str) else ""
-    rows = db.execute(
+    rows: list[tuple[Any, Any, Any]] = []
+    read = 0
+    for row in db.execute(
         "SELECT message_id, id, data FROM part WHERE session_id = ? "
-        "ORDER BY time_created DESC, id DESC LIMIT ?",
-        (session_id, MAX_ROWS + 1),
-    ).fetchall()
-    if len(rows) > MAX_ROWS:
-        problems.append(f"the session has more than {MAX_ROWS} parts: read the newest only")
-        rows = rows[:MAX_ROWS]
+        "ORDER BY time_created DESC, id DESC",
+        (session_id,),
+    ):
+        read += len(row[2]) if isinstance(row[2], str | bytes) else 0
+        if read > MAX_BYTES and rows:
+            problems.append(
+                f"only the newest {MAX_BYTES / 1e6:g} MB of the session's parts were read "
+                "(the newest part of the session)"
+            )
+            break
+        rows.append(row)
     order = {m: i for i, m in enumerate(roles)}
     rows.sort(key=lambda r: (order.get(str(r[0]), len(order)), str(r[1])))
     entries: list[Entry] = []
