@@ -199,6 +199,7 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
     dead, new = sessions(world)
     assert dead["outcome"] == "handed_off" and dead["handoff"] == handoffs[0]["id"]
     assert dead["toRun"] == new["run"] and new["client"] == "codex"
+    assert new["state"] == "ended"  # codex exec exited: its SessionEnd hook ran
     note = (world.vault / handoffs[0]["path"]).read_text()
     meta = yaml.safe_load(note.split("---\n")[1])
     assert meta["origin"] == "auto" and meta["client"] == "claude-code"

@@ -134,6 +134,11 @@ def test_install_codex_writes_config_toml_and_hooks_json(run: Run, home: Path) -
     run("install", "codex", "--command", EXE, *VAULT)
     assert (home / ".codex" / "config.toml").read_text() == CODEX_CONFIG_TOML
     hooks = json.loads((home / ".codex" / "hooks.json").read_text())
+    (end,) = hooks["hooks"]["SessionEnd"]
+    assert end["matcher"] == ""
+    assert end["hooks"][0]["command"] == (
+        f"{EXE} hook session-end --agent codex --client codex --vault /data/vault"
+    )
     (group,) = hooks["hooks"]["SessionStart"]
     assert group["matcher"] == "startup|resume"
     assert group["hooks"] == [

@@ -257,3 +257,18 @@ def test_sessions_without_a_namespace_is_a_usage_error(run: Run, tmp_path: Path)
     lone.mkdir()
     proc = run("sessions", cwd=lone, check=False)
     assert proc.returncode != 0 and "give --namespace" in proc.stderr
+
+
+def test_a_handoff_that_cannot_be_written_is_listed_as_failed_and_the_session_starts(
+    sessions: Sessions, run: Run, tmp_path: Path
+) -> None:
+    sessions.start("claude-code", "A", claude_transcript(tmp_path / "a.jsonl"))
+    out = sessions.start("not an agent name", "B")  # the vault refuses it as a recipient
+    assert "## Automatic handoff" not in out and "agent-mem-vault:" in out
+    dead = listed(run)[0]
+    assert dead["outcome"] == "failed" and "[invalid_agent]" in dead["error"]
+    text = run("sessions", "--namespace", NS).stdout
+    assert "handing off failed: " in text
+    # Settled: the next start does not try again.
+    assert "## Automatic handoff" not in sessions.start("codex", "C")
+    assert handoffs(run) == []

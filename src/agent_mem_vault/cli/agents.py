@@ -487,6 +487,7 @@ def sessions(namespace: str | None, vault_path: str, store_path: str | None, as_
             "handed_off": f"handed off as {s.handoff}",
             "nothing": "nothing to hand off",
             "resumed": "resumed",
+            "failed": f"handing off failed: {s.error}",
         }.get(s.outcome or "", "not handed off")
         click.echo(f"{s.run}  {s.agent:<12} {s.client:<11} {s.started_at}  {s.state:<5}  {handed}")
 

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .config_files import FileChange, read_text
-from .hooks_json import is_our_hook
+from .hooks_json import END_EVENT, is_our_hook
 
 __all__ = ["CodexHook", "list_codex_hooks", "trust_change", "untrust_change"]
 
 APP_SERVER_TIMEOUT_SECONDS = 60
+_EVENTS = ("sessionStart", "sessionEnd")
+"""The events install registers hooks for (``hooks/list`` names them so)."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,8 @@ class CodexHook:
 
     @property
     def ours(self) -> bool:
-        return is_our_hook({"command": self.command})
+        hook = {"command": self.command}
+        return is_our_hook(hook) or is_our_hook(hook, END_EVENT)
 
 
 def list_codex_hooks(codex: str, codex_home: Path, cwd: Path) -> list[CodexHook]:
@@ -110,7 +113,7 @@ def _hooks_of(answer: dict[str, Any]) -> list[CodexHook]:
     hooks: list[CodexHook] = []
     for entry in answer.get("result", {}).get("data", []):
         for hook in entry.get("hooks", []) if isinstance(entry, dict) else []:
-            if not isinstance(hook, dict) or hook.get("eventName") != "sessionStart":
+            if not isinstance(hook, dict) or hook.get("eventName") not in _EVENTS:
                 continue
             hooks.append(
                 CodexHook(

@@ -81,6 +81,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     if isinstance(entry, dict) and isinstance(entry.get("command"), str):
         out.append(Installed("codex", "MCP server", config, (entry["command"],), "user"))
     out += _json_hook("codex", "user", codex / "hooks.json", None)
+    out += _json_hook("codex", "user", codex / "hooks.json", None, END_EVENT)
     gemini: list[tuple[str, Path, Path | None]] = [
         ("user", gemini_dir(home) / "settings.json", None)
     ]
@@ -293,7 +294,7 @@ def end_hook_problems(installed: list[Installed]) -> list[str]:
         f"by an older version); run '{i.reinstall()}' to add it"
         for i in installed
         if i.what == "session hook"
-        and i.client in ("claude-code", "gemini")
+        and i.client in ("claude-code", "codex", "gemini")
         and (i.client, i.file) not in ends
     ]
 

@@ -128,10 +128,12 @@ class SessionState:
     state: Liveness
     transcript: str | None
     outcome: str | None
-    """``handed_off``, ``nothing`` (no work after its last handoff), ``resumed``, or None (open)."""
+    """``handed_off``, ``nothing`` (no work after its last handoff), ``resumed``, ``failed``
+    (writing the handoff failed: ``error`` says why), or None (not settled yet)."""
     handoff: str | None = None
     """The automatic handoff's id, when one was written."""
     to_run: str | None = None
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -145,6 +147,7 @@ class SessionState:
             "outcome": self.outcome,
             "handoff": self.handoff,
             "toRun": self.to_run,
+            "error": self.error,
         }
 
 
@@ -240,11 +243,22 @@ class SessionBook:
             )
             if created and outcome[1] is not None:
                 stopped = await registry.is_stopped(info)
-                handoff = self._write_handoff(session.value, start, info, run, stopped, outcome[1])
-                await store.put(AUTO, claim.key, {**claim.value, "handoff": handoff.id})
-                await store.put(
-                    RECEIVED, f"{slot}/{run}/{dead_run}", {"handoff": handoff.id, "from": dead_run}
-                )
+                try:
+                    handoff = self._write_handoff(
+                        session.value, start, info, run, stopped, outcome[1]
+                    )
+                except Exception as exc:
+                    # Claimed, so never tried again (at most once): say why it is missing,
+                    # and let the new session start.
+                    failed = {"outcome": "failed", "toRun": run, "error": _describe(exc)}
+                    await store.put(AUTO, claim.key, failed)
+                else:
+                    await store.put(AUTO, claim.key, {**claim.value, "handoff": handoff.id})
+                    await store.put(
+                        RECEIVED,
+                        f"{slot}/{run}/{dead_run}",
+                        {"handoff": handoff.id, "from": dead_run},
+                    )
             # Its runs record, if it was taken over while alive and has died since
             # (a run taken over when already dead got its record at that takeover).
             await registry.reap_run(info)
@@ -344,6 +358,7 @@ class SessionBook:
                     outcome=None if auto is None else str(auto.value.get("outcome")),
                     handoff=None if auto is None else auto.value.get("handoff"),
                     to_run=None if auto is None else auto.value.get("toRun"),
+                    error=None if auto is None else auto.value.get("error"),
                 )
             )
         return out
@@ -356,6 +371,11 @@ class SessionBook:
             return (await registry.attach(slot, run)).info
         except NotFoundError:
             return None
+
+
+def _describe(exc: Exception) -> str:
+    code = getattr(exc, "code", None)
+    return f"{exc} [{code}]" if code else f"{type(exc).__name__}: {exc}"
 
 
 def _session_doc(start: SessionStart, run: str) -> dict[str, Any]:

@@ -158,10 +158,13 @@ def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> lis
     """The changes ``install codex`` (or ``uninstall``) makes."""
     launch = replace(launch, client="codex")
     config, hooks = codex_home / "config.toml", codex_home / "hooks.json"
-    return [
-        _toml_edit(config, launch, remove),
-        _json_edit(hooks, lambda d: _hook_edit(d, launch, "startup|resume", remove)),
-    ]
+
+    def edit(data: dict[str, Any]) -> dict[str, Any]:
+        data = _hook_edit(data, launch, "startup|resume", remove)
+        # Codex matches a matcher as a regular expression: "" matches every end.
+        return _end_hook_edit(data, launch, "", remove)
+
+    return [_toml_edit(config, launch, remove), _json_edit(hooks, edit)]
 
 
 def plan_gemini(
