@@ -75,6 +75,11 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:
+    return make_world(tmp_path)
+
+
+def make_world(tmp_path: Path) -> World:
+    """A fresh home, repository and vault under ``tmp_path`` (for wider-scoped fixtures)."""
     home, repo, vault = tmp_path / "home", tmp_path / "src" / "harbor-api", tmp_path / "vault"
     home.mkdir()
     (repo / ".git").mkdir(parents=True)

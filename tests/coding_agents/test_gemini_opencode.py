@@ -26,15 +26,14 @@ their own would also have:
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .conftest import BRIEF, NAMESPACE, World, client
 from .model_server import Reply, ScriptedModel, Seen
+from .no_registry import NoRegistry
 
 pytestmark = pytest.mark.slow
 
@@ -159,14 +158,13 @@ def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
             }
         )
     )
-    env = dict(OPENCODE_QUIET)
-    # Once a plugin exists, opencode installs @opencode-ai/plugin with its own npm
-    # into each config folder it loads (~/.config/opencode, <repo>/.opencode) and
-    # waits for that before the first request: 20-40 s on a busy 2-core machine,
-    # once per folder (so once per test here). The person's npm cache spares the
-    # registry the same download for every throw-away home.
-    env["NPM_CONFIG_CACHE"] = os.environ.get("NPM_CONFIG_CACHE") or str(Path.home() / ".npm")
-    return world.run(client("opencode"), "run", prompt, timeout=180, env=env)
+    # Whenever a plugin is present, opencode installs its plugin SDK with npm into
+    # each config folder (~/.config/opencode, <repo>/.opencode) before the first
+    # request, until that succeeds once. The tests run as where no registry is
+    # reachable: the install fails at once (install's .npmrc turns npm's retries off).
+    with NoRegistry() as registry:
+        env = {**OPENCODE_QUIET, "npm_config_registry": registry.url}
+        return world.run(client("opencode"), "run", prompt, timeout=180, env=env)
 
 
 def _said(proc: Any, transcript: str) -> str:
@@ -184,8 +182,7 @@ def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> No
     """Gemini CLI → opencode (the seed's exchange), then opencode → Gemini CLI.
 
     One round trip, so each client both leaves a handoff and takes one with
-    ``read_handoff`` (getting the seed's text back), and opencode starts once:
-    its first start in a folder is the slow part (see ``_run_opencode``).
+    ``read_handoff`` (getting the seed's text back); opencode starts once.
     """
     client("gemini"), client("opencode")
 
@@ -296,6 +293,30 @@ def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> No
     assert json.dumps(BACK_EXPECTED)[1:-1] in taken[0], transcript
     statuses = sorted((h["to"], h["status"]) for h in world.handoffs())
     assert statuses == [("gemini", "read"), ("opencode", "read")], statuses
+
+    # 4. Each transcript shows the explicit handoff as the session's last act,
+    #    so neither session would get an automatic one.
+    _check_transcripts_end_with_a_handoff(world)
+
+
+def _check_transcripts_end_with_a_handoff(world: World) -> None:
+    from agent_mem_vault.integrations.transcripts import (
+        AssistantMessage,
+        ToolCall,
+        UserMessage,
+        gemini_cli,
+        opencode,
+    )
+
+    chats = sorted((world.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
+    first = next(c for c in chats if "Hand the orders backfill" in c.read_text())
+    db = opencode.default_database(world.home / ".local" / "share")
+    for transcript in (gemini_cli.read(str(first), None), opencode.read(str(db), None)):
+        kinds = [type(e).__name__ for e in transcript.entries]
+        calls = [e for e in transcript.entries if isinstance(e, ToolCall)]
+        assert isinstance(transcript.entries[0], UserMessage), transcript
+        assert calls and calls[-1].kind == "handoff" and calls[-1].finished, transcript
+        assert isinstance(transcript.entries[-1], AssistantMessage), kinds
 
 
 def test_gemini_cli_lists_the_installed_server_as_connected(world: World) -> None:

@@ -31,8 +31,9 @@ Gemini CLI
 opencode
     ``<repo>/opencode.json`` or ``$XDG_CONFIG_HOME/opencode/opencode.json``: the
     server in ``mcp`` (``type: local``). opencode has no command hooks; its
-    plugins do: ``.opencode/plugin/agent-mem-vault.js`` runs our hook once per
-    session and adds what it prints to the system prompt.
+    plugins do: ``.opencode/plugin/agent-mem-vault.js`` runs our session-start
+    hook once per session and adds what it prints to that session's system
+    prompt, and our session-end hook when a session ends (``opencode_plugin.py``).
 
 Each function is pure: text before → text after. ``cli/agents.py`` reads the files,
 shows or applies the changes.
@@ -40,7 +41,6 @@ shows or applies the changes.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 from dataclasses import dataclass, replace
@@ -193,7 +193,9 @@ def plan_opencode(
     launch: Launch, *, scope: Scope, repo: Path, config_dir: Path, remove: bool = False
 ) -> list[FileChange]:
     """The changes ``install opencode`` (or ``uninstall``) makes: the server in
-    opencode.json and the session-start plugin next to it."""
+    opencode.json, the session plugin next to it, and the ``.npmrc`` that keeps
+    opencode's own npm install from holding every start where no registry is
+    reachable (see ``opencode_plugin.py``)."""
     launch = replace(launch, client="opencode")
     if scope == "project":
         config, plugin = repo / "opencode.json", repo / ".opencode" / "plugin"
@@ -214,45 +216,29 @@ def plan_opencode(
             field="plugin",
         )
     after = None if remove else _opencode_plugin(launch)
+    from .opencode_plugin import npmrc_change
+
+    # The user's opencode folder is a config folder of every opencode start;
+    # uninstalling a project keeps its .npmrc while a user-wide plugin needs it.
+    user_plugin = config_dir / "plugin" / "agent-mem-vault.js"
+    keep_user = scope == "project" and read_text(user_plugin) is not None
+    npmrc = [npmrc_change(config_dir, remove=remove and not keep_user)]
+    if scope == "project":
+        npmrc.append(npmrc_change(plugin.parent, remove=remove))
     return [
         _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove)),
         FileChange(plugin_file, before, after),
+        *npmrc,
     ]
 
 
 def _opencode_plugin(launch: Launch) -> str:
-    """The plugin: run the hook once per session, add its text to the system prompt."""
-    words = launch.hook_words("text")
-    return f"""{PLUGIN_MARK}
-// Runs the session-start hook once per opencode session and adds what it prints
-// (the project brief and pending handoffs) to the system prompt, as Claude Code
-// and Codex add a SessionStart hook's output. Re-run install to update it;
-// uninstall removes it.
-import {{ execFileSync }} from "node:child_process";
+    """The plugin: opencode's session hooks (see ``opencode_plugin.py``)."""
+    from .opencode_plugin import plugin_source
 
-const HOOK = {json.dumps(words)};
-
-export const AgentMemVault = async ({{ directory }}) => {{
-  let context;
-  const load = () => {{
-    try {{
-      return execFileSync(HOOK[0], HOOK.slice(1), {{
-        input: JSON.stringify({{ cwd: directory, source: "startup" }}),
-        encoding: "utf8",
-        timeout: {TIMEOUT_SECONDS * 1000},
-      }}).trim();
-    }} catch (error) {{
-      return `agent-mem-vault: the session-start hook failed: ${{error.message}}`;
-    }}
-  }};
-  return {{
-    "experimental.chat.system.transform": async (_input, output) => {{
-      context ??= load();
-      if (context) output.system.push(context);
-    }},
-  }};
-}};
-"""
+    return plugin_source(
+        PLUGIN_MARK, launch.hook_words("text"), launch.end_hook_words(), TIMEOUT_SECONDS * 1000
+    )
 
 
 def codex_home(home: Path) -> Path:
