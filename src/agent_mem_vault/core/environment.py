@@ -126,6 +126,27 @@ VARIABLES: tuple[Variable, ...] = (
         "agents",
     ),
     Variable(
+        "AGENT_MEM_VAULT_AUTO_HANDOFF",
+        "on",
+        "`0`, `off`, `no` or `false`: the session-start hook neither registers sessions "
+        "nor writes automatic handoffs for sessions that died.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_AUTO_HANDOFF_BYTES",
+        "`6144`",
+        "The most context an automatic handoff carries (at least `1024`); the newest is "
+        "kept and a line says what was cut.",
+        "agents",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_CALLER_PID",
+        "set by the fast start",
+        "Internal: the pid of the command a client spawned, passed to a command the warm "
+        "process runs for it, so the session hook finds the client. Never set it by hand.",
+        "agents",
+    ),
+    Variable(
         "AGENT_MEM_VAULT_CODEX",
         "`codex` on `PATH`",
         "The Codex executable `install codex` and `doctor` ask which hooks Codex trusts.",
