@@ -82,11 +82,31 @@ class ThreadLog:
         # measured from *before* the acquire that granted it, so it never runs
         # past the expiry the store recorded.
         self._lease_until = _NEVER
+        self._renewals = 0
+
+    @property
+    def renewing_now(self) -> bool:
+        """Whether a long step keeps the lease renewed now (the host must keep this log)."""
+        return self._renewals > 0
 
     @property
     def holds_lease(self) -> bool:
         """Whether this host may still hold the lease (a host must not forget such a log)."""
         return self._clock.monotonic() < self._lease_until
+
+    @property
+    def lease_until(self) -> float:
+        """Until when (this host's monotonic clock) the lease is surely ours; -inf if not held."""
+        return self._lease_until
+
+    def adopt_lease(self, until: float) -> None:
+        """Take over what an earlier ``ThreadLog`` of this stream on this host knew of the lease.
+
+        The host forgets the state of an idle thread but not its lease: the
+        next ``ThreadLog`` of the stream then renews it on schedule instead of
+        asking the store before its first write, and gives it up on close.
+        """
+        self._lease_until = max(self._lease_until, until)
 
     @property
     def renew_every(self) -> float:
@@ -164,9 +184,11 @@ class ThreadLog:
                     delay = max(self.renew_every / 4, 0.01)
 
         task = asyncio.create_task(beat(), name=f"renew {lease_name(self.stream)}")
+        self._renewals += 1
         try:
             yield
         finally:
+            self._renewals -= 1
             # Stopped, not cancelled: a renewal in flight ends its statement
             # (cancelling a database call half way costs more than waiting).
             stop.set()
