@@ -42,7 +42,7 @@ def test_benchmark_measures_tracing_off_and_on_in_quick_mode() -> None:
     ).stdout
     rows = {line[:19] + "|" + line[19:38].strip() for line in out.splitlines() if "tracing" in line}
     for backend in ("memory", "sqlite"):
-        for scenario in ("chain10", "plain"):
+        for scenario in ("chain10", "desk", "plain"):
             for label in ("off", "API only", "no-op exp.", "in-memory"):
                 row = f"{backend:<8} {scenario:<10}|tracing {label}"
                 assert row in rows, (backend, scenario, label, out)
@@ -66,7 +66,7 @@ def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
         if line.startswith(("memory ", "sqlite ")) and parts[-1].endswith("x"):
             backend, scenario, label = parts[0].split(None, 2)
             counts[(backend, scenario, label)] = int(parts[1].replace(",", ""))
-    assert len(counts) == 16, out
+    assert len(counts) == 24, out
     for (backend, scenario, label), n in counts.items():
         off = counts[(backend, scenario, "tracing off")]
         # Recording spans costs instructions; the API alone without a provider almost none.
