@@ -75,6 +75,27 @@ def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
     assert "SDK alone" in out
 
 
+@pytest.mark.slow
+def test_benchmark_shows_the_turn_cost_as_one_host_touches_more_threads_in_quick_mode() -> None:
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--scale", "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith(("memory ", "sqlite "))]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("memory", "100"),
+        ("memory", "1,000"),
+        ("sqlite", "100"),
+        ("sqlite", "1,000"),
+    ], out
+    for row in rows:
+        cached = int(row[6].replace(",", ""))
+        assert cached <= 1000, out  # the default cache bound holds however many were touched
+
+
 def test_benchmark_skips_a_competitor_that_is_not_installed_with_a_clear_message() -> None:
     # A None entry in sys.modules makes the import fail as if the package were absent.
     code = (
