@@ -241,7 +241,7 @@ class Threads:
 
     @asynccontextmanager
     async def writing(self, tenant: str, thread_id: str) -> AsyncIterator[ThreadLog]:
-        """Hold the thread (its lock), with the log's state read fresh; see the module doc.
+        """Hold the thread (its lock), with the log's state current; see the module doc.
 
         The log's lease is taken by the first append (``ThreadLog.append``),
         not here: a call that looks at the state and rejects writes nothing
@@ -263,7 +263,7 @@ class Threads:
             hold = _Hold(log)
             token = _HELD.set({**held, stream: hold})
             try:
-                await log.refresh()
+                await log.catch_up()
                 if log.state.running is not None:
                     await self._close_abandoned_turn(log)
                 yield log
