@@ -125,11 +125,13 @@ class SqlitePersistence:
 
     def _write_queued(self) -> None:
         """The writer thread: commit what waits, batch by batch, until nothing does."""
+        finished = False
         try:
             self._write_batches()
+            finished = True
         finally:
-            with self._queue_lock:
-                if self._writing:  # left by an error of our own: let the next write start over
+            if not finished:  # an error of our own: fail what waits, let the next write start
+                with self._queue_lock:
                     self._writing = False
                     for _, done, loop in self._queued:
                         with suppress(RuntimeError):
