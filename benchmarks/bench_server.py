@@ -46,6 +46,9 @@ from typing import Any
 import httpx
 
 HERE = Path(__file__).resolve()
+KEEP_ALIVE = 120
+"""Seconds uvicorn keeps an idle connection (default 5): a busy machine can leave one of
+100 clients idle longer than that, and a request racing the close fails with ReadError."""
 
 
 # -- the server process ---------------------------------------------------------
@@ -120,7 +123,12 @@ def serve(scenario: str, backend: str, port: int, db: str) -> None:
 
     if scenario == "floor":
         uvicorn.run(
-            floor_app(db), host="127.0.0.1", port=port, log_level="warning", access_log=False
+            floor_app(db),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=KEEP_ALIVE,
         )
         return
 
@@ -148,7 +156,14 @@ def serve(scenario: str, backend: str, port: int, db: str) -> None:
             routing=Routing(router=router, give_models_handoff_tool=False),
         )
     app = create_harness_app(HarnessHost(persistence=persistence), {"h": harness})
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=KEEP_ALIVE,
+    )
 
 
 @contextmanager
