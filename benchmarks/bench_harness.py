@@ -37,6 +37,7 @@ for the same spans.
     .venv/bin/python benchmarks/bench_harness.py --quick          # small sizes
     .venv/bin/python benchmarks/bench_harness.py --only tracing   # tracing cost
     .venv/bin/python benchmarks/bench_harness.py --instructions   # the same, counted
+    .venv/bin/python benchmarks/bench_harness.py --scale          # 100 .. 100,000 threads
 """
 
 from __future__ import annotations
@@ -298,6 +299,8 @@ class Ours:
     host: Any
     plain: Callable[[int], Awaitable[None]]
     chain: Callable[[int], Awaitable[None]]
+    desk: Callable[[int], Awaitable[None]]
+    """A support-desk turn on a new thread: an app tool call, a handoff, billing's reply."""
 
 
 def open_ours(backend: str, tmp: Path, sizes: Sizes) -> Ours:
@@ -344,6 +347,7 @@ def open_ours(backend: str, tmp: Path, sizes: Sizes) -> Ours:
     host = HarnessHost(persistence=persistence)
     plain_harness = build(PLAIN, sizes.plain_threads * sizes.turns_per_thread + sizes.warmup)
     chain_harness = build(CHAIN, sizes.chain_turns + sizes.warmup)
+    desk = desk_harness()
     sessions: dict[int, Any] = {}
 
     async def plain(i: int) -> None:
@@ -362,7 +366,13 @@ def open_ours(backend: str, tmp: Path, sizes: Sizes) -> Ours:
         if not result.text.startswith("a10:"):
             raise AssertionError(f"agent-mem-vault chain ended with {result!r}")
 
-    return Ours(host, plain, chain)
+    async def desk_turn(i: int) -> None:
+        session = await host.open(desk, thread_id=f"desk-{i}")
+        result = await session.send(USER_CHAIN)
+        if "refunded order 42" not in result.text:
+            raise AssertionError(f"agent-mem-vault desk answered {result!r}")
+
+    return Ours(host, plain, chain, desk_turn)
 
 
 async def bench_ours(
@@ -465,15 +475,24 @@ async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
                 folder.mkdir()
                 hosts[label] = open_ours(backend, folder, sizes)
             plain_turns = sizes.plain_threads * sizes.turns_per_thread
-            for scenario, turns in (("plain", plain_turns), ("chain10", sizes.chain_turns)):
+            for scenario, turns in (
+                ("plain", plain_turns),
+                ("desk", plain_turns),
+                ("chain10", sizes.chain_turns),
+            ):
                 wall: dict[str, list[float]] = {label: [] for label in TRACING}
                 cpu: dict[str, list[float]] = {label: [] for label in TRACING}
                 gc.collect()
                 for i in range(sizes.warmup + turns):
-                    for label in TRACING[i % 4 :] + TRACING[: i % 4]:
+                    # Each turn in another order (every label goes first, second, ...
+                    # in turn), so neither a warm cache nor a slow phase favours one.
+                    order = TRACING[i % 4 :] + TRACING[: i % 4]
+                    for label in order if (i // 4) % 2 == 0 else order[::-1]:
                         use_tracing(label, providers[label])
                         ours = hosts[label]
-                        turn = ours.plain if scenario == "plain" else ours.chain
+                        turn = {"plain": ours.plain, "desk": ours.desk, "chain10": ours.chain}[
+                            scenario
+                        ]
                         start, start_cpu = time.perf_counter(), time.process_time()
                         await turn(i)
                         if i >= sizes.warmup:
@@ -488,16 +507,227 @@ async def bench_tracing(sizes: Sizes, tmp: Path) -> list[Row]:
     return rows
 
 
+# --------------------------------------------------------------------------- scale
+
+SCALE_POINTS = (100, 1_000, 10_000, 100_000)
+QUICK_SCALE_POINTS = (100, 1_000)
+
+
+class Cycle:
+    """A model that answers from a fixed script, round and round, and keeps nothing.
+
+    ``ScriptedModel`` records every request (a test reads them back); over
+    100,000 turns that record would be most of the memory measured.
+    """
+
+    name = "cycle"
+
+    def __init__(self, replies: list[list[Any]]) -> None:
+        self._replies = replies
+        self._next = 0
+
+    async def stream(self, request: Any) -> Any:
+        reply = self._replies[self._next % len(self._replies)]
+        self._next += 1
+        for event in reply:
+            yield event
+
+
+def desk_harness(name: str = "bench/desk") -> Any:
+    """The support desk: main looks an order up (an app tool) and hands off; billing replies."""
+    from pydantic import BaseModel
+
+    from agent_mem_vault.harness import Routing, define_agent, define_harness, tool
+    from agent_mem_vault.harness.model import TextDelta, ToolCallRequest, Usage, UsageReport
+
+    class Order(BaseModel):
+        orderId: str
+
+    def lookup(args: Order) -> str:
+        return f"order {args.orderId}: paid twice"
+
+    done = UsageReport(Usage(10, 5))
+    ids = itertools.count()
+    main = Cycle(
+        [
+            [ToolCallRequest(f"c{next(ids)}", "lookup_order", {"orderId": "42"}), done],
+            [
+                ToolCallRequest(f"c{next(ids)}", "handoff", {"to": "billing", "note": "Refund 42"}),
+                done,
+            ],
+        ]
+    )
+    billing_model = Cycle([[TextDelta("I have refunded order 42."), done]])
+
+    async def billing(ctx: Any) -> str:
+        return str(await ctx.chat(model=billing_model, system_prompts=["You are billing."]))
+
+    return define_harness(
+        name=name,
+        model=main,
+        system_prompts=["You are the support desk."],
+        tools=[tool(name="lookup_order", description="Look an order up", input=Order, run=lookup)],
+        agents=[define_agent(name="billing", description="Refunds", run=billing)],
+        routing=Routing(router=lambda ctx: None),
+    )
+
+
+def plain_harness(name: str = "bench/plain") -> Any:
+    from agent_mem_vault.harness import define_harness
+    from agent_mem_vault.harness.model import TextDelta, Usage, UsageReport
+
+    return define_harness(name=name, model=Cycle([[TextDelta(ANSWER), UsageReport(Usage(10, 5))]]))
+
+
+def rss_mb() -> float:
+    """This process's resident memory now, in MiB (Linux; 0 elsewhere)."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        return 0.0
+    for line in status.read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+@dataclass
+class ScalePoint:
+    backend: str
+    threads: int
+    """Threads this host had touched (opened and written) when the window started."""
+    samples: list[float]
+    rss_mb: float
+    cached: int
+    leases: int
+
+
+async def scale_curve(
+    backend: str, tmp: Path, points: tuple[int, ...], window: int
+) -> list[ScalePoint]:
+    """One host touches ever more threads (one turn each, default lease and cache settings).
+
+    At each point ``window`` more new threads are opened and sent a plain
+    turn, each timed (``open`` + ``send``): the turn a growing support desk
+    makes all day. Between points, threads are touched the same way, untimed.
+    """
+    from agent_mem_vault.harness import HarnessHost, memory_persistence, sqlite_persistence
+
+    persistence = (
+        memory_persistence() if backend == "memory" else sqlite_persistence(tmp / "scale.db")
+    )
+    host = HarnessHost(persistence=persistence)
+    harness = plain_harness()
+    touched = 0
+    out: list[ScalePoint] = []
+
+    async def turn() -> None:
+        nonlocal touched
+        session = await host.open(harness, thread_id=f"t{touched}")
+        touched += 1
+        if (await session.send(USER_PLAIN)).text != ANSWER:
+            raise AssertionError("the scale turn did not answer")
+
+    for point in points:
+        while touched < point:
+            await turn()
+        gc.collect()
+        samples = []
+        for _ in range(window):
+            start = time.perf_counter()
+            await turn()
+            samples.append(time.perf_counter() - start)
+        gc.collect()
+        out.append(
+            ScalePoint(
+                backend,
+                point,
+                samples,
+                rss_mb(),
+                host.threads.cached,
+                host.threads.leases_without_state,
+            )
+        )
+    await host.close()
+    await persistence.close()
+    return out
+
+
+def scale_child(backend: str, quick: bool) -> None:
+    """One backend's curve in this (fresh) process; prints one JSON line per point."""
+    import json
+
+    points = QUICK_SCALE_POINTS if quick else SCALE_POINTS
+    with tempfile.TemporaryDirectory() as tmp:
+        curve = asyncio.run(scale_curve(backend, Path(tmp), points, 50 if quick else 300))
+    for p in curve:
+        print(json.dumps({**p.__dict__}))
+
+
+def scale(quick: bool) -> None:
+    """A turn's cost as a host touches 100 .. 100,000 threads; a process per backend."""
+    import json
+    import subprocess
+
+    print(
+        "scale: one host, default lease_ttl (30 s) and max_cached_threads (1,000); "
+        "each point: the median of a window of new-thread turns (open + send)"
+    )
+    print()
+    print(
+        f"{'backend':<8} {'threads':>8} {'median ms/turn':>15} {'vs first':>9} {'p90 ms':>8} "
+        f"{'RSS MiB':>8} {'cached':>7} {'leases':>7}"
+    )
+    print("-" * 80)
+    for backend in ("memory", "sqlite"):
+        command = [
+            sys.executable,
+            __file__,
+            "--scale-child",
+            backend,
+            *(["--quick"] if quick else []),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"the {backend} scale run failed:\n{done.stderr[-3000:]}")
+        first = None
+        for line in done.stdout.splitlines():
+            p = json.loads(line)
+            samples = sorted(p["samples"])
+            median = statistics.median(samples) * 1000
+            first = first or median
+            p90 = samples[int(len(samples) * 0.9)] * 1000
+            print(
+                f"{backend:<8} {p['threads']:>8,} {median:>15.3f} {median / first:>8.2f}x "
+                f"{p90:>8.3f} {p['rss_mb']:>8.1f} {p['cached']:>7,} {p['leases']:>7,}"
+            )
+    print()
+    print("cached: threads whose state the host keeps; leases: threads whose state it forgot")
+    print("while it still holds their lease (a few bytes each, dropped when the lease lapses).")
+    print("RSS on memory includes the in-memory store itself (every thread's log).")
+    load = Path("/proc/loadavg")
+    if load.exists():
+        print(f"load average at the end: {' '.join(load.read_text().split()[:3])}")
+
+
 # --------------------------------------------------------------------------- instructions
 
 
-def sdk_alone(tracer: Any, handoffs: int) -> None:
-    """The spans of one turn with ``handoffs`` handoffs, made with the SDK directly.
+SDK_STEPS = {
+    "plain": ["chat"],
+    "desk": ["chat", "tool", "chat", "handoff", "chat"],
+    "chain10": ["chat", "handoff"] * len(AGENTS) + ["chat"],
+}
+"""The spans inside each scenario's turn, in order, as the harness makes them."""
+
+
+def sdk_alone(tracer: Any, steps: list[str]) -> None:
+    """The spans of one turn (``steps``: chat, tool, handoff), made with the SDK directly.
 
     The same spans, attributes, link and nesting as the harness makes (turn;
-    per model call a ``chat`` span with usage; per handoff a ``harness.handoff``
-    span), with nothing of ours around them: the SDK's own cost of a turn's
-    spans, the floor no code of ours can go under.
+    per model call a ``chat`` span with usage; per app tool call an
+    ``execute_tool`` span; per handoff a ``harness.handoff`` span), with
+    nothing of ours around them: the SDK's own cost of a turn's spans, the
+    floor no code of ours can go under.
     """
     from opentelemetry import context, trace
 
@@ -515,34 +745,43 @@ def sdk_alone(tracer: Any, handoffs: int) -> None:
         links=[link],
     )
     token = context.attach(trace.set_span_in_context(turn))
-    for i in range(handoffs + 1):
-        chat = tracer.start_span(
-            "chat scripted",
-            kind=trace.SpanKind.CLIENT,
-            attributes={
-                "gen_ai.operation.name": "chat",
-                "gen_ai.system": "_OTHER",
-                "gen_ai.request.model": "scripted",
-            },
-        )
-        inner = context.attach(trace.set_span_in_context(chat))
-        chat.set_attributes({"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5})
-        context.detach(inner)
-        chat.end()
-        if i < handoffs:
-            handoff = tracer.start_span(
+    for i, step in enumerate(steps):
+        if step == "chat":
+            span = tracer.start_span(
+                "chat scripted",
+                kind=trace.SpanKind.CLIENT,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.system": "_OTHER",
+                    "gen_ai.request.model": "scripted",
+                },
+            )
+        elif step == "tool":
+            span = tracer.start_span(
+                "execute_tool lookup_order",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "lookup_order",
+                    "gen_ai.tool.call.id": f"call_{i}",
+                    "agent_mem_vault.agent": "main",
+                },
+            )
+        else:
+            span = tracer.start_span(
                 "harness.handoff",
                 attributes={
                     "agent_mem_vault.handoff.from": "main",
-                    "agent_mem_vault.handoff.to": AGENTS[i],
+                    "agent_mem_vault.handoff.to": AGENTS[i % len(AGENTS)],
                     "agent_mem_vault.handoff.kind": "tool",
                     "agent_mem_vault.handoff.has_note": True,
                     "gen_ai.tool.call.id": f"call_{i}",
                 },
             )
-            inner = context.attach(trace.set_span_in_context(handoff))
-            context.detach(inner)
-            handoff.end()
+        inner = context.attach(trace.set_span_in_context(span))
+        if step == "chat":
+            span.set_attributes({"gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5})
+        context.detach(inner)
+        span.end()
     turn.set_attributes(
         {
             "agent_mem_vault.run_id": "01JBENCHRUN0000000000000000",
@@ -590,6 +829,7 @@ def counted(out: Path, sizes: Sizes) -> None:
             ours = open_ours(backend, folder, sizes)
             for scenario, turn, turns in (
                 ("plain", ours.plain, plain_turns),
+                ("desk", ours.desk, plain_turns),
                 ("chain10", ours.chain, sizes.chain_turns),
             ):
                 play(turn, 0, sizes.warmup)()
@@ -605,16 +845,16 @@ def counted(out: Path, sizes: Sizes) -> None:
     provider = tracing_setup("tracing no-op exp.")
     tracer = provider.get_tracer("agent_mem_vault")
 
-    def spans(handoffs: int, turns: int) -> Callable[[], None]:
+    def spans(steps: list[str], turns: int) -> Callable[[], None]:
         def run() -> None:
             for _ in range(turns):
-                sdk_alone(tracer, handoffs)
+                sdk_alone(tracer, steps)
 
         return run
 
-    for scenario, handoffs, turns in (("plain", 0, 200), ("chain10", 10, 20)):
-        spans(handoffs, 5)()
-        measure(f"-\t{scenario}\tSDK alone", turns, spans(handoffs, turns))
+    for scenario, turns in (("plain", 200), ("desk", 100), ("chain10", 20)):
+        spans(SDK_STEPS[scenario], 5)()
+        measure(f"-\t{scenario}\tSDK alone", turns, spans(SDK_STEPS[scenario], turns))
     tracing_teardown(provider)
     (out / "labels.json").write_text(json.dumps(labels))
 
@@ -672,19 +912,19 @@ def report_instructions(counts: dict[tuple[str, str, str], float]) -> None:
     print(f"{'backend':<8} {'scenario':<9} {'tracing':<18} {'instr/turn':>12} {'vs off':>7}")
     print("-" * 58)
     for backend in ("memory", "sqlite"):
-        for scenario in ("plain", "chain10"):
+        for scenario in ("plain", "desk", "chain10"):
             off = counts[(backend, scenario, "tracing off")]
             for label in TRACING:
                 n = counts[(backend, scenario, label)]
                 print(f"{backend:<8} {scenario:<9} {label:<18} {n:>12,.0f} {n / off:>6.2f}x")
-    for scenario in ("plain", "chain10"):
+    for scenario in ("plain", "desk", "chain10"):
         sdk = counts[("-", scenario, "SDK alone")]
         print(f"{'-':<8} {scenario:<9} {'SDK alone':<18} {sdk:>12,.0f}")
     print()
     print("vs off: instructions per turn divided by those with tracing off (same backend).")
     print("SDK alone: the same spans made with the SDK directly (no-op exporter), nothing of")
     print("ours around them; vs the memory turn with tracing off:")
-    for scenario in ("plain", "chain10"):
+    for scenario in ("plain", "desk", "chain10"):
         sdk = counts[("-", scenario, "SDK alone")]
         ours = counts[("memory", scenario, "tracing no-op exp.")]
         off = counts[("memory", scenario, "tracing off")]
@@ -778,8 +1018,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "set-up under valgrind's callgrind (repeatable on a busy machine; a few minutes)",
     )
     parser.add_argument(
+        "--scale",
+        action="store_true",
+        help="instead, the cost of a turn as one host touches 100, 1k, 10k and 100k threads "
+        "(memory and SQLite, with RSS; a few minutes; --quick: 100 and 1k)",
+    )
+    parser.add_argument(
         "--counted", metavar="DIR", help=argparse.SUPPRESS
     )  # the child of the above
+    parser.add_argument("--scale-child", metavar="BACKEND", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -794,6 +1041,9 @@ async def main(argv: list[str] | None = None) -> None:
     sizes = sizes_of(args)
     if args.instructions:
         instructions(sizes, args.quick)
+        return
+    if args.scale:
+        scale(args.quick)
         return
     rounds = args.rounds or (1 if args.quick else 5)
     chosen = args.only or ["ours", "langgraph", "agents", "tracing"]
@@ -824,5 +1074,7 @@ if __name__ == "__main__":
     arguments = parse(None)
     if arguments.counted:
         counted(Path(arguments.counted), sizes_of(arguments))  # runs its own event loop
+    elif arguments.scale_child:
+        scale_child(arguments.scale_child, arguments.quick)
     else:
         asyncio.run(main())

@@ -20,6 +20,21 @@ done; median of the repetitions.
 over, closes the interrupted turn and answers. Figure: seconds from the kill
 to B's answer; median of the repetitions, next to the bound the design
 promises: lease TTL + one renewal period (TTL / 3).
+
+**On the wire** (``--wire``). This machine has two cores, so more hosts
+cannot show more turns per second here; what bounds a cluster is the
+database. One host on a pool of one connection, traced with libpq's own
+trace (every protocol message with its length): round trips (a ``Sync`` or
+a simple ``Query``), statements (``Execute`` or ``Query``) and bytes both
+ways per operation — a plain turn, a desk turn (app tool call, handoff,
+billing's reply, on a new thread), the first turn of a new thread, a
+transfer — and the
+server's CPU per operation, read from that connection's backend process
+(``/proc/<pid>/stat``, when the server runs on this machine). Then the
+lease traffic of idle threads: the same connection watched while threads
+the host served sit idle.
+
+    .venv/bin/python benchmarks/bench_multihost.py --wire
 """
 
 from __future__ import annotations
@@ -39,6 +54,9 @@ from typing import Any
 SELF = str(Path(__file__).resolve())
 RETRY_SECONDS = 0.02
 """How often host B retries a send that was refused while A's lease runs out."""
+
+
+HERE = Path(__file__).resolve().parent
 
 
 # -- the host processes -----------------------------------------------------------
@@ -246,11 +264,169 @@ async def run(args: argparse.Namespace, dsn: str) -> None:
     )
 
 
+# -- on the wire -------------------------------------------------------------------
+class Wire:
+    """libpq's trace of one connection, read back as counts since the last ``take()``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._offset = 0
+
+    def take(self) -> dict[str, int]:
+        """Round trips, statements and bytes sent/received since the last call."""
+        counts = {"trips": 0, "statements": 0, "sent": 0, "received": 0}
+        with self.path.open("rb") as f:
+            f.seek(self._offset)
+            text = f.read()
+            self._offset += len(text)
+        for line in text.decode(errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) < 3 or parts[0] not in ("F", "B") or not parts[1].isdigit():
+                continue
+            size, kind = int(parts[1]) + 1, parts[2].split()[0]  # + the type byte
+            if parts[0] == "F":
+                counts["sent"] += size
+                counts["trips"] += kind in ("Sync", "Query")
+                counts["statements"] += kind in ("Execute", "Query")
+            else:
+                counts["received"] += size
+        return counts
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU of a process on this machine (the database backend), or None."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def wire(dsn: str, quick: bool) -> None:
+    import tempfile
+
+    import psycopg.pq
+
+    sys.path[:0] = [str(HERE)]
+    from agent_mem_vault.harness import Endpoint, Envelope, HarnessHost
+    from agent_mem_vault.store.postgres import postgres_persistence
+    from bench_harness import desk_harness, plain_harness
+
+    n = 20 if quick else 200
+    idle_seconds = 5.0 if quick else 60.0
+    store = postgres_persistence(dsn, min_size=1, max_size=1)
+    await store.last_seq("warm-up")  # connect and migrate first
+    host = HarnessHost(persistence=store)  # the default lease settings
+    plain, desk, team = plain_harness(), desk_harness(), plain_harness("bench/team")
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = Path(tmp) / "libpq.trace"
+        out = trace.open("wb")
+        async with store._pool.connection() as conn:  # type: ignore[union-attr]
+            conn.pgconn.trace(out.fileno())
+            conn.pgconn.set_trace_flags(psycopg.pq.Trace.SUPPRESS_TIMESTAMPS)
+            pid = conn.info.backend_pid
+        wire = Wire(trace)
+
+        async def measure(label: str, op: Any) -> None:
+            for i in range(5):  # psycopg prepares a statement on its fifth use
+                await op(-1 - i)
+            out.flush()
+            wire.take()
+            cpu = _cpu_seconds(pid)
+            start = time.perf_counter()
+            for i in range(n):
+                await op(i)
+            elapsed = time.perf_counter() - start
+            out.flush()
+            c = wire.take()
+            after = _cpu_seconds(pid)
+            server = (
+                f"{(after - cpu) / n * 1e3:>10.3f}" if cpu is not None and after else "         -"
+            )
+            print(
+                f"{label:<24} {c['trips'] / n:>6.1f} {c['statements'] / n:>6.1f} "
+                f"{c['sent'] / n:>8,.0f} {c['received'] / n:>8,.0f} {server} "
+                f"{elapsed / n * 1e3:>8.2f}"
+            )
+            figures[label] = {k: v / n for k, v in c.items()}
+            if cpu is not None and after is not None:
+                figures[label]["server_cpu"] = (after - cpu) / n
+
+        figures: dict[str, dict[str, float]] = {}
+        sessions: dict[str, Any] = {}
+
+        async def plain_turn(i: int) -> None:
+            session = sessions.get("plain") or await host.open(plain, thread_id="plain")
+            sessions["plain"] = session
+            await session.send("Hello")
+
+        async def first_turn(i: int) -> None:
+            await (await host.open(plain, thread_id=f"new{i}")).send("Hello")
+
+        async def desk_turn(i: int) -> None:
+            await (await host.open(desk, thread_id=f"desk{i}")).send("Refund order 42")
+
+        async def transfer(i: int) -> None:
+            await host.transfer(
+                from_=Endpoint(plain, f"new{i}"), to=Endpoint(team), envelope=Envelope(note="Hi")
+            )
+
+        print(f"PostgreSQL on the wire, per operation (mean of {n}; default lease settings)")
+        print(
+            f"{'operation':<24} {'trips':>6} {'stmts':>6} {'sent B':>8} {'recv B':>8} "
+            f"{'server ms':>10} {'wall ms':>8}"
+        )
+        await measure("plain turn", plain_turn)
+        await measure("first turn, new thread", first_turn)
+        await measure("desk turn, new thread", desk_turn)
+        await measure("transfer (note)", transfer)
+
+        # Idle: threads this host served, now quiet, for a while.
+        out.flush()
+        wire.take()
+        await asyncio.sleep(idle_seconds)
+        out.flush()
+        idle = wire.take()
+        threads = len(figures) * (n + 5)
+        per_minute = 60 / idle_seconds / threads
+        print(
+            f"\nidle: {threads} threads this host served, {idle_seconds:g} s: "
+            f"{idle['trips'] * per_minute:.3f} round trips and "
+            f"{(idle['sent'] + idle['received']) * per_minute:.1f} bytes per idle thread per minute"
+        )
+        await host.close()
+        await store.close()
+        out.close()
+    _project(figures)
+
+
+def _project(figures: dict[str, dict[str, float]]) -> None:
+    """Turns per second one PostgreSQL core could serve, from the measured server CPU."""
+    print("\nprojection: turns/s per PostgreSQL core = 1 / (server CPU seconds per turn)")
+    for label in ("plain turn", "desk turn, new thread"):
+        cpu = figures.get(label, {}).get("server_cpu")
+        if not cpu:
+            print(f"  {label}: no server CPU figure (the server is not on this machine)")
+            continue
+        trips = figures[label]["trips"]
+        print(
+            f"  {label}: 1 / {cpu * 1e3:.3f} ms = {1 / cpu:,.0f} turns/s per core "
+            f"({trips:.1f} round trips each: {1 / cpu * trips:,.0f} round trips/s per core)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
     parser.add_argument("--dsn", help="PostgreSQL DSN (a fresh schema is made in it)")
     parser.add_argument("--lease-ttl", type=float, help="lease TTL of the failover hosts")
+    parser.add_argument(
+        "--wire",
+        action="store_true",
+        help="instead: round trips, statements, bytes and server CPU per turn, "
+        "handoff and transfer, and the lease traffic of idle threads",
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -274,7 +450,7 @@ def main() -> None:
         )
     scoped, schema = _scoped(dsn)
     try:
-        asyncio.run(run(args, scoped))
+        asyncio.run(wire(scoped, args.quick) if args.wire else run(args, scoped))
     finally:
         _drop(dsn, schema)
 

@@ -42,7 +42,7 @@ def test_benchmark_measures_tracing_off_and_on_in_quick_mode() -> None:
     ).stdout
     rows = {line[:19] + "|" + line[19:38].strip() for line in out.splitlines() if "tracing" in line}
     for backend in ("memory", "sqlite"):
-        for scenario in ("chain10", "plain"):
+        for scenario in ("chain10", "desk", "plain"):
             for label in ("off", "API only", "no-op exp.", "in-memory"):
                 row = f"{backend:<8} {scenario:<10}|tracing {label}"
                 assert row in rows, (backend, scenario, label, out)
@@ -66,13 +66,34 @@ def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
         if line.startswith(("memory ", "sqlite ")) and parts[-1].endswith("x"):
             backend, scenario, label = parts[0].split(None, 2)
             counts[(backend, scenario, label)] = int(parts[1].replace(",", ""))
-    assert len(counts) == 16, out
+    assert len(counts) == 24, out
     for (backend, scenario, label), n in counts.items():
         off = counts[(backend, scenario, "tracing off")]
         # Recording spans costs instructions; the API alone without a provider almost none.
         if "exp." in label or "in-memory" in label:
             assert n > off, (backend, scenario, label, out)
     assert "SDK alone" in out
+
+
+@pytest.mark.slow
+def test_benchmark_shows_the_turn_cost_as_one_host_touches_more_threads_in_quick_mode() -> None:
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "--scale", "--quick"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    rows = [line.split() for line in out.splitlines() if line.startswith(("memory ", "sqlite "))]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("memory", "100"),
+        ("memory", "1,000"),
+        ("sqlite", "100"),
+        ("sqlite", "1,000"),
+    ], out
+    for row in rows:
+        cached = int(row[6].replace(",", ""))
+        assert cached <= 1000, out  # the default cache bound holds however many were touched
 
 
 def test_benchmark_skips_a_competitor_that_is_not_installed_with_a_clear_message() -> None:

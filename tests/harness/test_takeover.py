@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from agent_mem_vault.core.errors import UnavailableError
-from agent_mem_vault.harness import HUMAN, HarnessHost, LogOwnedElsewhereError, Routing
+from agent_mem_vault.harness import (
+    HUMAN,
+    Endpoint,
+    Envelope,
+    HarnessHost,
+    LogOwnedElsewhereError,
+    Routing,
+)
 from agent_mem_vault.harness.log import stream_name
 from agent_mem_vault.harness.testing import ScriptedModel, pause, text, tool_call
 from agent_mem_vault.store import Lease, Persistence
@@ -239,3 +246,85 @@ async def test_a_snapshot_read_during_a_stale_turn_does_not_let_that_turn_write_
         for p in r.data["message"]["parts"]
     )
     assert [r.type for r in records].count("run.finished") == 2
+
+
+class CountingReads:
+    """A persistence that counts the log reads of each stream."""
+
+    def __init__(self, inner: Persistence) -> None:
+        self.inner = inner
+        self.reads: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def read(self, stream: str, **kwargs: Any) -> Any:
+        self.reads.append(stream)
+        return await self.inner.read(stream, **kwargs)
+
+
+async def test_a_host_that_kept_its_lease_writes_the_next_turn_without_reading_the_log_first(
+    make_host: HostFactory,
+) -> None:
+    model = ScriptedModel([text("one"), text("two")])
+    host = make_host()
+    counting = CountingReads(host.persistence)
+    host.persistence = counting  # type: ignore[assignment]
+    session = await host.open(support_harness(model, []), thread_id="t1")
+    await session.send("first")
+    counting.reads.clear()
+
+    assert (await session.send("second")).text == "two"
+
+    # Nobody else could write while this host held the lease: nothing to read.
+    assert stream_name("default", "t1") not in counting.reads
+    assert [m.text for m in model.calls[1].messages] == ["first", "one", "second"]
+
+
+async def test_after_a_gap_in_its_lease_a_host_reads_what_another_host_wrote_before_it_writes(
+    make_host: HostFactory,
+) -> None:
+    first_model = ScriptedModel([text("one"), text("three")])
+    first = make_host(lease_ttl=0.2)
+    session = await first.open(support_harness(first_model, []), thread_id="t1")
+    await session.send("first")
+    await asyncio.sleep(0.3)  # the lease lapses
+
+    second = make_host()
+    other = support_harness(ScriptedModel([text("two")]), [])
+    await (await second.open(other, thread_id="t1")).send("second")
+    await second.close()  # gives the thread up
+
+    assert (await session.send("third")).text == "three"
+    assert [m.text for m in first_model.calls[1].messages] == [
+        "first",
+        "one",
+        "second",
+        "two",
+        "third",
+    ]
+
+
+async def test_a_transfer_after_a_gap_in_the_lease_reads_the_source_again_before_writing_it(
+    make_host: HostFactory,
+) -> None:
+    desk = support_harness(ScriptedModel([text("one")]), [], name="acme/desk")
+    first = make_host(lease_ttl=0.2)
+    await (await first.open(desk, thread_id="t1")).send("first")
+    await asyncio.sleep(0.3)  # the lease lapses
+
+    second = make_host()
+    other = support_harness(ScriptedModel([text("two")]), [], name="acme/desk")
+    await (await second.open(other, thread_id="t1")).send("second")
+    await second.close()
+
+    # The transfer takes the source's lease before it writes there: a new holding.
+    team = support_harness(ScriptedModel([]), [], name="acme/team")
+    moved = await first.transfer(
+        from_=Endpoint(desk, "t1"), to=Endpoint(team), envelope=Envelope(messages="all")
+    )
+    records = await first.persistence.read(stream_name("default", "t1"))
+    assert [r.type for r in records].count("harness.transferred") == 1
+    copied = await first.persistence.read(stream_name("default", moved.thread_id))
+    texts = [r.data["message"]["parts"][0]["text"] for r in copied if r.type == "message"]
+    assert texts == ["first", "one", "second", "two"]

@@ -163,6 +163,52 @@ async def test_the_support_desk_story_is_one_exact_span_tree(
     assert linked(team_turn) == [(transfer.context.trace_id, transfer.context.span_id)]
 
 
+async def test_a_transfer_from_app_code_continues_the_conversation_as_one_linked_story(
+    exporter: InMemorySpanExporter,
+) -> None:
+    desk = define_harness(name="acme/desk", model=ScriptedModel([text("Desk here.")] * 2))
+    team = define_harness(name="acme/billing", model=ScriptedModel([text("Billing here.")]))
+    host = HarnessHost(persistence=memory_persistence())
+    source = await host.open(desk, thread_id="case-7")
+    await source.send("I was charged twice.")
+    moved = await host.transfer(
+        from_=Endpoint(desk, "case-7"), to=Endpoint(team), envelope=Envelope(note="Charged twice.")
+    )
+    await (await host.open(team, thread_id=moved.thread_id)).send("Still here.")
+    await source.send("Anyone?")
+    await host.close()
+
+    roots = [s for s in exporter.get_finished_spans() if s.parent is None]
+    source_turn, transfer, target_turn, source_again = roots
+    assert [s.name for s in (source_turn, transfer, target_turn, source_again)] == [
+        "harness.turn",
+        "harness.transfer",
+        "harness.turn",
+        "harness.turn",
+    ]
+
+    def linked(span: ReadableSpan) -> list[tuple[int, int]]:
+        return [(link.context.trace_id, link.context.span_id) for link in span.links]
+
+    def ids(span: ReadableSpan) -> tuple[int, int]:
+        return (span.context.trace_id, span.context.span_id)
+
+    # The transfer continues the source's story; both threads' next turns continue the transfer's.
+    assert linked(transfer) == [ids(source_turn)]
+    assert linked(target_turn) == [ids(transfer)]
+    assert linked(source_again) == [ids(transfer)]
+    # Read from the target's side, the links lead back to where the conversation began.
+    by_id = {ids(s): s for s in roots}
+    story_of_target, span = [], target_turn
+    while True:
+        story_of_target.append(span.name)
+        if not span.links:
+            break
+        span = by_id[(span.links[0].context.trace_id, span.links[0].context.span_id)]
+    assert story_of_target == ["harness.turn", "harness.transfer", "harness.turn"]
+    assert span is source_turn
+
+
 async def test_message_text_goes_on_spans_only_when_the_app_turns_it_on(
     exporter: InMemorySpanExporter,
 ) -> None:

@@ -39,6 +39,7 @@ from typing import Any
 __all__ = [
     "NO_SPAN",
     "active",
+    "add_link",
     "capture_message_text",
     "captures_message_text",
     "enabled",
@@ -282,6 +283,17 @@ def traceparent(span: Any = None) -> str | None:
     ids = (context.trace_id, context.span_id, context.trace_flags)
     # %-formatting: a third cheaper than an f-string's format specs on a 128-bit int.
     return "00-%032x-%016x-%02x" % ids  # noqa: UP031
+
+
+def add_link(span: Any, parent: str | None) -> None:
+    """Link a started ``span`` to the stored ``traceparent`` ``parent``, unless already that story.
+
+    For a span whose story is known only once it runs (a transfer learns the
+    source thread's trace after it checked who may move it).
+    """
+    if parent and span is not NO_SPAN and span.is_recording():
+        for link in _links(parent):
+            span.add_link(link.context)
 
 
 def _links(parent: str) -> list[Any]:

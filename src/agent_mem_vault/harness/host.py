@@ -97,7 +97,8 @@ class HarnessHost:
     bounds the model call of a ``summary`` transfer. ``max_cached_threads``
     bounds how many threads' state this host keeps in memory: the log is the
     truth, so an idle thread beyond it is forgotten and read back from its log
-    when it is next used. ``async with HarnessHost(...) as host:`` closes it.
+    when it is next used (its lease is kept, a few bytes, until it lapses or
+    the host closes). ``async with HarnessHost(...) as host:`` closes it.
     """
 
     def __init__(

@@ -15,8 +15,9 @@ attribute; a turn without tracing pays one check per span. The tree of one turn:
 
 and outside turns: ``harness.operator_reply``; ``harness.human_wait`` (state
 ``answered``/``resolved``/``cancelled``, by, to) with its ``harness.handoff``
-(kind ``human``); ``harness.transfer`` (source, target, envelope, transfer id)
-with the summary's ``chat`` span; ``harness.takeover`` (a turn another host
+(kind ``human``); ``harness.transfer`` (source, target, envelope, transfer id;
+linked to the source thread's last trace when the app started it) with the
+summary's ``chat`` span; ``harness.takeover`` (a turn another host
 left open, closed here, linked to that turn's trace).
 """
 
@@ -30,6 +31,7 @@ from .handoff import Handoff, is_human
 from .model import Model, ModelRequest
 
 __all__ = [
+    "continue_story",
     "handoff_span",
     "model_span",
     "operator_reply_span",
@@ -231,6 +233,11 @@ def transfer_span(
     if envelope_note is not None and tracing.captures_message_text():
         attributes[f"{NS}.transfer.envelope.note"] = envelope_note
     return tracing.start(tracer, "harness.transfer", attributes)
+
+
+def continue_story(span: Any, trace: str | None) -> None:
+    """Link ``span`` to a thread's last stored trace, unless it is already in that trace."""
+    tracing.add_link(span, trace)
 
 
 def takeover_span(*, stream: str, run_id: str, link: str | None) -> Any:

@@ -23,6 +23,13 @@ SQLite file) rests on two things, and needs both:
   treats that (and a lost lease) as "this thread is no longer mine" and
   stops writing — it never re-reads and carries on. So no turn writes after
   another host closed it, and no turn runs twice.
+
+**What a lease saves.** Every write to a thread's log goes through a
+``ThreadLog`` that holds the lease. So while this host has held the lease
+without a gap since it last read or appended, nobody else can have written:
+:meth:`ThreadLog.catch_up` (the read before a write decides) then reads
+nothing from the store. After a gap (the lease lapsed, was lost or given up)
+it reads as before; and the fence still checks every append.
 """
 
 from __future__ import annotations
@@ -82,11 +89,36 @@ class ThreadLog:
         # measured from *before* the acquire that granted it, so it never runs
         # past the expiry the store recorded.
         self._lease_until = _NEVER
+        self._renewals = 0
+        # Which unbroken holding of the lease this is (it grows when the lease
+        # is taken after a gap), and the holding in which ``state`` was last
+        # read or appended to (None: not while holding one).
+        self._holding = 0
+        self._synced: int | None = None
+
+    @property
+    def renewing_now(self) -> bool:
+        """Whether a long step keeps the lease renewed now (the host must keep this log)."""
+        return self._renewals > 0
 
     @property
     def holds_lease(self) -> bool:
         """Whether this host may still hold the lease (a host must not forget such a log)."""
         return self._clock.monotonic() < self._lease_until
+
+    @property
+    def lease_until(self) -> float:
+        """Until when (this host's monotonic clock) the lease is surely ours; -inf if not held."""
+        return self._lease_until
+
+    def adopt_lease(self, until: float) -> None:
+        """Take over what an earlier ``ThreadLog`` of this stream on this host knew of the lease.
+
+        The host forgets the state of an idle thread but not its lease: the
+        next ``ThreadLog`` of the stream then renews it on schedule instead of
+        asking the store before its first write, and gives it up on close.
+        """
+        self._lease_until = max(self._lease_until, until)
 
     @property
     def renew_every(self) -> float:
@@ -97,7 +129,19 @@ class ThreadLog:
         """Fold in whatever was appended since this host last read (writers only)."""
         records = await self.persistence.read(self.stream, after=self.state.seq)
         replay(records, self.state)
+        self._synced = self._holding if self.holds_lease else None
         return self.state
+
+    async def catch_up(self) -> ThreadState:
+        """``refresh()``, unless the lease was held without a gap since the last read or append.
+
+        Then nobody else can have appended (see the module doc), and the
+        state is the log as it stands: a turn on a thread this host serves
+        asks the store for nothing before it writes.
+        """
+        if self._synced is not None and self._synced == self._holding and self.holds_lease:
+            return self.state
+        return await self.refresh()
 
     async def view(self) -> ThreadState:
         """The log as it is now, for reading: never the state a writer decides from."""
@@ -116,6 +160,8 @@ class ThreadLog:
         await self._acquire(now)
 
     async def _acquire(self, now: float) -> None:
+        if now >= self._lease_until:
+            self._holding += 1  # a gap: another host may have written since
         name = lease_name(self.stream)
         lease = await self.persistence.acquire_lease(name, self.owner, self.lease_ttl)
         if lease.owner != self.owner and self._liveness and self._liveness.is_dead(lease.owner):
@@ -125,6 +171,7 @@ class ThreadLog:
             lease = await self.persistence.acquire_lease(name, self.owner, self.lease_ttl)
         if lease.owner != self.owner:
             self._lease_until = _NEVER
+            self._synced = None
             raise LogOwnedElsewhereError(
                 f"another host ({lease.owner}) owns the log of this thread until "
                 f"{lease.expires_at.isoformat()}; send through that host or retry after it lapses",
@@ -164,9 +211,11 @@ class ThreadLog:
                     delay = max(self.renew_every / 4, 0.01)
 
         task = asyncio.create_task(beat(), name=f"renew {lease_name(self.stream)}")
+        self._renewals += 1
         try:
             yield
         finally:
+            self._renewals -= 1
             # Stopped, not cancelled: a renewal in flight ends its statement
             # (cancelling a database call half way costs more than waiting).
             stop.set()
@@ -176,6 +225,7 @@ class ThreadLog:
         """Give the lease up (when this host closes), so another host need not wait it out."""
         if self._lease_until != _NEVER:
             self._lease_until = _NEVER
+            self._synced = None
             await self.persistence.release_lease(lease_name(self.stream), self.owner)
 
     async def append(self, records: Sequence[Record]) -> ThreadState:
@@ -195,7 +245,11 @@ class ThreadLog:
         except LogConflictError:
             await self.refresh()
             raise
-        return replay(written, self.state)
+        replay(written, self.state)
+        # The fence held: nobody had written since this host's last read, and
+        # with the lease still held, nobody has since.
+        self._synced = self._holding if self.holds_lease else None
+        return self.state
 
     async def append_one(self, kind: str, data: dict[str, Any]) -> ThreadState:
         return await self.append([(kind, data)])

@@ -24,6 +24,7 @@ at once (:mod:`.liveness`).
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -42,7 +43,7 @@ from .log import check_id, stream_name
 from .spans import takeover_span
 from .state import ThreadState
 from .takeover import close_interrupted_turn
-from .threadlog import ThreadLog
+from .threadlog import ThreadLog, lease_name
 
 __all__ = ["Threads"]
 
@@ -90,6 +91,11 @@ class Threads:
         # Least recently used first. Locks live as long as someone holds or
         # awaits them, so the map of them never outgrows the work in flight.
         self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
+        # The leases this host still holds on threads whose state it forgot
+        # (stream -> until, on the monotonic clock), and when each lapses,
+        # soonest first: a few floats per thread written in the last lease_ttl.
+        self._leases: dict[str, float] = {}
+        self._lapses: list[tuple[float, str]] = []
         self._locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
 
     # -- who and which --------------------------------------------------------
@@ -179,6 +185,9 @@ class Threads:
                 clock=self.clock,
                 liveness=self.liveness,
             )
+            until = self._leases.pop(stream, None)
+            if until is not None:
+                log.adopt_lease(until)
             self._logs[stream] = log
             self._forget_idle()
         else:
@@ -190,22 +199,41 @@ class Threads:
         """How many threads' state this host keeps in memory now."""
         return len(self._logs)
 
-    def _forget_idle(self) -> None:
-        """Drop the cached state of the least recently used idle threads beyond the cap.
+    @property
+    def leases_without_state(self) -> int:
+        """How many threads this host holds the lease of with their state forgotten."""
+        return len(self._leases)
 
-        A thread whose lease this host holds, or that a call works on now,
-        stays: forgetting it would let a second ``ThreadLog`` of the same
-        stream write beside the first in this process.
+    def _forget_idle(self) -> None:
+        """Drop the state of the least recently used threads beyond the cap, and lapsed leases.
+
+        The work is the number of threads forgotten and of leases lapsed, never
+        the number cached, so a host that touched 100,000 threads in one lease
+        period pays per new thread what a host that touched 100 does.
+
+        A thread a call works on now (it holds the thread's lock, or keeps its
+        lease renewed) stays: forgetting it would let a second ``ThreadLog``
+        of the same stream write beside the first in this process. Every
+        write holds the lock, so a thread that nobody holds can be read back
+        from its log; only its lease is kept (``_leases``), so that the next
+        ``ThreadLog`` of it renews on schedule and ``close()`` gives it up.
         """
-        excess = len(self._logs) - self.max_cached
-        for stream in list(self._logs):
-            if excess <= 0:
-                return
+        now = self.clock.monotonic()
+        while self._lapses and self._lapses[0][0] <= now:
+            until, stream = heapq.heappop(self._lapses)
+            if self._leases.get(stream) == until:
+                del self._leases[stream]
+        busy = 0
+        while len(self._logs) - busy > self.max_cached:
+            stream, log = self._logs.popitem(last=False)
             lock = self._locks.get(stream)
-            if self._logs[stream].holds_lease or (lock is not None and lock.locked()):
+            if log.renewing_now or (lock is not None and lock.locked()):
+                self._logs[stream] = log  # in use: counted as just used
+                busy += 1
                 continue
-            del self._logs[stream]
-            excess -= 1
+            if log.holds_lease:
+                until = self._leases[stream] = log.lease_until
+                heapq.heappush(self._lapses, (until, stream))
 
     async def read_state(self, tenant: str, thread_id: str) -> ThreadState:
         """The thread as its log says now, to read (a write decides under :meth:`writing`)."""
@@ -213,7 +241,7 @@ class Threads:
 
     @asynccontextmanager
     async def writing(self, tenant: str, thread_id: str) -> AsyncIterator[ThreadLog]:
-        """Hold the thread (its lock), with the log's state read fresh; see the module doc.
+        """Hold the thread (its lock), with the log's state current; see the module doc.
 
         The log's lease is taken by the first append (``ThreadLog.append``),
         not here: a call that looks at the state and rejects writes nothing
@@ -235,7 +263,7 @@ class Threads:
             hold = _Hold(log)
             token = _HELD.set({**held, stream: hold})
             try:
-                await log.refresh()
+                await log.catch_up()
                 if log.state.running is not None:
                     await self._close_abandoned_turn(log)
                 yield log
@@ -279,3 +307,6 @@ class Threads:
         """Give up the leases of the thread logs this host owns."""
         for log in list(self._logs.values()):
             await log.release()
+        leases, self._leases, self._lapses = self._leases, {}, []
+        for stream in leases:
+            await self.persistence.release_lease(lease_name(stream), self.host_id)

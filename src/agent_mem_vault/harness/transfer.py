@@ -221,6 +221,7 @@ async def run_transfer(
             user=user,
             transfer_id=transfer_id,
             summary_timeout=summary_timeout,
+            span=span,
         )
         span.set_attributes(
             {
@@ -241,11 +242,17 @@ async def _run_transfer(
     user: User | None,
     transfer_id: str | None,
     summary_timeout: float,
+    span: Any,
 ) -> TransferResult:
     tenant = host.tenant(user)
     source_id = _check_request(host, from_, to, envelope)
     transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host.next_id()
     await _check_access(host, tenant, source_id, from_, to, user)
+    if span.is_recording():
+        # Started from app code, the transfer is a new trace: it continues the
+        # source thread's story (its last turn's trace), as a link.
+        source_state = await host.read_state(tenant, source_id)
+        spans.continue_story(span, source_state.trace)
     plan = await _record_plan(host, tenant, transfer_id, from_, to, envelope, user)
     target_id = str(plan["targetThreadId"])
     if plan.get("status") == "done":
@@ -445,6 +452,7 @@ async def _write_source(host: Threads, move: _Move) -> None:
                     "role": "source",
                     "from": move.origin,
                     "to": move.destination,
+                    **spans.trace_field(),  # the source's next operation links to it too
                 },
             )
     await update_entry(
