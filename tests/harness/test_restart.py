@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -66,12 +65,12 @@ async def test_a_host_restarted_after_sigkill_mid_turn_serves_its_thread_at_once
     store = sqlite_persistence(db)
     async with HarnessHost(persistence=store) as host:  # default lease_ttl: 30 s
         session = await host.open(desk("Charged, sorry for the wait."), thread_id="case-42")
-        started = time.monotonic()
-        result = await asyncio.wait_for(session.send("did it work?"), 5)
-        elapsed = time.monotonic() - started
+        # The dead host held a lease of 30 s: a host that waited for it to lapse would
+        # not answer within 20 s, however loaded the machine; one that knows its own
+        # dead process answers at once.
+        result = await asyncio.wait_for(session.send("did it work?"), 20)
 
     assert (result.status, result.text) == ("completed", "Charged, sorry for the wait.")
-    assert elapsed < 1.0, f"the restarted host waited {elapsed:.2f}s for a dead host's lease"
     kinds = await closed_as_the_log_says(store)
     assert kinds.count("run.finished") == 2  # the interrupted turn closed once, then ours
     await store.close()
