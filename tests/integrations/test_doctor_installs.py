@@ -219,7 +219,7 @@ def test_a_pinned_vault_that_is_not_a_vault_is_reported_with_its_fix(
     proc = amv(world, "doctor", path=path)
     assert proc.returncode == 7, proc.stdout
     lines = install_lines(proc)
-    assert len(lines) == 2, proc.stdout  # the server and the hook both pin it
+    assert len(lines) == 3, proc.stdout  # the server and both session hooks pin it
     for line in lines:
         assert f"uses the vault {pinned}, which is not a vault" in line
         assert f"'agent-mem-vault init --vault {pinned}'" in line
