@@ -1,4 +1,4 @@
-"""Vault speed at scale, with the defaults a user gets: the figures issue 12 asks for.
+"""Vault speed at scale, with the defaults a user gets, at the sizes its goals name.
 
     .venv/bin/python benchmarks/bench_vault.py                     # 2k, 20k and 100k
     .venv/bin/python benchmarks/bench_vault.py --sizes 2000        # one size, a minute

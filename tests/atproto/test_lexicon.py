@@ -12,7 +12,7 @@ from agent_mem_vault.atproto import Lexicons, RecordValidationError, validate_re
 from tests.conftest import INTEROP, SHARED
 
 LEXICON_DIR = INTEROP / "lexicon"
-SEED = SHARED / "seeds" / "000_c910decd433c7770.txt"
+RUNS_SPEC = SHARED / "seeds" / "000_c910decd433c7770.txt"
 needs_vectors = pytest.mark.skipif(
     not LEXICON_DIR.is_dir(), reason=f"interop vectors not found at {LEXICON_DIR}"
 )
@@ -52,9 +52,9 @@ def test_invalid_record_data_vectors_are_rejected_naming_a_field(case: dict[str,
     assert info.value.code == "invalid_record"
 
 
-@pytest.mark.skipif(not SEED.exists(), reason=f"seed not found at {SEED}")
-def test_the_handoff_lexicon_is_the_seed_schema_exactly() -> None:
-    raw = SEED.read_text(encoding="utf-8").split("```json\n", 1)[1].split("```", 1)[0]
+@pytest.mark.skipif(not RUNS_SPEC.exists(), reason=f"runs specification not at {RUNS_SPEC}")
+def test_the_handoff_lexicon_is_the_published_schema_exactly() -> None:
+    raw = RUNS_SPEC.read_text(encoding="utf-8").split("```json\n", 1)[1].split("```", 1)[0]
     assert _shipped("garden.engram.agents.handoff").strip() == raw.strip()
 
 

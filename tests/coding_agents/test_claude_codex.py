@@ -1,8 +1,8 @@
-"""The seed's exchange performed by the real Claude Code and Codex.
+"""The vault design's exchange performed by the real Claude Code and Codex.
 
 Claude Code (``claude -p``) leaves ``create_handoff(to="codex", …)``; Codex's next
 session (``codex exec``) sees it in its session-start hook, takes it with
-``read_handoff`` and gets the seed's text. Setup is ``agent-mem-vault install``
+``read_handoff`` and gets the design's text. Setup is ``agent-mem-vault install``
 and the model-provider settings a user of a local model would also have.
 """
 

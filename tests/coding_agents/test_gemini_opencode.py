@@ -1,8 +1,8 @@
-"""The seed's exchange performed by the real Gemini CLI and opencode.
+"""The vault design's exchange performed by the real Gemini CLI and opencode.
 
 Gemini CLI (``gemini -p``) leaves ``create_handoff(to="opencode", …)``; opencode's
 next session (``opencode run``) sees it in what its session-start plugin adds to
-the system prompt, takes it with ``read_handoff`` and gets the seed's text, then
+the system prompt, takes it with ``read_handoff`` and gets the design's text, then
 hands a review back; Gemini CLI's next session takes that one. So each client
 leaves a handoff and takes one, through the tools it offered the model.
 
@@ -179,10 +179,10 @@ BACK_EXPECTED = f"## Summary\n{BACK_SUMMARY}\n\n## Full Context\n{BACK_CONTEXT}"
 
 
 def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> None:
-    """Gemini CLI → opencode (the seed's exchange), then opencode → Gemini CLI.
+    """Gemini CLI → opencode (the design's exchange), then opencode → Gemini CLI.
 
     One round trip, so each client both leaves a handoff and takes one with
-    ``read_handoff`` (getting the seed's text back); opencode starts once.
+    ``read_handoff`` (getting the design's text back); opencode starts once.
     """
     client("gemini"), client("opencode")
 
@@ -227,7 +227,7 @@ def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> No
     assert sent[0]["id"] in results[0], transcript
 
     # 2. opencode: the plugin's output in its system prompt; read_handoff returns
-    #    the seed's text; then create_handoff back to Gemini CLI.
+    #    the design's text; then create_handoff back to Gemini CLI.
     opencode_first: list[Seen] = []
     outputs: list[str] = []
 

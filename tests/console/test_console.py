@@ -1,4 +1,4 @@
-"""The seed's story played through the operator console in a real headless Chromium.
+"""The harness design's story played through the operator console in a real headless Chromium.
 
 Ada (the customer) uses the demo's chat page, Olga (the operator) the console;
 the demo runs as a real ``agent-mem-vault demo support`` process on SQLite.

@@ -1,4 +1,4 @@
-"""Harness fixtures: hosts on every backend, and the seed's agents and harnesses."""
+"""Harness fixtures: hosts on every backend, and the design's agents and harnesses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The seed's cast, built fresh for each test: support desk, billing, triage."""
+"""The harness design's cast, built fresh for each test: support desk, billing, triage."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class OrderInput(BaseModel):
 
 
 def escalate_tool(to: Any = "billing") -> Tool:
-    """The seed's ``escalate`` tool: hands off from code, in a tool of the main model."""
+    """The design's ``escalate`` tool: hands off from code, in a tool of the main model."""
 
     async def run(args: OrderInput, ctx: ToolContext) -> str:
         await ctx.run.handoff(to=to, note=f"Refund for order {args.orderId}")

@@ -1,4 +1,4 @@
-"""Seed section 2, "Hand off from code", and "What the target gets"."""
+"""Harness design, section 2, "Hand off from code", and "What the target gets"."""
 
 from __future__ import annotations
 
@@ -291,7 +291,7 @@ class _Empty(BaseModel):
 async def test_outside_a_turn_both_calls_reject_and_write_nothing(
     host: HarnessHost, how: str
 ) -> None:
-    """Seed: "Outside a turn of a harness with routing, both calls reject"; the
+    """The design: "Outside a turn of a harness with routing, both calls reject"; the
     harness without routing is ``test_code_handoff_in_a_harness_without_routing_rejects``."""
     kept: list[Any] = []  # the handoff, kept past the part of the turn that got it
 

@@ -1,4 +1,4 @@
-"""Seed section 1, "Let agents hand off": the handoff tool, the router, the limits."""
+"""Harness design, section 1, "Let agents hand off": the handoff tool, the router, the limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed section 4, "Hand off to a person": the human wait, the pause, waits in the log."""
+"""Harness design §4, "Hand off to a person": the human wait, the pause, waits in the log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One Python convention: snake_case in Python, the seed's camelCase on the wire, both taken."""
+"""One Python convention: snake_case in Python, camelCase on the wire, both taken."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed section 4, "Reply as the operator" and "End the pause"."""
+"""Harness design, section 4, "Reply as the operator" and "End the pause"."""
 
 from __future__ import annotations
 

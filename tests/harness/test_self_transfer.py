@@ -1,6 +1,6 @@
 """A tool that moves (or forks) its own conversation: the most natural transfer there is.
 
-The seed: "Only settled messages move. A tool call with no result yet stays
+The harness design: "Only settled messages move. A tool call with no result yet stays
 behind … The source thread keeps running." The turn holds its thread; the
 transfer writes the source through that hold instead of waiting for it.
 """

@@ -1,4 +1,4 @@
-"""The seed's whole story, end to end: refund to billing, a person, the operator's reply,
+"""The harness design's whole story, end to end: refund to billing, a person, the operator's reply,
 the hand back, and the move to the billing team's harness."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed section 5: move a conversation to another harness, and the rules of a transfer."""
+"""Harness design §5: move a conversation to another harness, and the rules of a transfer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed section 3, "Show who answers": agent names on messages, handoff events."""
+"""Harness design, section 3, "Show who answers": agent names on messages, handoff events."""
 
 from __future__ import annotations
 

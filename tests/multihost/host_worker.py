@@ -9,7 +9,7 @@ and kill the process while it is in flight.
 
 SPEC: ``{"main": [reply, ...], "billing": [reply, ...]}`` where a reply is a
 list of parts ``["text", "..."]``, ``["pause", seconds]``,
-``["tool", name, {arguments}]``. The harness is the seed's support desk:
+``["tool", name, {arguments}]``. The harness is the design's support desk:
 the main model, a ``billing`` root agent, an app tool ``charge`` that
 sleeps for ``charge_seconds`` (default 60) and routing with no router.
 

@@ -1,4 +1,4 @@
-"""Fixtures for the HTTP tests: the seed's support desk on every persistence backend."""
+"""Fixtures for the HTTP tests: the harness design's support desk on every backend."""
 
 from __future__ import annotations
 

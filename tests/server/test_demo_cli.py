@@ -39,7 +39,7 @@ def test_demo_support_prints_its_url_and_works_offline(tmp_path: Path) -> None:
             assert token in banner
         assert "rule-based" in banner
         assert httpx.get(f"{url}/console/").status_code == 200
-        # The seed's whole desk story, with no model anywhere.
+        # The harness design's whole desk story, with no model anywhere.
         desk = f"{url}/api/desk/threads/case-42"
         r = httpx.post(f"{desk}/messages", json={"text": REFUND}, headers=ADA)
         assert r.json()["text"].startswith("billing:\n")
@@ -133,7 +133,7 @@ def test_demo_lets_the_customer_follow_a_case_the_operator_moved(tmp_path: Path)
         assert moved.status_code == 200, moved.text
         target = f"{url}/api/billing/threads/{moved.json()['threadId']}"
         # The demo copies the source's members to the target when the host
-        # reports the transfer (seed §5: "copy your own access rows there").
+        # reports the transfer (harness design §5: "copy your own access rows there").
         deadline = time.monotonic() + 10
         while (r := httpx.get(target, headers=ADA)).status_code != 200:
             assert time.monotonic() < deadline, r.text

@@ -1,4 +1,4 @@
-"""The harness routes over ASGI: each behaviour of the seed's HTTP side, on every backend."""
+"""The harness routes over ASGI: each behaviour of the design's HTTP side, on every backend."""
 
 from __future__ import annotations
 

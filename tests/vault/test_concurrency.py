@@ -227,7 +227,7 @@ def test_a_create_that_times_out_never_removes_a_folder_another_writer_is_about_
     try:
         first = threading.Thread(target=create, args=("quick", quick))
         first.start()
-        time.sleep(0.1)  # the quick one waits for the lock (it used to make the folders first)
+        time.sleep(0.1)  # the quick one waits for the lock before it makes any folder
         second = threading.Thread(target=create, args=("patient", patient))
         second.start()
         first.join()  # timed out, and cleaned up after itself
@@ -269,5 +269,5 @@ def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_pa
     finally:
         os.close(fd)
     assert len(errors) == 3 and all(e.code == "lock_timeout" for e in errors)  # type: ignore[attr-defined]
-    # Queued behind each other they used to wait 1 s, 2 s and 3 s.
+    # Queued behind each other they would wait 1 s, 2 s and 3 s.
     assert max(waited) < 1.6, waited

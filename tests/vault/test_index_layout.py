@@ -1,4 +1,4 @@
-"""The index's compact layout (issue 12): text stored once, compressed, and still right.
+"""The index's compact layout: text stored once, compressed, and still right.
 
 The memory text lives only in ``memories.body`` (compressed); the full-text
 index reads it through the ``memories_text`` view (external content), so every

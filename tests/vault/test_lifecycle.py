@@ -1,4 +1,4 @@
-"""Every line of the seed's handoff lifecycle, through the real ``Vault`` on real files."""
+"""Every line of the vault design's handoff lifecycle, through the real ``Vault`` on real files."""
 
 from __future__ import annotations
 

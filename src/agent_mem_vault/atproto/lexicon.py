@@ -12,7 +12,7 @@ The validator follows the Lexicon spec's data model in its JSON form (bytes as
 ``{"$bytes": base64}``, links as ``{"$link": cid}``, blobs as
 ``{"$type": "blob", ...}``) and agrees with the official
 ``record-data-{valid,invalid}.json`` vectors. Shipped lexicons live in
-``lexicons/*.json``: the seed's ``garden.engram.agents.handoff`` exactly as
+``lexicons/*.json``: the handoff lexicon ``garden.engram.agents.handoff`` exactly as
 published, and ``garden.engram.agents.defs``, which *we* define because the
 handoff schema refers to ``#generator`` and no definition of it was published.
 """

@@ -1,4 +1,4 @@
-"""``agent-mem-vault demo support``: the seed's support desk with the operator console.
+"""``agent-mem-vault demo support``: the harness design's support desk with the operator console.
 
 Thin on purpose: take the port (:mod:`.listen`; failing there prints nothing else), build
 the demo (:func:`agent_mem_vault.server.support_demo.build_support_demo`), print where it

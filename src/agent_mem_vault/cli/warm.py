@@ -25,7 +25,7 @@ package's files (version and modification times): an upgrade or an edit
 starts a new one, and the old one leaves after its idle time. Whenever the
 warm path cannot be used (no ``fork`` or Unix sockets, a folder that is not
 private, a warm process that fails to start), the command runs in this process
-exactly as before, and reports its own errors. A warm process that fails
+exactly as without it, and reports its own errors. A warm process that fails
 writes why to ``<key>.failed``; no command starts another for that key until
 ``RETRY_AFTER`` has passed, and ``doctor`` shows the reason and the fix.
 ``AGENT_MEM_VAULT_WARM=0`` turns the warm path off.

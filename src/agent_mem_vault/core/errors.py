@@ -83,7 +83,7 @@ class AgentMemVaultError(Exception):
         self.message = message
         if code is not None:
             # An instance-level code refines the class default without a new class
-            # for every rejection the seeds name.
+            # for every rejection the specifications name.
             self.code = code  # type: ignore[misc]
         self.details = {key: _bounded_detail(value) for key, value in details.items()}
 

@@ -133,7 +133,7 @@ def authorize(
 
 def as_user(value: Any) -> User | None:
     """A ``User`` from what ``get_user`` returned: a User, a mapping with ``id`` and
-    ``tenantId`` (the seed's shape), or None."""
+    ``tenantId`` (the harness design's shape), or None."""
     if value is None or isinstance(value, User):
         return value
     if isinstance(value, Mapping) and isinstance(value.get("id"), str):

@@ -21,7 +21,7 @@ HOST_STREAM = "harness-host"
 
 
 class HARNESS_EVENTS:
-    """Event names, as the seed spells them."""
+    """Event names, as the harness design spells them."""
 
     handoff = "harness.handoff"
     transferred = "harness.transferred"

@@ -1,8 +1,8 @@
 """Transcript messages: what the members of a thread see, and what a model is given.
 
-A message is a role plus parts, as the seed's session view renders them
+A message is a role plus parts, as the harness design's session view renders them
 (``message.parts`` with ``part.type == 'text'``). The JSON form written to the
-log and sent over HTTP uses the seed's wire names (``tool-call``,
+log and sent over HTTP uses the harness design's wire names (``tool-call``,
 ``toolCallId``, ``mediaType``); ``metadata.harness.*`` carries who wrote it.
 """
 

@@ -4,7 +4,7 @@
 handoff; ``{"hand_back": "billing"}`` to that root agent; ``{"hand_back": "main"}``
 to the main model. Resolve and cancel give it back like ``resume``.
 
-Python spells it ``hand_back``, the seed's wire form (HTTP, events, the log)
+Python spells it ``hand_back``, the wire form (HTTP, events, the log)
 ``handBack``; both are accepted, and the log keeps the wire form.
 """
 
@@ -23,7 +23,7 @@ _WIRE_KEYS = {"hand_back": "handBack"}
 
 
 def wire_answer(value: Any) -> Any:
-    """The answer in the seed's wire form: ``hand_back`` becomes ``handBack``."""
+    """The answer in the wire form: ``hand_back`` becomes ``handBack``."""
     if isinstance(value, Mapping) and any(k in _WIRE_KEYS for k in value):
         if any(wire in value for wire in _WIRE_KEYS.values()):
             raise InvalidAnswerError(

@@ -1,4 +1,4 @@
-"""The line to add to AGENTS.md / CLAUDE.md, as the seed's "Telling your agents" has it."""
+"""The line to add to AGENTS.md / CLAUDE.md, as the vault design's "Telling your agents" has it."""
 
 from __future__ import annotations
 

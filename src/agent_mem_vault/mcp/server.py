@@ -1,4 +1,4 @@
-"""The vault's MCP server: the seed's tools, two resources and two prompts.
+"""The vault's MCP server: the vault design's tools, two resources and two prompts.
 
 Each tool is one vault call. Its docstring is the prompt the model reads, so it
 says when to use the tool and what comes back; its body stays short. A vault
@@ -301,7 +301,7 @@ def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[
 
 
 def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
-    """The seed's handoff tools: create, read, peek, list, ack, reopen."""
+    """The vault design's handoff tools: create, read, peek, list, ack, reopen."""
     vault, me = run.vault, run.settings.agent
     tool = _registrar(server)
 

@@ -23,7 +23,7 @@ POST   /api/{harness}/threads/{threadId}/waits/{waitId}/cancel      cancel a wai
 POST   /api/{harness}/threads/{threadId}/continue                   continue without a message
 POST   /api/{harness}/threads/{threadId}/members                    share the thread
 POST   /api/{harness}/threads/{threadId}/transfer                   transfer (JSON body)
-POST   /api/{harness}/move-to-{target}?threadId=…                   transfer, the seed's form
+POST   /api/{harness}/move-to-{target}?threadId=…                   transfer, the design's form
 GET    /api/{harness}/threads/{threadId}/events                     SSE stream, resumable
 GET    /openapi.json                                                the OpenAPI document
 GET    /console/                                                    the operator console
@@ -216,7 +216,7 @@ class _Api:
         return _json(await self.service.transfer(key, thread_id, user, body))
 
     async def move_to(self, request: Request) -> Response:
-        """The seed's ``POST /api/move-to-billing?threadId=…``: answers the new thread id."""
+        """The design's ``POST /api/move-to-billing?threadId=…``: answers the new thread id."""
         user = await self.service.user_of(request)
         key = _path(request, "harness")
         target = _path(request, "target")

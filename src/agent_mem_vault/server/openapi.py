@@ -203,7 +203,7 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
         },
         "/api/{harness}/move-to-{target}": {
             "post": _op(
-                "Transfer in the seed's form: answers the target thread id as text",
+                "Transfer in the harness design's form: answers the target thread id as text",
                 {
                     "description": "The target thread id.",
                     "content": {"text/plain": {"schema": {"type": "string"}}},

@@ -2,7 +2,7 @@
 
 These are the edge of the harness service: the server validates every body
 against them (so bad input is a 400 with a code, never a 500) and the OpenAPI
-document is generated from them. Field names are the seed's wire names
+document is generated from them. Field names are the harness design's wire names
 (``threadId``, ``pendingWaits``, ``questionId``); Python code uses snake_case
 and the aliases carry the camelCase.
 """

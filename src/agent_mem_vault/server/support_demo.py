@@ -1,4 +1,4 @@
-"""The seed's support desk, assembled: what ``agent-mem-vault demo support`` serves.
+"""The harness design's support desk, assembled: what ``agent-mem-vault demo support`` serves.
 
 A main model ("support desk") that hands billing questions to the ``billing``
 agent and asks for a person when the user wants one, a billing team harness
@@ -68,7 +68,7 @@ BILLING_TEAM_PROMPT = "You are the billing team. Cases reach you with a note; se
 
 
 def user_from_request(request: Any) -> User | None:
-    """The demo's login check (seed §4): ``Authorization: Bearer token-…`` to a user.
+    """The demo's login check (harness design §4): ``Authorization: Bearer token-…`` to a user.
 
     A header in another scheme (``Basic …``, a bare token) is a 401 naming the
     Bearer scheme; an unknown token finds no user (a 401 too, see the app).
@@ -178,7 +178,7 @@ def _lifespan(host: HarnessHost) -> Any:
 
 
 async def _copy_members_on_transfer(host: HarnessHost) -> None:
-    """Give a transfer's target the source's members (seed §5: "copy your own access rows").
+    """Give a transfer's target the source's members (the design's §5: "copy your own access rows").
 
     A new target has the transferring user as its only member; the demo adds
     the source thread's people so the customer can follow the case.

@@ -166,7 +166,7 @@ def _search_filter(
     tags: Sequence[str] = (),
 ) -> tuple[str, list[Any]]:
     """The ``FROM … WHERE`` of a search: the match, the namespace with those below
-    it, and (issue 16) the ``kind`` and ``tags`` filters.
+    it, and the ``kind`` and ``tags`` filters.
 
     The matches drive the query (``CROSS JOIN`` keeps them outermost); each is
     then tested on its ``memories`` row, found by rowid. That costs one lookup
@@ -632,7 +632,7 @@ class Index:
         Every match is ranked by BM25 (title weighs 5, tags 2, content 1) inside
         FTS5; only the rows of the page are then joined and given a snippet.
         This is the lexical ranking a hybrid search fuses with others. ``kind``
-        and ``tags`` (issue 16) filter before ranking, like the namespace.
+        and ``tags`` filter before ranking, like the namespace.
         """
         where, args = _search_filter(match, namespace, kind, tags)
         # The total comes from the same pass that ranks (a window over every

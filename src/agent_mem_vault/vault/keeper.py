@@ -23,7 +23,7 @@ answers with the notes and folders still to apply, and the asking process
 applies them under its own lock. Until its first full check of the vault is
 done, and while a new folder waits to be watched (a new namespace: a moment,
 see ``watch.py``), it answers ``{"ok": false}`` and the caller checks by
-``stat`` as before.
+``stat`` itself.
 
 Started by the first process that paid for a namespace of at least
 ``START_FROM`` notes (detached, in its own session); it leaves after

@@ -9,7 +9,7 @@ Each function returns the new value (or the same value when nothing changes)
 and raises a ``UserError`` subclass when the transition is not allowed. The
 service writes only what these return, so a refused transition writes nothing.
 
-The cases the seed leaves open are decided here:
+The cases the vault design leaves open are decided here:
 
 - ``ack`` of a handoff that is already read: nothing changes, the handoff is
   returned as it is (``read_at`` keeps the first reading). Acknowledging is

@@ -156,7 +156,7 @@ class SearchHits(list[SearchHit]):
         super().__init__(hits)
         self.mode = mode
         self.reason = reason
-        # Paging (issue 12): ``total`` counts every matching memory.
+        # Paging: ``total`` counts every matching memory.
         self.offset = offset
         self.total = offset + len(hits) if total is None else total
 

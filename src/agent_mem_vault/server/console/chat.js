@@ -1,6 +1,6 @@
 // Customer chat for the demo: one thread of the desk harness, live. With
 // #operator=<id> in the link, the owner shares each new thread with that
-// operator (seed §4, "Share the thread with the operator").
+// operator (harness design §4, "Share the thread with the operator").
 "use strict";
 
 const params = takeTokenFromHash();
