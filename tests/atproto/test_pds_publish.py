@@ -280,6 +280,8 @@ def test_runs_publish_on_the_cli_publishes_each_handoff_once(pds_url: str, tmp_p
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
+    init = [sys.executable, "-m", "agent_mem_vault.cli.main", "init"]
+    subprocess.run(init, capture_output=True, env=env, check=True)
     for _ in range(3):
         run("start", "bot", "--lease", "0")
     first = json.loads(run("publish", "bot", "--json"))

@@ -354,7 +354,7 @@ def test_gemini_cli_chat_longer_than_the_read_window_is_read_from_its_end(
     long.write_text(lines[0] + (filler + "\n") * 2_500 + "".join(lines[1:]))
     transcript = gemini_cli.read(str(long), None)
     assert transcript.entries == gemini_cli.read(str(chat), None).entries
-    assert len(transcript.problems) == 1 and "only the last 2 MB" in transcript.problems[0]
+    assert len(transcript.problems) == 1 and "only the last 1 MB" in transcript.problems[0]
 
 
 def test_opencode_session_longer_than_the_read_window_is_read_from_its_end(
@@ -378,4 +378,4 @@ def test_opencode_session_longer_than_the_read_window_is_read_from_its_end(
         )
     transcript = opencode.read(str(copy), session)
     assert transcript.entries == opencode.read(str(db), session).entries
-    assert len(transcript.problems) == 1 and "only the newest 2 MB" in transcript.problems[0]
+    assert len(transcript.problems) == 1 and "only the newest 1 MB" in transcript.problems[0]

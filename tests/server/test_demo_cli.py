@@ -183,6 +183,16 @@ def test_demo_start_up_failure_is_reported_before_any_banner_with_exit_9(
 def test_serve_http_port_in_use_is_reported_before_the_banner_with_exit_9(
     tmp_path: Path,
 ) -> None:
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "agent-mem-vault"),
+            "init",
+            "--vault",
+            str(tmp_path / "v"),
+        ],
+        capture_output=True,
+        check=True,
+    )
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
