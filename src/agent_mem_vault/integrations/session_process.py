@@ -82,8 +82,11 @@ def session_pid(client: str | None, start: int | None = None) -> int | None:
 def _matches(client: str, comm: str, words: list[str]) -> bool:
     if comm == _NODE_LAUNCHERS.get(client):
         return False
-    # The program, and the script a Node or Python program runs (``node …/gemini.js``).
-    names = [comm, *(os.path.basename(w) for w in words[:2] if " " not in w)]
+    # The program, and the script a Node or Python program runs (``node …/gemini.js``),
+    # past the interpreter's own options (Gemini CLI relaunches itself as
+    # ``node --max-old-space-size=… …/index.js``).
+    script = next((w for w in words[1:] if not w.startswith("-")), "")
+    names = [comm, *(os.path.basename(w) for w in (words[:1] + [script]) if " " not in w)]
     return any(hint in name for name in names for hint in _LOOKS_LIKE[client])
 
 
