@@ -162,11 +162,15 @@ def _read_info(root: Path) -> dict[str, Any] | None:
 
 
 def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """One request, one JSON line back; None if nobody answers within ``timeout``."""
-    import socket
+    """One request, one JSON line back; None if nobody answers within ``timeout``.
+
+    Through ``_socket``, the C module under ``socket``: importing ``socket`` itself
+    builds its enums, several milliseconds of a fresh process's first call, more
+    than the question costs."""
+    import _socket
 
     deadline = time.monotonic() + timeout
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
         conn.connect(sock_path)
