@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 # every process imports this module, few of them talk to a keeper.
 
 __all__ = [
+    "ASK_FROM",
     "IDLE_ENV",
     "START_FROM",
     "SWITCH_ENV",
@@ -76,11 +77,18 @@ __all__ = [
 ]
 
 SWITCH_ENV = "AGENT_MEM_VAULT_KEEPER"
-"""``0``, ``off``, ``no`` or ``false``: never ask or start a keeper."""
+"""``0``, ``off``, ``no`` or ``false``: never ask or start a keeper. ``always``: ask
+it at every check, however few notes (``ASK_FROM``): for a vault whose notes are
+edited by tools that keep their size and mtime, which only a watch sees."""
 IDLE_ENV = "AGENT_MEM_VAULT_KEEPER_IDLE"
 """Seconds the keeper waits for a question before it leaves (default 1800)."""
 START_FROM = 2000
 """Notes a call checked by ``stat`` from which it starts a keeper for next time."""
+ASK_FROM = 1000
+"""The ``stat`` calls (one per known folder, one per note of the folders read) from
+which asking the keeper is cheaper than checking by ``stat``: a question costs a
+fresh process about a millisecond (a socket, a round trip, the keeper's look at
+its watch), a ``stat`` a few microseconds. Below it the keeper is not asked."""
 ASK_TIMEOUT = 0.5
 """How long a process waits for the keeper's answer before checking by ``stat`` itself
 (the keeper answers in milliseconds; one that is busy is not waited for)."""
@@ -219,6 +227,8 @@ class KeeperLink:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.enabled = _enabled()
+        self.always = os.environ.get(SWITCH_ENV, "").strip().lower() == "always"
+        """Asked at every check, not only where cheaper than a check by ``stat``."""
         self._started = False
 
     def ask(self) -> Told | None:
