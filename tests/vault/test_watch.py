@@ -483,3 +483,36 @@ def test_an_overflowed_queue_breaks_the_watch_and_nothing_is_missed(
         assert h is not None
         _same_stamp_edit(vault.path / h.path, f"## Summary\n{h.summary}", "## Summary\nxyzxyzxyzx")
         assert vault.get_handoff(h.id).summary == "xyzxyzxyzx"
+
+
+@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
+def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
+    """What a call wrote and indexed is not told to the next call: the last event about
+    the note is the rename of this process's own temp file onto it."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+        read = vault.read_handoff(agent="codex", namespace=NS)
+        assert read is not None and read.id == h.id
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+
+
+def test_an_edit_right_after_this_process_wrote_a_note_is_seen(vault: Vault) -> None:
+    """An edit to a note this process just wrote (same size and mtime, or a rename of
+    another file over it) comes after the write's own events: the next call reads it."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault):
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert vault.get_handoff(h.id).summary == "xyz"
+        vault.ack_handoff(h.id)
+        note = vault.path / h.path
+        other = note.with_name("elsewhere.txt")
+        other.write_text(note.read_text().replace("## Summary\nxyz", "## Summary\nuvw"))
+        os.replace(other, note)
+        assert vault.get_handoff(h.id).summary == "uvw"

@@ -108,6 +108,12 @@ class Inotify:
         self._paths: dict[int, str] = {}
         self._lock = threading.Lock()
         self._gathered: set[tuple[int, str]] = set()
+        self._moving: dict[int, str] = {}
+        """The path each rename (by its cookie) moved from, until its other half is read."""
+        self._moved_in: dict[str, str] = {}
+        self.moved_in: dict[str, str] = {}
+        """Of the paths in the last ``changes``: those whose last event was a rename onto
+        them, with the path renamed from."""
         self._overflowed = False
         self._closed = False
         try:
@@ -137,6 +143,7 @@ class Inotify:
             if self._overflowed:
                 raise QueueOverflow("the kernel's inotify queue overflowed")
             out, self._gathered = self._gathered, set()
+            self.moved_in, self._moved_in = self._moved_in, {}
             return out
 
     def close(self) -> None:
@@ -177,7 +184,7 @@ class Inotify:
     def _parse(self, data: bytes) -> None:
         offset = 0
         while offset + _HEADER.size <= len(data):
-            wd, mask, _cookie, size = _HEADER.unpack_from(data, offset)
+            wd, mask, cookie, size = _HEADER.unpack_from(data, offset)
             offset += _HEADER.size
             raw = data[offset : offset + size].rstrip(b"\0")
             offset += size
@@ -200,6 +207,13 @@ class Inotify:
                     self._gathered.add((MODIFIED, folder))
                 continue
             path = os.path.join(folder, os.fsdecode(raw))
+            self._moved_in.pop(path, None)
+            if mask & _MOVED_FROM:
+                if len(self._moving) > 1000:
+                    self._moving.clear()  # halves moved out of the watch: never paired
+                self._moving[cookie] = path
+            elif mask & _MOVED_TO and cookie in self._moving:
+                self._moved_in[path] = self._moving.pop(cookie)
             if mask & (_CREATE | _MOVED_TO):
                 kind = ADDED
             elif mask & (_DELETE | _MOVED_FROM):

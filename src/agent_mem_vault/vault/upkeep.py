@@ -191,6 +191,13 @@ class IndexUpkeep:
                 idx = self.rebuild()
         return idx
 
+    def wrote(self, temps: dict[str, str]) -> None:
+        """Notes (relative path → the temp file renamed onto it) this process just wrote
+        and indexed: the watcher's report of them is not read back (see
+        ``NoteWatcher.wrote``)."""
+        if self.watcher is not None and temps:
+            self.watcher.wrote(temps)
+
     def _worth_asking(self, idx: Index, scope: Sequence[Scope], folders: bool = True) -> bool:
         """Whether asking the keeper is cheaper than checking by ``stat``: a check by
         stat makes one per known folder (with ``folders``) and one per note of the

@@ -165,6 +165,9 @@ class NoteWatcher:
         self._marks_fd: int | None = None
         self.handovers = 0
         """Restarts for new folders whose new watch took over without a gap."""
+        self._own: dict[str, str] = {}
+        """Notes this process wrote and indexed since the last ``take`` (full path →
+        the full path of the temp file renamed onto it)."""
 
     def start(self, wait: float = 0.0) -> bool:
         """Start setting up the watch; True if it is in place within ``wait`` seconds."""
@@ -211,6 +214,21 @@ class NoteWatcher:
         """
         return self._generation
 
+    def wrote(self, temps: dict[str, str]) -> None:
+        """Notes (relative path → the name of the temp file renamed onto it) this process
+        wrote and indexed just now.
+
+        The next ``take`` leaves out such a note if the last event about it is that
+        rename (from that very temp file: ``Inotify.moved_in``): nothing changed it
+        since, and what it holds is indexed already, so the call after a write need
+        not read it back. Any later change to it (an edit, a rename over it) comes
+        after that event, and the note is told as usual.
+        """
+        with self._lock:
+            for rel, temp in temps.items():
+                full = self._prefix + rel
+                self._own[full] = full.rpartition("/")[0] + "/" + temp
+
     def take(self) -> tuple[set[str], set[str]] | None:
         """(notes, folders) changed since the last call, relative to ``root``; ``None``
         if the watch has broken (then the caller checks by ``stat``).
@@ -241,6 +259,12 @@ class NoteWatcher:
                 except Exception:  # the new watch broke at once
                     self._break()
                     return None
+            own, self._own = self._own, {}
+            if own and not handover and isinstance(notify, inotify.Inotify):
+                moved = notify.moved_in
+                files = {
+                    f for f in files if moved.get(self._prefix + f, "") != own.get(self._prefix + f)
+                }
             self._held |= {d for d in new if self._is_folder(d)}
             dirs -= self._held
             if self._held and not self._restarting:
