@@ -166,12 +166,21 @@ async def in_process(root: Path, calls: int, out: Timings) -> None:
         def validate(i: int, make: Any = make, meta: Any = meta) -> None:
             meta.arg_model.model_validate(meta.pre_parse_json(make(i)))
 
+        def on_server(i: int, name: str = tool_name, make: Any = make) -> Awaitable[object]:
+            return server.call_tool(name, make(i + 200_000))
+
+        def in_vault(i: int, op: str = op) -> object:
+            return _vault_call(vault, op, i + 300_000)
+
+        def sync(i: int, op: str = op) -> object:
+            return vault._upkeep.sync(_scope(op))
+
         steps += [
-            ("tool", op, lambda i, n=tool_name, m=make: server.call_tool(n, m(i + 200_000))),
+            ("tool", op, on_server),
             ("middleware", op, middleware),
             ("validate", op, validate),
-            ("vault", op, lambda i, op=op: _vault_call(vault, op, i + 300_000)),
-            ("sync", op, lambda i, op=op: vault._upkeep.sync(_scope(op))),
+            ("vault", op, in_vault),
+            ("sync", op, sync),
         ]
         if op in WRITES:
             steps.append(("io", op, lambda i: _durable_write(folder, i)))
@@ -193,7 +202,7 @@ def breakdown(out: Timings) -> list[str]:
         values = out.get(what, {}).get(op)
         return statistics.median(values) if values else 0.0
 
-    rows = [
+    rows: list[tuple[str, Callable[[str], float]]] = [
         ("end to end, SDK client", lambda op: m("sdk", op)),
         ("end to end, bare JSON-RPC", lambda op: m("raw", op)),
         ("· client SDK", lambda op: m("sdk", op) - m("raw", op)),
