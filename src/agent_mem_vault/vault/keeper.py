@@ -12,11 +12,12 @@ current.
 The answer must cover every change made before the question, and an event
 can sit in the operating system's queue for a moment before the watcher
 reads it. So every look at the watch is a *barrier* (``NoteWatcher._drain``):
-the watcher makes a file with a new name in a watched folder of its own, and
-reads events until that file's event arrives. The queue is in order, so every
-change made before the question has been read by then, and none is dropped
-(watchfiles drops what it gathered when a wait times out, so no wait is left to
-time out); the keeper applies them all to the index
+on Linux a non-blocking read of the inotify queue, which holds every change
+made before the read; elsewhere the watcher makes a file with a new name in a
+watched folder of its own, and reads events until that file's event arrives
+(the queue is in order, so every change made before the question has been read
+by then, and none is dropped: watchfiles drops what it gathered when a wait
+times out, so no wait is left to time out). The keeper applies them all to the index
 (under the vault lock) and answers ``{"ok": true}``. If the lock is held (by
 the asking process itself, inside a write, or by another writer) the keeper
 answers with the notes and folders still to apply, and the asking process
@@ -30,7 +31,8 @@ Started by the first process that paid for a namespace of at least
 ``IDLE_ENV`` seconds without a question (default 1800), or when its socket or
 the vault goes. ``agent-mem-vault keeper`` runs one in the foreground, shows
 it, or stops it. ``AGENT_MEM_VAULT_KEEPER=off`` turns it off: then nothing
-connects or starts one.
+connects or starts one. A process asks it only where a question is cheaper
+than checking by ``stat`` (``ASK_FROM``).
 
 The keeper holds an ``flock`` on ``.agent-mem-vault/keeper.lock`` for its life
 (so there is one per vault, and a killed one is seen at once) and writes its
