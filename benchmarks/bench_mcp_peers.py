@@ -262,7 +262,7 @@ def _notes(size: int) -> Path:
 def fill(profile: Profile, size: int) -> None:
     """``size`` writes through the server's own tool: the first alone, then 200 at a
     time without waiting for each answer (the store's content is what matters
-    here, not the time)."""
+    here, not the time); a write the server refused meanwhile is made again alone."""
     if profile.fill is None:
         return
     tool, make = profile.fill
@@ -280,13 +280,16 @@ def fill(profile: Profile, size: int) -> None:
                 line = {"jsonrpc": "2.0", "id": raw.next_id, "method": "tools/call", "params": body}
                 raw.proc.stdin.write(json.dumps(line).encode() + b"\n")
             raw.proc.stdin.flush()
-            waiting = set(ids)
+            waiting = dict(zip(ids, range(start, start + len(ids)), strict=True))
+            again = []
             while waiting:
                 reply = json.loads(raw.proc.stdout.readline())
                 if reply.get("id") in waiting:
+                    i = waiting.pop(reply["id"])
                     if "error" in reply or reply["result"].get("isError"):
-                        raise RuntimeError(f"{profile.name}: filling failed: {reply}")
-                    waiting.discard(reply["id"])
+                        again.append(i)  # e.g. "database is locked": calls run at once
+            for i in again:
+                raw.call(tool, make(i))  # alone; raises if it fails again
     finally:
         raw.close()
 
