@@ -531,7 +531,11 @@ async def bench_other(venv: Path, spec: dict[str, Any], size: int, calls: int) -
                 out[key] = "-"
                 continue
             tool, make = spec[key]
-            out[key] = await timed(lambda i, t=tool, m=make: client.call_tool(t, m(i)), calls)
+
+            def call(i: int, t: str = tool, m: Any = make) -> Awaitable[Any]:
+                return client.call_tool(t, m(i))
+
+            out[key] = await timed(call, calls)
     read_tool, read_args = spec["read"]
     out["start"] = await bench_start(params, read_tool, read_args(0), 5)
     return out

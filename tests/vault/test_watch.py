@@ -14,11 +14,23 @@ from typing import Any
 import pytest
 import watchfiles._rust_notify
 
-from agent_mem_vault.vault import Vault
+import agent_mem_vault.vault.watch as watch_module
+from agent_mem_vault.vault import Vault, inotify
 from agent_mem_vault.vault.watch import NoteWatcher
 from tests.by_hand import save_in_place, write_handoff
 
 from .conftest import NS
+
+
+@pytest.fixture(autouse=True, params=["inotify", "watchfiles"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every rule holds with either watch: inotify read directly (Linux) and
+    ``watchfiles`` (what macOS uses)."""
+    if request.param == "watchfiles":
+        monkeypatch.setattr(watch_module, "USE_INOTIFY", False)
+    elif not inotify.available():
+        pytest.skip("inotify is Linux's")
+    return str(request.param)
 
 
 def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
@@ -191,6 +203,7 @@ def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
+@pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
 def test_a_watchfiles_that_raises_for_a_removed_folder_is_retried(
     vault: Vault, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -314,6 +327,7 @@ def test_a_folder_renamed_by_hand_is_watched_under_its_new_name(vault: Vault) ->
         assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
+@pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
 def test_each_watcher_has_its_own_marks_folder_removed_when_it_stops(vault: Vault) -> None:
     import fcntl
 
@@ -397,15 +411,18 @@ def test_a_folder_swapped_in_by_hand_is_read_with_its_subfolders(vault: Vault) -
         assert "3zzzzzzzzzzz2" in ids
 
 
-def test_a_broken_watch_is_set_up_again(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agent_mem_vault.vault.watch as watch_module
-
+def test_a_broken_watch_is_set_up_again(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
     monkeypatch.setattr(watch_module, "RETRY_AFTER", 0.0)
     h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
     with _watching(vault) as watcher:
         vault.peek_handoff(agent="codex", namespace=NS)
         generation = watcher.generation
-        shutil.rmtree(watcher._marks_dir)  # its next look finds no mark: the watch breaks
+        if backend == "watchfiles":
+            shutil.rmtree(watcher._marks_dir)  # its next look finds no mark: the watch breaks
+        else:
+            watcher._notify.close()  # its next look cannot read: the watch breaks
         vault.peek_handoff(agent="codex", namespace=NS)
 
         def again() -> bool:
@@ -415,3 +432,87 @@ def test_a_broken_watch_is_set_up_again(vault: Vault, monkeypatch: pytest.Monkey
         assert _eventually(again)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert vault.get_handoff(h.id).summary == "xyz"
+
+
+def _tid(i: int) -> str:
+    """The ``i``-th of a run of valid TIDs, in order (newer than any the tests make)."""
+    digits = "234567abcdefghijklmnopqrstuvwxyz"
+    return "3zzzzzzzz" + "".join(digits[(i >> (5 * k)) & 31] for k in (3, 2, 1, 0))
+
+
+@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
+def test_a_watch_read_directly_makes_no_marks(vault: Vault) -> None:
+    """Reading inotify's queue is the barrier itself: no mark file, no marks folder."""
+    with _watching(vault):
+        for _ in range(3):
+            vault.peek_handoff(agent="codex", namespace=NS)
+        assert not (vault.path / ".agent-mem-vault" / "marks").exists()
+
+
+@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
+def test_an_overflowed_queue_breaks_the_watch_and_nothing_is_missed(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More events than the kernel queues, with nobody reading them: the kernel drops
+    events and says so; the watch is then taken as broken, the call checks by stat
+    (so it still sees the last note), and the watch is set up again."""
+    monkeypatch.setattr(watch_module, "RETRY_AFTER", 0.0)
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    if limit > 40_000:
+        pytest.skip(f"the kernel queues {limit} events: too many to overflow here")
+    vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+    folder = vault.path / NS / "handoffs"
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        generation = watcher.generation
+        notify = watcher._notify
+        assert isinstance(notify, inotify.Inotify)
+        with notify._lock:  # its reading thread waits: the queue fills up
+            for i in range(limit // 2 + 100):  # each a create and a close: two events
+                write_handoff(folder, _tid(i), f"burst {i}", namespace=NS)
+        peeked = vault.peek_handoff(agent="codex", namespace=NS)
+        assert not watcher.active or watcher.generation > generation
+        assert peeked is not None and peeked.summary == f"burst {limit // 2 + 99}"
+
+        def again() -> bool:
+            vault.peek_handoff(agent="codex", namespace=NS)
+            return watcher.active and watcher.generation > generation
+
+        assert _eventually(again)
+        h = vault.peek_handoff(agent="codex", namespace=NS)
+        assert h is not None
+        _same_stamp_edit(vault.path / h.path, f"## Summary\n{h.summary}", "## Summary\nxyzxyzxyzx")
+        assert vault.get_handoff(h.id).summary == "xyzxyzxyzx"
+
+
+@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
+def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
+    """What a call wrote and indexed is not told to the next call: the last event about
+    the note is the rename of this process's own temp file onto it."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+        read = vault.read_handoff(agent="codex", namespace=NS)
+        assert read is not None and read.id == h.id
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+
+
+def test_an_edit_right_after_this_process_wrote_a_note_is_seen(vault: Vault) -> None:
+    """An edit to a note this process just wrote (same size and mtime, or a rename of
+    another file over it) comes after the write's own events: the next call reads it."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault):
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        assert vault.get_handoff(h.id).summary == "xyz"
+        vault.ack_handoff(h.id)
+        note = vault.path / h.path
+        other = note.with_name("elsewhere.txt")
+        other.write_text(note.read_text().replace("## Summary\nxyz", "## Summary\nuvw"))
+        os.replace(other, note)
+        assert vault.get_handoff(h.id).summary == "uvw"

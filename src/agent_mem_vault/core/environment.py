@@ -43,7 +43,8 @@ VARIABLES: tuple[Variable, ...] = (
         "AGENT_MEM_VAULT_KEEPER",
         "on",
         "`0`, `off`, `no` or `false`: never ask or start the vault's keeper; "
-        "every call checks its namespace by `stat`.",
+        "every call checks its namespace by `stat`. `always`: ask it at every check, "
+        "not only where that is cheaper than 1,000 `stat` calls.",
         "vault",
     ),
     Variable(

@@ -14,6 +14,7 @@ for the two together, however many threads queue before it.
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -143,6 +144,8 @@ class VaultBase:
         self._pid = os.getpid()
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
+        self._temps: dict[str, str] = {}
+        """Notes written and not yet committed to the index: their temp files' names."""
         # Search by meaning (memories.py): settings from the environment unless given.
         self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
         self._semantic = SemanticState()
@@ -389,7 +392,9 @@ class VaultBase:
         memory: Memory | None = None,
     ) -> FileRecord:
         """Write one note atomically; the record of it, for ``_commit``."""
-        st = atomic_write(self.path / path, text, durable=self.durable)
+        token = secrets.token_hex(4)
+        st = atomic_write(self.path / path, text, durable=self.durable, token=token)
+        self._temps[path] = f".{path.rpartition('/')[2]}.{token}.tmp"
         return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
 
     def _commit(
@@ -398,6 +403,7 @@ class VaultBase:
         """Record what was just written, and the new mtimes of its folders (and of
         ``folders``, made for it), in one transaction."""
         folders = folders | {r.dir for r in records}
+        temps, self._temps = self._temps, {}
         try:
             with idx.transaction():
                 for record in records:
@@ -405,6 +411,9 @@ class VaultBase:
                 for rel in sorted(folders):
                     st = os.stat(self.path / rel if rel else self.path)
                     idx.set_dir(rel, st.st_mtime_ns)
+            # Indexed as written: the watcher need not have them read back (see
+            # ``NoteWatcher.wrote``).
+            self._upkeep.wrote({r.path: temps[r.path] for r in records if r.path in temps})
         except sqlite3.DatabaseError:
             # The notes are written, and they are the truth: the caller gets its
             # answer (a handoff it read must not be lost to an index error), and

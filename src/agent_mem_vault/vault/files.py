@@ -200,7 +200,12 @@ def fsync_dir(path: Path) -> None:
 
 
 def atomic_write(
-    path: Path, text: str, *, durable: bool = True, mode: int | None = None
+    path: Path,
+    text: str,
+    *,
+    durable: bool = True,
+    mode: int | None = None,
+    token: str | None = None,
 ) -> os.stat_result:
     """Replace ``path`` with ``text`` atomically; returns the new file's stat.
 
@@ -210,9 +215,10 @@ def atomic_write(
     ``durable=False`` the fsyncs are skipped: the write still survives the
     process being killed (the kernel has it), but not a power cut. ``mode``
     sets the new file's permission bits exactly (to keep those of the file it
-    replaces); by default it is 0644 less the umask.
+    replaces); by default it is 0644 less the umask. ``token`` is the temp file's
+    8 hex digits (random by default), for a caller that must know its name.
     """
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{token or secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:

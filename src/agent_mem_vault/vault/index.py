@@ -382,6 +382,9 @@ class Index:
     def dirs(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT path, mtime_ns FROM dirs").fetchall())
 
+    def dir_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM dirs").fetchone()[0])
+
     def child_dirs(self, parent: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT path FROM dirs WHERE parent=?", (parent,))]
 

@@ -12,11 +12,12 @@ current.
 The answer must cover every change made before the question, and an event
 can sit in the operating system's queue for a moment before the watcher
 reads it. So every look at the watch is a *barrier* (``NoteWatcher._drain``):
-the watcher makes a file with a new name in a watched folder of its own, and
-reads events until that file's event arrives. The queue is in order, so every
-change made before the question has been read by then, and none is dropped
-(watchfiles drops what it gathered when a wait times out, so no wait is left to
-time out); the keeper applies them all to the index
+on Linux a non-blocking read of the inotify queue, which holds every change
+made before the read; elsewhere the watcher makes a file with a new name in a
+watched folder of its own, and reads events until that file's event arrives
+(the queue is in order, so every change made before the question has been read
+by then, and none is dropped: watchfiles drops what it gathered when a wait
+times out, so no wait is left to time out). The keeper applies them all to the index
 (under the vault lock) and answers ``{"ok": true}``. If the lock is held (by
 the asking process itself, inside a write, or by another writer) the keeper
 answers with the notes and folders still to apply, and the asking process
@@ -30,7 +31,8 @@ Started by the first process that paid for a namespace of at least
 ``IDLE_ENV`` seconds without a question (default 1800), or when its socket or
 the vault goes. ``agent-mem-vault keeper`` runs one in the foreground, shows
 it, or stops it. ``AGENT_MEM_VAULT_KEEPER=off`` turns it off: then nothing
-connects or starts one.
+connects or starts one. A process asks it only where a question is cheaper
+than checking by ``stat`` (``ASK_FROM``).
 
 The keeper holds an ``flock`` on ``.agent-mem-vault/keeper.lock`` for its life
 (so there is one per vault, and a killed one is seen at once) and writes its
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 # every process imports this module, few of them talk to a keeper.
 
 __all__ = [
+    "ASK_FROM",
     "IDLE_ENV",
     "START_FROM",
     "SWITCH_ENV",
@@ -76,11 +79,18 @@ __all__ = [
 ]
 
 SWITCH_ENV = "AGENT_MEM_VAULT_KEEPER"
-"""``0``, ``off``, ``no`` or ``false``: never ask or start a keeper."""
+"""``0``, ``off``, ``no`` or ``false``: never ask or start a keeper. ``always``: ask
+it at every check, however few notes (``ASK_FROM``): for a vault whose notes are
+edited by tools that keep their size and mtime, which only a watch sees."""
 IDLE_ENV = "AGENT_MEM_VAULT_KEEPER_IDLE"
 """Seconds the keeper waits for a question before it leaves (default 1800)."""
 START_FROM = 2000
 """Notes a call checked by ``stat`` from which it starts a keeper for next time."""
+ASK_FROM = 1000
+"""The ``stat`` calls (one per known folder, one per note of the folders read) from
+which asking the keeper is cheaper than checking by ``stat``: a question costs a
+fresh process about a millisecond (a socket, a round trip, the keeper's look at
+its watch), a ``stat`` a few microseconds. Below it the keeper is not asked."""
 ASK_TIMEOUT = 0.5
 """How long a process waits for the keeper's answer before checking by ``stat`` itself
 (the keeper answers in milliseconds; one that is busy is not waited for)."""
@@ -162,11 +172,15 @@ def _read_info(root: Path) -> dict[str, Any] | None:
 
 
 def _ask(sock_path: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """One request, one JSON line back; None if nobody answers within ``timeout``."""
-    import socket
+    """One request, one JSON line back; None if nobody answers within ``timeout``.
+
+    Through ``_socket``, the C module under ``socket``: importing ``socket`` itself
+    builds its enums, several milliseconds of a fresh process's first call, more
+    than the question costs."""
+    import _socket
 
     deadline = time.monotonic() + timeout
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
         conn.connect(sock_path)
@@ -215,6 +229,8 @@ class KeeperLink:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.enabled = _enabled()
+        self.always = os.environ.get(SWITCH_ENV, "").strip().lower() == "always"
+        """Asked at every check, not only where cheaper than a check by ``stat``."""
         self._started = False
 
     def ask(self) -> Told | None:

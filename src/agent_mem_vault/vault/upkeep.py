@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
-from .keeper import START_FROM, KeeperLink, Told
+from .keeper import ASK_FROM, START_FROM, KeeperLink, Told
 from .scan import (
     Progress,
     ScanStats,
@@ -177,7 +177,7 @@ class IndexUpkeep:
                 return idx
             if self.look is not None:
                 scope = [s for s in scope if s not in self.look]
-            told = self.keeper.ask() if scope else None
+            told = self.keeper.ask() if scope and self._worth_asking(idx, scope) else None
             if told is not None:
                 self._apply_told(idx, told)
             else:
@@ -190,6 +190,29 @@ class IndexUpkeep:
             with self.locked():
                 idx = self.rebuild()
         return idx
+
+    def wrote(self, temps: dict[str, str]) -> None:
+        """Notes (relative path → the temp file renamed onto it) this process just wrote
+        and indexed: the watcher's report of them is not read back (see
+        ``NoteWatcher.wrote``)."""
+        if self.watcher is not None and temps:
+            self.watcher.wrote(temps)
+
+    def _worth_asking(self, idx: Index, scope: Sequence[Scope], folders: bool = True) -> bool:
+        """Whether asking the keeper is cheaper than checking by ``stat``: a check by
+        stat makes one per known folder (with ``folders``) and one per note of the
+        folders of ``scope`` (as the index knows them); from ``ASK_FROM`` of them the
+        keeper is asked (at every check if ``AGENT_MEM_VAULT_KEEPER=always``)."""
+        if self.keeper.always:
+            return True
+        work = idx.dir_count() if folders else 0
+        for folder, leaf in scope:
+            for directory in idx.dirs_under(folder):
+                if work >= ASK_FROM:
+                    return True
+                if directory.rpartition("/")[2] == leaf:
+                    work += idx.dir_signature(directory)[0]
+        return work >= ASK_FROM
 
     def _sync_by_stat(self, idx: Index, scope: Sequence[Scope]) -> None:
         """Without a watcher or a keeper: folder mtimes, and one ``stat`` per note of
@@ -237,7 +260,8 @@ class IndexUpkeep:
         first = None not in self._checked
         if _ALL in self._checked:
             first, todo = False, []
-        told = self.keeper.ask() if first or todo else None
+        worth = (first or todo) and self._worth_asking(idx, todo, folders=first)
+        told = self.keeper.ask() if worth else None
         if told is not None:
             # The keeper vouches for everything before now, this watcher for
             # everything since it began: nothing is left to check by stat.

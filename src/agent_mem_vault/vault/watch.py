@@ -2,9 +2,10 @@
 
 A fresh process checks the folders it reads one ``stat`` per note (see
 ``scan.py``). A server that answers many calls a minute would pay that on every
-call, so it watches the vault instead (inotify on Linux, FSEvents on macOS,
-through ``watchfiles``, a Rust library): the operating system tells it which
-notes changed, and the next call reads just those.
+call, so it watches the vault instead (inotify on Linux, read directly, see
+``inotify.py``; FSEvents on macOS, through ``watchfiles``, a Rust library): the
+operating system tells it which notes changed, and the next call reads just
+those.
 
 The watcher only replaces the per-note checks of folders it has seen since it
 started: the first call that reads a namespace after the watcher is ready still
@@ -38,6 +39,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from . import inotify
 from .scan import skipped
 
 __all__ = ["LOCAL_FILESYSTEMS", "NoteWatcher", "filesystem_of", "watchable"]
@@ -50,6 +52,10 @@ RETRY_AFTER = 30.0
 """Seconds between attempts to set a broken watch up again."""
 SETUP_TRIES = 5
 """Listings tried before giving up when folders keep appearing or vanishing during setup."""
+
+USE_INOTIFY = True
+"""On Linux, read inotify directly (``inotify.py``): a look at the watch then needs no
+mark and no wait. Elsewhere (macOS), or with this off, ``watchfiles`` watches."""
 
 _MODIFIED = 2  # watchfiles' Change.modified; 1 is added, 3 deleted
 
@@ -118,11 +124,13 @@ class WatchLost(Exception):
 class NoteWatcher:
     """The notes and folders changed under ``root``, as the operating system reports them.
 
-    The watch itself runs in ``watchfiles``' own thread, which gathers events
-    the moment the kernel queues them; ``take`` drains what it gathered (a
-    millisecond when nothing changed), so the next call sees a note saved just
-    before it. Setting the watch up walks the folder tree, so ``start`` does it
-    in a background thread and the checks by ``stat`` serve until it is ready.
+    On Linux ``take`` reads inotify's queue itself (microseconds when nothing
+    changed); elsewhere the watch runs in ``watchfiles``' own thread, which
+    gathers events the moment the kernel queues them, and ``take`` drains what
+    it gathered (a millisecond when nothing changed). Either way the next call
+    sees a note saved just before it. Setting the watch up walks the folder
+    tree, so ``start`` does it in a background thread and the checks by
+    ``stat`` serve until it is ready.
     """
 
     def __init__(self, root: Path) -> None:
@@ -131,7 +139,10 @@ class NoteWatcher:
         self._prefix = str(self.root) + os.sep
         self._marks_dir = self.root / MARKS_FOLDER / f"{os.getpid()}-{os.urandom(4).hex()}"
         """This watcher's own folder, also watched: ``_drain`` makes a file there and
-        reads events until that file's arrives (see ``_drain``)."""
+        reads events until that file's arrives (see ``_drain``). Not made when inotify
+        is read directly: a read of its queue is the barrier."""
+        self._direct = USE_INOTIFY and inotify.available()
+        """inotify read directly (no marks), else ``watchfiles``."""
         self._mark = 0
         self._lock = threading.Lock()
         """Taken by ``take`` and ``stop``, and by a setup handing its watch over."""
@@ -154,6 +165,9 @@ class NoteWatcher:
         self._marks_fd: int | None = None
         self.handovers = 0
         """Restarts for new folders whose new watch took over without a gap."""
+        self._own: dict[str, str] = {}
+        """Notes this process wrote and indexed since the last ``take`` (full path →
+        the full path of the temp file renamed onto it)."""
 
     def start(self, wait: float = 0.0) -> bool:
         """Start setting up the watch; True if it is in place within ``wait`` seconds."""
@@ -200,6 +214,21 @@ class NoteWatcher:
         """
         return self._generation
 
+    def wrote(self, temps: dict[str, str]) -> None:
+        """Notes (relative path → the name of the temp file renamed onto it) this process
+        wrote and indexed just now.
+
+        The next ``take`` leaves out such a note if the last event about it is that
+        rename (from that very temp file: ``Inotify.moved_in``): nothing changed it
+        since, and what it holds is indexed already, so the call after a write need
+        not read it back. Any later change to it (an edit, a rename over it) comes
+        after that event, and the note is told as usual.
+        """
+        with self._lock:
+            for rel, temp in temps.items():
+                full = self._prefix + rel
+                self._own[full] = full.rpartition("/")[0] + "/" + temp
+
     def take(self) -> tuple[set[str], set[str]] | None:
         """(notes, folders) changed since the last call, relative to ``root``; ``None``
         if the watch has broken (then the caller checks by ``stat``).
@@ -230,6 +259,12 @@ class NoteWatcher:
                 except Exception:  # the new watch broke at once
                     self._break()
                     return None
+            own, self._own = self._own, {}
+            if own and not handover and isinstance(notify, inotify.Inotify):
+                moved = notify.moved_in
+                files = {
+                    f for f in files if moved.get(self._prefix + f, "") != own.get(self._prefix + f)
+                }
             self._held |= {d for d in new if self._is_folder(d)}
             dirs -= self._held
             if self._held and not self._restarting:
@@ -315,13 +350,20 @@ class NoteWatcher:
     def _drain(self, notify: Any) -> set[tuple[int, str]]:
         """Every change ``notify`` was told of before this call, none lost.
 
-        A file is made in this watcher's marks folder and events are read until its
-        own arrives: the kernel queues events in order, so every change made before
+        Read directly, inotify's queue holds every change made before the read
+        (see ``inotify.py``): nothing to wait for. With ``watchfiles``, a file is
+        made in this watcher's marks folder and events are read until its own
+        arrives: the kernel queues events in order, so every change made before
         the call has been read by then. ``RustNotify.watch`` is only ever left with
         changes in hand: when it gives up ("timeout") it clears what it gathered,
         and an event that came in that instant would be lost unseen. If the mark
         does not come within ``DRAIN_TIMEOUT`` the watch is taken as broken.
         """
+        if isinstance(notify, inotify.Inotify):
+            try:
+                return notify.changes()
+            except inotify.QueueOverflow as exc:
+                raise WatchLost(str(exc)) from exc
         self._mark += 1
         mark = self._marks_dir / str(self._mark)
         mark.touch()
@@ -378,7 +420,7 @@ class NoteWatcher:
         """The vault's folders as ``scan.py`` sees them (see ``scan.skipped``; no symbolic
         links), listed without a ``stat`` per note."""
         root = str(self.root)
-        out, stack = [root, str(self._marks_dir)], [root]
+        out, stack = [root] if self._direct else [root, str(self._marks_dir)], [root]
         while stack:
             folder = stack.pop()
             try:
@@ -403,12 +445,26 @@ class NoteWatcher:
         it is watched is skipped by watchfiles 1.x (older versions raise
         ``FileNotFoundError``: then the listing is taken afresh).
         """
-        try:
-            from watchfiles._rust_notify import RustNotify
-        except ImportError:
-            self._ready.set()  # no watch, as when a restart fails (see ``take``)
-            return
-        if self._stopped or not self._make_marks():
+        opener: Any
+        if self._direct:
+            opener = inotify.Inotify
+        else:
+            try:
+                from watchfiles._rust_notify import RustNotify
+            except ImportError:
+                self._ready.set()  # no watch, as when a restart fails (see ``take``)
+                return
+            if self._stopped or not self._make_marks():
+                self._ready.set()
+                return
+
+            def opener(folders: list[str]) -> Any:
+                # ``ignore_permission_denied`` off: with it on, watchfiles ignores
+                # every error adding a folder (inotify's watch limit too), and the
+                # watch would cover only some folders without saying so.
+                return RustNotify(folders, False, False, 300, False, False)
+
+        if self._stopped:
             self._ready.set()
             return
         notify: Any = None
@@ -417,10 +473,7 @@ class NoteWatcher:
         for attempt in range(SETUP_TRIES):
             folders = self._folders()
             try:
-                # ``ignore_permission_denied`` off: with it on, watchfiles ignores
-                # every error adding a folder (inotify's watch limit too), and the
-                # watch would cover only some folders without saying so.
-                notify = RustNotify(folders, False, False, 300, False, False)
+                notify = opener(folders)
             except FileNotFoundError:  # a folder listed is gone: list again
                 continue
             except Exception:  # no watch possible here: the callers keep checking by stat
