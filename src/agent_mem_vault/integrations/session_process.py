@@ -86,7 +86,7 @@ def _matches(client: str, comm: str, words: list[str]) -> bool:
     # past the interpreter's own options (Gemini CLI relaunches itself as
     # ``node --max-old-space-size=… …/index.js``).
     script = next((w for w in words[1:] if not w.startswith("-")), "")
-    names = [comm, *(os.path.basename(w) for w in (words[:1] + [script]) if " " not in w)]
+    names = [comm, *(os.path.basename(w) for w in [*words[:1], script] if " " not in w)]
     return any(hint in name for name in names for hint in _LOOKS_LIKE[client])
 
 
