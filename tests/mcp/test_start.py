@@ -14,7 +14,6 @@ import os
 import pty
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import anyio
 import pytest
 
 from mcp import Client
+from tests.warm_process import handed_over_commands, warm_listening
 
 from .conftest import NS, in_process, serve_params
 
@@ -98,34 +98,12 @@ def own_warm_dir(tmp_path: Path) -> Iterator[dict[str, str]]:
         sock.unlink()
 
 
-def warm_listening(runtime: Path) -> bool:
-    """True once a warm process accepts connections in ``runtime``."""
-    for path in runtime.glob("*.sock"):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            try:
-                conn.connect(str(path))
-            except OSError:
-                continue
-            return True
-    return False
-
-
 def start_warm(vault_path: Path, env: dict[str, str]) -> None:
     """A first start (stdin closed at once), then wait until its warm process listens."""
     first = RawServer(vault_path, env)
     assert first.close()[0] == 0
     folder = Path(env["AGENT_MEM_VAULT_RUNTIME_DIR"])
     assert _wait_until(lambda: warm_listening(folder), timeout=60), _logs(folder)
-
-
-def handed_over_commands(runtime: Path) -> list[str]:
-    """The commands the warm process took, from its log (one line each)."""
-    return [
-        line.split(": ", 1)[1]
-        for log in runtime.glob("*.log")
-        for line in log.read_text().splitlines()
-        if " pid " in line and ": " in line
-    ]
 
 
 def _logs(folder: Path) -> str:

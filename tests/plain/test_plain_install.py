@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ import httpx
 import pytest
 
 from tests.server.support import ADA, REFUND, running_demo
+from tests.warm_process import handed_over_commands, warm_listening
 
 PLAIN_ENV = "AMV_PLAIN_PYTHON"
 NS = "project/harbor-api"
@@ -147,26 +147,6 @@ def test_the_main_job_runs_in_a_plain_install(amv: Any) -> None:
     assert "needs batching" in read.stdout
 
 
-def _warm_listening(folder: Path) -> bool:
-    for path in folder.glob("*.sock"):
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            try:
-                conn.connect(str(path))
-            except OSError:
-                continue
-            return True
-    return False
-
-
-def _handed_over(folder: Path) -> list[str]:
-    return [
-        line.split(": ", 1)[1]
-        for log in folder.glob("*.log")
-        for line in log.read_text().splitlines()
-        if " pid " in line and ": " in line
-    ]
-
-
 def _initialize(plain_python: Path, env: dict[str, str]) -> dict[str, Any]:
     cli = plain_python.parent / "agent-mem-vault"
     request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}
@@ -194,15 +174,15 @@ def test_serve_started_twice_in_a_plain_install_hands_the_second_start_to_the_wa
     first = _initialize(plain_python, env)
     assert first["result"]["serverInfo"]["name"] == "agent-mem-vault"
     deadline = time.monotonic() + 60
-    while not _warm_listening(folder) and time.monotonic() < deadline:
+    while not warm_listening(folder) and time.monotonic() < deadline:
         time.sleep(0.1)
     logs = "\n".join(log.read_text() for log in folder.glob("*.log"))
-    assert _warm_listening(folder), f"no warm process in the plain install:\n{logs}"
+    assert warm_listening(folder), f"no warm process in the plain install:\n{logs}"
     assert not list(folder.glob("*.failed")), logs
 
     second = _initialize(plain_python, env)
     assert second["result"]["serverInfo"]["name"] == "agent-mem-vault"
-    assert _handed_over(folder) == ["serve --agent"]
+    assert handed_over_commands(folder) == ["serve --agent"]
     doctor = amv("doctor", "--json")
     assert json.loads(doctor.stdout)["fast_start"]["state"] == "running"
     for sock in folder.glob("*.sock"):
