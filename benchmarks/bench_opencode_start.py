@@ -22,9 +22,10 @@ whichever comes first), to the first request that offers tools (``session
 turn``, the one the plugin's session-start hook adds the vault's text to), and
 to the process's exit; in seconds. The model answers "ok", so each run ends by
 itself; a run that outlives ``--timeout`` has its process group killed.
-One untimed run of each setup comes first (``--warmup``), so the file cache and
-the vault's warm process (``cli/warm.py``) are as on a machine in use.
-Everything the runs started (the warm process included) is stopped at the end.
+One untimed run of each setup comes first (``--warmup``), for the file cache.
+The vault's helper processes (the warm process of ``cli/warm.py``) keep their
+sockets in a folder of the benchmark's own, and whatever the runs started that
+is still running at the end is stopped.
 """
 
 from __future__ import annotations
