@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +44,8 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = 0.0
+    """``time.monotonic()`` when the request arrived: how long a client took to ask."""
 
     @property
     def text(self) -> str:
@@ -161,7 +164,9 @@ class ScriptedModel:
         return Handler
 
     def _record(self, handler: BaseHTTPRequestHandler, body: Any) -> Seen:
-        seen = Seen(handler.command, handler.path, dict(handler.headers.items()), body)
+        seen = Seen(
+            handler.command, handler.path, dict(handler.headers.items()), body, time.monotonic()
+        )
         with self._lock:
             self.requests.append(seen)
         return seen
