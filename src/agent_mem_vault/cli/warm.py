@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core.runtime import runtime_dir
+from ..core.runtime import CALLER_ENV, runtime_dir
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -54,8 +54,6 @@ __all__ = ["CALLER_ENV", "handed_over", "runtime_dir", "socket_path", "warm_stat
 
 SWITCH_ENV = "AGENT_MEM_VAULT_WARM"
 """``0``, ``off``, ``no`` or ``false``: always run in this process."""
-CALLER_ENV = "AGENT_MEM_VAULT_CALLER_PID"
-"""Set in a handed-over command's environment: the pid of the process the client spawned."""
 IDLE_ENV = "AGENT_MEM_VAULT_WARM_IDLE"
 """Seconds the warm process waits for a next command before it leaves (default 1800)."""
 RETRY_AFTER = 600.0
@@ -86,6 +84,7 @@ def handed_over(argv: list[str]) -> int | None:
     if not hasattr(os, "fork") or not hasattr(socket, "send_fds"):
         return None
     signals = _Signals()  # from here on a signal is kept for the child, not lost
+    child: int | None = None
     try:
         path = socket_path()
         conn = _connect(path)
@@ -94,17 +93,17 @@ def handed_over(argv: list[str]) -> int | None:
                 _start(path)
             # Loading takes as long as importing here would: run here, and let the
             # warm process serve the next command.
-            signals.restore()
             return None
         replies = _hand_over(conn, argv)
         child = _child_pid(replies)
     except (OSError, ValueError):
         # No child took the command, so nothing has read its stdin or written its
         # stdout yet: run here, as without a warm process.
-        signals.restore()
         return None
+    finally:
+        if child is None:
+            signals.restore()  # this process runs the command after all
     if child is None:
-        signals.restore()
         return None
     return _wait_child(replies, child, signals)
 

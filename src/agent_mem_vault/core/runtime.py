@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["DIR_ENV", "process_alive", "runtime_dir"]
+__all__ = ["CALLER_ENV", "DIR_ENV", "process_alive", "runtime_dir"]
 
+CALLER_ENV = "AGENT_MEM_VAULT_CALLER_PID"
+"""Set in a command the warm process runs: the pid of the process the client spawned
+(the session hook walks up from it to find the client, not from the warm process)."""
 DIR_ENV = "AGENT_MEM_VAULT_RUNTIME_DIR"
 """Where the sockets live (default: ``$XDG_RUNTIME_DIR`` or the temp folder)."""
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AgentMemVaultError
+from ..core.runtime import CALLER_ENV
 from ..vault.brief import render_brief
 from .namespace import discover_namespace
 
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
     from ..vault import Vault
     from ..vault.models import Handoff
 
-CALLER_ENV = "AGENT_MEM_VAULT_CALLER_PID"
-"""The pid of the process the client spawned, when a warm process runs the hook for it."""
 RUNS_STORE_ENV = "AGENT_MEM_VAULT_RUNS_STORE"
 
 __all__ = ["MAX_HOOK_CHARS", "HookInput", "hook_json", "parse_hook_input", "render_session_start"]
