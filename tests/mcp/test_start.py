@@ -420,3 +420,34 @@ def test_killing_the_command_outright_still_ends_the_server(
     status, stdout, _ = server.close()  # returns only once every writer of stdout is gone
     assert status == -signal.SIGKILL
     assert stdout == b""
+
+
+def _has_socket(pid: int) -> bool:
+    """Whether process ``pid`` holds a socket (the command's connection to the warm process)."""
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:
+        return False
+    return any(link.startswith("socket:") for link in links)
+
+
+@pytest.mark.slow
+def test_a_command_whose_warm_process_does_not_answer_ends_on_a_second_signal(
+    vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
+) -> None:
+    folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
+    start_warm(vault_path, own_warm_dir)
+    [warm] = _warm_processes(folder)
+    os.kill(warm, signal.SIGSTOP)  # it accepts no connection and forks no child
+    try:
+        server = RawServer(vault_path, own_warm_dir)
+        assert _wait_until(lambda: _has_socket(server.proc.pid))  # waiting for its pid
+        # Two different signals: the same signal twice may reach the process as one.
+        server.proc.send_signal(signal.SIGINT)
+        server.proc.send_signal(signal.SIGTERM)
+        status = server.proc.wait(timeout=30)
+    finally:
+        # The stdio it passed waits in the socket until the warm process reads it.
+        os.kill(warm, signal.SIGCONT)
+    _, _, stderr = server.close()
+    assert status in (130, -signal.SIGTERM), stderr.decode()

@@ -686,7 +686,7 @@ def _fast_start_text(status: dict[str, Any]) -> str:
     if state == "failed":
         return (
             f"fast start: the warm process failed ({status['reason']}); fix: {status['fix']}. "
-            f"Sessions start without it meanwhile (slower); tried again after "
+            f"Sessions start without it meanwhile (slower); tried again "
             f"{status['retry_at']}, or at once once {status['failure_file']} is removed."
         )
     if state == "idle":

@@ -96,9 +96,10 @@ def handed_over(argv: list[str]) -> int | None:
             return None
         replies = _hand_over(conn, argv)
         child = _child_pid(replies)
-    except (OSError, ValueError):
-        # No child took the command, so nothing has read its stdin or written its
-        # stdout yet: run here, as without a warm process.
+    except Exception:
+        # No child took the command (the socket failed, or an answer that is not a
+        # pid), so nothing has read its stdin or written its stdout yet: run here,
+        # as without a warm process.
         return None
     finally:
         if child is None:
@@ -126,12 +127,17 @@ def warm_status() -> dict[str, object]:
     failure = _failed_recently(path, within=float("inf"))
     if failure is not None:
         retry = float(failure.get("at", 0)) + RETRY_AFTER
+        when = (
+            f"after {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(retry))}"
+            if retry > time.time()
+            else "at the next session start"
+        )
         return {
             "state": "failed",
             **status,
             "reason": str(failure.get("reason", "")),
             "fix": str(failure.get("fix", "")),
-            "retry_at": time.strftime("%H:%M:%S", time.localtime(retry)),
+            "retry_at": when,
             "failure_file": str(path.with_suffix(".failed")),
         }
     return {"state": "idle", **status, "detail": "the next session start starts it"}
@@ -245,12 +251,15 @@ class _Signals:
 
     A signal that came before the child's pid was known is sent to it as soon as
     it is; once one came, the command's status is that of a command it ended
-    (128 + the signal), whatever the child managed to report first.
+    (128 + the signal), whatever the child managed to report first. A second
+    signal while the child is still unknown means the handover is stuck (a warm
+    process that does not answer): this process then ends as the signal says.
     """
 
     def __init__(self) -> None:
         self.received: list[int] = []
         self.child: int | None = None
+        self._restored = False
         self._previous = {signum: signal.signal(signum, self._handle) for signum in _FORWARDED}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
@@ -258,15 +267,26 @@ class _Signals:
         if self.child is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.child, signum)
+        elif len(self.received) > 1:
+            self.restore()
 
     def forward_to(self, child: int) -> None:
-        self.child = child
-        for signum in list(self.received):
+        # Blocked meanwhile, so a signal arriving now is sent once: by _handle, after.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+        try:
+            self.child = child
+            kept = list(self.received)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
+        for signum in kept:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signum)
 
     def restore(self) -> None:
         """Back to how it was, and act on a signal kept meanwhile: this process runs the command."""
+        if self._restored:
+            return
+        self._restored = True
         for forwarded, handler in self._previous.items():
             signal.signal(forwarded, handler)
         for signum in self.received:

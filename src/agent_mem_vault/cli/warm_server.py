@@ -209,6 +209,9 @@ def _run_child(conn: socket.socket) -> None:
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         request = _receive(conn)
+        if request is None:
+            code = 0  # a look whether the warm process listens (doctor): nothing to run
+            return
         conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         threading.Thread(target=_exit_with_caller, args=(conn,), daemon=True).start()
         code = _run(request)
@@ -221,9 +224,14 @@ def _run_child(conn: socket.socket) -> None:
         os._exit(code)
 
 
-def _receive(conn: socket.socket) -> dict[str, Any]:
-    """The caller's stdio (made fds 0, 1, 2), then its arguments and surroundings."""
+def _receive(conn: socket.socket) -> dict[str, Any] | None:
+    """The caller's stdio (made fds 0, 1, 2), then its arguments and surroundings.
+
+    None when the caller closed without sending anything (it only looked).
+    """
     data, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH, 3)
+    if not data and not fds:
+        return None
     if len(data) != _LENGTH or len(fds) != 3:
         raise RuntimeError("the caller sent no stdio")
     (size,) = struct.unpack("!Q", data)
