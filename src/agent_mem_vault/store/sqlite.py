@@ -120,7 +120,11 @@ class SqlitePersistence:
             self._queued.append((body, done, loop))
             start, self._writing = not self._writing, True
         if start:
-            loop.run_in_executor(None, self._write_queued)
+            try:
+                loop.run_in_executor(None, self._write_queued)
+            except BaseException:  # no writer thread: nothing would ever settle the queue
+                self._fail_queued()
+                raise
         return await done
 
     def _write_queued(self) -> None:
@@ -131,13 +135,17 @@ class SqlitePersistence:
             finished = True
         finally:
             if not finished:  # an error of our own: fail what waits, let the next write start
-                with self._queue_lock:
-                    self._writing = False
-                    for _, done, loop in self._queued:
-                        with suppress(RuntimeError):
-                            error = UnavailableError("the SQLite writer stopped; retry")
-                            loop.call_soon_threadsafe(_settle, done, None, error)
-                    self._queued = []
+                self._fail_queued()
+
+    def _fail_queued(self) -> None:
+        """Fail every write that waits, so that the next write starts a writer again."""
+        with self._queue_lock:
+            self._writing = False
+            for _, done, loop in self._queued:
+                with suppress(RuntimeError):
+                    error = UnavailableError("the SQLite writer stopped; retry the write")
+                    loop.call_soon_threadsafe(_settle, done, None, error)
+            self._queued = []
 
     def _write_batches(self) -> None:
         while True:
