@@ -124,6 +124,7 @@ def _begin_session(
     assert hook.session_id is not None
     try:
         caller = int(os.environ.get(CALLER_ENV) or os.getpid())
+        parent = _parent_of(caller)
         transcript = hook.transcript_path or locate_transcript(
             client, hook.cwd, hook.session_id, Path.home()
         )
@@ -135,7 +136,9 @@ def _begin_session(
             cwd=str(Path(hook.cwd).resolve()),
             transcript=transcript,
             source=hook.source,
-            pid=session_pid(client, _parent_of(caller)),
+            # No parent found: no pid, rather than a walk from this process's own
+            # parent, which a warm process shares with nothing in the session.
+            pid=session_pid(client, parent) if parent is not None else None,
         )
         outcome = SessionBook(vault, os.environ.get(RUNS_STORE_ENV) or None).start(start)
     except Exception as exc:  # a failing hook can block the session
