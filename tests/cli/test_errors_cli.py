@@ -44,7 +44,9 @@ def test_a_vault_below_a_file_is_a_bad_path_naming_the_file_in_the_way(tmp_path:
     proc = run("init", "--vault", str(tmp_path / "notes.txt" / "vault"))
     line = one_line_error(proc, 2, "bad_path")
     assert "a file stands where the path needs a folder" in line
-    assert not (tmp_path / "vault").exists()
+    # Nothing changed: the file in the way is untouched, and nothing was made beside it.
+    assert (tmp_path / "notes.txt").read_text() == "a file, not a folder\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
 def test_a_vault_where_the_os_forbids_folders_is_permission_denied_exit_5() -> None:

@@ -188,7 +188,7 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
     assert (dead["client"], dead["state"], dead["outcome"]) == ("claude-code", "dead", None)
 
     text, _ = codex_first_request(world)
-    assert "Automatic handoff" in text
+    assert "## Automatic handoff" in text  # shown whole to the session it was written for
     assert "app.py" in text and REQUEST in text
     assert "Interrupted while running Bash" in text and "sleep 600" in text
 
@@ -213,10 +213,7 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
 
     # Codex starting again: the dead session was handed off once, and stays so.
     text, _ = codex_first_request(world)
-    assert (
-        "Automatic handoff "
-        not in text.split("## Pending handoffs for codex")[-1].split("\\n- ")[0]
-    )
+    assert "## Automatic handoff" not in text  # at most its one line among the pending
     assert len(world.handoffs()) == 1
 
 

@@ -138,6 +138,8 @@ def test_the_context_is_bounded_keeping_the_newest_and_saying_what_was_cut() -> 
             ToolCall("Edit", "edit", (f"src/module_{i}.py",)),
             ToolCall("Bash", "command", (), f"pytest tests/test_{i}.py", i % 2),
         ]
+    # A call cut short by the stop: what the next session must know first.
+    entries.append(ToolCall("WebFetch", "other", (), None, None, False))
     entries.append(AssistantMessage("final words " * 400))
     out = build_auto_handoff(transcript(*entries), STOPPED, git_status=[" M x"] * 100)
     size = len(out.context.encode("utf-8"))
@@ -149,7 +151,9 @@ def test_the_context_is_bounded_keeping_the_newest_and_saying_what_was_cut() -> 
     assert cut.startswith("[cut to fit: ") and "earlier requests" in cut and "older commands" in cut
     small = build_auto_handoff(transcript(*entries), STOPPED, max_bytes=2000)
     assert len(small.context.encode("utf-8")) <= 2000
-    assert "Interrupted" not in small.context and "### When it stopped" in small.context
+    # The tightest budget still keeps the interruption.
+    assert "Interrupted while running WebFetch: it never returned." in small.context
+    assert "### When it stopped" in small.context
 
 
 def test_secrets_in_the_transcript_never_reach_the_note() -> None:

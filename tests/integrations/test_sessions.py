@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
+from agent_mem_vault.integrations.session_hook import MAX_HOOK_CHARS
 from agent_mem_vault.integrations.sessions import slot_agent
+from agent_mem_vault.vault import Vault
 
 from .conftest import CLI, Run
 
@@ -189,10 +191,65 @@ def test_many_sessions_starting_at_once_give_one_automatic_handoff(
     sessions.start("claude-code", "A", claude_transcript(tmp_path / "a.jsonl"))
     procs = [sessions.spawn("codex", f"S{i % 4}") for i in range(8)]  # ids repeat: hook twice
     outs = [sessions.output(p) for p in procs]
-    assert sum("## Automatic handoff" in out for out in outs) >= 1
+    # Exactly one session gets it (a session whose hook ran twice while it lived
+    # is shown it by both runs of its hook).
+    shown = {f"S{i % 4}" for i, out in enumerate(outs) if "## Automatic handoff" in out}
+    assert len(shown) == 1, shown
     assert len(handoffs(run)) == 1
     (dead, *_rest) = listed(run)
     assert dead["outcome"] == "handed_off"
+
+
+def big_transcript(path: Path, tag: str) -> Path:
+    """A session with a long request that edited many files: a handoff near its byte budget."""
+    edits = [
+        {"type": "tool_use", "id": f"e{i}", "name": "Edit", "input": {"file_path": name}}
+        for i, name in enumerate(
+            f"src/{tag}/module_{i:02d}/{'deeply_nested_directory_' * 3}file_{i:02d}.py"
+            for i in range(40)
+        )
+    ]
+    lines = [
+        record("user", f"Migrate the {tag} service: " + f"{tag} step, " * 400),
+        record("assistant", [{"type": "text", "text": "Editing."}, *edits]),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_large_automatic_handoffs_keep_the_hook_output_bounded_and_fenced(
+    sessions: Sessions, run: Run, tmp_path: Path
+) -> None:
+    Vault(tmp_path / "vault").save_memory(
+        namespace=NS, title="Batches of 1000", content="Decided.", kind="decision"
+    )
+    # Both alive while the other starts, so neither hands the other off; then both die.
+    for session, tag in (("A", "orders"), ("B", "billing")):
+        proc = sessions.spawn(
+            "claude-code", session, big_transcript(tmp_path / f"{tag}.jsonl", tag), linger=True
+        )
+        assert proc.stdout is not None
+        proc.stdout.readline()  # its hook has run
+    sessions.close()
+    sessions.alive.clear()
+    out = sessions.start("codex", "C")
+    autos = handoffs(run)
+    assert len(autos) == 2
+    contexts = [Vault(tmp_path / "vault").get_handoff(h["id"]).context for h in autos]
+    assert all(len(c) > 4000 for c in contexts)  # two of them cannot both fit in the budget
+    assert len(out.rstrip("\n")) <= MAX_HOOK_CHARS
+    # The fence opened is the fence that closes the output.
+    assert "\n```text\n" in out and out.rstrip().endswith("\n```")
+    assert out.count("```") == 2
+    assert "Batches of 1000" in out  # the brief survives
+    # One shown whole; the other as one line naming read_handoff; each named once.
+    assert out.count("## Automatic handoff ") == 1
+    (line,) = [x for x in out.splitlines() if "automatic (too long to show here" in x]
+    assert "read_handoff(" in line
+    for h in autos:
+        assert out.count(h["id"]) == 1
+    pending = out.split("## Pending handoffs for codex", 1)[1].split("\n\n", 1)[0]
+    assert not any(h["id"] in pending for h in autos)
 
 
 def test_the_hook_run_twice_for_a_live_session_registers_one_run(

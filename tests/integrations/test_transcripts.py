@@ -16,6 +16,7 @@ from agent_mem_vault.integrations.transcripts import (
     UserMessage,
     is_vault_handoff_tool,
     locate_transcript,
+    opencode,
     read_transcript,
 )
 from agent_mem_vault.integrations.transcripts.codex import patch_paths
@@ -247,3 +248,16 @@ def test_the_vaults_create_handoff_is_known_under_every_clients_name() -> None:
     assert is_vault_handoff_tool("create_handoff")
     assert not is_vault_handoff_tool("mcp__other__create_handoff")
     assert not is_vault_handoff_tool("Bash")
+
+
+def test_opencode_apply_patch_edits_every_file_the_patch_touches_moves_included() -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: old.py\n*** Move to: new.py\n@@\n-x\n+y\n"
+        "*** Add File: added.py\n+z\n*** End Patch\n"
+    )
+    part = {
+        "tool": "apply_patch",
+        "state": {"status": "completed", "input": {"patchText": patch}},
+    }
+    (call,) = opencode._tool(part)
+    assert call == ToolCall("apply_patch", "edit", ("old.py", "new.py", "added.py"))

@@ -82,13 +82,16 @@ def work_after_last_handoff(transcript: Transcript) -> tuple[Entry, ...]:
     session that only looked around leaves nothing to hand off.
     """
     _, after = _split(transcript.entries)
+    if any(isinstance(e, ToolCall) and (e.kind != "other" or not e.finished) for e in after):
+        return after
+    # A request is unanswered when no reply or tool call follows it: one pass
+    # finds the last reply, then any request after it.
+    last_reply = -1
     for i, entry in enumerate(after):
-        if isinstance(entry, ToolCall) and (entry.kind != "other" or not entry.finished):
-            return after
-        if isinstance(entry, UserMessage) and not any(
-            isinstance(e, AssistantMessage | ToolCall) for e in after[i + 1 :]
-        ):
-            return after
+        if isinstance(entry, AssistantMessage | ToolCall):
+            last_reply = i
+    if any(isinstance(e, UserMessage) for e in after[last_reply + 1 :]):
+        return after
     return ()
 
 

@@ -103,7 +103,7 @@ def render_session_start(
         with vault.one_look():  # one check of the namespace's notes, not one per read
             brief = vault.get_project_brief(namespace=ns)
             pending = vault.list_handoffs(
-                namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1
+                namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1 + len(auto)
             )
     except Exception as exc:  # a failing hook can block the session
         return f"agent-mem-vault: could not load project memory for {ns}: {_describe(exc)}"
@@ -124,6 +124,7 @@ def _begin_session(
     assert hook.session_id is not None
     try:
         caller = int(os.environ.get(CALLER_ENV) or os.getpid())
+        parent = _parent_of(caller)
         transcript = hook.transcript_path or locate_transcript(
             client, hook.cwd, hook.session_id, Path.home()
         )
@@ -135,7 +136,9 @@ def _begin_session(
             cwd=str(Path(hook.cwd).resolve()),
             transcript=transcript,
             source=hook.source,
-            pid=session_pid(client, _parent_of(caller)),
+            # No parent found: no pid, rather than a walk from this process's own
+            # parent, which a warm process shares with nothing in the session.
+            pid=session_pid(client, parent) if parent is not None else None,
         )
         outcome = SessionBook(vault, os.environ.get(RUNS_STORE_ENV) or None).start(start)
     except Exception as exc:  # a failing hook can block the session
@@ -189,31 +192,65 @@ def _frame(
         f'Use read_handoff(agent="{agent}", namespace="{ns}") to take the next handoff, '
         "and save_memory / create_handoff before you stop."
     )
+    # The automatic handoffs are pending too: each is shown once, below.
+    auto_ids = {h.id for h in auto}
+    pending = [h for h in pending if h.id not in auto_ids]
     lines = [f"## Pending handoffs for {agent}"]
     if not pending:
-        lines.append("None.")
+        lines.append("None besides the automatic handoffs below." if auto else "None.")
     for h in pending[:MAX_LISTED]:
         lines.append(f"- {h.id} from {h.sender} ({h.created_at}): {_one_line(h.summary)}")
     if len(pending) > MAX_LISTED:
         lines.append(f'- … and more: list_handoffs(agent="{agent}") shows all of them')
-    for h in auto:
-        # A session that died could not hand its work over: its handoff is shown
-        # whole, since the session that picks the work up needs it at once.
-        lines += [
-            "",
-            f"## Automatic handoff {h.id} from {h.sender}: a session that stopped without one",
-            h.summary,
-            "",
-            h.context,
-        ]
-    handoffs = "\n".join(lines)
+    listed = "\n".join(lines)
+    # A session that died could not hand its work over: its handoff is shown
+    # whole, since the session that picks the work up needs it at once, as long
+    # as it fits the budget; the others get one line each pointing to
+    # read_handoff, which gives them whole.
+    shown: list[str] = []
+    short: list[str] = []
+    for i, h in enumerate(auto):
+        full = "\n".join(
+            [
+                f"## Automatic handoff {h.id} from {h.sender}: a session that stopped without one",
+                h.summary,
+                "",
+                h.context,
+            ]
+        )
+        rest = [_auto_line(x, agent, ns) for x in auto[i + 1 :]]
+        if len(_wrap(head, "", [listed, *shown, full], [*short, *rest])) <= limit:
+            shown.append(full)
+        else:
+            short.append(_auto_line(h, agent, ns))
     # The body is what gets cut when over budget: the framing must always survive.
-    overhead = len(head) + len(handoffs) + 64
-    body = _cut(brief.strip(), max(0, limit - overhead))
+    brief = brief.strip()
+    room = limit - len(_wrap(head, "", [listed, *shown], short)) - 2
+    while True:
+        body = _cut(brief, max(0, room))
+        text = _wrap(head, body, [listed, *shown], short)
+        if len(text) <= limit or not body:
+            break
+        room -= len(text) - limit  # the body's backticks lengthened the fence
+    return text if len(text) <= limit else _cut(text, limit)
+
+
+def _auto_line(h: Handoff, agent: str, ns: str) -> str:
+    return (
+        f"- {h.id} from {h.sender}, automatic (too long to show here; "
+        f'read_handoff(agent="{agent}", namespace="{ns}") takes it whole, newest first): '
+        f"{_one_line(h.summary)}"
+    )
+
+
+def _wrap(head: str, body: str, sections: list[str], short: list[str]) -> str:
+    """The hook's text: the head, then the body and sections in one fence."""
+    if short:
+        sections = [*sections, "\n".join(["## Automatic handoffs not shown here", *short])]
+    handoffs = "\n\n".join(sections)
     data = f"{body}\n\n{handoffs}" if body else handoffs
     fence = "`" * max(3, _longest_backtick_run(data) + 1)
-    text = f"{head}\n\n{fence}text\n{data}\n{fence}"
-    return _cut(text, limit)
+    return f"{head}\n\n{fence}text\n{data}\n{fence}"
 
 
 def _one_line(text: str, width: int = 200) -> str:

@@ -228,6 +228,9 @@ class SessionBook:
     ) -> None:
         """Hand off for every open session of the slot that is no longer alive."""
         store = registry.store
+        # The new session's git status, the same for every handoff this settle
+        # writes: run once, and only when one is written.
+        git_status: list[str] | None = None
         for doc in await store.scan(OPEN, prefix=f"{slot}/"):
             dead_run = str(doc.value["run"])
             if dead_run == run:
@@ -246,8 +249,10 @@ class SessionBook:
             if created and outcome[1] is not None:
                 stopped = await registry.is_stopped(info)
                 try:
+                    if git_status is None:
+                        git_status = _git_status(start.cwd)
                     handoff = self._write_handoff(
-                        session.value, start, info, run, stopped, outcome[1]
+                        session.value, start, info, run, stopped, outcome[1], git_status
                     )
                 except Exception as exc:
                     # Claimed, so never tried again (at most once): say why it is missing,
@@ -285,6 +290,7 @@ class SessionBook:
         run: str,
         stopped: bool,
         transcript: Any,
+        git_status: list[str],
     ) -> Handoff:
         who = Stopped(
             client=str(session.get("client")),
@@ -295,7 +301,7 @@ class SessionBook:
             cwd=str(session.get("cwd")),
         )
         text = build_auto_handoff(
-            transcript, who, git_status=_git_status(start.cwd), max_bytes=max_bytes_from_env()
+            transcript, who, git_status=git_status, max_bytes=max_bytes_from_env()
         )
         return self.vault.create_handoff(
             to=start.agent,

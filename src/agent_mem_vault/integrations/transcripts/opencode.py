@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from .codex import patch_paths
 from .jsonl import MAX_READ_BYTES
 from .model import (
     AssistantMessage,
@@ -254,13 +255,8 @@ def _edited_paths(args: dict[str, Any], state: dict[str, Any]) -> tuple[str, ...
     if isinstance(path, str) and path:
         return (path,)
     patch = args.get("patchText") or args.get("patch") or args.get("input")
-    found: list[str] = []
-    if isinstance(patch, str):
-        for line in patch.splitlines():
-            for head in ("*** Add File: ", "*** Update File: ", "*** Delete File: "):
-                if line.startswith(head) and line[len(head) :].strip():
-                    found.append(line[len(head) :].strip())
-    return tuple(dict.fromkeys(found))
+    # The same apply_patch format as codex writes: one reader for both.
+    return patch_paths(patch) if isinstance(patch, str) else ()
 
 
 def _todos(value: Any) -> TodoList | None:
