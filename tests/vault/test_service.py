@@ -11,6 +11,7 @@ import agent_mem_vault
 import agent_mem_vault.vault as vault_pkg
 from agent_mem_vault.core.errors import DataError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.files import temp_path
 from agent_mem_vault.vault.namespaces import MAX_CONTENT, MAX_SUMMARY
 from agent_mem_vault.vault.notes import parse_note
 
@@ -257,7 +258,7 @@ def test_search_ranks_every_match_by_bm25_not_only_the_newest(vault: Vault) -> N
 def test_reindex_removes_only_the_temp_files_a_killed_write_left(vault: Vault) -> None:
     h = vault.create_handoff(**GOOD)
     folder = vault.path / NS / "handoffs"
-    ours = folder / f".{h.id}.md.0123abcd.tmp"
+    ours = Path(temp_path(str(vault.path / h.path), "0123abcd"))
     ours.write_text("half a note")
     someone_elses = [folder / ".draft.tmp", vault.path / ".obsidian" / ".ws.0123abcd.tmp"]
     someone_elses[1].parent.mkdir()

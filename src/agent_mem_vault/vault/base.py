@@ -30,7 +30,7 @@ from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, render_dashboard
 from .embeddings import EmbeddingSettings
-from .files import VaultLock, atomic_write, fsync_dir
+from .files import VaultLock, atomic_write, fsync_dir, temp_path
 from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
@@ -145,7 +145,8 @@ class VaultBase:
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
         self._temps: dict[str, str] = {}
-        """Notes written and not yet committed to the index: their temp files' names."""
+        """Notes written and not yet committed to the index: the temp file (``temp_path``,
+        relative to the vault) each was renamed from."""
         # Search by meaning (memories.py): settings from the environment unless given.
         self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
         self._semantic = SemanticState()
@@ -394,7 +395,7 @@ class VaultBase:
         """Write one note atomically; the record of it, for ``_commit``."""
         token = secrets.token_hex(4)
         st = atomic_write(self.path / path, text, durable=self.durable, token=token)
-        self._temps[path] = f".{path.rpartition('/')[2]}.{token}.tmp"
+        self._temps[path] = temp_path(path, token)
         return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
 
     def _commit(

@@ -215,8 +215,8 @@ class NoteWatcher:
         return self._generation
 
     def wrote(self, temps: dict[str, str]) -> None:
-        """Notes (relative path → the name of the temp file renamed onto it) this process
-        wrote and indexed just now.
+        """Notes (relative path → the temp file renamed onto it, relative too: see
+        ``files.temp_path``) this process wrote and indexed just now.
 
         The next ``take`` leaves out such a note if the last event about it is that
         rename (from that very temp file: ``Inotify.moved_in``): nothing changed it
@@ -226,8 +226,7 @@ class NoteWatcher:
         """
         with self._lock:
             for rel, temp in temps.items():
-                full = self._prefix + rel
-                self._own[full] = full.rpartition("/")[0] + "/" + temp
+                self._own[self._prefix + rel] = self._prefix + temp
 
     def take(self) -> tuple[set[str], set[str]] | None:
         """(notes, folders) changed since the last call, relative to ``root``; ``None``
