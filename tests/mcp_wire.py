@@ -16,10 +16,11 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INIT", "SERVE", "RawServer", "message"]
+__all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message"]
 
 INIT: dict[str, Any] = {
     "protocolVersion": "2025-11-25",
@@ -48,12 +49,19 @@ class RawServer:
     """``agent-mem-vault serve`` on bare pipes: bytes in, JSON lines out.
 
     ``args`` are more options for ``serve`` (``--namespace``), ``env`` more
-    environment variables; the vault is ``vault_path``.
+    environment variables, ``wrapper`` a command it runs under (``unshare``); the
+    vault is ``vault_path``.
     """
 
-    def __init__(self, vault_path: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        vault_path: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        wrapper: Sequence[str] = (),
+    ) -> None:
         self.proc = subprocess.Popen(
-            [*SERVE, *args],
+            [*wrapper, *SERVE, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

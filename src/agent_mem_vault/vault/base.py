@@ -169,19 +169,21 @@ class VaultBase:
         with self._held():
             self._upkeep.close()
 
-    def watch(self, wait: float = 0.0) -> bool:
+    def watch(self, wait: float = 0.0, report: Callable[[str], None] | None = None) -> bool:
         """Watch the folder for notes changed by hand (for a long-lived process such as
         the MCP server): calls then read just the notes the watcher reports instead
         of checking their namespace's notes one ``stat`` each. The watch is set up in
         the background; True if it is in place within ``wait`` seconds. Until it is
         (or where it cannot be: a vault on a network or FUSE filesystem, see
-        ``watch.watchable``), calls keep checking by ``stat``."""
+        ``watch.watchable``), calls keep checking by ``stat``. ``report`` is told,
+        from the watcher's thread, why a watch could not be set up (inotify's limits:
+        the setting to raise; see ``watch.unwatched``), once per new reason."""
         from .watch import NoteWatcher, watchable
 
         if not watchable(self.path):
             return False  # a network or FUSE filesystem: edits from elsewhere send no event
         if self._upkeep.watcher is None:
-            self._upkeep.watcher = NoteWatcher(self.path)
+            self._upkeep.watcher = NoteWatcher(self.path, report)
         return self._upkeep.watcher.start(wait)
 
     def stop_watching(self) -> None:
