@@ -125,7 +125,9 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
             client.server_capabilities,
         ]
         return [
-            r if isinstance(r, str) else r.model_dump(mode="json", by_alias=True, exclude_none=True)
+            r
+            if r is None or isinstance(r, str)
+            else r.model_dump(mode="json", by_alias=True, exclude_none=True)
             for r in (*info, tools, call, resources, templates, prompts, prompt)
         ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -311,7 +312,7 @@ def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> N
 
     first = vault.create_handoff(**GOOD)
     vault.create_handoff(**GOOD, supersedes=[first.id])
-    refusals = [
+    refusals: list[tuple[Callable[[], object], type[Exception]]] = [
         (lambda: vault.create_handoff(**GOOD, supersedes=["3kzzzzzzzzzz2"]), NotFoundError),
         (lambda: vault.reopen_handoff(first.id), ConflictError),
         (lambda: vault.ack_handoff("3kzzzzzzzzzz2"), NotFoundError),
