@@ -186,8 +186,9 @@ def main() -> None:
             def codex(i: int) -> Callable[[], Any]:
                 # Dead sessions an earlier row left for the next start are settled
                 # here, outside the timing: this row times a start with none.
-                while start(book, repo, f"s{i}", holder.pid, None).received:
-                    continue
+                drained = 0
+                while start(book, repo, f"s{i}-{drained}", holder.pid, None).received:
+                    drained += 1
                 hook = HookInput(cwd=str(repo), source="startup", session_id=f"c{i}")
                 return lambda: render_session_start(
                     vault, hook, agent="codex", namespace=NS, client="codex"
