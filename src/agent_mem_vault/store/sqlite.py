@@ -519,7 +519,7 @@ class SqlitePersistence:
         """Refuse new writes, let every queued write commit (or fail), then close.
 
         Safe to call from any thread's loop while others write; a second call
-        waits the same way and closes nothing twice.
+        is harmless.
         """
         loop = asyncio.get_running_loop()
         idle: asyncio.Future[None] = loop.create_future()
