@@ -206,10 +206,11 @@ async def test_a_failing_model_fails_the_turn_with_model_error(host: HarnessHost
 async def test_a_host_keeps_the_log_while_a_turn_runs_longer_than_its_lease(
     make_host: HostFactory,
 ) -> None:
-    from agent_mem_vault.harness.testing import pause
+    from agent_mem_vault.harness.testing import gate
 
+    release = asyncio.Event()  # the model answers only once the second host was refused
     harness = support_harness(
-        ScriptedModel([[pause(1.2), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
+        ScriptedModel([[gate(release), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
     )
     first = make_host(lease_ttl=0.45)
     turn = asyncio.create_task((await first.open(harness, thread_id="t1")).send("slow"))
@@ -218,6 +219,7 @@ async def test_a_host_keeps_the_log_while_a_turn_runs_longer_than_its_lease(
     second = make_host()
     with pytest.raises(LogOwnedElsewhereError):
         await (await second.open(harness, thread_id="t1")).send("me too")
+    release.set()
 
     assert (await turn).text == "slow answer"
 

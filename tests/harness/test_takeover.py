@@ -25,7 +25,7 @@ from agent_mem_vault.harness import (
     Routing,
 )
 from agent_mem_vault.harness.log import stream_name
-from agent_mem_vault.harness.testing import ScriptedModel, pause, text, tool_call
+from agent_mem_vault.harness.testing import ScriptedModel, gate, pause, text, tool_call
 from agent_mem_vault.store import Lease, Persistence
 
 from .conftest import HostFactory
@@ -88,8 +88,9 @@ async def until_logged(host: HarnessHost, kind: str) -> None:
 async def test_a_failed_lease_renewal_is_retried_and_the_turn_keeps_its_thread(
     make_host: HostFactory,
 ) -> None:
+    release = asyncio.Event()  # the model answers only once the second host was refused
     harness = support_harness(
-        ScriptedModel([[pause(1.0), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
+        ScriptedModel([[gate(release), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
     )
     first, faulty = faulty_host(make_host, lease_ttl=0.45)
     faulty.fail_acquire = {2}  # the first renewal during the turn fails
@@ -99,6 +100,7 @@ async def test_a_failed_lease_renewal_is_retried_and_the_turn_keeps_its_thread(
     second = make_host()
     with pytest.raises(LogOwnedElsewhereError):
         await (await second.open(harness, thread_id="t1")).send("me too")
+    release.set()
 
     assert (await asyncio.wait_for(turn, 10)).text == "slow answer"
     assert faulty.acquires >= 3
@@ -109,18 +111,20 @@ async def test_a_host_that_believes_it_still_owns_a_thread_writes_nothing_after_
 ) -> None:
     # The first host's renewals silently do nothing (a stalled connection that
     # still says yes): its lease lapses mid-turn while it thinks it holds it.
+    release = asyncio.Event()  # the stale model answers only after the takeover
     harness = support_harness(
-        ScriptedModel([[pause(0.8), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
+        ScriptedModel([[gate(release), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
     )
     first, faulty = faulty_host(make_host, lease_ttl=0.3)
     faulty.fake_after = 1
     turn = asyncio.create_task(
         (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
     )
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(0.45)  # the lease lapses
     second = make_host()
     other = support_harness(ScriptedModel([text("fresh")]), [billing_agent(ScriptedModel([]))])
     fresh = await (await second.open(other, thread_id="t1")).send("new", input_id="new")
+    release.set()
 
     stale = await asyncio.wait_for(turn, 10)
 
@@ -220,20 +224,22 @@ async def test_a_snapshot_read_during_a_stale_turn_does_not_let_that_turn_write_
     # As above, and while the stale turn still waits for its model, someone reads
     # the thread on the stale host. The read must not move the turn's fencing
     # point (expected_seq) past the other host's records.
+    release = asyncio.Event()  # the stale model answers only after the takeover and the read
     harness = support_harness(
-        ScriptedModel([[pause(1.2), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
+        ScriptedModel([[gate(release), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
     )
     first, faulty = faulty_host(make_host, lease_ttl=0.3)
     faulty.fake_after = 1
     turn = asyncio.create_task(
         (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
     )
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(0.45)  # the lease lapses
     second = make_host()
     other = support_harness(ScriptedModel([text("fresh")]), [billing_agent(ScriptedModel([]))])
     await (await second.open(other, thread_id="t1")).send("new", input_id="new")
 
     seen = await (await first.open(harness, thread_id="t1")).snapshot()
+    release.set()
     stale = await asyncio.wait_for(turn, 10)
 
     assert "fresh" in [m.text for m in seen.messages]

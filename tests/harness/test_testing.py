@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from agent_mem_vault.harness import (
@@ -14,7 +16,7 @@ from agent_mem_vault.harness import (
     ToolSpec,
     UsageReport,
 )
-from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call, usage
+from agent_mem_vault.harness.testing import ScriptedModel, gate, text, tool_call, usage
 
 
 def request(*texts: str) -> ModelRequest:
@@ -82,3 +84,18 @@ async def test_a_bare_string_is_a_text_reply_and_an_unknown_part_is_refused() ->
     assert "".join(e.text for e in first if isinstance(e, TextDelta)) == "plain"
     with pytest.raises(TypeError, match="not text"):
         _ = [e async for e in model.stream(request("x"))]
+
+
+async def test_a_gated_reply_goes_on_only_once_its_event_is_set() -> None:
+    release = asyncio.Event()
+    model = ScriptedModel([[text("Looking."), gate(release), text("Found.")]])
+    stream = aiter(model.stream(request("a")))
+
+    assert await anext(stream) == TextDelta("Looking.")
+    waiting = asyncio.ensure_future(anext(stream))
+    # The stream is parked on the event: a turn of the loop later nothing came.
+    done, _ = await asyncio.wait({waiting}, timeout=0)
+    assert not done
+    release.set()
+    assert await waiting == TextDelta("Found.")
+    assert isinstance(await anext(stream), UsageReport)

@@ -29,7 +29,7 @@ from agent_mem_vault.harness import (
     members_only,
     tool,
 )
-from agent_mem_vault.harness.log import replay, stream_name
+from agent_mem_vault.harness.log import TRANSFERRED, replay, stream_name
 from agent_mem_vault.harness.testing import ScriptedModel, pause, text, tool_call, usage
 from agent_mem_vault.store import LogRecord, Persistence
 
@@ -198,12 +198,18 @@ async def test_a_tool_call_with_no_result_stays_behind_and_the_source_keeps_runn
     transfer = asyncio.create_task(
         host.transfer(
             from_=Endpoint(harness, "case-42"),
-            to=Endpoint(billing_desk()),
+            to=Endpoint(billing_desk(), "case-42-billing"),
             envelope=Envelope(messages="all"),
             user=ADA,
         )
     )
-    await asyncio.sleep(0.05)
+    # The target's log gets the copied messages (with harness.transferred, in
+    # one append) before the transfer waits for the turn to write the source:
+    # once it is there, the transfer has read the tool's call still unsettled.
+    async for record in host.persistence.watch(stream_name("acme", "case-42-billing")):
+        if record.type == TRANSFERRED:
+            break
+    assert not transfer.done()  # it waits for the turn's hold on the source
     release.set()
     result, done = await transfer, await turn
 

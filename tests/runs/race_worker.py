@@ -1,7 +1,8 @@
 """A separate OS process for the race tests: ``python race_worker.py MODE DB AGENT GO [TID]``.
 
-It waits for the file GO to appear (so that all workers act at the same
-moment), acts, and prints one JSON line with what it saw.
+With its database open it prints ``ready``, waits for the file GO to appear
+(so that all workers act at the same moment), acts, and prints one JSON line
+with what it saw.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from agent_mem_vault.store import sqlite_persistence
 
 
 def _wait_for(go: Path) -> None:
+    print("ready", flush=True)
     deadline = time.monotonic() + 30
     while not go.exists():
         if time.monotonic() > deadline:

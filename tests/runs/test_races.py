@@ -6,7 +6,6 @@ import itertools
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,10 @@ def _spawn(*args: str) -> subprocess.Popen[str]:
 
 
 def _collect(procs: list[subprocess.Popen[str]], go: Path) -> list[dict[str, Any]]:
-    time.sleep(0.3)  # let every worker import and open the database
+    for proc in procs:  # every worker has imported and opened the database
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", (line, proc.stderr.read() if proc.stderr else "")
     go.touch()
     outs = []
     for proc in procs:

@@ -45,13 +45,14 @@ async def read_events(
 async def test_event_stream_carries_the_handoff_event(live: httpx.AsyncClient) -> None:
     await live.post(f"{DESK}/messages", json={"text": "hello"}, headers=ADA)
 
-    async def reader() -> list[tuple[str, dict[str, Any]]]:
-        return await read_events(
-            live, ADA, lambda got: any(e["name"] == "harness.handoff" for _, e in got)
-        )
+    opened = asyncio.Event()
 
-    task = asyncio.create_task(reader())
-    await asyncio.sleep(0.2)
+    def until(got: list[tuple[str, dict[str, Any]]]) -> bool:
+        opened.set()  # the stream is open: it sends the first turn's events
+        return any(e["name"] == "harness.handoff" for _, e in got)
+
+    task = asyncio.create_task(read_events(live, ADA, until))
+    await asyncio.wait_for(opened.wait(), 10)
     await live.post(f"{DESK}/messages", json={"text": REFUND}, headers=ADA)
     events = await asyncio.wait_for(task, 10)
     (handoff,) = [e for _, e in events if e["name"] == "harness.handoff"]

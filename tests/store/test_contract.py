@@ -178,15 +178,17 @@ async def test_expired_lease_can_be_taken_over(persistence: Persistence) -> None
 async def test_watch_yields_existing_then_new_records(persistence: Persistence) -> None:
     await persistence.append("w", [("a", {})])
     seen: list[str] = []
+    running = asyncio.Event()
 
     async def consume() -> None:
         async for record in persistence.watch("w"):
             seen.append(record.type)
+            running.set()
             if len(seen) == 3:
                 return
 
     task = asyncio.create_task(consume())
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(running.wait(), 5)  # the watch runs: it gave what was there
     await persistence.append("w", [("b", {})])
     await persistence.append("w", [("c", {})])
     await asyncio.wait_for(task, 5)

@@ -6,8 +6,8 @@
 ... ])
 
 Each call to the model takes the next reply: ``text("…")``, ``tool_call(name,
-arguments, id=None)``, or a list of such parts (``usage(…)``, ``pause(…)`` and
-``fail(…)`` shape the reply further). ``model.calls`` holds one
+arguments, id=None)``, or a list of such parts (``usage(…)``, ``pause(…)``,
+``gate(…)`` and ``fail(…)`` shape the reply further). ``model.calls`` holds one
 :class:`ScriptedCall` per request (its messages and tool names), and
 ``model.check_consumed()`` fails a test that left replies unused.
 """
@@ -28,6 +28,7 @@ __all__ = [
     "ScriptedModel",
     "ScriptedPart",
     "fail",
+    "gate",
     "pause",
     "text",
     "tool_call",
@@ -58,11 +59,16 @@ class _Pause:
 
 
 @dataclass(frozen=True, slots=True)
+class _Gate:
+    event: asyncio.Event
+
+
+@dataclass(frozen=True, slots=True)
 class _Fail:
     message: str
 
 
-ScriptedPart = _Text | _ToolCall | _Usage | _Pause | _Fail
+ScriptedPart = _Text | _ToolCall | _Usage | _Pause | _Gate | _Fail
 
 
 def text(value: str) -> ScriptedPart:
@@ -85,6 +91,16 @@ def usage(input_tokens: int, output_tokens: int) -> ScriptedPart:
 def pause(seconds: float) -> ScriptedPart:
     """Wait this long before going on (to test timeouts)."""
     return _Pause(seconds)
+
+
+def gate(event: asyncio.Event) -> ScriptedPart:
+    """Wait until ``event`` is set before going on: the model call stays in flight
+    for as long as the test needs, whatever the machine's load.
+
+    >>> release = asyncio.Event()
+    >>> model = ScriptedModel([[gate(release), text("slow answer")]])
+    """
+    return _Gate(event)
 
 
 def fail(message: str) -> ScriptedPart:
@@ -177,12 +193,14 @@ class ScriptedModel:
                 reported = part.usage
             elif isinstance(part, _Pause):
                 await asyncio.sleep(part.seconds)
+            elif isinstance(part, _Gate):
+                await part.event.wait()
             elif isinstance(part, _Fail):
                 raise RuntimeError(part.message)
             else:
                 raise TypeError(
                     f"ScriptedModel reply part {part!r} is not text(), tool_call(), usage(), "
-                    "pause() or fail()"
+                    "pause(), gate() or fail()"
                 )
         yield UsageReport(
             reported or Usage(len(request.messages) + len(request.system_prompts), words)

@@ -16,6 +16,20 @@ savepoint, so a write that fails (a conflict) undoes only itself. Every write
 is acknowledged only after the commit that holds it; with one writer at a
 time nothing changes, and under concurrency a host commits many threads'
 appends for the price of one.
+
+Some errors end the whole transaction, not just the statement: a disk I/O
+error, a full disk, a trigger that raises ``ROLLBACK``. Then nothing of the
+batch was committed, and no write can tell whether the error was its own, so
+each write of the batch runs again alone, in a fresh transaction: it commits
+at most once (the first attempt was rolled back), and a write that fails
+alone gets the error, with what SQLite said. A failed ``COMMIT`` is never
+retried: the commit may have reached the disk, so every write of the batch
+fails with ``store_commit_failed`` and is never acknowledged.
+
+**Closing.** ``close`` refuses new writes (``store_closed``), waits until the
+writer thread has committed or failed every write already queued, then
+closes the connections: no write is left waiting, none is acknowledged
+without its commit.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock
-from ..core.errors import DataError, UnavailableError
+from ..core.errors import AgentMemVaultError, DataError, UnavailableError
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
 from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
 from .wakeups import Wakeups
@@ -70,6 +84,9 @@ class SqlitePersistence:
         self._queued: list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]] = []
         self._queue_lock = threading.Lock()
         self._writing = False
+        self._closed = False
+        # close() calls waiting for the writer thread to go idle: (future, its loop).
+        self._idle_waiters: list[tuple[Any, Any]] = []
         self._conn = self._open_checked()
         self._rconn = self._connect()
         self._rlock = threading.Lock()
@@ -117,6 +134,8 @@ class SqlitePersistence:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
         with self._queue_lock:
+            if self._closed:
+                raise self._closed_error()
             self._queued.append((body, done, loop))
             start, self._writing = not self._writing, True
         if start:
@@ -140,39 +159,97 @@ class SqlitePersistence:
     def _fail_queued(self) -> None:
         """Fail every write that waits, so that the next write starts a writer again."""
         with self._queue_lock:
-            self._writing = False
             for _, done, loop in self._queued:
                 with suppress(RuntimeError):
                     error = UnavailableError("the SQLite writer stopped; retry the write")
                     loop.call_soon_threadsafe(_settle, done, None, error)
             self._queued = []
+            self._go_idle()
+
+    def _go_idle(self) -> None:
+        """The writer thread stops (queue lock held): wake the ``close`` calls waiting for it."""
+        self._writing = False
+        for done, loop in self._idle_waiters:
+            with suppress(RuntimeError):  # that close's loop has gone
+                loop.call_soon_threadsafe(_settle, done, None, None)
+        self._idle_waiters = []
 
     def _write_batches(self) -> None:
         while True:
             with self._queue_lock:
                 batch, self._queued = self._queued, []
                 if not batch:
-                    self._writing = False
+                    self._go_idle()
                     return
-            outcomes: list[tuple[Any, Any, Any, BaseException | None]] = []
-            try:
-                with self._write() as conn:
-                    for body, done, loop in batch:
-                        conn.execute("SAVEPOINT write")
-                        try:
-                            result = body(conn)
-                        except Exception as exc:
-                            conn.execute("ROLLBACK TO write")
-                            conn.execute("RELEASE write")
-                            outcomes.append((done, loop, None, exc))
-                        else:
-                            conn.execute("RELEASE write")
-                            outcomes.append((done, loop, result, None))
-            except BaseException as exc:  # the transaction failed as a whole
-                outcomes = [(done, loop, None, exc) for _, done, loop in batch]
+            outcomes = self._commit_together(batch)
+            if outcomes is None:  # SQLite ended the batch's transaction: each write alone
+                outcomes = [o for write in batch for o in self._commit_together([write]) or ()]
             for done, loop, result, error in outcomes:
                 with suppress(RuntimeError):  # the caller's loop has closed
                     loop.call_soon_threadsafe(_settle, done, result, error)
+
+    def _commit_together(
+        self, batch: list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]]
+    ) -> list[tuple[Any, Any, Any, BaseException | None]] | None:
+        """Each write's outcome, after one transaction that holds the whole batch.
+
+        ``None`` when SQLite ended the transaction under a batch of several
+        writes: nothing of it was committed, and the caller runs each alone.
+        """
+        outcomes: list[tuple[Any, Any, Any, BaseException | None]] = []
+        try:
+            with self._write() as conn:
+                for body, done, loop in batch:
+                    conn.execute("SAVEPOINT write")
+                    try:
+                        result = body(conn)
+                    except Exception as exc:
+                        if not conn.in_transaction:  # rolled back whole, the savepoint with it
+                            raise _TransactionEndedError from exc
+                        conn.execute("ROLLBACK TO write")
+                        conn.execute("RELEASE write")
+                        outcomes.append((done, loop, None, self._write_error(exc, False)))
+                    else:
+                        conn.execute("RELEASE write")
+                        outcomes.append((done, loop, result, None))
+        except _TransactionEndedError as ended:
+            if len(batch) > 1:
+                return None
+            error = self._write_error(ended.__cause__ or ended, True)
+            return [(done, loop, None, error) for _, done, loop in batch]
+        except BaseException as exc:  # the transaction failed as a whole; nothing acknowledged
+            error = self._write_error(exc, True)
+            return [(done, loop, None, error) for _, done, loop in batch]
+        return outcomes
+
+    def _write_error(self, exc: BaseException, ended: bool) -> BaseException:
+        """What a write's caller gets for ``exc``: the package's errors pass unchanged.
+
+        A SQLite error becomes one that names the file and what SQLite said;
+        ``ended`` says SQLite rolled the whole transaction back.
+        """
+        if not isinstance(exc, sqlite3.Error):
+            return exc
+        undone = "SQLite rolled back the transaction" if ended else "the write was undone"
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:  # any extended code
+            error: AgentMemVaultError = UnavailableError(
+                f"could not write to {self.path}: the database or its disk is full ({exc}); "
+                f"{undone}, so nothing of this write was saved — free space, then retry",
+                code="no_space",
+            )
+        else:
+            error = DataError(
+                f"could not write to {self.path}: {exc}; {undone}, so nothing of this write "
+                "was saved — check the disk and the file (triggers, permissions), then retry",
+                code="store_write_failed",
+            )
+        error.__cause__ = exc
+        return error
+
+    def _closed_error(self) -> UnavailableError:
+        return UnavailableError(
+            f"the store {self.path} is closed; open it again to use it", code="store_closed"
+        )
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -191,19 +268,31 @@ class SqlitePersistence:
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                # SQLite may have rolled back already (I/O error, a trigger's
+                # ROLLBACK); the error that ended the body is the one to report.
+                if self._conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
                 raise
             try:
                 self._conn.execute("COMMIT")
-            except sqlite3.Error:
+            except sqlite3.Error as exc:
                 # A failed COMMIT (disk full, I/O error) leaves the transaction
                 # open; without this every later BEGIN on this handle would fail.
-                with suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                raise
+                if self._conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                raise DataError(
+                    f"could not commit to {self.path}: {exc}; the write was not "
+                    "acknowledged and may or may not be on disk — read it back before "
+                    "writing it again",
+                    code="store_commit_failed",
+                ) from exc
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._rlock:
+            if self._closed:
+                raise self._closed_error()
             try:
                 return self._rconn.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
@@ -427,10 +516,30 @@ class SqlitePersistence:
         return Lease(name, owner, _from_micros(until), token)
 
     async def close(self) -> None:
+        """Refuse new writes, let every queued write commit (or fail), then close.
+
+        Safe to call from any thread's loop while others write; a second call
+        is harmless.
+        """
+        loop = asyncio.get_running_loop()
+        idle: asyncio.Future[None] = loop.create_future()
+        with self._queue_lock:
+            self._closed = True
+            if self._writing:
+                self._idle_waiters.append((idle, loop))
+            else:
+                idle.set_result(None)
+        await idle
+        # The writer thread is idle and no write can start again: nothing
+        # waits for these locks but a read in flight.
         with self._lock:
             self._conn.close()
         with self._rlock:
             self._rconn.close()
+
+
+class _TransactionEndedError(Exception):
+    """SQLite rolled back the whole transaction under a write (its cause says why)."""
 
 
 def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
