@@ -294,13 +294,19 @@ class VaultBase:
     ) -> _T:
         """``_query``, then each note the answer names (``paths``) is checked against the
         size and mtime it was indexed at; notes changed by hand are read again (under
-        the lock) and the query re-run, so a listing never shows a stale note."""
+        the lock) and the query re-run, so a listing never shows a stale note. A note
+        the watch answers for (``IndexUpkeep.vouches``) needs no such check."""
         with self._held():
             self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(4):
                 result = self._upkeep.query(run)
-                stale = [p for p in paths(result) if not self._upkeep.stamp_matches(idx, p)]
+                upkeep = self._upkeep
+                stale = [
+                    p
+                    for p in paths(result)
+                    if not (upkeep.vouches(p) or upkeep.stamp_matches(idx, p))
+                ]
                 if not stale:
                     return result
                 with self._locked():

@@ -224,7 +224,11 @@ class HandoffOps(VaultBase):
             idx = self._upkeep.sync(scope)
             for _ in range(8):
                 found = self._upkeep.query(query)
-                if found is None or self._upkeep.stamp_matches(idx, found.path):
+                if (
+                    found is None
+                    or self._upkeep.vouches(found.path)
+                    or self._upkeep.stamp_matches(idx, found.path)
+                ):
                     return found
                 with self._locked():
                     self._upkeep.refresh(self._upkeep.handle(), found.path)
