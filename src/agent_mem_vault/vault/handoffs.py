@@ -223,7 +223,7 @@ class HandoffOps(VaultBase):
             self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(8):
-                found = self._upkeep.query(query)
+                found = self._upkeep.query(query, idx)
                 if (
                     found is None
                     or self._upkeep.vouches(found.path)
@@ -231,7 +231,8 @@ class HandoffOps(VaultBase):
                 ):
                     return found
                 with self._locked():
-                    self._upkeep.refresh(self._upkeep.handle(), found.path)
+                    idx = self._upkeep.handle()
+                    self._upkeep.refresh(idx, found.path)
             return self._upkeep.query(query)
 
     def _change(self, id: str, rule: Callable[[Handoff], Handoff]) -> Handoff:

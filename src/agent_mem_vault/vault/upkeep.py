@@ -145,10 +145,14 @@ class IndexUpkeep:
         self._opened(idx)
         return idx
 
-    def query(self, run: Callable[[Index], _T]) -> _T:
-        """Run a query; if the index turns out damaged, rebuild it and run it on the new one."""
+    def query(self, run: Callable[[Index], _T], idx: Index | None = None) -> _T:
+        """Run a query; if the index turns out damaged, rebuild it and run it on the new one.
+
+        ``idx`` is the index ``sync`` returned a moment ago in the same call: whether
+        another process replaced the file was looked at then, and is not again.
+        """
         try:
-            return run(self.handle())
+            return run(self.handle() if idx is None else idx)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
