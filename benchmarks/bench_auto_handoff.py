@@ -14,7 +14,13 @@ process (``cli/warm.py``): the median and the slowest wall time of
 * ``hand off a dead session``: an earlier session's process has gone and its
   Claude Code transcript (``--mb`` MB) holds work: the start reads it, builds
   the note, runs ``git status`` and writes the handoff and the runs record;
-* ``read the transcript``: the reader alone on that file.
+* ``read the transcript``: the reader alone on that file;
+* ``a start after 20 dead sessions``: twenty earlier sessions with work died
+  (one start settles a bounded number of them, the next start the rest);
+* ``codex hook, 2,000 rollouts kept``: the whole session-start hook
+  (``render_session_start``: registering, settling, the brief) for a Codex
+  session whose hook input names no transcript, with ``$CODEX_HOME/sessions``
+  holding the rollouts of 2,000 earlier sessions.
 
 The dead sessions are real processes (``sleep``) killed before the start that
 hands them off; spawning and killing them is outside the timing.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -32,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_mem_vault.integrations.session_hook import HookInput, render_session_start
 from agent_mem_vault.integrations.sessions import SessionBook, SessionStart
 from agent_mem_vault.integrations.transcripts import read_transcript
 from agent_mem_vault.vault import Vault
@@ -86,6 +94,17 @@ def transcript(path: Path, megabytes: float) -> Path:
         i += 1
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def rollouts(root: Path, count: int) -> Path:
+    """``count`` small Codex rollouts in day folders, as ``$CODEX_HOME/sessions`` keeps them."""
+    sessions = root / "sessions"
+    for i in range(count):
+        day = sessions / "2026" / f"{1 + i // 600:02d}" / f"{1 + i % 28:02d}"
+        day.mkdir(parents=True, exist_ok=True)
+        sid = f"0199{i:08d}-0000-7000-8000-000000000000"
+        (day / f"rollout-2026-01-01T00-00-00-{sid}.jsonl").write_text("{}\n")
+    return root
 
 
 def start(book: SessionBook, repo: Path, session: str, pid: int, file: Path | None) -> Any:
@@ -153,6 +172,28 @@ def main() -> None:
                 victim.wait()
                 return lambda: start(book, repo, f"t{i}", holder.pid, None)
 
+            def many(i: int) -> Callable[[], Any]:
+                victims = [subprocess.Popen(["sleep", "3600"]) for _ in range(20)]
+                for k, victim in enumerate(victims):
+                    start(book, repo, f"m{i}-{k}", victim.pid, file)
+                for victim in victims:
+                    victim.kill()
+                    victim.wait()
+                return lambda: start(book, repo, f"u{i}", holder.pid, None)
+
+            os.environ["CODEX_HOME"] = str(rollouts(root / "codex", 2000))
+
+            def codex(i: int) -> Callable[[], Any]:
+                # Dead sessions an earlier row left for the next start are settled
+                # here, outside the timing: this row times a start with none.
+                drained = 0
+                while start(book, repo, f"s{i}-{drained}", holder.pid, None).received:
+                    drained += 1
+                hook = HookInput(cwd=str(repo), source="startup", session_id=f"c{i}")
+                return lambda: render_session_start(
+                    vault, hook, agent="codex", namespace=NS, client="codex"
+                )
+
             rows = [
                 ("nothing to hand off", timed(runs, nothing)),
                 ("a dead session with no work", timed(runs, idle)),
@@ -161,6 +202,8 @@ def main() -> None:
                     f"read the transcript ({mb:g} MB)",
                     timed(runs, lambda i: lambda: read_transcript("claude-code", str(file), "x")),
                 ),
+                (f"a start after 20 dead sessions ({mb:g} MB transcripts)", timed(runs, many)),
+                ("codex hook, 2,000 rollouts kept", timed(runs, codex)),
             ]
         finally:
             holder.kill()
@@ -170,7 +213,7 @@ def main() -> None:
     print("|---|---:|---:|---:|")
     for name, (p50, worst, cpu) in rows:
         print(f"| {name} | {p50:.1f} | {worst:.1f} | {cpu:.1f} |")
-    print(f"\n{handed} automatic handoffs written (one per dead session: {runs})")
+    print(f"\n{handed} automatic handoffs written (one per dead session: {runs} + {runs} × 20)")
 
 
 if __name__ == "__main__":

@@ -126,11 +126,16 @@ async def time_turns(
 async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
     try:
         from langchain.agents import create_agent
+        from langchain_core.callbacks import (
+            AsyncCallbackManagerForLLMRun,
+            CallbackManagerForLLMRun,
+        )
         from langchain_core.language_models.chat_models import BaseChatModel
         from langchain_core.messages import AIMessage, BaseMessage
         from langchain_core.outputs import ChatGeneration, ChatResult
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+        from langgraph.pregel import Pregel
         from langgraph_swarm import create_handoff_tool, create_swarm
     except ImportError as exc:
         return _skipped("LangGraph", exc)
@@ -148,12 +153,20 @@ async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
             return self
 
         def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
         ) -> ChatResult:
             return ChatResult(generations=[ChatGeneration(message=next(self.script))])
 
         async def _agenerate(
-            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: AsyncCallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
         ) -> ChatResult:
             return self._generate(messages, stop)
 
@@ -169,7 +182,7 @@ async def bench_langgraph(sizes: Sizes, tmp: Path) -> list[Row]:
     def build(script: list[Step], checkpointer: Any) -> Any:
         model = FakeChatModel(script=messages(script))
         names = ["main", *AGENTS]
-        agents = [
+        agents: list[Pregel[Any, None, Any, Any]] = [
             create_agent(
                 model,
                 tools=[create_handoff_tool(agent_name=names[i + 1])] if i + 1 < len(names) else [],

@@ -182,7 +182,7 @@ async def throughput(dsn: str, hosts: int, threads: int, turns: int) -> float:
     elapsed = time.perf_counter() - start
     for proc in procs:
         await proc.proc.wait()
-    return sum(o["turns"] for o in outs) / elapsed
+    return float(sum(o["turns"] for o in outs)) / elapsed
 
 
 async def failover(dsn: str, ttl: float, repeats: int) -> list[float]:

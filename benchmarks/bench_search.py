@@ -222,7 +222,8 @@ def working_copy(cache: Path, tmp: Path) -> Path:
 
     def copy(src: str, dst: str) -> object:
         if src.endswith(".md"):
-            return os.link(src, dst)
+            os.link(src, dst)
+            return dst
         return shutil.copy2(src, dst)
 
     shutil.copytree(cache / "vault", root, copy_function=copy)

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -141,9 +141,12 @@ def serve(scenario: str, backend: str, port: int, db: str) -> None:
     if scenario == "send":
         harness = define_harness(name="bench/plain", model=Answer())
     else:
+
+        def replies(name: str) -> Callable[[Any], str]:
+            return lambda ctx: f"{name} here."
+
         agents = [
-            define_agent(name=name, description=name, run=lambda ctx, n=name: f"{n} here.")
-            for name in ("a", "b")
+            define_agent(name=name, description=name, run=replies(name)) for name in ("a", "b")
         ]
 
         def router(ctx: Any) -> dict[str, str]:
@@ -266,9 +269,13 @@ async def handoff_latency(url: str, streams: int, turns: int) -> list[float]:
         await asyncio.sleep(0.2)
         for _ in range(turns):
             r = await client.post(f"{thread}/messages", json={"text": "next"})
-            run = r.json()["runId"]
+            run: str = r.json()["runId"]
+
+            def all_saw(run: str = run) -> bool:
+                return seen.get(run) == streams
+
             async with got:
-                await asyncio.wait_for(got.wait_for(lambda run=run: seen.get(run) == streams), 30)
+                await asyncio.wait_for(got.wait_for(all_saw), 30)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

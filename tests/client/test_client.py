@@ -201,9 +201,12 @@ async def test_events_from_something_that_is_not_a_harness_raise_a_clear_error()
 
 async def test_ids_that_could_reach_another_route_are_refused_before_any_request() -> None:
     asked: list[httpx.Request] = []
-    http = httpx.AsyncClient(
-        transport=httpx.MockTransport(lambda r: asked.append(r) or httpx.Response(200))
-    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        asked.append(request)
+        return httpx.Response(200)
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
     for bad in ("a/b", "..", "", "case 42"):
         with pytest.raises(InvalidInputError) as caught:
             HarnessClient("http://desk.test/api/desk", bad, http=http)

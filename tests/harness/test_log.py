@@ -309,7 +309,7 @@ async def test_a_retry_of_a_finished_input_is_answered_by_a_host_that_does_not_o
 
 @pytest.mark.parametrize("arguments", [{"lease_ttl": 0}, {"summary_timeout": -1}])
 def test_a_host_with_a_lease_or_timeout_that_is_not_positive_is_refused(
-    arguments: dict[str, float],
+    arguments: dict[str, Any],
 ) -> None:
     with pytest.raises(InvalidInputError, match="positive number of seconds"):
         HarnessHost(**arguments)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_mem_vault.harness import (
     HARNESS_EVENTS,
     MAX_HANDOFFS_PER_TURN,
+    Harness,
     HarnessHost,
     Routing,
     define_agent,
@@ -15,7 +16,7 @@ from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 from .conftest import HostFactory
 
 
-def desk(main: ScriptedModel) -> object:
+def desk(main: ScriptedModel) -> Harness:
     agents = [
         define_agent(name=name, description=name, run=lambda ctx: ctx.chat())
         for name in ("billing", "shipping")
@@ -23,7 +24,7 @@ def desk(main: ScriptedModel) -> object:
     return define_harness(name="acme/desk", model=main, agents=agents, routing=Routing())
 
 
-async def events_of(host: HarnessHost, harness: object, name: str) -> list[dict[str, object]]:
+async def events_of(host: HarnessHost, harness: Harness, name: str) -> list[dict[str, object]]:
     session = await host.open(harness, thread_id="t1")
     seq = (await session.snapshot()).seq
     found = []

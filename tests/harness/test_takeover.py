@@ -68,7 +68,7 @@ class Faulty:
 def faulty_host(make_host: HostFactory, **kwargs: Any) -> tuple[HarnessHost, Faulty]:
     host = make_host(**kwargs)
     faulty = Faulty(host.persistence)
-    host.persistence = faulty  # type: ignore[assignment]
+    host.persistence = faulty
     return host, faulty
 
 
@@ -202,7 +202,7 @@ async def test_two_hosts_finishing_one_transfer_at_once_announce_it_once(
 
     await asyncio.gather(
         *(
-            _announce(host, "default", "move-1", *ends, None, host_seq=1)
+            _announce(host.threads, "default", "move-1", *ends, None, host_seq=1)
             for host in (first, second)
             for _ in range(3)
         )
@@ -269,7 +269,7 @@ async def test_a_host_that_kept_its_lease_writes_the_next_turn_without_reading_t
     model = ScriptedModel([text("one"), text("two")])
     host = make_host()
     counting = CountingReads(host.persistence)
-    host.persistence = counting  # type: ignore[assignment]
+    host.persistence = counting
     session = await host.open(support_harness(model, []), thread_id="t1")
     await session.send("first")
     counting.reads.clear()

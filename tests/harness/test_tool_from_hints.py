@@ -9,7 +9,14 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agent_mem_vault.core.errors import InvalidInputError
-from agent_mem_vault.harness import HarnessHost, Tool, ToolContext, define_harness, tool
+from agent_mem_vault.harness import (
+    HarnessHost,
+    Tool,
+    ToolContext,
+    ToolResultPart,
+    define_harness,
+    tool,
+)
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 
@@ -80,7 +87,7 @@ def test_an_explicit_pydantic_model_is_still_accepted() -> None:
     ("make", "says"),
     [
         (lambda: tool(lambda: "x"), "a tool name must be 1 to 64 characters"),
-        (lambda: tool(name="x", description="d", input=dict, run=print), "BaseModel"),  # type: ignore[call-overload]
+        (lambda: tool(name="x", description="d", input=dict, run=print), "BaseModel"),  # type: ignore[arg-type]
         (lambda: tool(_splat), "*args cannot be described"),
         (lambda: tool(42), "must be callable"),  # type: ignore[call-overload]
     ],
@@ -115,7 +122,8 @@ async def test_the_tool_runs_with_validated_arguments_and_its_context() -> None:
         await session.send("refund it")
 
     # The model is told which field was wrong, and the tool did not run.
-    [result] = [p for m in main.calls[-1].messages for p in m.parts if hasattr(p, "is_error")][-1:]
+    results = [p for m in main.calls[-1].messages for p in m.parts if isinstance(p, ToolResultPart)]
+    [result] = results[-1:]
     assert result.is_error
     assert "order_id" in str(result.output) and "Field required" in str(result.output)
     assert len(seen) == 1

@@ -353,7 +353,7 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
     persistence: Persistence, stream: str, record_type: str
 ) -> None:
     crashing = CrashOnce(persistence, stream, record_type)
-    first = HarnessHost(persistence=crashing, access=ACCESS)  # type: ignore[arg-type]
+    first = HarnessHost(persistence=crashing, access=ACCESS)
     harness = await case(first, ScriptedModel([text("Hello")]), "Hello")
     args: dict[str, Any] = {
         "from_": Endpoint(harness, "case-42"),

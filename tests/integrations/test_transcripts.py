@@ -261,3 +261,26 @@ def test_opencode_apply_patch_edits_every_file_the_patch_touches_moves_included(
     }
     (call,) = opencode._tool(part)
     assert call == ToolCall("apply_patch", "edit", ("old.py", "new.py", "added.py"))
+
+
+def test_every_reader_sorts_tool_calls_and_todo_lists_in_one_place() -> None:
+    from agent_mem_vault.integrations.transcripts import claude_code, codex, gemini_cli, opencode
+    from agent_mem_vault.integrations.transcripts.tools import ToolNames, todo_list
+
+    readers = {"Edit": claude_code, "apply_patch": codex, "replace": gemini_cli, "write": opencode}
+    for edit, reader in readers.items():
+        assert isinstance(reader.TOOLS, ToolNames)
+        assert reader.TOOLS.kind(edit) == "edit"
+        assert reader.TOOLS.kind("agent_mem_vault__create_handoff") == "handoff"
+        assert reader.TOOLS.kind("read_file") == "other"
+    assert codex.TOOLS.kind("create_handoff", "mcp__agent_mem_vault") == "handoff"
+    items = [{"content": "a", "status": "completed"}, {"content": 3}, "junk", {"status": "x"}]
+    # Claude Code and Codex leave out items without text, and default to pending.
+    strict = todo_list(items, ("content",), default_status="pending", need_text=True)
+    assert strict == TodoList((TodoItem("a", "completed"),))
+    # Gemini CLI and opencode keep every object, text or not.
+    loose = todo_list(
+        [{"description": "", "content": "b"}, {"status": "x"}], ("description", "content")
+    )
+    assert loose == TodoList((TodoItem("b", ""), TodoItem("", "x")))
+    assert todo_list({"content": "a"}, ("content",)) is None

@@ -12,7 +12,6 @@ import fcntl
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import sys
@@ -25,68 +24,10 @@ import anyio
 import pytest
 
 from mcp import Client
+from tests.mcp_wire import INIT, RawServer, message
 from tests.warm_process import handed_over_commands, warm_listening
 
 from .conftest import NS, in_process, serve_params
-
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "test", "version": "1"},
-}
-
-
-def message(id_: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        body["id"] = id_
-    if params is not None:
-        body["params"] = params
-    return json.dumps(body).encode() + b"\n"
-
-
-class RawServer:
-    """``agent-mem-vault serve`` on bare pipes: bytes in, JSON lines out."""
-
-    def __init__(self, vault_path: Path, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **env},
-        )
-        self.pending = b""
-
-    def send(self, data: bytes) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def lines(self, count: int, timeout: float = 60) -> list[dict[str, Any]]:
-        """The next ``count`` lines of stdout, each of which must be a JSON-RPC message."""
-        assert self.proc.stdout
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while self.pending.count(b"\n") < count:
-            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
-            chunk = os.read(fd, 1 << 16) if ready else b""
-            if not chunk:
-                self.proc.kill()
-                self.close()
-                raise AssertionError(f"stdout ended or stalled; got {self.pending[:300]!r}")
-            self.pending += chunk
-        out: list[dict[str, Any]] = []
-        for _ in range(count):
-            line, self.pending = self.pending.split(b"\n", 1)
-            parsed = json.loads(line)
-            assert parsed["jsonrpc"] == "2.0"
-            out.append(parsed)
-        return out
-
-    def close(self) -> tuple[int, bytes, bytes]:
-        stdout, stderr = self.proc.communicate(timeout=60)
-        return self.proc.returncode, self.pending + stdout, stderr
 
 
 @pytest.fixture
@@ -100,8 +41,8 @@ def own_warm_dir(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def start_warm(vault_path: Path, env: dict[str, str]) -> None:
     """A first start (stdin closed at once), then wait until its warm process listens."""
-    first = RawServer(vault_path, env)
-    assert first.close()[0] == 0
+    first = RawServer(vault_path, env=env)
+    assert first.finish()[0] == 0
     folder = Path(env["AGENT_MEM_VAULT_RUNTIME_DIR"])
     assert _wait_until(lambda: warm_listening(folder), timeout=60), _logs(folder)
 
@@ -134,9 +75,9 @@ def started(
 def test_requests_sent_before_the_server_has_loaded_are_all_answered(
     vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
-    server = RawServer(vault_path, started)
+    server = RawServer(vault_path, env=started)
     # Everything at once, the moment the process exists: nothing may be lost.
-    server.send(
+    server.write(
         message(1, "initialize", INIT)
         + message(None, "notifications/initialized")
         + message(2, "tools/list", {})
@@ -145,7 +86,7 @@ def test_requests_sent_before_the_server_has_loaded_are_all_answered(
         + message(5, "prompts/list", {})
     )
     answers = {a["id"]: a for a in server.lines(5)}
-    status, rest, stderr = server.close()
+    status, rest, stderr = server.finish()
 
     assert sorted(answers) == [1, 2, 3, 4, 5]
     assert all("error" not in a for a in answers.values()), answers
@@ -184,7 +125,9 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
             client.server_capabilities,
         ]
         return [
-            r if isinstance(r, str) else r.model_dump(mode="json", by_alias=True, exclude_none=True)
+            r
+            if r is None or isinstance(r, str)
+            else r.model_dump(mode="json", by_alias=True, exclude_none=True)
             for r in (*info, tools, call, resources, templates, prompts, prompt)
         ]
 
@@ -210,8 +153,8 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
 def test_a_server_whose_stdin_closes_at_once_exits_cleanly(
     vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
-    server = RawServer(vault_path, started)
-    status, stdout, stderr = server.close()  # closes stdin before anything was sent
+    server = RawServer(vault_path, env=started)
+    status, stdout, stderr = server.finish()  # closes stdin before anything was sent
     assert (status, stdout) == (0, b"")
     assert b"Traceback" not in stderr, stderr.decode()
 
@@ -243,18 +186,18 @@ def test_a_first_start_runs_on_its_own_and_the_second_is_handed_to_the_warm_proc
     folder = tmp_path / "rt"
     # Idle long enough to outlast the first start, which runs on its own meanwhile.
     env = {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder), "AGENT_MEM_VAULT_WARM_IDLE": "20"}
-    first = RawServer(vault_path, env)
-    first.send(message(1, "initialize", INIT))
+    first = RawServer(vault_path, env=env)
+    first.write(message(1, "initialize", INIT))
     assert first.lines(1)[0]["result"]["serverInfo"]["name"] == "agent-mem-vault"
-    first.close()
+    first.finish()
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
     assert _wait_until(lambda: warm_listening(folder), timeout=60), _logs(folder)
     assert handed_over_commands(folder) == []  # the first start did not wait for it
 
-    second = RawServer(vault_path, env)
-    second.send(message(1, "initialize", INIT))
+    second = RawServer(vault_path, env=env)
+    second.write(message(1, "initialize", INIT))
     assert second.lines(1)[0]["result"]["serverInfo"]["name"] == "agent-mem-vault"
-    assert second.close()[0] == 0
+    assert second.finish()[0] == 0
     assert handed_over_commands(folder) == ["serve --agent"]
 
     [sock] = folder.glob("*.sock")
@@ -265,13 +208,13 @@ def test_a_first_start_runs_on_its_own_and_the_second_is_handed_to_the_warm_proc
 def test_servers_started_at_once_with_no_warm_process_all_answer_without_waiting_for_one(
     vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
 ) -> None:
-    servers = [RawServer(vault_path, own_warm_dir) for _ in range(4)]
+    servers = [RawServer(vault_path, env=own_warm_dir) for _ in range(4)]
     for server in servers:
-        server.send(message(1, "initialize", INIT))
+        server.write(message(1, "initialize", INIT))
     for server in servers:
         # A start that waited for the warm process's start timeout would stall here.
         assert "result" in server.lines(1, timeout=45)[0]
-        assert server.close()[0] == 0
+        assert server.finish()[0] == 0
 
 
 @pytest.mark.slow
@@ -279,12 +222,12 @@ def test_terminating_the_command_ends_the_server_it_handed_over_to(
     vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
 ) -> None:
     start_warm(vault_path, own_warm_dir)
-    server = RawServer(vault_path, own_warm_dir)
-    server.send(message(1, "initialize", INIT))
+    server = RawServer(vault_path, env=own_warm_dir)
+    server.write(message(1, "initialize", INIT))
     server.lines(1)
     server.proc.send_signal(signal.SIGTERM)
     # Closing stdin right after races the signal: the status must still be SIGTERM's.
-    status, stdout, _ = server.close()  # stdout ends: the forked server is gone too
+    status, stdout, _ = server.finish()  # stdout ends: the forked server is gone too
     assert status == 128 + signal.SIGTERM
     assert stdout == b""
     folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
@@ -296,13 +239,13 @@ def test_terminating_the_command_ends_the_server_it_handed_over_to(
 def test_ctrl_c_stops_a_stdio_server_at_once_with_status_130(
     vault_path: Path, started: dict[str, str], mode: str
 ) -> None:
-    server = RawServer(vault_path, started)
-    server.send(message(1, "initialize", INIT))
+    server = RawServer(vault_path, env=started)
+    server.write(message(1, "initialize", INIT))
     server.lines(1)
     server.proc.send_signal(signal.SIGINT)
     # stdin stays open: the server must not wait for it to close.
     status = server.proc.wait(timeout=30)
-    _, _, stderr = server.close()
+    _, _, stderr = server.finish()
     assert status == 130
     assert b"Traceback" not in stderr, stderr.decode()
 
@@ -361,11 +304,11 @@ def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here_and_is_
     folder = Path(own_warm_dir["AGENT_MEM_VAULT_RUNTIME_DIR"])
     # The warm process fails on this setting after loading; the command must not.
     env = {**own_warm_dir, "AGENT_MEM_VAULT_WARM_IDLE": "soon"}
-    server = RawServer(vault_path, env)
-    server.send(message(1, "initialize", INIT) + message(None, "notifications/initialized"))
-    server.send(message(2, "tools/call", {"name": "peek_handoff", "arguments": {"namespace": NS}}))
+    server = RawServer(vault_path, env=env)
+    server.write(message(1, "initialize", INIT) + message(None, "notifications/initialized"))
+    server.write(message(2, "tools/call", {"name": "peek_handoff", "arguments": {"namespace": NS}}))
     answers = server.lines(2)
-    status, _, _ = server.close()
+    status, _, _ = server.finish()
     assert [a["id"] for a in answers] == [1, 2] and "result" in answers[1]
     assert status == 0
     assert _wait_until(lambda: not _warm_processes(folder) and any(folder.glob("*.failed")))
@@ -375,10 +318,10 @@ def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here_and_is_
     assert "AGENT_MEM_VAULT_WARM_IDLE" in record["fix"]
     assert "'soon'" in _logs(folder)
 
-    again = RawServer(vault_path, env)
-    again.send(message(1, "initialize", INIT))
+    again = RawServer(vault_path, env=env)
+    again.write(message(1, "initialize", INIT))
     assert "result" in again.lines(1)[0]
-    assert again.close()[0] == 0
+    assert again.finish()[0] == 0
     assert _wait_until(lambda: not _warm_processes(folder))
     # No second warm process was started: it would have written its own record.
     assert json.loads(failed.read_text()) == record
@@ -400,10 +343,10 @@ def test_a_runtime_folder_others_can_open_is_not_used(vault_path: Path, tmp_path
     folder = tmp_path / "shared-rt"
     folder.mkdir(mode=0o755)
     folder.chmod(0o755)
-    server = RawServer(vault_path, {"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder)})
-    server.send(message(1, "initialize", INIT))
+    server = RawServer(vault_path, env={"AGENT_MEM_VAULT_RUNTIME_DIR": str(folder)})
+    server.write(message(1, "initialize", INIT))
     assert "result" in server.lines(1)[0]
-    assert server.close()[0] == 0
+    assert server.finish()[0] == 0
     assert list(folder.iterdir()) == []  # ran in its own process: no socket, no warm process
 
 
@@ -413,11 +356,11 @@ def test_killing_the_command_outright_still_ends_the_server(
 ) -> None:
     # SIGKILL cannot be forwarded: the child sees its caller's connection close.
     start_warm(vault_path, own_warm_dir)
-    server = RawServer(vault_path, own_warm_dir)
-    server.send(message(1, "initialize", INIT))
+    server = RawServer(vault_path, env=own_warm_dir)
+    server.write(message(1, "initialize", INIT))
     server.lines(1)
     server.proc.kill()
-    status, stdout, _ = server.close()  # returns only once every writer of stdout is gone
+    status, stdout, _ = server.finish()  # returns only once every writer of stdout is gone
     assert status == -signal.SIGKILL
     assert stdout == b""
 
@@ -440,7 +383,7 @@ def test_a_command_whose_warm_process_does_not_answer_ends_on_a_second_signal(
     [warm] = _warm_processes(folder)
     os.kill(warm, signal.SIGSTOP)  # it accepts no connection and forks no child
     try:
-        server = RawServer(vault_path, own_warm_dir)
+        server = RawServer(vault_path, env=own_warm_dir)
         assert _wait_until(lambda: _has_socket(server.proc.pid))  # waiting for its pid
         # Two different signals: the same signal twice may reach the process as one.
         server.proc.send_signal(signal.SIGINT)
@@ -449,5 +392,5 @@ def test_a_command_whose_warm_process_does_not_answer_ends_on_a_second_signal(
     finally:
         # The stdio it passed waits in the socket until the warm process reads it.
         os.kill(warm, signal.SIGCONT)
-    _, _, stderr = server.close()
+    _, _, stderr = server.finish()
     assert status in (130, -signal.SIGTERM), stderr.decode()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
+from tests.mcp_wire import INIT, message
 
 from .conftest import NS, WARM_DIR, serve_params
 
@@ -135,21 +135,7 @@ async def test_serve_makes_the_default_vault_on_first_start(tmp_path: Path) -> N
     assert await anyio.Path(home / "agent-mem-vault" / "_dashboards" / "memory.base").is_file()
 
 
-INITIALIZE = (
-    json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"},
-            },
-        }
-    )
-    + "\n"
-)
+INITIALIZE = message(1, "initialize", INIT).decode()
 
 
 @pytest.mark.parametrize("warm", ["1", "0"], ids=["warm process", "no warm process"])

@@ -8,11 +8,6 @@ would write them, and each test waits for the answer on its stdout.
 from __future__ import annotations
 
 import json
-import os
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,83 +15,15 @@ from typing import Any
 import pytest
 
 from agent_mem_vault.vault import Vault
+from tests.mcp_wire import INIT, RawServer
 
 from .conftest import NS
-
-SERVE = (sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex")
-# Only to end a test whose server never answers; no assertion is about time.
-NO_ANSWER_AFTER = 60.0
-
-
-class RawServer:
-    """``agent-mem-vault serve`` over stdio, spoken to one raw line at a time."""
-
-    def __init__(self, vault_path: Path) -> None:
-        env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
-        self.proc = subprocess.Popen(
-            [*SERVE, "--namespace", NS],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def send(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-
-    def answer(self) -> dict[str, Any]:
-        try:
-            line = self.lines.get(timeout=NO_ANSWER_AFTER)
-        except queue.Empty:
-            pytest.fail("the server sent no answer")
-        value: dict[str, Any] = json.loads(line)
-        return value
-
-    def request(self, id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.send(
-            json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).encode()
-        )
-        return self.answer()
-
-    def call(self, id_: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        answer = self.request(id_, "tools/call", {"name": tool, "arguments": arguments})
-        assert answer["id"] == id_
-        result: dict[str, Any] = answer["result"]
-        return result
-
-    def close(self) -> str:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=NO_ANSWER_AFTER)
-        self.reader.join()
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.proc.stdout.close()
-        with self.proc.stderr:
-            return self.proc.stderr.read().decode()
 
 
 @pytest.fixture
 def server(vault: Vault) -> Iterator[RawServer]:
-    raw = RawServer(vault.path)
-    init = raw.request(
-        0,
-        "initialize",
-        {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    )
+    raw = RawServer(vault.path, "--namespace", NS)
+    init = raw.request(0, "initialize", INIT)
     assert "result" in init, init
     raw.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     yield raw

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from mcp.types import CallToolResult
 
 from agent_mem_vault.vault import Vault
 from mcp import Client
@@ -131,7 +132,11 @@ async def test_list_handoffs_by_status_and_agent(vault: Vault) -> None:
         read = await client.call_tool("list_handoffs", {"status": "read"})
         everything = await client.call_tool("list_handoffs", {"status": "all"})
         to_codex = await client.call_tool("list_handoffs", {"status": "all", "agent": "codex"})
-    ids = lambda r: [h["id"] for h in r.structured_content["handoffs"]]  # noqa: E731
+
+    def ids(result: CallToolResult) -> list[str]:
+        assert result.structured_content is not None
+        return [h["id"] for h in result.structured_content["handoffs"]]
+
     assert ids(pending) == [b["id"]]
     assert ids(read) == [a["id"]]
     assert ids(everything) == [b["id"], a["id"]]  # newest first

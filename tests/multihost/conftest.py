@@ -137,7 +137,8 @@ async def wait_for_record(
     """Poll a log until a record matches (the test's view of "the turn is in flight")."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        for record in await store.read(stream):
+        records: list[LogRecord] = await store.read(stream)
+        for record in records:
             if match(record):
                 return record
         await asyncio.sleep(0.02)

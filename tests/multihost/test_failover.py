@@ -49,7 +49,9 @@ def check_log(records: list[LogRecord]) -> dict[str, dict[str, object]]:
             running = record.data["runId"]
             runs[running] = {"input": record.data["inputId"]}
         elif record.type == "run.finished":
-            assert record.data["runId"] == running, "a turn finished that was not running"
+            assert running is not None and record.data["runId"] == running, (
+                "a turn finished that was not running"
+            )
             runs[running].update(record.data)
             running = None
     assert running is None, "a turn was left running"

@@ -20,16 +20,12 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.mcp_wire import INIT, message
 from tests.server.support import ADA, REFUND, running_demo
 from tests.warm_process import handed_over_commands, warm_listening
 
 PLAIN_ENV = "AMV_PLAIN_PYTHON"
 NS = "project/harbor-api"
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "test", "version": "1"},
-}
 
 pytestmark = pytest.mark.slow
 
@@ -149,10 +145,9 @@ def test_the_main_job_runs_in_a_plain_install(amv: Any) -> None:
 
 def _initialize(plain_python: Path, env: dict[str, str]) -> dict[str, Any]:
     cli = plain_python.parent / "agent-mem-vault"
-    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}
     proc = subprocess.run(
         [str(cli), "serve", "--agent", "codex"],
-        input=json.dumps(request) + "\n",
+        input=message(1, "initialize", INIT).decode(),
         capture_output=True,
         text=True,
         env=env,

@@ -25,6 +25,16 @@ REFUND = "I want a refund for order 42."
 PERSON = "I want to talk to a person, please."
 
 
+class _Server(uvicorn.Server):
+    """A uvicorn server that leaves signals alone: Ctrl-C ends the test run, as pytest
+    handles it, rather than only this server (uvicorn takes SIGINT and SIGTERM for the
+    time it serves, when it runs in the main thread)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @contextlib.asynccontextmanager
 async def serve(app: Any, port: int = 0) -> AsyncIterator[str]:
     """Run ``app`` under a real uvicorn on 127.0.0.1 (a free port) in this event loop."""
@@ -36,8 +46,7 @@ async def serve(app: Any, port: int = 0) -> AsyncIterator[str]:
         lifespan="off",
         timeout_graceful_shutdown=1,
     )
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = _Server(config)
     task = asyncio.create_task(server.serve())
     for _ in range(500):
         if server.started:

@@ -105,7 +105,7 @@ def test_demo_uses_an_openai_compatible_endpoint_when_configured(
     tmp_path: Path, wire: WireServer
 ) -> None:
     wire.script(text_reply("Hello from ", "the configured model."))
-    env = {
+    env: dict[str, str | None] = {
         "AGENT_MEM_VAULT_MODEL": "local-model",
         "OPENAI_BASE_URL": wire.base_url,
         "OPENAI_API_KEY": "sk-local-test",

@@ -110,7 +110,7 @@ def test_demo_uses_anthropic_for_a_claude_model(tmp_path: Path) -> None:
     wire = AnthropicWireServer().start()
     try:
         wire.script(text_reply("Hello from ", "Claude."))
-        env = {
+        env: dict[str, str | None] = {
             "AGENT_MEM_VAULT_MODEL": "claude-wire-test",
             "ANTHROPIC_BASE_URL": wire.base_url,
             "ANTHROPIC_API_KEY": "sk-ant-demo",

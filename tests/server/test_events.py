@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -118,7 +118,7 @@ async def test_a_client_that_stops_reading_is_dropped_not_kept_forever(
         await asyncio.Event().wait()  # the client never hangs up
         raise AssertionError("unreachable")
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message["type"])
         if message["type"] == "http.response.body":
             await asyncio.Event().wait()  # ... and never takes the data

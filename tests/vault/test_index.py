@@ -264,16 +264,24 @@ def test_reads_in_one_look_check_each_namespace_once(
 ) -> None:
     # The session hook reads the brief, then the pending handoffs: one check of
     # the namespace's notes, not two. An edit made during the look is seen after it.
-    from agent_mem_vault.vault import upkeep
+    from agent_mem_vault.vault import scan, upkeep
+    from agent_mem_vault.vault.index import Index
+    from agent_mem_vault.vault.scan import Stamps
 
     h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
     assert vault.read_handoff(agent="codex", namespace=NS) is not None
     checked: list[tuple[str, str]] = []
-    stale_dirs = upkeep.stale_dirs
+    stale_dirs = scan.stale_dirs
 
-    def counting(root: Path, idx: object, scope: tuple[str, str], *rest: object) -> list[str]:
+    def counting(
+        root: Path,
+        idx: Index,
+        scope: tuple[str, str],
+        looked: dict[str, Stamps] | None = None,
+        counted: list[int] | None = None,
+    ) -> list[str]:
         checked.append(scope)
-        return stale_dirs(root, idx, scope, *rest)  # type: ignore[arg-type]
+        return stale_dirs(root, idx, scope, looked, counted)
 
     monkeypatch.setattr(upkeep, "stale_dirs", counting)
     with vault.one_look():

@@ -242,7 +242,8 @@ def test_what_the_check_saw_is_not_trusted_once_the_folder_changed(vault: Vault)
     with idx.transaction():
         scan.sync_changed(root, idx, [folder], scan.ScanStats(), looked)
     assert idx.handoff(later.id) is not None
-    assert idx.handoff(h.id).summary == "edited"
+    edited = idx.handoff(h.id)
+    assert edited is not None and edited.summary == "edited"
 
 
 def test_a_note_edited_in_place_is_read_once_the_stamps_are_reused(vault: Vault) -> None:

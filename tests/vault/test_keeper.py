@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.files import VaultLock
 from agent_mem_vault.vault.keeper import (
@@ -28,6 +29,7 @@ from agent_mem_vault.vault.keeper import (
     START_FROM,
     SWITCH_ENV,
     KeeperLink,
+    keeper_mode,
     keeper_status,
     run_keeper,
     socket_for,
@@ -37,7 +39,7 @@ from agent_mem_vault.vault.watch import LOCAL_FILESYSTEMS, filesystem_of
 from tests.by_hand import save_in_place, write_handoff
 from tests.cli.test_vault_cli import run
 
-from .conftest import NS
+from .conftest import NS, snapshot
 from .test_watch import _eventually, _same_stamp_edit
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the keeper needs Unix sockets")
@@ -501,3 +503,44 @@ def test_a_namespace_of_many_notes_is_vouched_for_by_the_keeper(
     other = Vault(vault.path)
     other.list_handoffs(namespace=NS)
     assert _answered(vault.path) == before + 1  # not asked: checked by stat
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [
+        ("", "on"),
+        ("1", "on"),
+        (" On ", "on"),
+        ("yes", "on"),
+        ("true", "on"),
+        ("0", "off"),
+        ("OFF", "off"),
+        ("no", "off"),
+        ("false", "off"),
+        ("always", "always"),
+        (" Always\n", "always"),
+    ],
+)
+def test_the_keeper_switch_is_read_in_one_place(value: str, mode: str) -> None:
+    assert keeper_mode({SWITCH_ENV: value}) == mode
+    assert keeper_mode({}) == "on"
+
+
+@pytest.mark.parametrize("value", ["alwyas", "of", "never", "2"])
+def test_a_bad_keeper_switch_is_a_clear_error_when_the_vault_opens(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """A typo is neither quietly on nor quietly off: opening a vault says what is wrong,
+    and nothing is written or started."""
+    before = snapshot(vault.path)
+    monkeypatch.setenv(SWITCH_ENV, value)
+    with pytest.raises(InvalidInputError) as caught:
+        Vault(vault.path)
+    assert caught.value.code == "invalid_setting"
+    assert caught.value.details == {"field": SWITCH_ENV}
+    assert f"not {value!r}" in str(caught.value) and "always" in str(caught.value)
+    assert snapshot(vault.path) == before
+    result = run(vault.path, "doctor", check=False)
+    assert result.returncode == 2
+    assert f"{SWITCH_ENV} must be off" in result.stderr and "[invalid_setting]" in result.stderr
+    assert snapshot(vault.path) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -329,7 +330,7 @@ def test_the_seeds_typical_exchange_through_the_python_api(vault: Vault) -> None
 def test_doctor_reports_a_half_done_supersede_and_says_how_to_finish_it(vault: Vault) -> None:
     older = _create(vault, "old plan")
     # What a writer killed between its two renames leaves: the newer note only.
-    newer = Handoff(**{**_fields(older), "id": "3zzzzzzzzzzz2", "supersedes": (older.id,)})
+    newer = replace(older, id="3zzzzzzzzzzz2", supersedes=(older.id,))
     path = vault.path / NS / "handoffs" / f"{newer.id}.md"
     path.write_text(render_note(handoff_meta(newer), render_body("new plan", "c")))
     (problem,) = vault.doctor().problems
@@ -338,10 +339,6 @@ def test_doctor_reports_a_half_done_supersede_and_says_how_to_finish_it(vault: V
     vault.ack_handoff(older.id)
     assert vault.get_handoff(older.id).read is True
     assert vault.doctor().ok
-
-
-def _fields(h: Handoff) -> dict[str, object]:
-    return {f: getattr(h, f) for f in Handoff.__dataclass_fields__}
 
 
 def test_supersedes_may_be_one_id_a_list_or_none(vault: Vault) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import yaml
 from hypothesis import given
@@ -84,15 +86,11 @@ def test_frontmatter_as_obsidian_writes_it_is_read() -> None:
 
 def test_properties_a_person_added_survive_a_lifecycle_rewrite() -> None:
     meta = {**handoff_meta(H), "aliases": ["Backfill"], "priority": 2}
-    updated = apply_handoff(meta, Handoff(**{**_fields(H), "status": "read", "read_at": "t"}))
+    updated = apply_handoff(meta, replace(H, status="read", read_at="t"))
     assert updated["aliases"] == ["Backfill"] and updated["priority"] == 2
     assert updated["read"] is True and updated["read_at"] == "t"
     reopened = apply_handoff(updated, H)
     assert "read_at" not in reopened and reopened["read"] is False
-
-
-def _fields(h: Handoff) -> dict[str, object]:
-    return {f: getattr(h, f) for f in Handoff.__dataclass_fields__}
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import agent_mem_vault
 import agent_mem_vault.vault as vault_pkg
 from agent_mem_vault.core.errors import DataError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.files import temp_path
 from agent_mem_vault.vault.namespaces import MAX_CONTENT, MAX_SUMMARY
 from agent_mem_vault.vault.notes import parse_note
 
@@ -257,7 +259,7 @@ def test_search_ranks_every_match_by_bm25_not_only_the_newest(vault: Vault) -> N
 def test_reindex_removes_only_the_temp_files_a_killed_write_left(vault: Vault) -> None:
     h = vault.create_handoff(**GOOD)
     folder = vault.path / NS / "handoffs"
-    ours = folder / f".{h.id}.md.0123abcd.tmp"
+    ours = Path(temp_path(str(vault.path / h.path), "0123abcd"))
     ours.write_text("half a note")
     someone_elses = [folder / ".draft.tmp", vault.path / ".obsidian" / ".ws.0123abcd.tmp"]
     someone_elses[1].parent.mkdir()
@@ -310,7 +312,7 @@ def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> N
 
     first = vault.create_handoff(**GOOD)
     vault.create_handoff(**GOOD, supersedes=[first.id])
-    refusals = [
+    refusals: list[tuple[Callable[[], object], type[Exception]]] = [
         (lambda: vault.create_handoff(**GOOD, supersedes=["3kzzzzzzzzzz2"]), NotFoundError),
         (lambda: vault.reopen_handoff(first.id), ConflictError),
         (lambda: vault.ack_handoff("3kzzzzzzzzzz2"), NotFoundError),

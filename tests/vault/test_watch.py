@@ -16,6 +16,7 @@ import watchfiles._rust_notify
 
 import agent_mem_vault.vault.watch as watch_module
 from agent_mem_vault.vault import Vault, inotify
+from agent_mem_vault.vault.files import TEMP_FILE, temp_path
 from agent_mem_vault.vault.watch import NoteWatcher
 from tests.by_hand import save_in_place, write_handoff
 
@@ -499,6 +500,30 @@ def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
         assert read is not None and read.id == h.id
         changes = watcher.take()
         assert changes is not None and h.path not in changes[0]
+
+
+@pytest.mark.parametrize("backend", ["inotify"], indirect=True)
+def test_only_the_vaults_own_temp_file_renamed_onto_a_note_is_not_read_back(
+    vault: Vault,
+) -> None:
+    """The write names its temp file and the watcher matches the rename from it by one
+    function (``temp_path``): the note renamed from the vault's own temp file is not
+    told, while a file of the same pattern but not the one written (another's
+    editor, another token) renamed over it is."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+
+        vault.ack_handoff(h.id)  # the vault writes the note again (its own temp file)
+        note = vault.path / h.path
+        theirs = Path(temp_path(str(note), "89abcdef"))
+        assert TEMP_FILE.fullmatch(theirs.name)
+        theirs.write_text(note.read_text().replace("## Summary\nabc", "## Summary\nxyz"))
+        os.replace(theirs, note)
+        assert vault.get_handoff(h.id).summary == "xyz"
 
 
 def test_an_edit_right_after_this_process_wrote_a_note_is_seen(vault: Vault) -> None:

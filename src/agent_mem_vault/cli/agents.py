@@ -88,8 +88,9 @@ def serve(
     # reads; the client shows this one-line error. The default vault is made instead.
     vault.require(make_default=True)
     # A long-lived process: notes changed by hand are reported by a file watcher
-    # instead of being looked for, one stat per note, on every call.
-    vault.watch()
+    # instead of being looked for, one stat per note, on every call. Why it cannot
+    # watch (inotify's limits: the setting to raise) goes to stderr, the client's log.
+    vault.watch(report=lambda why: click.echo(f"agent-mem-vault: {why}", err=True))
     if not use_http:
         from ..mcp.transport import run_stdio
 

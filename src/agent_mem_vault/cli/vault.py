@@ -571,18 +571,22 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
     from ..vault.keeper import keeper_status
+    from ..vault.watch import watch_problem
     from .warm import warm_status
 
     report = open_vault(vault_path).doctor()
     warm = warm_status()
     installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
     keeper = keeper_status(Path(report.path))
+    # Not a problem of the vault (calls check by stat without a watch): told, not failed.
+    unwatched = watch_problem(Path(report.path))
     if as_json:
         _emit(
             {
                 **report.to_dict(),
                 "installs": installs,
                 "keeper": keeper,
+                "watch": {"ok": unwatched is None, "problem": unwatched},
                 "fast_start": warm,
                 "ok": report.ok and not installs,
             }
@@ -594,6 +598,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
         )
         click.echo(_search_status_text(report.search))
         click.echo(_keeper_text(keeper))
+        click.echo("watch: " + (unwatched or "serve can watch the vault."))
         click.echo(_fast_start_text(warm))
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")

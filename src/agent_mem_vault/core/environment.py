@@ -44,7 +44,8 @@ VARIABLES: tuple[Variable, ...] = (
         "on",
         "`0`, `off`, `no` or `false`: never ask or start the vault's keeper; "
         "every call checks its namespace by `stat`. `always`: ask it at every check, "
-        "not only where that is cheaper than 1,000 `stat` calls.",
+        "not only where that is cheaper than 1,000 `stat` calls. Any other value but "
+        "`1`, `on`, `yes` or `true` is an error (`invalid_setting`).",
         "vault",
     ),
     Variable(

@@ -94,7 +94,10 @@ def members_only(**overrides: Mapping[str, Sequence[str]]) -> Rules:
     return Rules(roles=roles)
 
 
-GetUser = Callable[[Any], "User | Awaitable[User | None] | None"]
+GetUser = Callable[
+    [Any], "User | Mapping[str, Any] | Awaitable[User | Mapping[str, Any] | None] | None"
+]
+"""What ``get_user`` may return, awaited or not: see ``as_user``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,7 +110,7 @@ class Tool:
 
 
 @overload
-def tool(fn: ToolFn, /) -> Tool: ...
+def tool(fn: ToolFn, /, *, name: str | None = None, description: str | None = None) -> Tool: ...
 
 
 @overload

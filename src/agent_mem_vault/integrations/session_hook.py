@@ -119,15 +119,15 @@ def _begin_session(
     """Register the session; the automatic handoffs it received, and a line if that failed."""
     from .session_process import session_pid
     from .sessions import SessionBook, SessionStart
-    from .transcripts import locate_transcript
+    from .transcripts import locate_at_start
 
     assert hook.session_id is not None
     try:
         caller = int(os.environ.get(CALLER_ENV) or os.getpid())
         parent = _parent_of(caller)
-        transcript = hook.transcript_path or locate_transcript(
-            client, hook.cwd, hook.session_id, Path.home()
-        )
+        transcript, search = hook.transcript_path, None
+        if transcript is None:
+            transcript, search = locate_at_start(client, hook.cwd, hook.session_id, Path.home())
         start = SessionStart(
             client=client,
             agent=agent,
@@ -135,6 +135,7 @@ def _begin_session(
             session_id=hook.session_id,
             cwd=str(Path(hook.cwd).resolve()),
             transcript=transcript,
+            transcript_search=search,
             source=hook.source,
             # No parent found: no pid, rather than a walk from this process's own
             # parent, which a warm process shares with nothing in the session.

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..runs.process import read_stat
+
 __all__ = ["session_pid"]
 
 _PROC = Path("/proc")
@@ -62,10 +64,10 @@ def session_pid(client: str | None, start: int | None = None) -> int | None:
     for _ in range(MAX_DEPTH):
         if pid <= 1:
             break
-        found = _stat(pid)
+        found = read_stat(pid)
         if found is None:
             break
-        comm, ppid = found
+        comm, ppid = found.comm, found.ppid
         # A shell's command line holds the hook's own words (``--client claude-code``):
         # shells and launchers are passed through before any name is looked at.
         if comm not in _PASS_THROUGH:
@@ -88,17 +90,6 @@ def _matches(client: str, comm: str, words: list[str]) -> bool:
     script = next((w for w in words[1:] if not w.startswith("-")), "")
     names = [comm, *(os.path.basename(w) for w in [*words[:1], script] if " " not in w)]
     return any(hint in name for name in names for hint in _LOOKS_LIKE[client])
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    # The name (field 2) is in parentheses and may hold spaces: split after it.
-    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return comm, int(fields[1])
 
 
 def _words(pid: int, comm: str) -> list[str]:

@@ -9,15 +9,30 @@ client's session-end hook stops the run. Starting a run takes the namespace
 over, and the runs face writes its ``garden.engram.agents.handoff`` record
 for a predecessor that is no longer alive, keyed by the new run, at most once.
 
-At each session start, every earlier session of the namespace that is no
-longer alive and is not settled yet is looked at once: if its transcript shows
-work after its last explicit ``create_handoff``, an automatic handoff from it
-to the new session's agent is written; either way it is settled. A session
-still alive in another terminal is left alone. The decision for each dead
-session is claimed with put-if-absent (``sessions.auto``, keyed by the dead
-session's run), so however many sessions start at once, and however often a
-hook runs, one handoff is written. Session registration is serialised by a
-lock file next to the runs store, so a hook run twice registers one run.
+At each session start, the earlier sessions of the namespace that are no
+longer alive and are not settled yet are looked at once: if a transcript
+shows work after its last explicit ``create_handoff``, an automatic handoff
+from it to the new session's agent is written; either way it is settled. A
+session still alive in another terminal is left alone. The decision for each
+dead session is claimed with put-if-absent (``sessions.auto``, keyed by the
+dead session's run), so however many sessions start at once, and however
+often a hook runs, one handoff is written.
+
+A start must end within the client's hook time limit (``hooks_json.
+TIMEOUT_SECONDS``, 10 s), or the client kills the hook and the session is
+never registered, so can never be handed off. So a start registers its
+session first and settles after, each step bounded:
+
+* registration is serialised by a lock file next to the runs store (a hook
+  run twice registers one run); it is held only for the few writes of one
+  registration, and waited for at most ``REGISTER_WAIT_SECONDS``. A start
+  that does not get it in time registers without it: a session registered
+  twice is better than one never registered (the older registration is then
+  settled as ``resumed``, never handed off twice).
+* settling takes a second lock without waiting: while one start settles,
+  another starts at once and leaves the dead sessions to it. A start settles
+  at most ``MAX_SETTLED_PER_START`` dead sessions and starts no new one after
+  ``SETTLE_SECONDS``; the rest are settled at the next start.
 
 Documents, all in the runs store (``<vault>/.runs/runs.sqlite3``):
 
@@ -33,20 +48,22 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, format_datetime
-from ..core.errors import InvalidInputError
+from ..core.errors import InvalidInputError, UnavailableError
 from ..vault.files import VaultLock
 from .auto_handoff import Stopped, build_auto_handoff, max_bytes_from_env, work_after_last_handoff
-from .transcripts import CLIENTS, read_transcript
+from .transcripts import CLIENTS, find_transcript, read_transcript
 
 if TYPE_CHECKING:
     from ..runs import RunRegistry
     from ..runs.models import RunInfo
+    from ..store.base import Persistence
     from ..vault import Vault
     from ..vault.models import Handoff
 
@@ -74,6 +91,14 @@ SESSIONS, BY_ID, OPEN, AUTO, RECEIVED = (
     "sessions.received",
 )
 LOCK_FILE = "sessions.lock"
+SETTLE_LOCK_FILE = "sessions.settle.lock"
+REGISTER_WAIT_SECONDS = 2.0
+"""How long a start waits for the registration lock: a fifth of the hook's time limit."""
+MAX_SETTLED_PER_START = 8
+"""Dead sessions one start settles (reads the transcript of, hands off); the rest wait for
+the next start. Each costs a transcript read of up to 1 MB and, when handed off, a note."""
+SETTLE_SECONDS = 4.0
+"""After this long since its start began, a start settles no further dead session."""
 GIT_STATUS_TIMEOUT = 2.0
 MAX_GIT_LINES = 60
 Liveness = Literal["alive", "ended", "dead"]
@@ -103,9 +128,13 @@ class SessionStart:
     cwd: str
     transcript: str | None = None
     """Where the client writes the transcript (hook input or the client's layout)."""
+    transcript_search: str | None = None
+    """Where to search for the transcript once it is needed, when ``transcript`` is None
+    (``transcripts.locate_at_start``: Codex's and Gemini CLI's session folders)."""
     source: str | None = None
     pid: int | None = None
-    """The session's process (see ``session_process.py``); None: not identified."""
+    """The session's process (see ``session_process.py``); None: not identified, and
+    the run's lease (``SESSION_LEASE_SECONDS``) alone says whether it is alive."""
 
 
 @dataclass(frozen=True)
@@ -169,15 +198,21 @@ class SessionBook:
 
     # -- the operations ------------------------------------------------------
     def start(self, start: SessionStart) -> StartOutcome:
-        """Register the session as a run, and hand off for the dead sessions before it."""
+        """Register the session as a run, and hand off for the dead sessions before it.
+
+        Bounded in time (see the module's docstring): registering waits at most
+        ``REGISTER_WAIT_SECONDS`` for its lock, and settling is skipped while
+        another start settles and stops after ``MAX_SETTLED_PER_START`` dead
+        sessions or ``SETTLE_SECONDS``.
+        """
         if start.client not in CLIENTS:
             raise InvalidInputError(
                 f"unknown client {start.client!r}: use one of {', '.join(CLIENTS)}",
                 field="client",
             )
+        began = time.monotonic()
         self.store.parent.mkdir(parents=True, exist_ok=True)
-        with VaultLock(self.store.parent / LOCK_FILE, timeout=10.0):
-            return asyncio.run(self._with_registry(self._start, start))
+        return asyncio.run(self._with_registry(self._start, start, began + SETTLE_SECONDS))
 
     def end(self, client: str, namespace: str, session_id: str) -> str | None:
         """Mark the session's run stopped (a clean end); its run TID, or None if unknown."""
@@ -204,33 +239,56 @@ class SessionBook:
         finally:
             await registry.store.close()
 
-    async def _start(self, registry: RunRegistry, start: SessionStart) -> StartOutcome:
+    async def _start(
+        self, registry: RunRegistry, start: SessionStart, deadline: float
+    ) -> StartOutcome:
         slot = slot_agent(start.namespace)
+        lock = _try_lock(self.store.parent / LOCK_FILE, REGISTER_WAIT_SECONDS)
+        try:
+            run = await self._register(registry, slot, start)
+        finally:
+            if lock is not None:
+                lock.release()
+        settle = _try_lock(self.store.parent / SETTLE_LOCK_FILE, 0.0)
+        if settle is not None:  # else another start settles: leave the dead sessions to it
+            try:
+                await self._settle(registry, slot, start, run, deadline)
+            finally:
+                settle.release()
+        return StartOutcome(run, await self._received(registry, slot, run))
+
+    async def _register(self, registry: RunRegistry, slot: str, start: SessionStart) -> str:
+        """The session's run: the one its hook registered before if that one lives, else new."""
         store = registry.store
         by_id = f"{slot}/{start.client}/{start.session_id}"
         known = await store.get(BY_ID, by_id)
-        run: str | None = None
         if known is not None:
             info = await self._info(registry, slot, str(known.value["run"]))
             if info is not None and await registry.is_alive(info):
-                run = info.run  # the hook ran again for the same live session
-        if run is None:
-            new = await registry.start_run(slot, lease_seconds=SESSION_LEASE_SECONDS, pid=start.pid)
-            run = new.tid
-            await store.put(SESSIONS, f"{slot}/{run}", _session_doc(start, run))
-            await store.put(BY_ID, by_id, {"run": run})
-            await store.put(OPEN, f"{slot}/{run}", {"run": run})
-        await self._settle(registry, slot, start, run)
-        return StartOutcome(run, await self._received(registry, slot, run))
+                return info.run  # the hook ran again for the same live session
+        new = await registry.start_run(
+            slot,
+            lease_seconds=SESSION_LEASE_SECONDS,
+            # Without the session's pid, no process is recorded: the hook's own
+            # process exits at once, and the session would look dead.
+            pid="unknown" if start.pid is None else start.pid,
+        )
+        run = new.tid
+        await store.put(SESSIONS, f"{slot}/{run}", _session_doc(start, run))
+        await store.put(BY_ID, by_id, {"run": run})
+        await store.put(OPEN, f"{slot}/{run}", {"run": run})
+        return run
 
     async def _settle(
-        self, registry: RunRegistry, slot: str, start: SessionStart, run: str
+        self, registry: RunRegistry, slot: str, start: SessionStart, run: str, deadline: float
     ) -> None:
-        """Hand off for every open session of the slot that is no longer alive."""
+        """Hand off for the open sessions of the slot that are no longer alive, oldest first,
+        at most ``MAX_SETTLED_PER_START`` of them and none begun after ``deadline``."""
         store = registry.store
         # The new session's git status, the same for every handoff this settle
         # writes: run once, and only when one is written.
         git_status: list[str] | None = None
+        settled = 0
         for doc in await store.scan(OPEN, prefix=f"{slot}/"):
             dead_run = str(doc.value["run"])
             if dead_run == run:
@@ -242,7 +300,10 @@ class SessionBook:
                 continue
             if await registry.is_alive(info):
                 continue
-            outcome = self._decide(session.value, start)
+            if settled >= MAX_SETTLED_PER_START or time.monotonic() > deadline:
+                break  # the next start settles the rest
+            settled += 1
+            outcome = await self._decide(store, slot, session.key, session.value, start)
             claim, created = await store.insert(
                 AUTO, f"{slot}/{dead_run}", {"outcome": outcome[0], "toRun": run}
             )
@@ -271,13 +332,30 @@ class SessionBook:
             await registry.reap_run(info)
             await store.delete(OPEN, doc.key)
 
-    def _decide(self, session: Mapping[str, Any], start: SessionStart) -> tuple[str, Any]:
+    async def _decide(
+        self,
+        store: Persistence,
+        slot: str,
+        key: str,
+        session: Mapping[str, Any],
+        start: SessionStart,
+    ) -> tuple[str, Any]:
         """(outcome, the transcript to hand off or None) for a session that is not alive."""
-        if session.get("client") == start.client and session.get("sessionId") == start.session_id:
+        client, session_id = str(session.get("client")), session.get("sessionId")
+        if client == start.client and session_id == start.session_id:
             return "resumed", None  # the same session goes on in a new process
-        transcript = read_transcript(
-            str(session.get("client")), session.get("transcript"), session.get("sessionId")
-        )
+        latest = await store.get(BY_ID, f"{slot}/{client}/{session_id}")
+        if latest is not None and latest.value.get("run") != session.get("run"):
+            # The same session was registered again since (it was resumed, or its
+            # hook registered it twice): its work goes on, or is handed off, there.
+            return "resumed", None
+        locator = session.get("transcript")
+        if not locator:
+            # Searched for only now that it is needed, and kept for ``sessions``.
+            locator = find_transcript(client, session.get("transcriptSearch"), session_id)
+            if locator:
+                await store.put(SESSIONS, key, {**session, "transcript": locator})
+        transcript = read_transcript(client, locator, session_id)
         if not work_after_last_handoff(transcript):
             return "nothing", None
         return "handed_off", transcript
@@ -362,7 +440,12 @@ class SessionBook:
                     session_id=str(value.get("sessionId")),
                     started_at=info.started_at,
                     state=liveness,
-                    transcript=value.get("transcript"),
+                    transcript=value.get("transcript")
+                    or find_transcript(
+                        str(value.get("client")),
+                        value.get("transcriptSearch"),
+                        value.get("sessionId"),
+                    ),
                     outcome=None if auto is None else str(auto.value.get("outcome")),
                     handoff=None if auto is None else auto.value.get("handoff"),
                     to_run=None if auto is None else auto.value.get("toRun"),
@@ -381,6 +464,16 @@ class SessionBook:
             return None
 
 
+def _try_lock(path: Path, wait: float) -> VaultLock | None:
+    """The lock at ``path``, held, if it comes within ``wait`` seconds; else None."""
+    lock = VaultLock(path, timeout=wait)
+    try:
+        lock.acquire()
+    except UnavailableError:
+        return None
+    return lock
+
+
 def _describe(exc: Exception) -> str:
     code = getattr(exc, "code", None)
     return f"{exc} [{code}]" if code else f"{type(exc).__name__}: {exc}"
@@ -394,6 +487,7 @@ def _session_doc(start: SessionStart, run: str) -> dict[str, Any]:
         "namespace": start.namespace,
         "sessionId": start.session_id,
         "transcript": start.transcript,
+        "transcriptSearch": start.transcript_search,
         "cwd": start.cwd,
         "source": start.source,
         "registeredAt": format_datetime(SYSTEM_CLOCK.now()),

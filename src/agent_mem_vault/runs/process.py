@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ProcessId", "is_known_dead", "parent_pid", "process_of"]
+__all__ = ["ProcStat", "ProcessId", "is_known_dead", "parent_pid", "process_of", "read_stat"]
 
 _PROC = Path("/proc")
 
@@ -60,6 +60,38 @@ def _boot_id() -> str | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """The fields of ``/proc/<pid>/stat`` that tell a process apart and place it in the tree."""
+
+    comm: str
+    """The program's name (field 2), at most 15 bytes, as the kernel keeps it."""
+    state: str
+    """``R``, ``S``, ``D``, ``Z`` (a zombie: ended, not yet reaped), ``X``, …"""
+    ppid: int
+    start: int
+    """Start time in clock ticks since boot (field 22)."""
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """``/proc/<pid>/stat`` parsed, or None where there is no such process (or no ``/proc``).
+
+    The one reader of that file: the name (field 2) is in parentheses and may
+    hold spaces and parentheses itself, so the fields are split after its last
+    ``)``.
+    """
+    try:
+        stat = (_PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    try:
+        close = stat.rindex(")")
+        comm, fields = stat[stat.index("(") + 1 : close], stat[close + 2 :].split()
+        return ProcStat(comm, fields[0], int(fields[1]), int(fields[19]))
+    except (ValueError, IndexError):  # not the kernel's format: nothing is known
+        return None
+
+
 def _start_ticks(pid: int) -> int | None:
     """The start time of ``pid``, or None if there is no such process or it has exited.
 
@@ -67,15 +99,10 @@ def _start_ticks(pid: int) -> int | None:
     until its parent reaps it, and a killed parent's children wait for init:
     that process has ended, whatever ``/proc`` still shows.
     """
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
+    stat = read_stat(pid)
+    if stat is None or stat.state in ("Z", "X", "x"):
         return None
-    # The command name (field 2) is in parentheses and may hold spaces: split after it.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] in ("Z", "X", "x"):
-        return None
-    return int(fields[19])  # field 22 overall
+    return stat.start
 
 
 def process_of(pid: int | None = None) -> ProcessId | None:
@@ -96,8 +123,5 @@ def is_known_dead(process: ProcessId | None) -> bool:
 
 def parent_pid(pid: int) -> int | None:
     """The parent of process ``pid``, or None where it cannot be read."""
-    try:
-        stat = (_PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2 :].split()[1])
+    stat = read_stat(pid)
+    return None if stat is None else stat.ppid

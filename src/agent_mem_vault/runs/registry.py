@@ -197,7 +197,7 @@ class RunRegistry:
         generator: Generator | Mapping[str, Any] | None = None,
         *,
         lease_seconds: float | None = None,
-        pid: int | None = None,
+        pid: int | Literal["unknown"] | None = None,
     ) -> Run:
         """Mint a run TID and make it the agent's current run, taking over from the last one.
 
@@ -205,7 +205,10 @@ class RunRegistry:
         handoff record this run writes when it is replaced); by default,
         agent-mem-vault itself. ``pid`` is the process doing the run (default:
         this one); once it is known dead, the run counts as stopped and a
-        takeover writes its record at once (see :mod:`.process`).
+        takeover writes its record at once (see :mod:`.process`). ``"unknown"``
+        records no process, for a caller that cannot tell which process does the
+        run and is not that process itself: the lease alone then says whether the
+        run is alive.
         """
         validate_agent(agent)
         gen = _generator(generator)
@@ -217,7 +220,7 @@ class RunRegistry:
         if await self.store.get(AGENTS, agent) is None:  # a read spares a write transaction
             await self.store.insert(AGENTS, agent, {"agent": agent})
         stream = _stream(agent)
-        process = process_of(pid)
+        process = None if pid == "unknown" else process_of(pid)
         tid: str | None = None
         for _ in range(_START_ATTEMPTS):
             last = await self.store.last_seq(stream)

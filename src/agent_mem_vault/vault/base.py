@@ -30,7 +30,7 @@ from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, render_dashboard
 from .embeddings import EmbeddingSettings
-from .files import VaultLock, atomic_write, fsync_dir
+from .files import VaultLock, atomic_write, fsync_dir, temp_path
 from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
@@ -145,7 +145,8 @@ class VaultBase:
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
         self._temps: dict[str, str] = {}
-        """Notes written and not yet committed to the index: their temp files' names."""
+        """Notes written and not yet committed to the index: the temp file (``temp_path``,
+        relative to the vault) each was renamed from."""
         # Search by meaning (memories.py): settings from the environment unless given.
         self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
         self._semantic = SemanticState()
@@ -168,19 +169,21 @@ class VaultBase:
         with self._held():
             self._upkeep.close()
 
-    def watch(self, wait: float = 0.0) -> bool:
+    def watch(self, wait: float = 0.0, report: Callable[[str], None] | None = None) -> bool:
         """Watch the folder for notes changed by hand (for a long-lived process such as
         the MCP server): calls then read just the notes the watcher reports instead
         of checking their namespace's notes one ``stat`` each. The watch is set up in
         the background; True if it is in place within ``wait`` seconds. Until it is
         (or where it cannot be: a vault on a network or FUSE filesystem, see
-        ``watch.watchable``), calls keep checking by ``stat``."""
+        ``watch.watchable``), calls keep checking by ``stat``. ``report`` is told,
+        from the watcher's thread, why a watch could not be set up (inotify's limits:
+        the setting to raise; see ``watch.unwatched``), once per new reason."""
         from .watch import NoteWatcher, watchable
 
         if not watchable(self.path):
             return False  # a network or FUSE filesystem: edits from elsewhere send no event
         if self._upkeep.watcher is None:
-            self._upkeep.watcher = NoteWatcher(self.path)
+            self._upkeep.watcher = NoteWatcher(self.path, report)
         return self._upkeep.watcher.start(wait)
 
     def stop_watching(self) -> None:
@@ -405,7 +408,7 @@ class VaultBase:
         """Write one note atomically; the record of it, for ``_commit``."""
         token = secrets.token_hex(4)
         st = atomic_write(self.path / path, text, durable=self.durable, token=token)
-        self._temps[path] = f".{path.rpartition('/')[2]}.{token}.tmp"
+        self._temps[path] = temp_path(path, token)
         return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
 
     def _commit(

@@ -27,9 +27,18 @@ from types import TracebackType
 from ..core.errors import UnavailableError
 
 TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
-"""The name of a temp file ``atomic_write`` leaves if it is killed before the rename."""
+"""The name of a temp file ``atomic_write`` leaves if it is killed before the rename
+(``temp_path``'s names)."""
 
-__all__ = ["LOCK_FILE", "TEMP_FILE", "VaultLock", "atomic_write", "fsync_dir", "vault_lock"]
+__all__ = [
+    "LOCK_FILE",
+    "TEMP_FILE",
+    "VaultLock",
+    "atomic_write",
+    "fsync_dir",
+    "temp_path",
+    "vault_lock",
+]
 
 LOCK_FILE = ".agent-mem-vault/lock"
 """The vault's lock file, relative to the vault folder."""
@@ -199,6 +208,18 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def temp_path(path: str, token: str) -> str:
+    """The temp file ``atomic_write`` renames onto ``path`` (``/``-separated, relative
+    or not): ``.<name>.<token>.tmp`` in the same folder.
+
+    The one place that names it: the watcher knows a note this process wrote by the
+    rename from this very name (``NoteWatcher.wrote``), and ``doctor`` and ``reindex``
+    find the leftovers of a killed write by its pattern (``TEMP_FILE``).
+    """
+    folder, sep, name = path.rpartition("/")
+    return f"{folder}{sep}.{name}.{token}.tmp"
+
+
 def atomic_write(
     path: Path,
     text: str,
@@ -209,8 +230,8 @@ def atomic_write(
 ) -> os.stat_result:
     """Replace ``path`` with ``text`` atomically; returns the new file's stat.
 
-    The text goes to a temp file beside ``path`` (``.<name>.<8 hex>.tmp``, the
-    pattern ``TEMP_FILE`` matches), is fsynced, renamed over ``path``, and the
+    The text goes to a temp file beside ``path`` (``temp_path``: ``.<name>.<8 hex>.tmp``,
+    the pattern ``TEMP_FILE`` matches), is fsynced, renamed over ``path``, and the
     folder is fsynced so that the rename itself is durable. With
     ``durable=False`` the fsyncs are skipped: the write still survives the
     process being killed (the kernel has it), but not a power cut. ``mode``
@@ -218,7 +239,7 @@ def atomic_write(
     replaces); by default it is 0644 less the umask. ``token`` is the temp file's
     8 hex digits (random by default), for a caller that must know its name.
     """
-    tmp = path.with_name(f".{path.name}.{token or secrets.token_hex(4)}.tmp")
+    tmp = Path(temp_path(str(path), token or secrets.token_hex(4)))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         try:

@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import Iterable
 
-__all__ = ["Inotify", "QueueOverflow", "available"]
+__all__ = ["Inotify", "LimitReached", "QueueOverflow", "available", "refusal"]
 
 ADDED, MODIFIED, DELETED = 1, 2, 3
 """The kinds ``watchfiles`` reports, so both watches feed the same sorting."""
@@ -67,6 +67,78 @@ class QueueOverflow(Exception):
     """The kernel's queue overflowed: events were lost."""
 
 
+class LimitReached(OSError):
+    """inotify refused for one of this user's limits (``errno`` ``ENOSPC``: watches,
+    ``EMFILE``: instances or open files); the message names the setting that raises it.
+
+    The limits are per user, shared by every program that watches files (editors,
+    language servers, sync tools), so a vault of a few folders can meet them too.
+    """
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def _setting(name: str) -> str:
+    """The value of ``/proc/sys/fs/inotify/<name>``, or ``?`` if it cannot be read."""
+    try:
+        with open(f"/proc/sys/fs/inotify/{name}", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return "?"
+
+
+def _raised(current: str) -> str:
+    """A value to suggest for a limit that is ``current`` now: twice as much."""
+    return str(int(current) * 2) if current.isdigit() else "<n>"
+
+
+def _fds_exhausted() -> bool:
+    """Whether this process has as many open files as it may (``EMFILE`` then means that,
+    not inotify's instance limit)."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        return soft != resource.RLIM_INFINITY and len(os.listdir("/proc/self/fd")) >= soft
+    except OSError as exc:
+        return exc.errno == errno.EMFILE  # not even one more to list them with
+
+
+def refusal(err: int, folder: str | None = None) -> OSError:
+    """The error for inotify's refusal ``err`` (of ``inotify_add_watch`` on ``folder``,
+    else of ``inotify_init1``): for its limits a ``LimitReached`` that names the fix."""
+    if err == errno.ENOSPC and folder is not None:
+        now = _setting("max_user_watches")
+        return LimitReached(
+            err,
+            f"inotify's limit of watched folders for this user is reached "
+            f"(fs.inotify.max_user_watches is {now}, shared with every program that "
+            f"watches files); raise it with 'sudo sysctl "
+            f"fs.inotify.max_user_watches={_raised(now)}' (and the same line in "
+            f"/etc/sysctl.d/ to keep it)",
+        )
+    if err == errno.EMFILE and folder is None:
+        if _fds_exhausted():
+            return LimitReached(
+                err,
+                "this process has as many open files as it may; raise its limit "
+                "('ulimit -n' in the shell that starts it)",
+            )
+        now = _setting("max_user_instances")
+        return LimitReached(
+            err,
+            f"inotify's limit of watching programs for this user is reached "
+            f"(fs.inotify.max_user_instances is {now}: one for each program that watches "
+            f"files); raise it with 'sudo sysctl "
+            f"fs.inotify.max_user_instances={_raised(now)}' (and the same line in "
+            f"/etc/sysctl.d/ to keep it)",
+        )
+    if folder is None:
+        return OSError(err, os.strerror(err))
+    return OSError(err, os.strerror(err), folder)
+
+
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
@@ -92,9 +164,9 @@ class Inotify:
     """One inotify instance watching ``folders`` (each on its own, not recursively).
 
     A folder that is gone or no longer a folder when it is added is skipped (a
-    new listing finds what replaced it); any other refusal (the watch limit, no
-    permission) raises ``OSError``, so a watch never covers only some folders
-    without saying so.
+    new listing finds what replaced it); any other refusal (no permission) raises
+    ``OSError`` (``LimitReached`` for the watch or instance limit, see ``refusal``),
+    so a watch never covers only some folders without saying so.
     """
 
     def __init__(self, folders: Iterable[str]) -> None:
@@ -102,8 +174,7 @@ class Inotify:
             raise OSError(errno.ENOSYS, "inotify is not available here")
         fd = _LIBC.inotify_init1(_NONBLOCK | _CLOEXEC)
         if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
+            raise refusal(ctypes.get_errno())
         self._fd = fd
         self._paths: dict[int, str] = {}
         self._lock = threading.Lock()
@@ -123,7 +194,7 @@ class Inotify:
                     err = ctypes.get_errno()
                     if err in (errno.ENOENT, errno.ENOTDIR):
                         continue
-                    raise OSError(err, os.strerror(err), folder)
+                    raise refusal(err, folder)
                 self._paths[wd] = folder
         except BaseException:
             os.close(fd)

@@ -51,12 +51,12 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..core.errors import UnavailableError
+from ..core.errors import InvalidInputError, UnavailableError
 from ..core.runtime import process_alive, runtime_dir
 from .watch import watchable
 
@@ -73,6 +73,7 @@ __all__ = [
     "SWITCH_ENV",
     "KeeperLink",
     "Told",
+    "keeper_mode",
     "keeper_status",
     "run_keeper",
     "stop_keeper",
@@ -81,7 +82,9 @@ __all__ = [
 SWITCH_ENV = "AGENT_MEM_VAULT_KEEPER"
 """``0``, ``off``, ``no`` or ``false``: never ask or start a keeper. ``always``: ask
 it at every check, however few notes (``ASK_FROM``): for a vault whose notes are
-edited by tools that keep their size and mtime, which only a watch sees."""
+edited by tools that keep their size and mtime, which only a watch sees. Unset (or
+``1``, ``on``, ``yes``, ``true``): as the number of notes makes worth it. Read by
+``keeper_mode`` only."""
 IDLE_ENV = "AGENT_MEM_VAULT_KEEPER_IDLE"
 """Seconds the keeper waits for a question before it leaves (default 1800)."""
 START_FROM = 2000
@@ -113,14 +116,35 @@ BURST_WINDOW = 2.0
 LOCK_NAME = "keeper.lock"
 _UNSURE = -2
 """``ready_gen`` after a burst: no watch generation matches it."""
-_OFF = {"0", "off", "no", "false"}
+_OFF = frozenset({"0", "off", "no", "false"})
+_ON = frozenset({"", "1", "on", "yes", "true"})
 
 
-def _enabled() -> bool:
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in _OFF and sys.platform in (
-        "linux",
-        "darwin",
+def keeper_mode(env: Mapping[str, str] | None = None) -> Literal["off", "on", "always"]:
+    """``AGENT_MEM_VAULT_KEEPER`` (see ``SWITCH_ENV``): ``off``, ``on`` or ``always``.
+
+    Any other value is an error naming the variable, raised when a vault is opened:
+    taken as on, a typo of ``off`` would start keepers someone meant to turn off,
+    and one of ``always`` would quietly not ask at every check.
+    """
+    value = (os.environ if env is None else env).get(SWITCH_ENV, "").strip().lower()
+    if value in _OFF:
+        return "off"
+    if value == "always":
+        return "always"
+    if value in _ON:
+        return "on"
+    raise InvalidInputError(
+        f"{SWITCH_ENV} must be off (or 0, no, false), on (or unset, 1, yes, true) "
+        f"or always, not {value!r}",
+        code="invalid_setting",
+        field=SWITCH_ENV,
     )
+
+
+def _enabled(mode: str) -> bool:
+    """Whether a keeper may be asked or started: not turned off, and a system it runs on."""
+    return mode != "off" and sys.platform in ("linux", "darwin")
 
 
 def code_key() -> str:
@@ -228,8 +252,9 @@ class KeeperLink:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.enabled = _enabled()
-        self.always = os.environ.get(SWITCH_ENV, "").strip().lower() == "always"
+        mode = keeper_mode()
+        self.enabled = _enabled(mode)
+        self.always = mode == "always"
         """Asked at every check, not only where cheaper than a check by ``stat``."""
         self._started = False
 
@@ -300,7 +325,7 @@ def keeper_status(root: Path) -> dict[str, Any]:
     """Whether a keeper runs for the vault at ``root``, and what it says of itself."""
     info = _read_info(root)
     running = not _lock_free(_dot(root) / LOCK_NAME) if _dot(root).is_dir() else False
-    out: dict[str, Any] = {"running": running, "enabled": _enabled()}
+    out: dict[str, Any] = {"running": running, "enabled": _enabled(keeper_mode())}
     if running and info is not None:
         sock = str(socket_for(root))
         out.update(pid=info.get("pid"), socket=sock)

@@ -35,14 +35,21 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from . import inotify
 from .scan import skipped
 
-__all__ = ["LOCAL_FILESYSTEMS", "NoteWatcher", "filesystem_of", "watchable"]
+__all__ = [
+    "LOCAL_FILESYSTEMS",
+    "NoteWatcher",
+    "filesystem_of",
+    "unwatched",
+    "watch_problem",
+    "watchable",
+]
 
 MARKS_FOLDER = ".agent-mem-vault/marks"
 """Where each watcher (one per process) has a folder for its marks (see ``_drain``)."""
@@ -117,6 +124,31 @@ def filesystem_of(target: str, mountinfo: str) -> str:
     return fstype
 
 
+def unwatched(exc: BaseException) -> str:
+    """What a long-lived process says when it cannot watch the vault: why (for inotify's
+    limits, the setting that raises them: ``inotify.refusal``), and that it goes on."""
+    return (
+        f"the vault is not watched: {exc}. The server keeps working: each call checks "
+        "the notes it reads by stat (slower with many notes, nothing missed), and tries "
+        f"the watch again at most every {RETRY_AFTER:g} s."
+    )
+
+
+def watch_problem(root: Path, wait: float = 60.0) -> str | None:
+    """Why ``serve`` could not watch the vault at ``root`` now (``unwatched``), or None
+    if it could; for ``doctor``. Sets the watch up as ``serve`` does and closes it:
+    inotify's limits are met only when trying (other programs share them)."""
+    if not watchable(root):
+        return None  # not watched on purpose: calls check by stat (see ``Vault.watch``)
+    watcher = NoteWatcher(root)
+    try:
+        if watcher.start(wait):
+            return None
+        return watcher.failure or f"the watch could not be set up within {wait:g} s"
+    finally:
+        watcher.stop()
+
+
 class WatchLost(Exception):
     """The watch may have lost events: it is taken as broken."""
 
@@ -133,7 +165,7 @@ class NoteWatcher:
     ``stat`` serve until it is ready.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, report: Callable[[str], None] | None = None) -> None:
         # The real path: FSEvents reports events under it, whatever path was given.
         self.root = root.resolve()
         self._prefix = str(self.root) + os.sep
@@ -168,6 +200,11 @@ class NoteWatcher:
         self._own: dict[str, str] = {}
         """Notes this process wrote and indexed since the last ``take`` (full path →
         the full path of the temp file renamed onto it)."""
+        self.failure: str | None = None
+        """Why the last setup could not watch the vault (see ``unwatched``); None once a
+        watch is in place."""
+        self._report = report
+        """Told each new ``failure`` (the same one again, at each retry, is not told)."""
 
     def start(self, wait: float = 0.0) -> bool:
         """Start setting up the watch; True if it is in place within ``wait`` seconds."""
@@ -215,8 +252,8 @@ class NoteWatcher:
         return self._generation
 
     def wrote(self, temps: dict[str, str]) -> None:
-        """Notes (relative path → the name of the temp file renamed onto it) this process
-        wrote and indexed just now.
+        """Notes (relative path → the temp file renamed onto it, relative too: see
+        ``files.temp_path``) this process wrote and indexed just now.
 
         The next ``take`` leaves out such a note if the last event about it is that
         rename (from that very temp file: ``Inotify.moved_in``): nothing changed it
@@ -226,8 +263,7 @@ class NoteWatcher:
         """
         with self._lock:
             for rel, temp in temps.items():
-                full = self._prefix + rel
-                self._own[full] = full.rpartition("/")[0] + "/" + temp
+                self._own[self._prefix + rel] = self._prefix + temp
 
     def take(self) -> tuple[set[str], set[str]] | None:
         """(notes, folders) changed since the last call, relative to ``root``; ``None``
@@ -470,13 +506,15 @@ class NoteWatcher:
         notify: Any = None
         folders: list[str] = []
         missed: set[str] = set()
+        failure: str | None = None
         for attempt in range(SETUP_TRIES):
             folders = self._folders()
             try:
                 notify = opener(folders)
             except FileNotFoundError:  # a folder listed is gone: list again
                 continue
-            except Exception:  # no watch possible here: the callers keep checking by stat
+            except Exception as exc:  # no watch possible here: the callers keep checking by stat
+                failure = unwatched(exc)
                 break
             # A folder made meanwhile may be unwatched: start over; if folders keep
             # appearing, keep the last watch and hold back those it missed.
@@ -486,6 +524,7 @@ class NoteWatcher:
             notify.close()  # folders made while it was set up: start over
             notify = None
         with self._lock:
+            told, self.failure = self.failure, failure if notify is None else None
             if notify is None:
                 pass  # a restart that failed: ``take`` stops the old watch too
             elif self._stopped:
@@ -498,6 +537,8 @@ class NoteWatcher:
                 else:
                     self._next = (notify, watched, lost)
             self._ready.set()
+        if failure is not None and failure != told and self._report is not None:
+            self._report(failure)
 
     def _sort(
         self, changes: Iterable[tuple[int, str]], watched: frozenset[str]

@@ -7,7 +7,13 @@ is read (a session start must stay fast). A reader module exposes
   raises: what cannot be read becomes a line in ``Transcript.problems``;
 * optionally ``locate(cwd: str, session_id: str, home: Path) -> str | None``,
   where the client keeps a session's transcript when its hook input does not
-  say (the client's own on-disk layout).
+  say (the client's own on-disk layout);
+* optionally, where that lookup is a search (a glob over every session the
+  client kept), ``search_root(cwd, home) -> str``, which only names the folder
+  to search (from the hook's environment, looking at no file), and
+  ``find(root, session_id) -> str | None``, the search itself. A session start
+  records the folder (:func:`locate_at_start`); the search runs once the
+  session is dead and its transcript is read (:func:`find_transcript`).
 
 >>> t = read_transcript("claude-code", "/home/me/.claude/projects/-src-app/abc.jsonl", "abc")
 >>> [type(e).__name__ for e in t.entries]  # doctest: +SKIP
@@ -42,7 +48,9 @@ __all__ = [
     "ToolCall",
     "Transcript",
     "UserMessage",
+    "find_transcript",
     "is_vault_handoff_tool",
+    "locate_at_start",
     "locate_transcript",
     "read_transcript",
 ]
@@ -92,5 +100,39 @@ def locate_transcript(client: str, cwd: str, session_id: str, home: Path) -> str
     try:
         found = locate(cwd, session_id, home)
     except Exception:  # a lookup that fails is a location we do not know
+        return None
+    return found if isinstance(found, str) else None
+
+
+def locate_at_start(
+    client: str, cwd: str, session_id: str, home: Path
+) -> tuple[str | None, str | None]:
+    """At a session start: (the transcript's location, or None; where to search for it later).
+
+    A start must stay fast and most sessions are never handed off, so a
+    reader's search (``search_root``/``find``) is not run here: only the
+    folder is recorded, read from the hook's environment.
+    """
+    module, _ = _reader(client)
+    root = getattr(module, "search_root", None)
+    if root is None or getattr(module, "find", None) is None:
+        return locate_transcript(client, cwd, session_id, home), None
+    try:
+        found = root(cwd, home)
+    except Exception:  # a folder that cannot be named is a location we do not know
+        return None, None
+    return None, found if isinstance(found, str) else None
+
+
+def find_transcript(client: str, root: str | None, session_id: str | None) -> str | None:
+    """Search ``root`` (from :func:`locate_at_start`) for ``session_id``'s transcript; None if
+    not found or the client has no search."""
+    module, _ = _reader(client)
+    find = getattr(module, "find", None)
+    if find is None or not root or not session_id:
+        return None
+    try:
+        found = find(root, session_id)
+    except Exception:  # a search that fails is a location we do not know
         return None
     return found if isinstance(found, str) else None

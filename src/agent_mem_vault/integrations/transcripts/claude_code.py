@@ -17,23 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from .jsonl import read_jsonl
-from .model import (
-    AssistantMessage,
-    Entry,
-    TodoItem,
-    TodoList,
-    ToolCall,
-    ToolKind,
-    Transcript,
-    UserMessage,
-    is_vault_handoff_tool,
-)
+from .model import AssistantMessage, Entry, TodoList, ToolCall, Transcript, UserMessage
+from .tools import ToolNames, todo_list
 
 __all__ = ["locate", "read"]
 
 CLIENT = "claude-code"
-EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
-COMMAND_TOOLS = frozenset({"Bash"})
+TOOLS = ToolNames(
+    edit=frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"}),
+    command=frozenset({"Bash"}),
+    todo=frozenset({"TodoWrite"}),
+)
 _INJECTED = re.compile(r"^\s*<(command-|local-command|system-reminder|bash-|user-prompt-submit)")
 _EXIT = re.compile(r"exit code[: ]+(-?\d+)", re.IGNORECASE)
 
@@ -86,7 +80,7 @@ def _assistant(content: Any, entries: list[Entry], calls: dict[str, int]) -> Non
         elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
             raw = block.get("input")
             args: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            if block["name"] == "TodoWrite":
+            if TOOLS.is_todo(block["name"]):
                 entries.append(_todos(args))
                 continue
             if isinstance(block.get("id"), str):
@@ -95,26 +89,20 @@ def _assistant(content: Any, entries: list[Entry], calls: dict[str, int]) -> Non
 
 
 def _call(name: str, args: dict[str, Any]) -> ToolCall:
-    kind: ToolKind = "other"
+    kind = TOOLS.kind(name)
     paths: tuple[str, ...] = ()
     command = None
-    if name in EDIT_TOOLS:
-        kind = "edit"
+    if kind == "edit":
         path = args.get("file_path") or args.get("notebook_path")
         paths = (str(path),) if path else ()
-    elif name in COMMAND_TOOLS:
-        kind, command = "command", str(args.get("command", ""))
-    elif is_vault_handoff_tool(name):
-        kind = "handoff"
+    elif kind == "command":
+        command = str(args.get("command", ""))
     return ToolCall(name, kind, paths, command, finished=False)
 
 
 def _todos(args: dict[str, Any]) -> TodoList:
-    items = []
-    for todo in args.get("todos") or []:
-        if isinstance(todo, dict) and isinstance(todo.get("content"), str):
-            items.append(TodoItem(todo["content"], str(todo.get("status", "pending"))))
-    return TodoList(tuple(items))
+    found = todo_list(args.get("todos"), ("content",), default_status="pending", need_text=True)
+    return found or TodoList(())
 
 
 def _user(

@@ -22,22 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from .jsonl import read_jsonl
-from .model import (
-    AssistantMessage,
-    Entry,
-    TodoItem,
-    TodoList,
-    ToolCall,
-    ToolKind,
-    Transcript,
-    UserMessage,
-    is_vault_handoff_tool,
-)
+from .model import AssistantMessage, Entry, TodoList, ToolCall, ToolKind, Transcript, UserMessage
+from .tools import ToolNames, todo_list
 
-__all__ = ["locate", "patch_paths", "read"]
+__all__ = ["find", "locate", "patch_paths", "read", "search_root"]
 
 CLIENT = "codex"
-COMMAND_TOOLS = frozenset({"exec_command", "shell", "local_shell", "container.exec"})
+TOOLS = ToolNames(
+    edit=frozenset({"apply_patch"}),
+    command=frozenset({"exec_command", "shell", "local_shell", "container.exec"}),
+    todo=frozenset({"update_plan"}),
+)
 _PATCH_FILE = re.compile(
     r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$"
 )
@@ -46,8 +41,21 @@ _EXIT = re.compile(r"(?:exit(?:ed with)? code|exit_code\"?)[: ]+(-?\d+)", re.IGN
 
 def locate(cwd: str, session_id: str, home: Path) -> str | None:
     """The newest rollout file named with ``session_id`` under ``$CODEX_HOME/sessions``."""
-    base = Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
-    found = sorted(base.glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
+    return find(search_root(cwd, home), session_id)
+
+
+def search_root(cwd: str, home: Path) -> str:
+    """``$CODEX_HOME/sessions`` (``~/.codex/sessions``), as the hook's environment says.
+
+    No file is looked at: the rollout is searched for (:func:`find`) only once
+    the session is dead and its transcript is read, not at every session start.
+    """
+    return str(Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions")
+
+
+def find(root: str, session_id: str) -> str | None:
+    """The newest rollout file named with ``session_id`` in the day folders under ``root``."""
+    found = sorted(Path(root).glob(f"*/*/*/rollout-*-{session_id}.jsonl"))
     return str(found[-1]) if found else None
 
 
@@ -129,7 +137,7 @@ def _item(item: dict[str, Any], entries: list[Entry], calls: dict[str, int]) -> 
     elif what in ("function_call", "custom_tool_call", "local_shell_call"):
         name = str(item.get("name") or what)
         args = _args(item)
-        if name == "update_plan":
+        if TOOLS.is_todo(name):
             entries.append(_plan(args))
             return
         call_id = item.get("call_id")
@@ -161,19 +169,19 @@ def _args(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def _call(name: str, namespace: Any, args: dict[str, Any], item: dict[str, Any]) -> ToolCall:
-    kind: ToolKind = "other"
+    kind: ToolKind = TOOLS.kind(name, namespace if isinstance(namespace, str) else None)
+    if kind != "edit" and item.get("type") == "local_shell_call":
+        kind = "command"  # whatever it is named
     paths: tuple[str, ...] = ()
     command = None
-    if name == "apply_patch":
-        kind, paths = "edit", patch_paths(str(args.get("input") or args.get("patch") or ""))
-    elif name in COMMAND_TOOLS or item.get("type") == "local_shell_call":
-        kind, command = "command", _command(args)
+    if kind == "edit":
+        paths = patch_paths(str(args.get("input") or args.get("patch") or ""))
+    elif kind == "command":
+        command = _command(args)
         if "apply_patch" in command:  # a patch sent through the shell is an edit too
             found = patch_paths(command)
             if found:
                 kind, paths = "edit", found
-    elif is_vault_handoff_tool(name, namespace if isinstance(namespace, str) else None):
-        kind = "handoff"
     return ToolCall(name, kind, paths, command, finished=False)
 
 
@@ -189,11 +197,8 @@ def _command(args: dict[str, Any]) -> str:
 
 
 def _plan(args: dict[str, Any]) -> TodoList:
-    items = []
-    for step in args.get("plan") or []:
-        if isinstance(step, dict) and isinstance(step.get("step"), str):
-            items.append(TodoItem(step["step"], str(step.get("status", "pending"))))
-    return TodoList(tuple(items))
+    found = todo_list(args.get("plan"), ("step",), default_status="pending", need_text=True)
+    return found or TodoList(())
 
 
 def _finish(entries: list[Entry], calls: dict[str, int], call_id: Any, code: Any) -> None:

@@ -34,28 +34,21 @@ from pathlib import Path
 from typing import Any
 
 from .jsonl import MAX_READ_BYTES
-from .model import (
-    AssistantMessage,
-    Entry,
-    TodoItem,
-    TodoList,
-    ToolCall,
-    ToolKind,
-    Transcript,
-    UserMessage,
-    is_vault_handoff_tool,
-)
+from .model import AssistantMessage, Entry, ToolCall, Transcript, UserMessage
+from .tools import ToolNames, obj, todo_list
 
-__all__ = ["UNRECORDED", "locate", "read"]
+__all__ = ["UNRECORDED", "find", "locate", "read", "search_root"]
 
 CLIENT = "gemini-cli"
 MAX_BYTES = MAX_READ_BYTES
 """A chat file larger than this is read from its end: the newest work matters most,
 and a session start waits for the read."""
 
-_EDIT_TOOLS = {"write_file", "replace", "edit", "smart_edit"}
-_SHELL_TOOLS = {"run_shell_command", "shell"}
-_TODO_TOOLS = {"write_todos"}
+TOOLS = ToolNames(
+    edit=frozenset({"write_file", "replace", "edit", "smart_edit"}),
+    command=frozenset({"run_shell_command", "shell"}),
+    todo=frozenset({"write_todos"}),
+)
 _DONE = {"success", "error", "cancelled"}
 _EXIT = re.compile(r"Exit Code: (-?\d+)")
 _INJECTED = re.compile(r"<(hook_context|session_context)>.*?</\1>", re.DOTALL)
@@ -67,10 +60,21 @@ UNRECORDED = "a tool call Gemini CLI had not recorded yet"
 def locate(cwd: str, session_id: str, home: Path) -> str | None:
     """The newest chat file named for ``session_id`` (its first 8 characters) in any
     project folder: the hook input's ``transcript_path`` says it where Gemini CLI gives one."""
+    return find(search_root(cwd, home), session_id)
+
+
+def search_root(cwd: str, home: Path) -> str:
+    """Gemini CLI's ``tmp`` folder, as the hook's environment places it; no file is looked
+    at (the chat file is searched for only once the session is dead: :func:`find`)."""
     from ..gemini_trust import gemini_dir
 
+    return str(gemini_dir(home) / "tmp")
+
+
+def find(root: str, session_id: str) -> str | None:
+    """The newest chat file named for ``session_id`` in any project folder under ``root``."""
     found = sorted(
-        (gemini_dir(home) / "tmp").glob(f"*/chats/session-*-{session_id[:8]}.jsonl"),
+        Path(root).glob(f"*/chats/session-*-{session_id[:8]}.jsonl"),
         key=lambda p: p.stat().st_mtime_ns,
     )
     return str(found[-1]) if found else None
@@ -219,26 +223,22 @@ def _text(content: Any) -> str:
 
 def _tool_call(call: dict[str, Any]) -> list[Entry]:
     name = str(call.get("name") or "?")
-    args = _obj(call.get("args"))
+    args = obj(call.get("args"))
     status = call.get("status")
     finished = status in _DONE if isinstance(status, str) else bool(call.get("result"))
-    if name in _TODO_TOOLS:
-        todos = _todos(args.get("todos"))
+    if TOOLS.is_todo(name):
+        todos = todo_list(args.get("todos"), ("description", "content"))
         return [todos] if todos is not None else []
-    kind: ToolKind = "other"
+    kind = TOOLS.kind(name)
     paths: tuple[str, ...] = ()
     command = None
     exit_status = None
-    if name in _EDIT_TOOLS:
-        kind = "edit"
+    if kind == "edit":
         path = args.get("file_path") or args.get("absolute_path") or args.get("path")
         paths = (path,) if isinstance(path, str) and path else ()
-    elif name in _SHELL_TOOLS:
-        kind = "command"
+    elif kind == "command":
         command = args.get("command") if isinstance(args.get("command"), str) else None
         exit_status = _exit_status(call) if finished else None
-    elif is_vault_handoff_tool(name):
-        kind = "handoff"
     return [ToolCall(name, kind, paths, command, exit_status, finished)]
 
 
@@ -262,18 +262,3 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for item in value:
             yield from _strings(item)
-
-
-def _todos(value: Any) -> TodoList | None:
-    if not isinstance(value, list):
-        return None
-    items = [
-        TodoItem(str(t.get("description") or t.get("content") or ""), str(t.get("status") or ""))
-        for t in value
-        if isinstance(t, dict)
-    ]
-    return TodoList(tuple(items))
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -31,17 +31,8 @@ from urllib.parse import quote
 
 from .codex import patch_paths
 from .jsonl import MAX_READ_BYTES
-from .model import (
-    AssistantMessage,
-    Entry,
-    TodoItem,
-    TodoList,
-    ToolCall,
-    ToolKind,
-    Transcript,
-    UserMessage,
-    is_vault_handoff_tool,
-)
+from .model import AssistantMessage, Entry, TodoItem, TodoList, ToolCall, Transcript, UserMessage
+from .tools import ToolNames, obj, todo_list
 
 __all__ = ["default_database", "locate", "read"]
 
@@ -52,9 +43,11 @@ MAX_BYTES = MAX_READ_BYTES
 """Part data read per session, newest first: the newest work matters most, and a
 session start waits for the read."""
 
-_EDIT_TOOLS = {"write", "edit", "multiedit", "patch", "apply_patch"}
-_SHELL_TOOLS = {"bash"}
-_TODO_TOOLS = {"todowrite"}
+TOOLS = ToolNames(
+    edit=frozenset({"write", "edit", "multiedit", "patch", "apply_patch"}),
+    command=frozenset({"bash"}),
+    todo=frozenset({"todowrite"}),
+)
 _DONE = {"completed", "error"}
 
 
@@ -225,28 +218,23 @@ def _part(role: str, kind: str, part: dict[str, Any]) -> list[Entry]:
 
 def _tool(part: dict[str, Any]) -> list[Entry]:
     name = str(part.get("tool") or "?")
-    state = _obj(part.get("state"))
+    state = obj(part.get("state"))
     status = state.get("status")
     finished = status in _DONE
-    args = _obj(state.get("input"))
-    if name in _TODO_TOOLS:
-        todos = _todos(args.get("todos"))
+    args = obj(state.get("input"))
+    if TOOLS.is_todo(name):
+        todos = todo_list(args.get("todos"), ("content",))
         return [todos] if todos is not None else []
-    kind: ToolKind = "other"
+    kind = TOOLS.kind(name)
     paths: tuple[str, ...] = ()
     command = None
     exit_status = None
-    if name in _EDIT_TOOLS:
-        kind = "edit"
+    if kind == "edit":
         paths = _edited_paths(args, state)
-    elif name in _SHELL_TOOLS:
-        kind = "command"
+    elif kind == "command":
         command = args.get("command") if isinstance(args.get("command"), str) else None
-        metadata = _obj(state.get("metadata"))
-        code = metadata.get("exit")
+        code = obj(state.get("metadata")).get("exit")
         exit_status = code if isinstance(code, int) and not isinstance(code, bool) else None
-    elif is_vault_handoff_tool(name):
-        kind = "handoff"
     return [ToolCall(name, kind, paths, command, exit_status, finished)]
 
 
@@ -257,18 +245,6 @@ def _edited_paths(args: dict[str, Any], state: dict[str, Any]) -> tuple[str, ...
     patch = args.get("patchText") or args.get("patch") or args.get("input")
     # The same apply_patch format as codex writes: one reader for both.
     return patch_paths(patch) if isinstance(patch, str) else ()
-
-
-def _todos(value: Any) -> TodoList | None:
-    if not isinstance(value, list):
-        return None
-    return TodoList(
-        tuple(
-            TodoItem(str(t.get("content") or ""), str(t.get("status") or ""))
-            for t in value
-            if isinstance(t, dict)
-        )
-    )
 
 
 def _todo_table(db: sqlite3.Connection, session_id: str, problems: list[str]) -> TodoList | None:
@@ -282,7 +258,3 @@ def _todo_table(db: sqlite3.Connection, session_id: str, problems: list[str]) ->
         problems.append(f"could not read the todo list: {exc}")
         return None
     return TodoList(tuple(TodoItem(str(c or ""), str(s or "")) for c, s in rows))
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
