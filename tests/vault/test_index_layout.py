@@ -311,12 +311,13 @@ def test_a_handoff_changed_in_place_is_indexed_as_a_reindex_would(
     """Read, ack, reopen and supersede update the handoff's rows where they are; the
     index then holds exactly what a rebuild from the notes gives."""
     from agent_mem_vault.vault.index import Index
+    from agent_mem_vault.vault.records import FileRecord
 
     restated: list[bool] = []
     restate = Index._restate
 
-    def counted(self: Index, record: object) -> bool:
-        restated.append(restate(self, record))  # type: ignore[arg-type]
+    def counted(self: Index, record: FileRecord) -> bool:
+        restated.append(restate(self, record))
         return restated[-1]
 
     monkeypatch.setattr(Index, "_restate", counted)
@@ -332,7 +333,9 @@ def test_a_handoff_changed_in_place_is_indexed_as_a_reindex_would(
     )
     assert restated == [True, True, True, True]
     before = _dump(vault_path)
-    assert [row[:3] for row in before[0]] == [
+    handoffs = before[0]
+    assert isinstance(handoffs, list)
+    assert [row[:3] for row in handoffs] == [
         (a.id, "read", vault.get_handoff(a.id).read_at),
         (b.id, "read", vault.get_handoff(b.id).read_at),
         (c.id, "pending", None),
