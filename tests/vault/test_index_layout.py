@@ -303,3 +303,42 @@ def test_a_reused_folder_listing_keeps_a_note_another_process_added_meanwhile(
     with idx.transaction():
         scan.scan_dir(vault_path, idx, folder, scan.ScanStats(), looked=looked)
     assert set(idx.files_in(folder)) == {first.path, added.path}
+
+
+def test_a_handoff_changed_in_place_is_indexed_as_a_reindex_would(
+    vault: Vault, vault_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read, ack, reopen and supersede update the handoff's rows where they are; the
+    index then holds exactly what a rebuild from the notes gives."""
+    from agent_mem_vault.vault.index import Index
+    from agent_mem_vault.vault.records import FileRecord
+
+    restated: list[bool] = []
+    restate = Index._restate
+
+    def counted(self: Index, record: FileRecord) -> bool:
+        restated.append(restate(self, record))
+        return restated[-1]
+
+    monkeypatch.setattr(Index, "_restate", counted)
+    a = vault.create_handoff(to="codex", summary="a", context="ctx a", namespace=NS, from_="x")
+    b = vault.create_handoff(to="codex", summary="b", context="ctx b", namespace=NS, from_="x")
+    assert restated == []  # a new note is inserted: not asked
+    read = vault.read_handoff(agent="codex", namespace=NS)
+    assert read is not None and read.id == b.id
+    vault.reopen_handoff(b.id)
+    vault.ack_handoff(a.id)
+    c = vault.create_handoff(
+        to="codex", summary="c", context="ctx c", namespace=NS, from_="x", supersedes=[b.id]
+    )
+    assert restated == [True, True, True, True]
+    before = _dump(vault_path)
+    handoffs = before[0]
+    assert isinstance(handoffs, list)
+    assert [row[:3] for row in handoffs] == [
+        (a.id, "read", vault.get_handoff(a.id).read_at),
+        (b.id, "read", vault.get_handoff(b.id).read_at),
+        (c.id, "pending", None),
+    ]
+    vault.reindex()
+    assert _dump(vault_path) == before

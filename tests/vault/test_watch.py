@@ -541,3 +541,40 @@ def test_an_edit_right_after_this_process_wrote_a_note_is_seen(vault: Vault) -> 
         other.write_text(note.read_text().replace("## Summary\nxyz", "## Summary\nuvw"))
         os.replace(other, note)
         assert vault.get_handoff(h.id).summary == "uvw"
+
+
+def test_a_settled_watch_answers_for_listed_notes_without_a_stat_each(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the namespace was checked and the watch is settled, a listing or a peek
+    looks at no note by ``stat``: the watch told every change, and an edit just
+    before the call is still in the answer."""
+    made = [
+        vault.create_handoff(to="codex", summary=f"s{i}", context="c", namespace=NS, from_="a")
+        for i in range(3)
+    ]
+    elsewhere = vault.create_handoff(
+        to="codex", summary="t", context="c", namespace="team/other", from_="a"
+    )
+    stats: list[str] = []
+    stamp_matches = vault._upkeep.stamp_matches
+
+    def counted(idx: Any, path: str) -> bool:
+        stats.append(path)
+        return stamp_matches(idx, path)
+
+    monkeypatch.setattr(vault._upkeep, "stamp_matches", counted)
+    vault.list_handoffs(namespace=NS)
+    assert len(stats) == 3  # without a watch, each listed note is checked
+    with _watching(vault) as watcher:
+        assert _eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) is not None)
+        assert watcher.settled
+        stats.clear()
+        note = vault.path / made[0].path
+        save_in_place(note, note.read_text().replace("## Summary\ns0\n", "## Summary\ned\n"))
+        listed = vault.list_handoffs(namespace=NS)
+        assert {h.summary for h in listed} == {"ed", "s1", "s2"}
+        assert vault.peek_handoff(agent="codex", namespace=NS) is not None
+        assert stats == []
+        assert len(vault.list_handoffs()) == 4
+        assert stats == [elsewhere.path]  # a namespace not checked since the watch began

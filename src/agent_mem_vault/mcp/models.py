@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 
 class HandoffOut(BaseModel):
@@ -38,19 +38,33 @@ def _inline(model: type[BaseModel], nullable: bool = False) -> WithJsonSchema:
 
     Clients validate structured content against the output schema on every call;
     the Python SDK's validator spends most of a 50-item list resolving ``$ref``s,
-    and a schema with none validates several times faster. Same meaning.
+    and a schema with none validates several times faster. Same meaning. A
+    nullable object is ``type: [object, null]`` beside its properties (they apply
+    to an object only), not an ``anyOf`` the validator would descend into twice.
     """
     schema: dict[str, Any] = _simplify(model.model_json_schema(by_alias=True))
-    return WithJsonSchema({"anyOf": [schema, {"type": "null"}]} if nullable else schema)
+    if nullable:
+        schema["type"] = [schema["type"], "null"]
+    return WithJsonSchema(schema)
 
 
 def _simplify(node: Any) -> Any:
-    """``anyOf: [{type: string}, {type: null}]`` as ``type: [string, null]`` (cheaper to check)."""
+    """The schema as cheap to check as it can be, with the same meaning.
+
+    ``anyOf: [{type: string}, {type: null}]`` becomes ``type: [string, null]``, and
+    the titles pydantic makes from field names ("Created At" for ``created_at``) go:
+    they repeat the name, and a validator looks at every keyword of every field of
+    every item it checks. Descriptions stay.
+    """
     if isinstance(node, list):
         return [_simplify(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: _simplify(value) for key, value in node.items()}
+    out = {
+        key: _simplify(value)
+        for key, value in node.items()
+        if not (key == "title" and isinstance(value, str))
+    }
     options = out.get("anyOf")
     if isinstance(options, list) and all(set(o) == {"type"} for o in options):
         del out["anyOf"]
@@ -58,16 +72,30 @@ def _simplify(node: Any) -> Any:
     return out
 
 
+class _Result(BaseModel):
+    """A tool's result: its ``outputSchema`` is ``_simplify``'d like the items in it."""
+
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema, _model: _replace(schema, _simplify(schema))
+    )
+
+
+def _replace(schema: dict[str, Any], simpler: dict[str, Any]) -> None:
+    """``json_schema_extra`` edits the schema in place."""
+    schema.clear()
+    schema.update(simpler)
+
+
 HandoffJson = Annotated[HandoffOut, _inline(HandoffOut)]
 
 
-class HandoffResult(BaseModel):
+class HandoffResult(_Result):
     """Result of create, ack and reopen: the handoff as it is now."""
 
     handoff: HandoffJson = Field(description="The handoff after the operation.")
 
 
-class NextHandoffResult(BaseModel):
+class NextHandoffResult(_Result):
     """Result of read_handoff and peek_handoff."""
 
     handoff: Annotated[HandoffOut | None, _inline(HandoffOut, nullable=True)] = Field(
@@ -79,7 +107,7 @@ class NextHandoffResult(BaseModel):
     )
 
 
-class HandoffListResult(BaseModel):
+class HandoffListResult(_Result):
     """Result of list_handoffs, newest first."""
 
     handoffs: list[HandoffJson] = Field(description="Matching handoffs, newest first.")
@@ -109,7 +137,7 @@ class MemoryOut(BaseModel):
 MemoryJson = Annotated[MemoryOut, _inline(MemoryOut)]
 
 
-class MemoryResult(BaseModel):
+class MemoryResult(_Result):
     """Result of save_memory."""
 
     memory: MemoryJson = Field(description="The memory as saved.")
@@ -126,7 +154,7 @@ class SearchHit(BaseModel):
     )
 
 
-class SearchResult(BaseModel):
+class SearchResult(_Result):
     """Result of search_memory, best match first."""
 
     hits: list[Annotated[SearchHit, _inline(SearchHit)]] = Field(
@@ -145,7 +173,7 @@ class SearchResult(BaseModel):
     reason: str | None = Field(description="Why the search was full-text only, if it was.")
 
 
-class BriefResult(BaseModel):
+class BriefResult(_Result):
     """Result of get_project_brief."""
 
     namespace: str = Field(description="The namespace the brief is for.")

@@ -197,6 +197,8 @@ class VaultBase:
         """Refuse a folder that is not a vault (``is_vault``), writing nothing there,
         unless ``make`` (``init``) or ``make_default`` and it is the default vault
         (a write: the first one makes it)."""
+        if os.path.isdir(f"{self.path}/{DOT_DIR}"):
+            return  # the vault's own folder: a vault, and nothing to make (one stat)
         if not (self.path.is_dir() and is_vault(self.path)):
             if not (make or (make_default and is_default_vault(self.path))):
                 raise vault_not_found(self.path)
@@ -256,9 +258,11 @@ class VaultBase:
                     self._upkeep.look = None
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """The vault's file lock (the caller is inside ``_held``)."""
-        self._require_vault()
+    def _locked(self, *, checked: bool = False) -> Iterator[None]:
+        """The vault's file lock (the caller is inside ``_held``); ``checked``: the
+        caller has just made sure the folder is a vault (``_require_vault``)."""
+        if not checked:
+            self._require_vault()
         self._lock.acquire(self._lock_budget)
         try:
             yield
@@ -276,7 +280,7 @@ class VaultBase:
             # The first write to the default vault makes it; any other folder is made
             # a vault by init alone.
             self._require_vault(make_default=True)
-            with self._locked():
+            with self._locked(checked=True):
                 idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
                 if dashboard and not self._dashboard_checked:
                     self._ensure_dashboard()
@@ -286,8 +290,7 @@ class VaultBase:
         """A read from the index, after the checks for notes changed by hand in ``scope``."""
         with self._held():
             self._require_vault()  # a read never makes a vault (nor its index)
-            self._upkeep.sync(scope)
-            return self._upkeep.query(run)
+            return self._upkeep.query(run, self._upkeep.sync(scope))
 
     def _query_fresh(
         self,
@@ -297,13 +300,19 @@ class VaultBase:
     ) -> _T:
         """``_query``, then each note the answer names (``paths``) is checked against the
         size and mtime it was indexed at; notes changed by hand are read again (under
-        the lock) and the query re-run, so a listing never shows a stale note."""
+        the lock) and the query re-run, so a listing never shows a stale note. A note
+        the watch answers for (``IndexUpkeep.vouches``) needs no such check."""
         with self._held():
             self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(4):
-                result = self._upkeep.query(run)
-                stale = [p for p in paths(result) if not self._upkeep.stamp_matches(idx, p)]
+                result = self._upkeep.query(run, idx)
+                upkeep = self._upkeep
+                stale = [
+                    p
+                    for p in paths(result)
+                    if not (upkeep.vouches(p) or upkeep.stamp_matches(idx, p))
+                ]
                 if not stale:
                     return result
                 with self._locked():
@@ -357,6 +366,8 @@ class VaultBase:
     def _make_folders(self, folder: str) -> list[Path]:
         """Create a note folder and its parents if needed; returns the ones made."""
         created: list[Path] = []
+        if os.path.isdir(f"{self.path}/{folder}"):
+            return created  # there already, as for every note after a folder's first
         parts = folder.split("/")
         for depth in range(1, len(parts) + 1):
             current = self.path.joinpath(*parts[:depth])

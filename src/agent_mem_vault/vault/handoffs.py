@@ -223,11 +223,16 @@ class HandoffOps(VaultBase):
             self._require_vault()
             idx = self._upkeep.sync(scope)
             for _ in range(8):
-                found = self._upkeep.query(query)
-                if found is None or self._upkeep.stamp_matches(idx, found.path):
+                found = self._upkeep.query(query, idx)
+                if (
+                    found is None
+                    or self._upkeep.vouches(found.path)
+                    or self._upkeep.stamp_matches(idx, found.path)
+                ):
                     return found
                 with self._locked():
-                    self._upkeep.refresh(self._upkeep.handle(), found.path)
+                    idx = self._upkeep.handle()
+                    self._upkeep.refresh(idx, found.path)
             return self._upkeep.query(query)
 
     def _change(self, id: str, rule: Callable[[Handoff], Handoff]) -> Handoff:

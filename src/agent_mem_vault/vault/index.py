@@ -418,10 +418,18 @@ class Index:
         ).fetchone()
         return None if row is None else (row[0], row[1])
 
-    def remove_file(self, path: str) -> None:
+    def _known(self, path: str) -> tuple[str, str | None] | None:
+        """(kind, note id) of the file at ``path`` as the index knows it."""
         row = self.conn.execute(
             "SELECT kind, note_id FROM files WHERE dir=? AND name=?", _split(path)
         ).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def remove_file(self, path: str) -> None:
+        self._remove(path, self._known(path))
+
+    def _remove(self, path: str, row: tuple[str, str | None] | None) -> None:
+        """``remove_file``, given what ``_known`` says of ``path``."""
         if row is None:
             return
         kind, note_id = row
@@ -462,7 +470,16 @@ class Index:
         A second note with an id already held by another file is stored as
         broken (a copied note), so the first keeps its place.
         """
-        self.remove_file(record.path)
+        known = self._known(record.path)
+        h = record.handoff
+        if (
+            record.kind == "handoff"
+            and h is not None
+            and known == ("handoff", h.id)
+            and self._restate(record)
+        ):
+            return record
+        self._remove(record.path, known)
         if record.handoff is not None and record.kind == "handoff":
             cur = self.conn.execute(
                 _HANDOFF_INSERT.replace("INSERT", "INSERT OR IGNORE", 1),
@@ -487,6 +504,44 @@ class Index:
             )
         self.conn.execute(_FILE_INSERT, _file_row(record))
         return record
+
+    def _restate(self, record: FileRecord) -> bool:
+        """A handoff's note written again in place (read, ack, reopen, supersede, an
+        edit), whose file the index knows as this handoff's: its rows updated where
+        they are; False, changing nothing, if the handoff's row says otherwise.
+
+        The same rows as removing and inserting them, for less work: only the
+        indexes over a column that changes (the status, mostly) are touched, where
+        a removal and an insertion would rewrite all six twice.
+        """
+        h = record.handoff
+        assert h is not None
+        cur = self.conn.execute(
+            "UPDATE handoffs SET status=?, read_at=?, supersedes=?, superseded_by=?, "
+            "summary=?, context=? WHERE id=? AND path=? AND namespace=? AND sender=? "
+            "AND recipient=? AND created_at=?",
+            (
+                h.status,
+                h.read_at,
+                json.dumps(list(h.supersedes)),
+                h.superseded_by,
+                h.summary,
+                pack(h.context),
+                h.id,
+                record.path,
+                h.namespace,
+                h.sender,
+                h.recipient,
+                h.created_at,
+            ),
+        )
+        if cur.rowcount != 1:
+            return False
+        self.conn.execute(
+            "UPDATE files SET mtime_ns=?, size=? WHERE dir=? AND name=?",
+            (record.mtime_ns, record.size, *_split(record.path)),
+        )
+        return True
 
     def _duplicate(self, record: FileRecord, table: str) -> FileRecord:
         """A second note carrying an id another file already has: stored as broken."""

@@ -94,8 +94,12 @@ def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
-        with open(fd, "rb", closefd=False) as fh:
-            return st, fh.read()
+        # os.read straight from the descriptor: a file object would stat and seek
+        # it again (three system calls more for each note read).
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, max(st.st_size + 1, 65536)):
+            chunks.append(chunk)
+        return st, b"".join(chunks)
     finally:
         os.close(fd)
 

@@ -75,6 +75,8 @@ class IndexUpkeep:
         self._checked_gen = -1
         self.look: set[Scope] | None = None
         """Inside ``Vault.one_look``: the scopes checked by stat since the look began."""
+        self._vouching = False
+        """Whether the last ``sync`` was answered by a settled watch (see ``vouches``)."""
 
     def close(self) -> None:
         if self._index is not None:
@@ -143,10 +145,14 @@ class IndexUpkeep:
         self._opened(idx)
         return idx
 
-    def query(self, run: Callable[[Index], _T]) -> _T:
-        """Run a query; if the index turns out damaged, rebuild it and run it on the new one."""
+    def query(self, run: Callable[[Index], _T], idx: Index | None = None) -> _T:
+        """Run a query; if the index turns out damaged, rebuild it and run it on the new one.
+
+        ``idx`` is the index ``sync`` returned a moment ago in the same call: whether
+        another process replaced the file was looked at then, and is not again.
+        """
         try:
-            return run(self.handle())
+            return run(self.handle() if idx is None else idx)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
@@ -164,6 +170,7 @@ class IndexUpkeep:
         one was set (none by default).
         """
         idx = self.handle()
+        self._vouching = False
         try:
             if self.full_scan_due(idx):
                 with self.locked():
@@ -174,6 +181,7 @@ class IndexUpkeep:
             changes = watcher.take() if watcher is not None else None
             if watcher is not None and changes is not None:
                 self._sync_watched(idx, watcher, changes, scope)
+                self._vouching = watcher.settled
                 return idx
             if self.look is not None:
                 scope = [s for s in scope if s not in self.look]
@@ -342,6 +350,28 @@ class IndexUpkeep:
         self._last_full_scan = now
         self._rescan_now = False
         idx.set_meta("last_full_scan", format_datetime(now))
+
+    def vouches(self, path: str) -> bool:
+        """Whether the last ``sync`` leaves nothing to check about the note at ``path``.
+
+        True when that sync was answered by a settled watch, and the note's folder was
+        checked (by stat, or by the keeper) since the watch began: what happened to it
+        before is in the index, what happened since was reported and applied. A
+        ``stat`` of the note would tell nothing more.
+        """
+        if not self._vouching:
+            return False
+        checked = self._checked
+        if _ALL in checked:
+            return True
+        directory = path.rpartition("/")[0]
+        leaf = directory.rpartition("/")[2]
+        for item in checked:
+            if isinstance(item, tuple) and item[1] == leaf:
+                folder = item[0]
+                if not folder or directory.startswith(folder + "/"):
+                    return True
+        return False
 
     def stamp_matches(self, idx: Index, path: str) -> bool:
         """True if the note at ``path`` has the size and mtime the index read it at."""
