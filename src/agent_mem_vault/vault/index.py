@@ -538,8 +538,8 @@ class Index:
         if cur.rowcount != 1:
             return False
         self.conn.execute(
-            "UPDATE files SET mtime_ns=?, size=? WHERE dir=? AND name=?",
-            (record.mtime_ns, record.size, *_split(record.path)),
+            "UPDATE files SET mtime_ns=?, size=?, problem=? WHERE dir=? AND name=?",
+            (record.mtime_ns, record.size, record.problem, *_split(record.path)),
         )
         return True
 
