@@ -209,7 +209,7 @@ class HarnessHost:
         user's message starts the thread if it is new; an operator's reply
         never does (an unknown thread raises ``ThreadNotFoundError``).
         """
-        check_send(text, as_, files, input_id)  # bad input starts no thread
+        files = check_send(text, as_, files, input_id)  # bad input starts no thread
         session, entry = await self._open(
             harness, thread_id=thread_id, user=user, create=as_ == "user"
         )
