@@ -7,7 +7,10 @@ deployment would; the load comes from this process with httpx.
   model is scripted (no model time), so what is measured is HTTP, the host,
   the log and the persistence. Clients send one after another on their own
   threads (a fresh thread every 20 turns); at 1, 10 and 100 concurrent
-  clients; memory and SQLite.
+  clients; memory and SQLite. Each client opens its connection and sends
+  once before the clock starts. On two or more cores the load generator is
+  pinned to the first and the servers to the others (``--no-pin``: not), and
+  the CPU time per send of the server and of the load generator is shown.
 * the floor, in the same run: a bare Starlette app on the same uvicorn that
   does the same durable work per request and nothing else — it appends the
   message to a log table in a SQLite file (WAL, ``synchronous=FULL``, one
@@ -39,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -169,8 +173,38 @@ def serve(scenario: str, backend: str, port: int, db: str) -> None:
     )
 
 
+def _cpus() -> tuple[set[int], set[int]] | None:
+    """The load generator's core and the servers' core(s), or None on a single core.
+
+    The client and the servers share the machine; pinned apart, the client
+    cannot take the server's core (or the other way round) in the middle of
+    a round, and what each costs can be read off its own CPU time.
+    """
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    return {cpus[0]}, set(cpus[1:])
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` and its threads (Linux), else 0."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Server:
+    url: str
+    pid: int
+
+
 @contextmanager
-def server(scenario: str, backend: str) -> Iterator[str]:
+def server(scenario: str, backend: str, cpus: set[int] | None = None) -> Iterator[Server]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -189,6 +223,8 @@ def server(scenario: str, backend: str) -> Iterator[str]:
                 os.path.join(tmp, "bench.db"),
             ],
         )
+        if cpus is not None:
+            os.sched_setaffinity(proc.pid, cpus)
         url = f"http://127.0.0.1:{port}/api/h"
         try:
             deadline = time.monotonic() + 30
@@ -200,28 +236,57 @@ def server(scenario: str, backend: str) -> Iterator[str]:
                     if time.monotonic() > deadline or proc.poll() is not None:
                         raise RuntimeError("the benchmark server did not start") from None
                     time.sleep(0.1)
-            yield url
+            yield Server(url, proc.pid)
         finally:
             proc.terminate()
             proc.wait(10)
 
 
 # -- send throughput ------------------------------------------------------------
-async def send_rps(url: str, workers: int, per_worker: int, round_no: int) -> float:
-    limits = httpx.Limits(max_connections=workers + 4, max_keepalive_connections=workers + 4)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+@dataclass
+class Round:
+    rps: float
+    server_ms: float
+    """Server CPU milliseconds per send (all its threads)."""
+    client_ms: float
+    """Load generator CPU milliseconds per send."""
 
-        async def worker(w: int) -> None:
-            for i in range(per_worker):
-                thread = f"r{round_no}-w{w}-t{i // 20}"
-                r = await client.post(f"{url}/threads/{thread}/messages", json={"text": "Hello"})
-                r.raise_for_status()
 
-        await worker(-1 - round_no)  # warm the connection and the host
+async def send_rps(target: Server, workers: int, per_worker: int, round_no: int) -> Round:
+    """Sends per second of ``workers`` clients, each ``per_worker`` sends one after another.
+
+    Every client opens its connection and sends once before the clock starts,
+    so what is timed is sends on open keep-alive connections, at full
+    concurrency from the first to the last.
+    """
+    url = target.url
+    # A client (and connection pool) per worker: one shared pool of 100
+    # connections costs the load generator ten times the CPU per request of
+    # one of 10, and the figure at 100 clients would be httpx's.
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    clients = [httpx.AsyncClient(limits=limits, timeout=60) for _ in range(workers)]
+
+    async def worker(w: int, sends: int, first: int = 0) -> None:
+        client = clients[w % workers]
+        for i in range(first, first + sends):
+            thread = f"r{round_no}-w{w}-t{i // 20}"
+            r = await client.post(f"{url}/threads/{thread}/messages", json={"text": "Hello"})
+            r.raise_for_status()
+
+    try:
+        # One untimed send per client (a thread of its own) warms each connection.
+        await asyncio.gather(*(worker(-1 - w, 1) for w in range(workers)))
+        server_cpu, client_cpu = _cpu_seconds(target.pid), time.process_time()
         start = time.perf_counter()
-        await asyncio.gather(*(worker(w) for w in range(workers)))
+        await asyncio.gather(*(worker(w, per_worker) for w in range(workers)))
         elapsed = time.perf_counter() - start
-    return workers * per_worker / elapsed
+        server_cpu = _cpu_seconds(target.pid) - server_cpu
+        client_cpu = time.process_time() - client_cpu
+    finally:
+        for client in clients:
+            await client.aclose()
+    total = workers * per_worker
+    return Round(total / elapsed, server_cpu * 1000 / total, client_cpu * 1000 / total)
 
 
 # -- handoff → SSE latency ----------------------------------------------------------
@@ -285,6 +350,14 @@ async def handoff_latency(url: str, streams: int, turns: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes")
+    parser.add_argument(
+        "--clients", default="1,10,100", help="concurrent clients to measure, comma-separated"
+    )
+    parser.add_argument("--rounds", type=int, default=0, help="rounds (default 5, quick 3)")
+    parser.add_argument("--no-sse", action="store_true", help="skip the handoff → SSE latency")
+    parser.add_argument(
+        "--no-pin", action="store_true", help="let client and servers share every core"
+    )
     parser.add_argument("--serve", choices=["send", "handoff", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--backend", default="memory", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -293,44 +366,61 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.backend, args.port, args.db)
         return
-    rounds, sends, turns = (3, 100, 10) if args.quick else (5, 400, 40)
+    rounds, sends, least, turns = (3, 100, 2, 10) if args.quick else (5, 400, 10, 40)
+    rounds = args.rounds or rounds
+    clients = tuple(int(n) for n in args.clients.split(","))
+    pinned = None if args.no_pin else _cpus()
+    if pinned is not None:
+        os.sched_setaffinity(0, pinned[0])
+        print(f"load generator on CPU {sorted(pinned[0])}, servers on CPU {sorted(pinned[1])}")
+    server_cpus = pinned[1] if pinned is not None else None
 
     print("send over HTTP (scripted model, real uvicorn on loopback), requests/second")
-    print(f"{'server':<16} {'clients':>7} {'median rps':>11} {'vs floor':>9}  rounds")
-    clients = (1, 10, 100)
-    rps: dict[tuple[str, int], float] = {}
+    print(
+        f"{'server':<16} {'clients':>7} {'median rps':>11} {'vs floor':>9}  "
+        f"{'server ms':>9} {'client ms':>9}  rounds"
+    )
     # The floor and the harness take turns, round by round, so a slow phase of
     # a shared machine hits both alike.
     with (
-        server("floor", "sqlite") as floor,
-        server("send", "sqlite") as sq,
-        server("send", "memory") as mem,
+        server("floor", "sqlite", server_cpus) as floor,
+        server("send", "sqlite", server_cpus) as sq,
+        server("send", "memory", server_cpus) as mem,
     ):
-        urls = {"floor (SQLite)": floor, "harness SQLite": sq, "harness memory": mem}
-        results: dict[tuple[str, int], list[float]] = {}
+        targets = {"floor (SQLite)": floor, "harness SQLite": sq, "harness memory": mem}
+        results: dict[tuple[str, int], list[Round]] = {}
         for r in range(rounds):
             for n in clients:
-                for name, url in urls.items():
-                    got = asyncio.run(send_rps(url, n, max(sends // n, 2), r * 1000 + n))
+                for name, target in targets.items():
+                    got = asyncio.run(send_rps(target, n, max(sends // n, least), r * 1000 + n))
                     results.setdefault((name, n), []).append(got)
         for n in clients:
-            for name in urls:
-                rps[(name, n)] = statistics.median(results[(name, n)])
-                share = rps[(name, n)] / rps[("floor (SQLite)", n)]
-                print(f"{name:<16} {n:>7} {rps[(name, n)]:>11.0f} {share:>8.0%}  {rounds}")
-
-    print("\nhandoff → SSE client latency, milliseconds (±1 ms)")
-    print(f"{'backend':<8} {'streams':>7} {'p50':>8} {'p99':>8}  events")
-    for backend in ("memory", "sqlite"):
-        with server("handoff", backend) as url:
-            for streams in (1, 100):
-                lat = asyncio.run(handoff_latency(url, streams, turns))
-                ms = sorted(x * 1000 for x in lat)
-                p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+            floor_rps = statistics.median(x.rps for x in results[("floor (SQLite)", n)])
+            for name in targets:
+                runs = results[(name, n)]
+                rps = statistics.median(x.rps for x in runs)
+                server_ms = statistics.median(x.server_ms for x in runs)
+                client_ms = statistics.median(x.client_ms for x in runs)
                 print(
-                    f"{backend:<8} {streams:>7} {statistics.median(ms):>8.1f} {p99:>8.1f}  "
-                    f"{len(ms)}"
+                    f"{name:<16} {n:>7} {rps:>11.0f} {rps / floor_rps:>8.0%}  "
+                    f"{server_ms:>9.2f} {client_ms:>9.2f}  {rounds}"
                 )
+    print("(server ms, client ms: median CPU milliseconds per send of the server process")
+    print(" and of the load generator)")
+
+    if not args.no_sse:
+        print("\nhandoff → SSE client latency, milliseconds (±1 ms)")
+        print(f"{'backend':<8} {'streams':>7} {'p50':>8} {'p99':>8}  events")
+        for backend in ("memory", "sqlite"):
+            with server("handoff", backend, server_cpus) as target:
+                for streams in (1, 100):
+                    lat = asyncio.run(handoff_latency(target.url, streams, turns))
+                    ms = sorted(x * 1000 for x in lat)
+                    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+                    print(
+                        f"{backend:<8} {streams:>7} {statistics.median(ms):>8.1f} {p99:>8.1f}  "
+                        f"{len(ms)}"
+                    )
     load = Path("/proc/loadavg")
     if load.exists():
         print(f"\nload average at the end: {' '.join(load.read_text().split()[:3])}")

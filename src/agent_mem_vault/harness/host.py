@@ -42,8 +42,8 @@ builds on :mod:`.session` and :mod:`.transfer`, never the other way round.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal
 
 from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.errors import InvalidInputError, UserError
@@ -55,7 +55,8 @@ from .errors import ThreadNotFoundError, WrongHarnessError
 from .events import HOST_STREAM, HostEvent
 from .index import ThreadEntry, create_entry, get_entry, list_entries, update_entry
 from .liveness import liveness_for
-from .session import Session
+from .messages import FilePart
+from .session import Session, TurnResult, check_send
 from .threads import Threads
 from .transfer import Endpoint, Envelope, TransferResult, run_fork, run_transfer
 
@@ -187,6 +188,38 @@ class HarnessHost:
         With ``create=False`` an unknown thread raises ``ThreadNotFoundError``
         (for reads and answers, which must not start a thread).
         """
+        session, _ = await self._open(harness, thread_id=thread_id, user=user, create=create)
+        return session
+
+    async def send(
+        self,
+        harness: Harness,
+        text: str,
+        *,
+        thread_id: str,
+        user: User | None = None,
+        as_: Literal["user", "operator"] = "user",
+        files: Sequence[FilePart] = (),
+        input_id: str | None = None,
+    ) -> TurnResult:
+        """``(await open(...)).send(...)`` in one call, reading the thread's index entry once.
+
+        The entry ``open`` reads (or creates) is the one the send's access
+        check looks at: both checks see the thread as it is at this call. A
+        user's message starts the thread if it is new; an operator's reply
+        never does (an unknown thread raises ``ThreadNotFoundError``).
+        """
+        files = check_send(text, as_, files, input_id)  # bad input starts no thread
+        session, entry = await self._open(
+            harness, thread_id=thread_id, user=user, create=as_ == "user"
+        )
+        return await session.send_checked(
+            text, as_=as_, files=files, input_id=input_id, entry=entry
+        )
+
+    async def _open(
+        self, harness: Harness, *, thread_id: str | None, user: User | None, create: bool
+    ) -> tuple[Session, ThreadEntry]:
         threads = self.threads
         tenant = threads.tenant(user)
         thread_id = (
@@ -203,7 +236,7 @@ class HarnessHost:
                 self.persistence, threads.new_entry(tenant, thread_id, harness.name, user)
             )
             if created:
-                return session
+                return session, entry
         if entry.harness != harness.name:
             raise WrongHarnessError(
                 f"thread {thread_id!r} belongs to harness {entry.harness!r}, not "
@@ -211,7 +244,7 @@ class HarnessHost:
                 thread_id=thread_id,
             )
         authorize(self.access, user=user, members=entry.members, action="read", thread_id=thread_id)
-        return session
+        return session, entry
 
     # -- host-level -------------------------------------------------------------
     async def events(self, *, after: int = 0) -> AsyncIterator[HostEvent]:

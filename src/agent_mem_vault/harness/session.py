@@ -147,16 +147,31 @@ class Session:
         has the thread); ``as_="operator"`` writes a person's reply with no model run.
         The same ``input_id`` sent again runs once and returns the same result.
         """
-        if as_ not in ("user", "operator"):
-            raise InvalidInputError(
-                f"as_ must be 'user' or 'operator', got {as_!r}; send as 'user', or as "
-                "'operator' to reply as the person"
-            )
-        files = tuple(files)
-        _check_text(text, files)
-        if input_id is not None:
-            check_id("input_id", input_id)
-        await self._authorize("operator" if as_ == "operator" else "send")
+        return await self.send_checked(text, as_=as_, files=files, input_id=input_id, entry=None)
+
+    async def send_checked(
+        self,
+        text: str,
+        *,
+        as_: Literal["user", "operator"],
+        files: Sequence[FilePart],
+        input_id: str | None,
+        entry: ThreadEntry | None,
+    ) -> TurnResult:
+        """:meth:`send`, with the access check on ``entry`` when the caller read it just now.
+
+        ``HarnessHost.send`` opens the thread and sends in one call: the index
+        entry that ``open`` read (or created) is the one the send is checked
+        against, instead of a second read of the same document.
+        """
+        files = check_send(text, as_, files, input_id)
+        await self._threads.check(
+            self.tenant,
+            self.thread_id,
+            self.user,
+            "operator" if as_ == "operator" else "send",
+            entry=entry,
+        )
         payload = {"kind": as_, "text": text, "files": [f.to_json() for f in files]}
         digest = input_hash(payload)
         async with self._threads.writing(self.tenant, self.thread_id) as log:
@@ -408,6 +423,22 @@ class Session:
 
     def _message(self, role: Any, parts: tuple[Part, ...], metadata: dict[str, Any]) -> Message:
         return Message(self._threads.next_id(), role, parts, metadata, self._threads.now())
+
+
+def check_send(
+    text: Any, as_: Any, files: Sequence[FilePart], input_id: str | None
+) -> tuple[FilePart, ...]:
+    """What a send takes, checked before anything is read or written; the files as a tuple."""
+    if as_ not in ("user", "operator"):
+        raise InvalidInputError(
+            f"as_ must be 'user' or 'operator', got {as_!r}; send as 'user', or as "
+            "'operator' to reply as the person"
+        )
+    files = tuple(files)
+    _check_text(text, files)
+    if input_id is not None:
+        check_id("input_id", input_id)
+    return files
 
 
 def _check_text(text: Any, files: tuple[FilePart, ...]) -> None:

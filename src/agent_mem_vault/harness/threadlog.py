@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..core.clock import Clock
@@ -191,35 +191,44 @@ class ThreadLog:
         host could take the thread over in the middle of a live turn. A renewal
         that fails (the database is briefly away) is retried sooner; one that
         finds another owner stops renewing, and the turn's next append fails.
+
+        A step shorter than a renewal period (most turns) costs one timer: the
+        task that renews is started only when a renewal is due.
         """
+        loop = asyncio.get_running_loop()
+        renewal: asyncio.Task[None] | None = None
+        timer: asyncio.TimerHandle | None = None
+        stopped = False
 
-        stop = asyncio.Event()
-
-        async def beat() -> None:
+        async def renew() -> None:
+            nonlocal timer
             delay = self.renew_every
-            while True:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
-                    return
-                delay = self.renew_every
-                try:
-                    await self._acquire(self._clock.monotonic())
-                except LogOwnedElsewhereError:
-                    return  # lost: the next append asks the store again (and is fenced)
-                except Exception as exc:  # the store is briefly away: never kill the turn
-                    _log.warning("renewing the lease of %s failed: %s", self.stream, exc)
-                    delay = max(self.renew_every / 4, 0.01)
+            try:
+                await self._acquire(self._clock.monotonic())
+            except LogOwnedElsewhereError:
+                return  # lost: the next append asks the store again (and is fenced)
+            except Exception as exc:  # the store is briefly away: never kill the turn
+                _log.warning("renewing the lease of %s failed: %s", self.stream, exc)
+                delay = max(self.renew_every / 4, 0.01)
+            if not stopped:
+                timer = loop.call_later(delay, due)
 
-        task = asyncio.create_task(beat(), name=f"renew {lease_name(self.stream)}")
+        def due() -> None:
+            nonlocal renewal
+            renewal = asyncio.create_task(renew(), name=f"renew {lease_name(self.stream)}")
+
+        timer = loop.call_later(self.renew_every, due)
         self._renewals += 1
         try:
             yield
         finally:
             self._renewals -= 1
+            stopped = True
+            timer.cancel()
             # Stopped, not cancelled: a renewal in flight ends its statement
             # (cancelling a database call half way costs more than waiting).
-            stop.set()
-            await task
+            if renewal is not None:
+                await renewal
 
     async def release(self) -> None:
         """Give the lease up (when this host closes), so another host need not wait it out."""

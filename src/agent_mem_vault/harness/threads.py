@@ -151,10 +151,20 @@ class Threads:
         return entry
 
     async def check(
-        self, tenant: str, thread_id: str, user: User | None, *actions: Action
+        self,
+        tenant: str,
+        thread_id: str,
+        user: User | None,
+        *actions: Action,
+        entry: ThreadEntry | None = None,
     ) -> ThreadEntry:
-        """The thread's entry if ``user`` holds one of ``actions`` on it, else the first refusal."""
-        entry = await self.entry(tenant, thread_id)
+        """The thread's entry if ``user`` holds one of ``actions`` on it, else the first refusal.
+
+        ``entry``: the entry as the same call just read it (open, then send),
+        checked as it is instead of read again.
+        """
+        if entry is None:
+            entry = await self.entry(tenant, thread_id)
         error: Exception | None = None
         for action in actions:
             try:

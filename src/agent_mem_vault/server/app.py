@@ -340,4 +340,5 @@ def _id(value: str, field: str) -> str:
 
 
 def _json(model: BaseModel) -> Response:
-    return JSONResponse(model.model_dump(by_alias=True, mode="json"))
+    """``model`` as JSON, serialized once by pydantic (no dict, then ``json.dumps``, between)."""
+    return Response(model.model_dump_json(by_alias=True), media_type="application/json")

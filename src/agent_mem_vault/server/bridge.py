@@ -148,14 +148,20 @@ class HarnessService:
         from ..harness.messages import FilePart
 
         harness = self.harness(key)
-        # An operator replies in a thread that waits for a person; it never starts one.
-        create = body.as_ == "user"
-        session = await self.host.open(harness, thread_id=thread_id, user=user, create=create)
         files = tuple(
             FilePart(media_type=f.media_type, data=f.data, url=f.url, name=f.name)
             for f in body.files
         )
-        result = await session.send(body.text, as_=body.as_, files=files, input_id=body.input_id)
+        # An operator replies in a thread that waits for a person; it never starts one.
+        result = await self.host.send(
+            harness,
+            body.text,
+            thread_id=thread_id,
+            user=user,
+            as_=body.as_,
+            files=files,
+            input_id=body.input_id,
+        )
         return self.render_turn(result)
 
     @staticmethod
