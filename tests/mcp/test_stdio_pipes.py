@@ -7,6 +7,7 @@ answered, in full, and the server ends cleanly when its client is gone.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -14,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from agent_mem_vault.vault.files import LOCK_FILE
 
 from .conftest import NS
 
@@ -181,3 +184,25 @@ def test_stdout_to_a_regular_file_is_served_by_the_sdks_transport(
         _, stderr = proc.communicate(timeout=TIMEOUT)
     assert proc.returncode == 0, stderr.decode()
     assert answers(out.read_bytes())[1]["result"]["isError"] is False
+
+
+def test_a_ping_is_answered_while_a_write_waits_for_the_vaults_lock(vault_path: Path) -> None:
+    proc = start(vault_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(OPENING)
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
+    # Another writer holds the vault: the create waits on the worker, the loop does not.
+    with (vault_path / LOCK_FILE).open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc.stdin.write(call(1, "create_handoff", {"to": "codex", "summary": "s", "context": "c"}))
+        proc.stdin.write(line(2, "ping"))
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline())
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert first == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    created = json.loads(proc.stdout.readline())
+    assert created["id"] == 1 and created["result"]["isError"] is False
+    got, _ = exchange(proc, call(3, "peek_handoff", {}), 1)
+    assert got[3]["result"]["structuredContent"]["handoff"]["summary"] == "s"
+    assert proc.returncode == 0
