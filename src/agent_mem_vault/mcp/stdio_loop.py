@@ -98,7 +98,8 @@ class LoopStdio:
             os.close(in_fd)
             os.close(out_fd)
             return None
-        pipes._non_blocking_output()
+        with contextlib.suppress(OSError):  # the writes stay blocking
+            pipes._non_blocking_output()
         pipes._divert()
         return pipes
 
@@ -141,8 +142,13 @@ class LoopStdio:
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.close(null)
-        with contextlib.suppress(OSError):
+        try:
             os.dup2(2, 1)
+        except OSError:  # no stderr: stray output goes nowhere rather than onto the wire
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, 1)
+                os.close(null)
 
     def release(self) -> None:
         """Stop watching, and put fds 0 and 1 back as they were."""
