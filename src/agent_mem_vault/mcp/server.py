@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -151,18 +151,33 @@ class _Runner:
         if read_only and self._queued == 0:
             return fn()
         loop = asyncio.get_running_loop()
-        future = self._pool.submit(fn)
+        answer: asyncio.Future[T] = loop.create_future()
         self._queued += 1
-        # Counted down on the loop, so a read never starts while the worker runs.
-        future.add_done_callback(lambda _: self._finished_soon(loop))
-        return await asyncio.wrap_future(future, loop=loop)
+        done = functools.partial(self._finished, answer)
+        # One wake-up of the loop per call, as ``run_in_executor`` costs: the count
+        # goes down where the answer is delivered, so a read never starts while
+        # the worker runs.
+        self._pool.submit(fn).add_done_callback(
+            lambda future: _call_soon_threadsafe(loop, done, future)
+        )
+        return await answer
 
-    def _finished_soon(self, loop: asyncio.AbstractEventLoop) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed: nothing is counted any more
-            loop.call_soon_threadsafe(self._finished)
-
-    def _finished(self) -> None:
+    def _finished(self, answer: asyncio.Future[T], future: Future[T]) -> None:
         self._queued -= 1
+        if answer.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(future.result())
+
+
+def _call_soon_threadsafe(
+    loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits for the answer
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def _guarded(fn: F) -> F:
