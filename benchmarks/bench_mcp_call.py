@@ -16,11 +16,11 @@ table gives each part as the difference of two of those medians:
   its validation of the result against the tool's output schema);
 - JSON-RPC and stdio: bare JSON-RPC − the tool on the server object − the
   argument check middleware (the SDK's parsing, dispatch and serialisation,
-  the pipes, the event loop);
+  the pipes, read and written by the event loop: ``mcp/stdio_loop.py``);
 - argument checks: the middleware's check plus the SDK's own model validation;
 - response building: the tool on the server object − the vault call − the SDK's
-  validation (the hop to the vault's worker thread, rendering the text and the
-  structured result);
+  validation (rendering the text and the structured result; for a write, the
+  hop to the vault's worker thread: a read runs on the event loop);
 - change detection: ``IndexUpkeep.sync`` for the call's scope (the look at the
   watch, and what it reports applied);
 - file I/O: the durable write of one note (for the calls that write);

@@ -115,8 +115,9 @@ def serve(
 def _stop_at_once_on_interrupt() -> None:
     """Ctrl-C ends a stdio server now, with status 130 and no traceback.
 
-    The SDK reads stdin in a worker thread that no cancellation reaches, so
-    KeyboardInterrupt would only end the server when stdin closes. Ending the
+    A vault write runs on a worker thread, and the SDK's transport (serving a
+    stdin the event loop cannot watch) reads stdin on one: no cancellation
+    reaches them, so KeyboardInterrupt could leave the server waiting. Ending the
     process is safe at any point: every write is a new file renamed into place
     (a crash loses nothing acknowledged), and locks are released with it.
     """

@@ -62,6 +62,7 @@ PRELOAD = (
     "agent_mem_vault.vault.service",
     "agent_mem_vault.mcp.server",
     "agent_mem_vault.mcp.transport",
+    "agent_mem_vault.mcp.stdio_loop",
     "mcp.server.stdio",
     "anyio._backends._asyncio",
 )

@@ -5,17 +5,21 @@ says when to use the tool and what comes back; its body stays short. A vault
 error becomes an MCP tool error (``isError``) carrying the same message and code
 the CLI prints, and the server keeps serving.
 
-Vault calls run on one dedicated worker thread: they block on a file lock and
-fsync, which must not stall the event loop, and one thread keeps the vault's
-SQLite index on the thread that opened it.
+Vault calls that write run on one dedicated worker thread: they block on a file
+lock (another process may hold it) and fsync, which must not stall the event
+loop. A read-only call runs on the event loop itself when that worker is idle:
+it is short, and the two thread hand-offs would cost it more than its own work
+on a busy machine. Either way one vault call runs at a time, and a read waits
+for every write sent before it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
@@ -105,12 +109,18 @@ OffsetArg = Annotated[
 
 
 class _Runner:
-    """Runs vault calls on one worker thread and renders their values as tool results."""
+    """Runs vault calls and renders their values as tool results.
+
+    Writes go to one worker thread. A read goes there too while it is busy
+    (behind the writes sent before it, so it sees them); when it is idle, the
+    read runs here on the loop, which nothing else uses meanwhile.
+    """
 
     def __init__(self, vault: Vault, settings: ServerSettings) -> None:
         self.vault = vault
         self.settings = settings
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vault")
+        self._queued = 0  # calls given to the worker and not yet finished
 
     def namespace(self, given: str | None) -> str:
         if given:
@@ -124,17 +134,50 @@ class _Runner:
         )
 
     async def call(
-        self, fn: Callable[[], T], render: Callable[[T], tuple[str, dict[str, Any]]]
+        self,
+        fn: Callable[[], T],
+        render: Callable[[T], tuple[str, dict[str, Any]]],
+        *,
+        read_only: bool = False,
     ) -> CallToolResult:
-        value = await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        value = await self.value(fn, read_only=read_only)
         text, content = render(value)
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=content
         )
 
-    async def value(self, fn: Callable[[], T]) -> T:
-        """For resources and prompts: the raw value, errors propagate."""
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+    async def value(self, fn: Callable[[], T], *, read_only: bool = False) -> T:
+        """The raw value (for resources and prompts too); errors propagate."""
+        if read_only and self._queued == 0:
+            return fn()
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[T] = loop.create_future()
+        self._queued += 1
+        done = functools.partial(self._finished, answer)
+        # One wake-up of the loop per call, as ``run_in_executor`` costs: the count
+        # goes down where the answer is delivered, so a read never starts while
+        # the worker runs.
+        self._pool.submit(fn).add_done_callback(
+            lambda future: _call_soon_threadsafe(loop, done, future)
+        )
+        return await answer
+
+    def _finished(self, answer: asyncio.Future[T], future: Future[T]) -> None:
+        self._queued -= 1
+        if answer.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            answer.set_exception(error)
+        else:
+            answer.set_result(future.result())
+
+
+def _call_soon_threadsafe(
+    loop: asyncio.AbstractEventLoop, fn: Callable[..., object], *args: Any
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits for the answer
+        loop.call_soon_threadsafe(fn, *args)
 
 
 def _guarded(fn: F) -> F:
@@ -363,7 +406,9 @@ def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
         """
         who, ns = agent or me, run.namespace(namespace)
         return await run.call(
-            lambda: vault.peek_handoff(agent=who, namespace=ns), _next_text(who, ns)
+            lambda: vault.peek_handoff(agent=who, namespace=ns),
+            _next_text(who, ns),
+            read_only=True,
         )
 
     @tool(_READ_ONLY)
@@ -400,6 +445,7 @@ def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
                 offset=offset,
             ),
             _list_text,
+            read_only=True,
         )
 
     @tool(_SET_STATE)
@@ -481,6 +527,7 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
                 tags=tags or (),
             ),
             _search_text,
+            read_only=True,
         )
 
     @tool(_READ_ONLY)
@@ -492,19 +539,24 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
         Call it at the start of work, before read_handoff.
         """
         ns = run.namespace(namespace)
-        return await run.call(lambda: vault.get_project_brief(namespace=ns), _brief_text)
+        return await run.call(
+            lambda: vault.get_project_brief(namespace=ns), _brief_text, read_only=True
+        )
 
 
 def _add_resources(server: MCPServer[Any], run: _Runner) -> None:
     vault, me = run.vault, run.settings.agent
 
     async def brief_text(namespace: str) -> str:
-        brief = await run.value(lambda: vault.get_project_brief(namespace=namespace))
+        brief = await run.value(
+            lambda: vault.get_project_brief(namespace=namespace), read_only=True
+        )
         return brief.text
 
     async def pending_text(agent: str, namespace: str) -> str:
         page = await run.value(
-            lambda: vault.page_handoffs(namespace=namespace, status="pending", agent=agent)
+            lambda: vault.page_handoffs(namespace=namespace, status="pending", agent=agent),
+            read_only=True,
         )
         return _list_text(page)[0]
 

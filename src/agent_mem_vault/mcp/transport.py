@@ -1,15 +1,19 @@
 """Running the server: stdio for local agents, streamable HTTP for remote ones.
 
-Over stdio every line a client sends gets an answer. The SDK's stdio transport
-reads each line as a JSON-RPC message and, when one does not parse (a lone
-surrogate escape such as ``"\\ud800"``, arrays nested past its parser's ~200
-levels, a line that is not JSON at all), hands the server an exception that
-the server drops: the client then waits for its own timeout. :func:`run_stdio`
-puts one step between the two: a line that could not be read is answered
-here with a JSON-RPC error, ``-32700`` (parse error) or ``-32600`` (a JSON
-value that is no JSON-RPC message), carrying the request's id when one can be
-found in the line (so the client's waiting call ends at once) and ``null``
-otherwise, as JSON-RPC 2.0 asks.
+Over stdio the event loop reads stdin and writes stdout itself
+(:mod:`.stdio_loop`): no worker thread between a line and the server, nor
+between an answer and the pipe. Where the loop cannot watch stdin (a regular
+file) the SDK's own stdio transport serves instead.
+
+Every line a client sends gets an answer. The SDK's transport reads each line
+as a JSON-RPC message and, when one does not parse (a lone surrogate escape
+such as ``"\\ud800"``, arrays nested past its parser's ~200 levels, a line that
+is not JSON at all), hands the server an exception that the server drops: the
+client then waits for its own timeout. Both transports here answer such a line
+with a JSON-RPC error (:func:`unreadable_line_answer`), ``-32700`` (parse error)
+or ``-32600`` (a JSON value that is no JSON-RPC message), carrying the request's
+id when one can be found in the line (so the client's waiting call ends at
+once) and ``null`` otherwise, as JSON-RPC 2.0 asks.
 
 HTTP beyond loopback needs a bearer token: anyone who can reach the port could
 otherwise read and consume every handoff. The token is checked by the SDK's own
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from mcp.server.auth.provider import AccessToken
 
 from ..core.errors import InvalidInputError, bounded
+from ..core.text import unstorable_char
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -89,27 +94,39 @@ def check_http_exposure(host: str, token: str | None) -> None:
 
 
 def run_stdio(server: MCPServer[Any]) -> None:
-    """Serve ``server`` over this process's stdin and stdout until stdin closes.
-
-    The SDK's own ``server.run("stdio")``, with every unreadable line answered.
-    """
+    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
     import anyio
 
     anyio.run(_serve_stdio, server)
 
 
 async def _serve_stdio(server: MCPServer[Any]) -> None:
+    """One connection over stdio: the event loop's own pipes, else the SDK's transport."""
+    lowlevel = server._lowlevel_server
+    options = lowlevel.create_initialization_options()
+    from .stdio_loop import LoopStdio
+
+    pipes = LoopStdio.claim()
+    if pipes is None:
+        await _serve_sdk_stdio(lowlevel, options)
+        return
+    try:
+        await lowlevel.run(pipes.incoming, pipes.outgoing, options)
+        await pipes.outgoing.drained()
+    finally:
+        pipes.release()
+
+
+async def _serve_sdk_stdio(lowlevel: Any, options: Any) -> None:
+    """The SDK's stdio transport (worker threads), for a stdin the loop cannot watch."""
     import anyio
     from mcp.server.stdio import stdio_server
 
-    # The SDK's in-memory client reaches the low-level server the same way; it is
-    # what runs one connection over a pair of streams.
-    lowlevel = server._lowlevel_server
     async with stdio_server() as (incoming, outgoing):
         checked_send, checked = anyio.create_memory_object_stream[Any](0)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_answer_unreadable, incoming, outgoing, checked_send)
-            await lowlevel.run(checked, outgoing, lowlevel.create_initialization_options())
+            await lowlevel.run(checked, outgoing, options)
             tasks.cancel_scope.cancel()
 
 
@@ -188,14 +205,6 @@ def _request_id(value: object) -> int | str | None:
         return None
     if isinstance(found, int) and not -(2**63) <= found < 2**63:
         return None
-    if isinstance(found, str) and (len(found) > 1_000 or not _is_encodable(found)):
+    if isinstance(found, str) and (len(found) > 1_000 or unstorable_char(found) is not None):
         return None  # an id that cannot be sent back as it came
     return found
-
-
-def _is_encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
