@@ -16,7 +16,8 @@ async function signIn() {
     $("whoami").textContent = me.id ? "Signed in as " + me.id : "Not signed in";
     $("signin").hidden = !!me.id;
     $("signout").hidden = !me.id;
-    $("sidebar").hidden = !me.id;
+    // The sidebar shows once the harnesses are known: opening a thread needs one.
+    $("sidebar").hidden = true;
     if (!me.id) {
       // Nothing here is shown to nobody: ask for a token first.
       $("empty-title").textContent = session.token ? "That token is not valid" : "Sign in";
@@ -28,6 +29,7 @@ async function signIn() {
     $("empty-text").textContent = "Pick a thread that waits for a person, or open one by its id.";
     state.harnesses = await api("GET", "../api/harnesses");
     fillHarnessSelects();
+    $("sidebar").hidden = false;
     await refreshWaiting();
   } catch (err) {
     fail(err);
