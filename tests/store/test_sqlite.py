@@ -221,3 +221,39 @@ def test_close_while_threads_write_leaves_no_write_waiting_or_acknowledged_unsav
     for n, seqs in enumerate(acknowledged):
         assert seqs and [r.seq for r in asyncio.run(again.read(f"t{n}"))] == seqs
     asyncio.run(again.close())
+
+
+def _writers(path: Path) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"sqlite-writer {path.name}"]
+
+
+async def test_one_writer_thread_serves_every_write_ends_when_idle_and_on_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.store import sqlite as sqlite_module
+
+    path = tmp_path / "writer.db"
+    store = sqlite_persistence(path)
+    for i in range(5):  # one after another: the queue runs dry between writes
+        await store.append("s", [("a", {"i": i})])
+    (writer,) = _writers(path)
+    await asyncio.gather(*(store.append(f"t{i}", [("a", {})]) for i in range(20)))
+    assert _writers(path) == [writer]  # the same thread, not one per burst
+
+    monkeypatch.setattr(sqlite_module, "_WRITER_IDLE_SECONDS", 0.01)
+    await store.append("s", [("a", {"i": 5})])  # its wait now ends soon
+    await asyncio.to_thread(writer.join)  # an idle writer ends
+    (record,) = await store.append("s", [("a", {"i": 6})])  # and the next write starts one
+    assert record.seq == 7
+    (again,) = _writers(path)
+    assert again is not writer
+    await asyncio.to_thread(again.join)
+
+    monkeypatch.setattr(sqlite_module, "_WRITER_IDLE_SECONDS", 3600.0)
+    await store.append("s", [("a", {"i": 7})])
+    (waiting,) = _writers(path)
+    await store.close()
+    await asyncio.to_thread(waiting.join)  # close ends a writer that waits for an hour
+    reopened = sqlite_persistence(path)
+    assert [r.data["i"] for r in await reopened.read("s")] == list(range(8))
+    await reopened.close()

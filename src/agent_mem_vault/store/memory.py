@@ -20,13 +20,17 @@ from .wakeups import Wakeups
 __all__ = ["MemoryPersistence", "memory_persistence"]
 
 
+# One encoder for every write: ``json.dumps`` with options builds one per call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def _freeze(value: Mapping[str, Any]) -> str:
     # Values are kept as JSON text: that proves they would survive a real
     # backend (a datetime fails here as it would on SQLite; NaN and Infinity are
     # refused as PostgreSQL refuses them), and each read parses a fresh copy, so
     # callers can never mutate what is stored. One parse is much cheaper than
     # the deep copies it replaces.
-    return json.dumps(value, allow_nan=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 @dataclass(frozen=True, slots=True)

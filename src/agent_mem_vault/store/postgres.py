@@ -125,10 +125,14 @@ RETURNING owner, expires_at, token
 """
 
 
+# allow_nan=False: NaN and Infinity are not JSON, and the json column would
+# refuse them after the fact. One encoder for every write: ``json.dumps`` with
+# options builds a new one per call, a third of its cost.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dump(value: Mapping[str, Any]) -> str:
-    # allow_nan=False: NaN and Infinity are not JSON, and the json column
-    # would refuse them after the fact.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _utc(value: datetime) -> datetime:

@@ -53,6 +53,8 @@ from .wakeups import Wakeups
 __all__ = ["SqlitePersistence", "sqlite_persistence"]
 
 _POLL_SECONDS = 0.05
+# How long the writer thread waits for a write before it ends (the next starts another).
+_WRITER_IDLE_SECONDS = 30.0
 T = TypeVar("T")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -65,10 +67,14 @@ def _from_micros(value: int) -> datetime:
     return _EPOCH + timedelta(microseconds=value)
 
 
+# allow_nan=False: NaN and Infinity are not JSON; other readers of the file
+# (and the PostgreSQL backend) would refuse them. One encoder for every write:
+# ``json.dumps`` with options builds a new one per call, a third of its cost.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dump(value: Mapping[str, Any]) -> str:
-    # allow_nan=False: NaN and Infinity are not JSON; other readers of the
-    # file (and the PostgreSQL backend) would refuse them.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 class SqlitePersistence:
@@ -83,6 +89,10 @@ class SqlitePersistence:
         # Writes waiting for the writer thread: (body, future, its loop).
         self._queued: list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]] = []
         self._queue_lock = threading.Lock()
+        # The writer thread waits on this when nothing is queued.
+        self._wake = threading.Condition(self._queue_lock)
+        self._writer: threading.Thread | None = None
+        self._writer_waits = False
         self._writing = False
         self._closed = False
         # close() calls waiting for the writer thread to go idle: (future, its loop).
@@ -137,17 +147,31 @@ class SqlitePersistence:
             if self._closed:
                 raise self._closed_error()
             self._queued.append((body, done, loop))
-            start, self._writing = not self._writing, True
-        if start:
+            self._writing = True
+            thread = None
+            if self._writer is None:
+                thread = self._writer = threading.Thread(
+                    target=self._write_queued, name=f"sqlite-writer {self.path.name}", daemon=True
+                )
+            elif self._writer_waits:
+                self._wake.notify()
+        if thread is not None:
             try:
-                loop.run_in_executor(None, self._write_queued)
+                thread.start()
             except BaseException:  # no writer thread: nothing would ever settle the queue
                 self._fail_queued()
                 raise
         return await done
 
     def _write_queued(self) -> None:
-        """The writer thread: commit what waits, batch by batch, until nothing does."""
+        """The writer thread: commit what waits, batch by batch, for as long as it is used.
+
+        One thread for the store's life, not one per burst of writes: starting
+        a thread (or submitting to a pool) whenever the queue ran dry cost the
+        event loop more than the write's own Python. It ends after
+        ``_WRITER_IDLE_SECONDS`` without a write (a store left open costs no
+        thread) and when the store closes; the next write starts another.
+        """
         finished = False
         try:
             self._write_batches()
@@ -164,29 +188,49 @@ class SqlitePersistence:
                     error = UnavailableError("the SQLite writer stopped; retry the write")
                     loop.call_soon_threadsafe(_settle, done, None, error)
             self._queued = []
+            self._writer = None
             self._go_idle()
 
     def _go_idle(self) -> None:
-        """The writer thread stops (queue lock held): wake the ``close`` calls waiting for it."""
+        """Nothing is queued (queue lock held): wake the ``close`` calls waiting for that."""
         self._writing = False
         for done, loop in self._idle_waiters:
             with suppress(RuntimeError):  # that close's loop has gone
                 loop.call_soon_threadsafe(_settle, done, None, None)
         self._idle_waiters = []
 
-    def _write_batches(self) -> None:
-        while True:
-            with self._queue_lock:
-                batch, self._queued = self._queued, []
-                if not batch:
+    def _next_batch(self) -> list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]]:
+        """What waits, once there is something; empty when the thread is to end."""
+        with self._queue_lock:
+            while not self._queued:
+                if self._writing:
                     self._go_idle()
-                    return
+                if self._closed:
+                    self._writer = None
+                    return []
+                self._writer_waits = True
+                try:
+                    woken = self._wake.wait(_WRITER_IDLE_SECONDS)
+                finally:
+                    self._writer_waits = False
+                if not woken and not self._queued:
+                    self._writer = None
+                    return []
+            batch, self._queued = self._queued, []
+            return batch
+
+    def _write_batches(self) -> None:
+        while batch := self._next_batch():
             outcomes = self._commit_together(batch)
             if outcomes is None:  # SQLite ended the batch's transaction: each write alone
                 outcomes = [o for write in batch for o in self._commit_together([write]) or ()]
+            # One wake-up per caller's loop and batch, not one per write.
+            by_loop: dict[Any, list[tuple[Any, Any, BaseException | None]]] = {}
             for done, loop, result, error in outcomes:
+                by_loop.setdefault(loop, []).append((done, result, error))
+            for loop, settled in by_loop.items():
                 with suppress(RuntimeError):  # the caller's loop has closed
-                    loop.call_soon_threadsafe(_settle, done, result, error)
+                    loop.call_soon_threadsafe(_settle_all, settled)
 
     def _commit_together(
         self, batch: list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]]
@@ -525,6 +569,8 @@ class SqlitePersistence:
         idle: asyncio.Future[None] = loop.create_future()
         with self._queue_lock:
             self._closed = True
+            if self._writer_waits:
+                self._wake.notify()  # its thread ends; nothing is queued
             if self._writing:
                 self._idle_waiters.append((idle, loop))
             else:
@@ -549,6 +595,11 @@ def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None)
         done.set_exception(error)
     else:
         done.set_result(result)
+
+
+def _settle_all(settled: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for done, result, error in settled:
+        _settle(done, result, error)
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
