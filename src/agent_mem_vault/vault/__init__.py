@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from .embeddings import EmbeddingSettings
+from .files import LockBusy
 from .models import (
     Brief,
     BrokenNote,
@@ -29,6 +30,7 @@ __all__ = [
     "Handoff",
     "HandoffPage",
     "HandoffStatus",
+    "LockBusy",
     "Memory",
     "ReindexReport",
     "SearchHit",

@@ -239,8 +239,10 @@ class VaultBase:
     def at_once(self, fn: Callable[[], _T]) -> _T:
         """``fn()`` with this process's turn and the vault's file lock taken first,
         without waiting: ``LockBusy`` before ``fn`` starts (so nothing is changed)
-        if another thread or process holds either, or if the vault folder is not
-        made yet (the first write makes it, the usual way).
+        if another thread or process holds either, if the vault folder is not
+        made yet (the first write makes it, the usual way), or if the lock file
+        cannot be opened or locked (the usual path reports why, after checking
+        the call's input first).
 
         For a caller that must not block, such as an event loop: it runs the call
         here when that costs no wait, and otherwise hands it to a thread that
@@ -255,7 +257,11 @@ class VaultBase:
         if not self._mutex.acquire(blocking=False):
             raise LockBusy(self.path)
         try:
-            if not self._lock.try_acquire():
+            try:
+                got = self._lock.try_acquire()
+            except OSError:
+                got = False  # the usual path meets the same refusal, and reports it in turn
+            if not got:
                 raise LockBusy(self.path)
             try:
                 return fn()

@@ -46,9 +46,10 @@ LOCK_FILE = ".agent-mem-vault/lock"
 
 
 class LockBusy(Exception):
-    """The vault lock (or this process's turn at the vault) is held elsewhere, and
-    the caller asked not to wait: nothing was done, so it may go and wait for it
-    where waiting is harmless (a worker thread rather than an event loop)."""
+    """The vault's locks could not be had at once (another thread or process holds
+    one, or the lock file refused), and the caller asked not to wait: nothing was
+    done, so it may make the call the usual way where waiting is harmless (a
+    worker thread rather than an event loop)."""
 
 
 class VaultLock:
