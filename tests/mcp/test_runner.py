@@ -14,8 +14,8 @@ from typing import TypeVar
 import pytest
 
 from agent_mem_vault.mcp.server import ServerSettings, _Runner
-from agent_mem_vault.vault import Handoff, LockBusy, Vault
-from agent_mem_vault.vault.files import LOCK_FILE
+from agent_mem_vault.vault import Handoff, Vault
+from agent_mem_vault.vault.files import LOCK_FILE, LockBusy
 
 from .conftest import NS
 

@@ -32,7 +32,7 @@ from .. import __version__
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from ..core.words import counted
-from ..vault import LockBusy
+from ..vault.files import LockBusy
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from .embeddings import EmbeddingSettings
-from .files import LockBusy
 from .models import (
     Brief,
     BrokenNote,
@@ -30,7 +29,6 @@ __all__ = [
     "Handoff",
     "HandoffPage",
     "HandoffStatus",
-    "LockBusy",
     "Memory",
     "ReindexReport",
     "SearchHit",
