@@ -157,7 +157,7 @@ class _Runner:
             try:
                 return self.vault.at_once(fn)
             except LockBusy:
-                pass  # held elsewhere, and nothing done yet: wait for it on the worker
+                pass  # not to be had at once, and nothing done: the worker waits for it
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[T] = loop.create_future()
         self._queued += 1

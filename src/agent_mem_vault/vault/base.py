@@ -250,7 +250,7 @@ class VaultBase:
         (both are re-entrant), so the call never waits for a writer; it still
         pays for its fsyncs, and a read of the index waits for SQLite only if
         something outside this package writes it (every writer of the index
-        holds the vault lock), for at most the index's busy timeout.
+        holds the vault lock), for at most the index's busy timeout (10 s).
         """
         if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
             raise LockBusy(self.path)
