@@ -19,8 +19,9 @@ table gives each part as the difference of two of those medians:
   the pipes, read and written by the event loop: ``mcp/stdio_loop.py``);
 - argument checks: the middleware's check plus the SDK's own model validation;
 - response building: the tool on the server object − the vault call − the SDK's
-  validation (rendering the text and the structured result; for a write, the
-  hop to the vault's worker thread: a read runs on the event loop);
+  validation (rendering the text and the structured result; a call runs on the
+  event loop, and hops to the vault's worker thread only when that is busy or,
+  for a write, when another holder has the vault lock);
 - change detection: ``IndexUpkeep.sync`` for the call's scope (the look at the
   watch, and what it reports applied);
 - file I/O: the durable write of one note (for the calls that write);

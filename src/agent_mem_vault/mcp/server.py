@@ -5,12 +5,13 @@ says when to use the tool and what comes back; its body stays short. A vault
 error becomes an MCP tool error (``isError``) carrying the same message and code
 the CLI prints, and the server keeps serving.
 
-Vault calls that write run on one dedicated worker thread: they block on a file
-lock (another process may hold it) and fsync, which must not stall the event
-loop. A read-only call runs on the event loop itself when that worker is idle:
-it is short, and the two thread hand-offs would cost it more than its own work
-on a busy machine. Either way one vault call runs at a time, and a read waits
-for every write sent before it.
+A vault call runs on the event loop itself when the server's one worker thread
+is idle: it is short, and the two thread hand-offs would cost it more than its
+own work on a busy machine. A write may wait up to the lock timeout for the
+vault's file lock (another process may hold it), which must not stall the loop:
+it runs here only if the lock can be had at once (``Vault.at_once``), and
+otherwise, untouched, goes to the worker, which waits. Either way one vault
+call runs at a time, and each call sees every write sent before it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .. import __version__
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from ..core.words import counted
+from ..vault.files import LockBusy
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
@@ -111,9 +113,10 @@ OffsetArg = Annotated[
 class _Runner:
     """Runs vault calls and renders their values as tool results.
 
-    Writes go to one worker thread. A read goes there too while it is busy
-    (behind the writes sent before it, so it sees them); when it is idle, the
-    read runs here on the loop, which nothing else uses meanwhile.
+    While the worker thread is busy every call goes there, behind the calls sent
+    before it, so it sees them. When it is idle a read runs here on the loop,
+    which nothing else uses meanwhile, and so does a write that gets the vault's
+    locks without waiting; a write that would wait goes to the worker.
     """
 
     def __init__(self, vault: Vault, settings: ServerSettings) -> None:
@@ -148,8 +151,13 @@ class _Runner:
 
     async def value(self, fn: Callable[[], T], *, read_only: bool = False) -> T:
         """The raw value (for resources and prompts too); errors propagate."""
-        if read_only and self._queued == 0:
-            return fn()
+        if self._queued == 0:
+            if read_only:
+                return fn()
+            try:
+                return self.vault.at_once(fn)
+            except LockBusy:
+                pass  # not to be had at once, and nothing done: the worker waits for it
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[T] = loop.create_future()
         self._queued += 1

@@ -30,7 +30,7 @@ from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, render_dashboard
 from .embeddings import EmbeddingSettings
-from .files import VaultLock, atomic_write, fsync_dir, temp_path
+from .files import LockBusy, VaultLock, atomic_write, fsync_dir, temp_path
 from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
@@ -234,6 +234,40 @@ class VaultBase:
             yield
         finally:
             self._lock_budget = outer
+            self._mutex.release()
+
+    def at_once(self, fn: Callable[[], _T]) -> _T:
+        """``fn()`` with this process's turn and the vault's file lock taken first,
+        without waiting: ``LockBusy`` before ``fn`` starts (so nothing is changed)
+        if another thread or process holds either, if the vault folder is not
+        made yet (the first write makes it, the usual way), or if the lock file
+        cannot be opened or locked (the usual path reports why, after checking
+        the call's input first).
+
+        For a caller that must not block, such as an event loop: it runs the call
+        here when that costs no wait, and otherwise hands it to a thread that
+        waits as usual. Inside ``fn`` every lock the vault takes is already held
+        (both are re-entrant), so the call never waits for a writer; it still
+        pays for its fsyncs, and a read of the index waits for SQLite only if
+        something outside this package writes it (every writer of the index
+        holds the vault lock), for at most the index's busy timeout (10 s).
+        """
+        if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
+            raise LockBusy(self.path)
+        if not self._mutex.acquire(blocking=False):
+            raise LockBusy(self.path)
+        try:
+            try:
+                got = self._lock.try_acquire()
+            except OSError:
+                got = False  # the usual path meets the same refusal, and reports it in turn
+            if not got:
+                raise LockBusy(self.path)
+            try:
+                return fn()
+            finally:
+                self._lock.release()
+        finally:
             self._mutex.release()
 
     @contextmanager

@@ -33,6 +33,7 @@ TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 __all__ = [
     "LOCK_FILE",
     "TEMP_FILE",
+    "LockBusy",
     "VaultLock",
     "atomic_write",
     "fsync_dir",
@@ -42,6 +43,13 @@ __all__ = [
 
 LOCK_FILE = ".agent-mem-vault/lock"
 """The vault's lock file, relative to the vault folder."""
+
+
+class LockBusy(Exception):
+    """The vault's locks could not be had at once (another thread or process holds
+    one, or the lock file refused), and the caller asked not to wait: nothing was
+    done, so it may make the call the usual way where waiting is harmless (a
+    worker thread rather than an event loop)."""
 
 
 class VaultLock:
@@ -81,6 +89,33 @@ class VaultLock:
             raise self.timeout_error()
         self._fd = fd
         self._depth = 1
+
+    def try_acquire(self) -> bool:
+        """Take the lock only if it is free right now: False at once, holding
+        nothing, when another thread or process has it."""
+        if not self._thread_lock.acquire(blocking=False):
+            return False
+        if self._depth:
+            self._depth += 1
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        try:
+            got = _try_flock(fd)
+        except BaseException:
+            os.close(fd)
+            self._thread_lock.release()
+            raise
+        if not got:
+            os.close(fd)
+            self._thread_lock.release()
+            return False
+        self._fd = fd
+        self._depth = 1
+        return True
 
     def release(self) -> None:
         self._depth -= 1
