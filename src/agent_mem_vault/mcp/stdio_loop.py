@@ -219,7 +219,7 @@ class _Incoming:
         if start < len(data):
             self._partial += data[start:]
         if len(self._queue) >= _QUEUE_HIGH:
-            self._pause()
+            self.stop()
         self._wake()
 
     def _line(self, line: bytes) -> None:
@@ -251,15 +251,11 @@ class _Incoming:
         self._wake()
 
     def stop(self) -> None:
+        """Stop reading stdin: at the end, or while the server catches up (``_resume``)."""
         if self._reading:
             self._reading = False
             with contextlib.suppress(OSError, ValueError, RuntimeError):
                 self._pipes.loop.remove_reader(self._pipes.in_fd)
-
-    def _pause(self) -> None:
-        if self._reading:
-            self._reading = False
-            self._pipes.loop.remove_reader(self._pipes.in_fd)
 
     def _resume(self) -> None:
         if not self._reading and not self._ended and not self._closed:
