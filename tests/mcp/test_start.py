@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agent_mem_vault.runs.process import parent_pid
 from mcp import Client
 from tests.mcp_wire import INIT, RawServer, message
 from tests.warm_process import handed_over_commands, warm_listening
@@ -281,7 +282,11 @@ def test_on_a_terminal_serve_says_it_waits_for_an_mcp_client(
 
 
 def _warm_processes(folder: Path) -> list[int]:
-    """Running warm processes whose socket is in ``folder``, found by command line."""
+    """Running warm processes whose socket is in ``folder``, found by command line.
+
+    Only the listeners: a warm process forks a child for every connection (the
+    probe of ``warm_listening`` too), with the same command line, until it ends.
+    """
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -294,7 +299,7 @@ def _warm_processes(folder: Path) -> list[int]:
             arg.startswith(str(folder).encode()) for arg in argv
         ):
             found.append(int(proc.name))
-    return found
+    return [pid for pid in found if parent_pid(pid) not in found]
 
 
 @pytest.mark.slow
