@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_mem_vault.vault.files import LOCK_FILE
+from tests.mcp_wire import message
 
 from .conftest import NS
 
@@ -29,20 +30,11 @@ INITIALIZE = {
 TIMEOUT = 60.0  # only to end a test whose server never answers
 
 
-def line(id_: int | None, method: str, params: dict[str, Any] | None = None) -> bytes:
-    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        body["id"] = id_
-    if params is not None:
-        body["params"] = params
-    return json.dumps(body).encode() + b"\n"
-
-
-OPENING = line(0, "initialize", INITIALIZE) + line(None, "notifications/initialized")
+OPENING = message(0, "initialize", INITIALIZE) + message(None, "notifications/initialized")
 
 
 def call(id_: int, tool: str, arguments: dict[str, Any]) -> bytes:
-    return line(id_, "tools/call", {"name": tool, "arguments": arguments})
+    return message(id_, "tools/call", {"name": tool, "arguments": arguments})
 
 
 def start(vault_path: Path, **streams: Any) -> subprocess.Popen[bytes]:
@@ -79,7 +71,7 @@ def test_answers_larger_than_the_pipe_all_arrive_whole_while_the_client_reads_la
     proc.stdin.write(OPENING)
     proc.stdin.write(call(1, "create_handoff", {"to": "codex", "summary": "s", "context": context}))
     proc.stdin.write(b"".join(call(10 + i, "peek_handoff", {}) for i in range(6)))
-    proc.stdin.write(line(20, "ping", {}))
+    proc.stdin.write(message(20, "ping", {}))
     proc.stdin.flush()
     # Read only now: each answer is bigger than the pipe holds, so the server's
     # writes must wait for the reader, not fail or tear a line.
@@ -98,7 +90,7 @@ def test_a_request_of_several_megabytes_is_read_and_answered(vault_path: Path) -
     huge = "x" * 3_000_000
     proc = start(vault_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     request = call(1, "create_handoff", {"to": "codex", "summary": "s", "context": huge})
-    got, stderr = exchange(proc, OPENING + request + line(2, "ping"), 3)
+    got, stderr = exchange(proc, OPENING + request + message(2, "ping"), 3)
     assert got[1]["result"]["structuredContent"]["error"]["code"] == "too_large"
     assert got[2]["result"] == {}
     assert proc.returncode == 0, stderr.decode()
@@ -108,7 +100,7 @@ def test_cr_lf_and_undecodable_bytes_are_read_as_the_sdks_transport_reads_them(
     vault_path: Path,
 ) -> None:
     proc = start(vault_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    crlf = line(1, "ping").replace(b"\n", b"\r\n")
+    crlf = message(1, "ping").replace(b"\n", b"\r\n")
     # An undecodable byte becomes U+FFFD, as in the SDK's transport: still a valid ping.
     undecodable = (
         b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": {"x": "\xff"}}}\n'
@@ -127,7 +119,7 @@ def test_a_client_that_closes_the_servers_stdout_ends_it_cleanly(vault_path: Pat
     assert json.loads(proc.stdout.readline())["id"] == 0
     proc.stdout.close()
     # Its answer cannot be written: the server ends, though stdin stays open.
-    proc.stdin.write(line(1, "ping"))
+    proc.stdin.write(message(1, "ping"))
     proc.stdin.flush()
     assert proc.wait(timeout=TIMEOUT) == 0
     with proc.stderr:
@@ -196,7 +188,7 @@ def test_a_ping_is_answered_while_a_write_waits_for_the_vaults_lock(vault_path: 
     with (vault_path / LOCK_FILE).open("a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         proc.stdin.write(call(1, "create_handoff", {"to": "codex", "summary": "s", "context": "c"}))
-        proc.stdin.write(line(2, "ping"))
+        proc.stdin.write(message(2, "ping"))
         proc.stdin.flush()
         first = json.loads(proc.stdout.readline())
         fcntl.flock(held, fcntl.LOCK_UN)

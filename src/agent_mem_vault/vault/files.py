@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -71,46 +72,29 @@ class VaultLock:
         wait = self.timeout if timeout is None else max(0.0, timeout)
         if not self._thread_lock.acquire(timeout=wait):
             raise self.timeout_error()
-        if self._depth:
-            self._depth += 1
-            return
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except BaseException:
-            self._thread_lock.release()
-            raise
-        try:
-            got = _flock_or_give_up(fd, wait)
-        except BaseException:
-            self._thread_lock.release()
-            raise
-        if not got:
-            self._thread_lock.release()
+        if not self._take_file(lambda fd: _flock_or_give_up(fd, wait)):
             raise self.timeout_error()
-        self._fd = fd
-        self._depth = 1
 
     def try_acquire(self) -> bool:
         """Take the lock only if it is free right now: False at once, holding
         nothing, when another thread or process has it."""
         if not self._thread_lock.acquire(blocking=False):
             return False
+        return self._take_file(_try_flock_or_close)
+
+    def _take_file(self, flock: Callable[[int], bool]) -> bool:
+        """With the thread lock held: the file lock too (``flock`` closes the file
+        when it gives up), or False with the thread lock let go again."""
         if self._depth:
             self._depth += 1
             return True
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            got = flock(fd)
         except BaseException:
-            self._thread_lock.release()
-            raise
-        try:
-            got = _try_flock(fd)
-        except BaseException:
-            os.close(fd)
             self._thread_lock.release()
             raise
         if not got:
-            os.close(fd)
             self._thread_lock.release()
             return False
         self._fd = fd
@@ -174,6 +158,18 @@ def _try_flock(fd: int) -> bool:
             return False
         raise
     return True
+
+
+def _try_flock_or_close(fd: int) -> bool:
+    """``_try_flock``, with ``fd`` closed when the lock is not had (or on an error)."""
+    try:
+        got = _try_flock(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not got:
+        os.close(fd)
+    return got
 
 
 def _flock_or_give_up(fd: int, wait: float) -> bool:
