@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -67,19 +67,47 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
     proc.communicate()
 
 
-def wait_for(flag: Path, proc: subprocess.Popen[str], model: ScriptedModel) -> None:
-    """Until the shell command the model asked for has started (its flag file exists).
+def wait_for(
+    flag: Path,
+    proc: subprocess.Popen[str],
+    model: ScriptedModel,
+    transcripts: Callable[[], list[Path]],
+) -> None:
+    """Until the shell command has started (its flag file exists) and the client wrote it down.
 
-    The deadline only bounds a failure: the test goes on the moment the flag appears.
+    A client writes its transcript from a queue of its own, so the command can be
+    running before its line reaches the file; a terminal closed after that moment
+    is the case under test. The deadline only bounds a failure: the test goes on
+    the moment both hold.
     """
     deadline = time.monotonic() + FLAG_WAIT_SECONDS
-    while not flag.exists():
+    while not (flag.exists() and command_recorded(transcripts())):
         if proc.poll() is not None or time.monotonic() > deadline:
             kill_group(proc)
             pytest.fail(
                 f"the client never ran the command ({proc.returncode})\n{model.transcript()}"
             )
         time.sleep(0.1)
+
+
+def command_recorded(paths: list[Path]) -> bool:
+    """Whether a transcript holds a shell command that has not finished."""
+    for path in paths:
+        client_name = "codex" if path.name.startswith("rollout-") else "claude-code"
+        read = read_transcript(client_name, str(path), None)
+        if any(
+            isinstance(e, ToolCall) and e.kind == "command" and not e.finished for e in read.entries
+        ):
+            return True
+    return False
+
+
+def claude_transcripts(world: World) -> Callable[[], list[Path]]:
+    return lambda: sorted((world.home / ".claude" / "projects").glob("*/*.jsonl"))
+
+
+def codex_rollouts(world: World) -> Callable[[], list[Path]]:
+    return lambda: sorted((world.home / ".codex" / "sessions").rglob("rollout-*.jsonl"))
 
 
 def outputs_in(seen: Seen, kind: str) -> int:
@@ -123,7 +151,7 @@ def claude_until_killed(world: World) -> Path:
     with ScriptedModel("anthropic", script) as model:
         args: list[str | Path] = [client("claude"), "-p", REQUEST, "--allowedTools", "Write,Bash"]
         with running(world, args, {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url}) as proc:
-            wait_for(flag, proc, model)
+            wait_for(flag, proc, model, claude_transcripts(world))
     assert app.exists()
     (transcript,) = (world.home / ".claude" / "projects").glob("*/*.jsonl")
     return transcript
@@ -243,7 +271,7 @@ def test_codex_rollout_is_read_as_codex_left_it_when_killed(world: World) -> Non
             REQUEST,
         ]
         with running(world, args, {}) as proc:
-            wait_for(flag, proc, model)
+            wait_for(flag, proc, model, codex_rollouts(world))
     assert (world.repo / "app.py").read_text() == "def health():\n    return 'ok'\n"
     (rollout,) = (world.home / ".codex" / "sessions").rglob("rollout-*.jsonl")
     read = read_transcript("codex", str(rollout), None)
@@ -316,7 +344,7 @@ def test_a_session_alive_in_another_terminal_is_never_handed_off(world: World) -
     with ScriptedModel("anthropic", script) as model:
         args: list[str | Path] = [client("claude"), "-p", REQUEST, "--allowedTools", "Bash"]
         with running(world, args, {**CLAUDE_ENV, "ANTHROPIC_BASE_URL": model.url}) as proc:
-            wait_for(flag, proc, model)
+            wait_for(flag, proc, model, claude_transcripts(world))
             text, _ = codex_first_request(world)
             assert "## Automatic handoff" not in text
             assert world.handoffs() == []
