@@ -76,8 +76,32 @@ async def test_create_handoff_is_from_the_servers_agent(vault: Vault) -> None:
         handoff = await create(client, namespace=NS)
     assert handoff["from"] == "claude-code"
     assert handoff["to"] == "codex"
-    assert handoff["status"] == "pending" and handoff["read"] is False
+    assert handoff["status"] == "pending"
     assert vault.get_handoff(handoff["id"]).sender == "claude-code"
+
+
+async def test_create_handoff_answers_with_its_id_and_where_it_went_not_the_text_sent(
+    vault: Vault,
+) -> None:
+    async with in_process(vault, agent="claude-code") as client:
+        result = await client.call_tool(
+            "create_handoff",
+            {"to": "codex", "summary": "Batch the orders backfill", "context": SEED_CONTEXT},
+        )
+    handoff = result.structured_content["handoff"]
+    stored = vault.get_handoff(handoff["id"])
+    assert handoff == {
+        "id": stored.id,
+        "namespace": stored.namespace,
+        "from": "claude-code",
+        "to": "codex",
+        "status": "pending",
+        "created_at": stored.created_at,
+        "supersedes": [],
+        "path": stored.path,
+    }
+    assert text_of(result) == f"handoff {stored.id} to codex in {stored.namespace}: pending"
+    assert stored.context == SEED_CONTEXT
 
 
 async def test_read_handoff_returns_the_seed_text_and_marks_it_read(vault: Vault) -> None:

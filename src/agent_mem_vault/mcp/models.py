@@ -89,8 +89,37 @@ def _replace(schema: dict[str, Any], simpler: dict[str, Any]) -> None:
 HandoffJson = Annotated[HandoffOut, _inline(HandoffOut)]
 
 
+class CreatedHandoff(BaseModel):
+    """A handoff just stored: where it went and how to name it.
+
+    Not the summary and context the caller has just sent: echoed back, they would
+    cost the model their length again in its context, and the client's check of
+    the answer grows with it. ``read``, ``read_at`` and ``superseded_by`` are
+    always false or null on a new handoff.
+    """
+
+    id: str = Field(description="TID of the handoff; pass it to ack_handoff or reopen_handoff.")
+    namespace: str = Field(description="The namespace it was left in.")
+    from_: str = Field(alias="from", description="Agent that wrote the handoff (you).")
+    to: str = Field(description="Agent the handoff is for (matched exactly).")
+    status: str = Field(description="pending.")
+    created_at: str = Field(description="When it was created (RFC 3339, UTC).")
+    supersedes: list[str] = Field(description="Ids of older handoffs it replaced (now read).")
+    path: str = Field(description="The note's path inside the vault (open it in Obsidian).")
+
+    model_config = {"populate_by_name": True}
+
+
+class CreatedHandoffResult(_Result):
+    """Result of create_handoff."""
+
+    handoff: Annotated[CreatedHandoff, _inline(CreatedHandoff)] = Field(
+        description="The handoff as stored, without the text just sent."
+    )
+
+
 class HandoffResult(_Result):
-    """Result of create, ack and reopen: the handoff as it is now."""
+    """Result of ack and reopen: the handoff as it is now."""
 
     handoff: HandoffJson = Field(description="The handoff after the operation.")
 

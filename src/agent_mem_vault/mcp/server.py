@@ -36,6 +36,7 @@ from ..vault.files import LockBusy
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
+    CreatedHandoffResult,
     HandoffListResult,
     HandoffResult,
     MemoryResult,
@@ -233,6 +234,22 @@ def _handoff_text(h: Handoff) -> Rendered:
     return text, {"handoff": h.to_dict()}
 
 
+def _created_text(h: Handoff) -> Rendered:
+    """``create_handoff``'s answer: see ``CreatedHandoff`` for what it leaves out."""
+    text = f"handoff {h.id} to {h.recipient} in {h.namespace}: {h.status}"
+    created = {
+        "id": h.id,
+        "namespace": h.namespace,
+        "from": h.sender,
+        "to": h.recipient,
+        "status": h.status,
+        "created_at": h.created_at,
+        "supersedes": list(h.supersedes),
+        "path": h.path,
+    }
+    return text, {"handoff": created}
+
+
 def _next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendered]:
     def render(h: Handoff | None) -> Rendered:
         if h is None:
@@ -368,13 +385,13 @@ def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
             list[str] | None,
             Field(description="Ids of your earlier handoffs this one replaces (they become read)."),
         ] = None,
-    ) -> Annotated[CallToolResult, HandoffResult]:
+    ) -> Annotated[CallToolResult, CreatedHandoffResult]:
         """Leave a handoff for another agent: work that should continue after you stop.
 
         Use it before stopping when work is unfinished, or to pass a task to another
         tool. If your plan changed before the earlier handoff was read, pass its id in
         `supersedes` so the queue holds one live thread instead of a pile. The sender
-        is you; returns the stored handoff with its id.
+        is you; returns its id, where it went (namespace, note path) and its status.
         """
         ns = run.namespace(namespace)
         return await run.call(
@@ -386,7 +403,7 @@ def _add_handoff_tools(server: MCPServer[Any], run: _Runner) -> None:
                 supersedes=tuple(supersedes or ()),
                 from_=me,
             ),
-            _handoff_text,
+            _created_text,
         )
 
     @tool(_CONSUME)

@@ -7,10 +7,14 @@ finds that change's event: it is a barrier by itself, with no mark file to
 make and no thread to wait for (``watchfiles`` reads the descriptor in a
 thread of its own, which a caller can only wait for; see ``watch._drain``).
 
-A thread of ours reads the queue as events come, so a long quiet spell
+A thread of ours empties the queue once events come, so a long quiet spell
 followed by many changes does not fill the kernel's queue (16,384 events by
 default) before the next call reads it; a queue that overflowed anyway is
-told (``IN_Q_OVERFLOW``) and the watch is then taken as broken.
+told (``IN_Q_OVERFLOW``) and the watch is then taken as broken. The thread
+lets events gather for ``_SETTLE_S`` before it reads them: a note written by
+this process makes five events in a millisecond, and a thread woken for each
+would take the interpreter's lock from the writer between its system calls
+(the writer's next call reads them in passing anyway).
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ _MASK = (
 _HEADER = struct.Struct("iIII")
 _POLL_MS = 1000
 """How long the reading thread waits at most before looking whether it was closed."""
+_SETTLE_S = 0.05
+"""How long the reading thread lets events gather before it reads them: the kernel's
+queue takes hundreds of thousands of events a second to fill in that time."""
 
 
 class QueueOverflow(Exception):
@@ -187,6 +194,7 @@ class Inotify:
         them, with the path renamed from."""
         self._overflowed = False
         self._closed = False
+        self._stop = threading.Event()
         try:
             for folder in folders:
                 wd = _LIBC.inotify_add_watch(fd, os.fsencode(folder), _MASK)
@@ -218,6 +226,7 @@ class Inotify:
             return out
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             if not self._closed:
                 self._closed = True
@@ -235,6 +244,8 @@ class Inotify:
                 ready = poller.poll(_POLL_MS)
             except OSError:
                 ready = []
+            if ready and self._stop.wait(_SETTLE_S):
+                return
             with self._lock:
                 if self._closed:
                     return
