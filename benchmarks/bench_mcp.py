@@ -53,7 +53,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 
@@ -152,9 +152,22 @@ def import_floor(python: str, module: str, n: int = 5) -> str:
 
 
 class RawStdio:
-    """A bare JSON-RPC driver over a server's stdin/stdout: the server's cost alone."""
+    """A bare JSON-RPC driver over a server's stdin/stdout: the server's cost alone.
 
-    def __init__(self, params: StdioServerParameters) -> None:
+    By default it speaks the handshake era (``initialize``, 2025-11-25), as a
+    client of an older SDK does; with ``modern=True`` the 2026-07-28 exchange the
+    SDK 2 client speaks to a server that offers it (``server/discover``, and the
+    protocol version, client info and capabilities in every request's ``_meta``),
+    so the server's share of that era can be told from the client's.
+    """
+
+    MODERN_META: ClassVar[dict[str, Any]] = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+    def __init__(self, params: StdioServerParameters, *, modern: bool = False) -> None:
         self.proc = subprocess.Popen(
             [params.command, *params.args],
             stdin=subprocess.PIPE,
@@ -162,10 +175,13 @@ class RawStdio:
             env=params.env,
         )
         self.next_id = 0
+        self.modern = modern
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         assert self.proc.stdin and self.proc.stdout
         self.next_id += 1
+        if self.modern:
+            params = {**params, "_meta": self.MODERN_META}
         message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
@@ -178,6 +194,9 @@ class RawStdio:
 
     def initialize(self) -> None:
         assert self.proc.stdin
+        if self.modern:
+            self.request("server/discover", {})
+            return
         self.request(
             "initialize",
             {

@@ -5,16 +5,22 @@
 
 Each operation is timed end to end through the real stdio server started as a
 user's client starts it (``agent-mem-vault serve``, default settings: the
-watch on), with the SDK's client and with bare JSON-RPC lines; then, in this
+watch on), with the SDK's client and with bare JSON-RPC lines in each of the
+two protocol eras (the 2026-07-28 exchange the SDK 2 client speaks, and the
+handshake era an older client speaks); then, in this
 process, on the same vault watched the same way, each layer below it alone:
 the tool called on the server object (no JSON-RPC, no pipes), the argument
 checks, the vault call, its change detection (``IndexUpkeep.sync``), and the
 durable write a note costs (write, fsync, rename, fsync of the folder). The
 table gives each part as the difference of two of those medians:
 
-- client SDK: SDK client − bare JSON-RPC (the client's own work: its session,
-  its validation of the result against the tool's output schema);
-- JSON-RPC and stdio: bare JSON-RPC − the tool on the server object − the
+- SDK client: SDK client − bare JSON-RPC in the same era, 2026-07-28 (the
+  client's own work: its session, its validation of the result against the
+  tool's output schema);
+- 2026-07-28 exchange: bare JSON-RPC in that era − in the handshake era (the
+  server's reading of each request's ``_meta`` and stamping of each answer,
+  in the SDK's server runner);
+- JSON-RPC and stdio: bare JSON-RPC (handshake era) − the tool on the server object − the
   argument check middleware (the SDK's parsing, dispatch and serialisation,
   the pipes, read and written by the event loop: ``mcp/stdio_loop.py``);
 - argument checks: the middleware's check plus the SDK's own model validation;
@@ -124,11 +130,13 @@ def _params(root: Path) -> StdioServerParameters:
     )
 
 
-async def over_stdio(root: Path, twin: Path, calls: int, out: Timings) -> None:
-    """The SDK client's server on ``root``, the bare one's on ``twin`` (a copy): neither
-    sees the other's writes."""
-    raw = RawStdio(_params(twin))
+async def over_stdio(root: Path, twins: tuple[Path, Path], calls: int, out: Timings) -> None:
+    """The SDK client's server on ``root``, the bare drivers' on ``twins`` (copies):
+    none sees another's writes."""
+    raw = RawStdio(_params(twins[0]))
     raw.initialize()
+    modern = RawStdio(_params(twins[1]), modern=True)
+    modern.initialize()
     try:
         async with Client(_params(root)) as client:
             for r in range(calls + 3):
@@ -140,11 +148,16 @@ async def over_stdio(root: Path, twin: Path, calls: int, out: Timings) -> None:
                     if r >= 3:
                         _add(out, "sdk", op, start)
                     start = time.perf_counter()
+                    modern.call(tool, make(r + 100_000))
+                    if r >= 3:
+                        _add(out, "raw modern", op, start)
+                    start = time.perf_counter()
                     raw.call(tool, make(r + 100_000))
                     if r >= 3:
                         _add(out, "raw", op, start)
     finally:
         raw.close()
+        modern.close()
 
 
 async def in_process(root: Path, calls: int, out: Timings) -> None:
@@ -205,8 +218,10 @@ def breakdown(out: Timings) -> list[str]:
 
     rows: list[tuple[str, Callable[[str], float]]] = [
         ("end to end, SDK client", lambda op: m("sdk", op)),
-        ("end to end, bare JSON-RPC", lambda op: m("raw", op)),
-        ("· client SDK", lambda op: m("sdk", op) - m("raw", op)),
+        ("end to end, bare JSON-RPC, 2026-07-28", lambda op: m("raw modern", op)),
+        ("end to end, bare JSON-RPC, handshake era", lambda op: m("raw", op)),
+        ("· SDK client", lambda op: m("sdk", op) - m("raw modern", op)),
+        ("· 2026-07-28 exchange (server)", lambda op: m("raw modern", op) - m("raw", op)),
         ("· JSON-RPC and stdio", lambda op: m("raw", op) - m("tool", op) - m("middleware", op)),
         ("· argument checks", lambda op: m("middleware", op) + m("validate", op)),
         ("· response building", lambda op: m("tool", op) - m("vault", op) - m("validate", op)),
@@ -238,9 +253,11 @@ def main() -> None:
         root.mkdir()
         generate(root, args.size, args.size)
         Vault(root).reindex()
-        shutil.copytree(root, base / "twin", symlinks=True)
+        twins = (base / "twin", base / "twin-modern")
+        for twin in twins:
+            shutil.copytree(root, twin, symlinks=True)
         load = os.getloadavg()[0]
-        anyio.run(over_stdio, root, base / "twin", args.calls, out)
+        anyio.run(over_stdio, root, twins, args.calls, out)
         anyio.run(in_process, root, args.calls, out)
     finally:
         shutil.rmtree(base, ignore_errors=True)
