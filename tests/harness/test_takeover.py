@@ -64,6 +64,22 @@ class Faulty:
             await asyncio.Event().wait()  # the process dies before this lands
         return await self.inner.append(stream, records, expected_seq=expected_seq)
 
+    async def append_owned(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None,
+        lease: str,
+        owner: str,
+        ttl: float,
+    ) -> Any:
+        # The lease and the append go separately, so that every fault above applies.
+        taken = await self.acquire_lease(lease, owner, ttl)
+        if taken.owner != owner:
+            return [], taken
+        return await self.append(stream, records, expected_seq=expected_seq), taken
+
 
 def faulty_host(make_host: HostFactory, **kwargs: Any) -> tuple[HarnessHost, Faulty]:
     host = make_host(**kwargs)

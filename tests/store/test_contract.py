@@ -160,6 +160,54 @@ async def test_lease_is_held_by_one_owner(persistence: Persistence) -> None:
     assert c.owner == "host-b" and c.token > a.token
 
 
+async def test_append_owned_takes_the_lease_and_appends_in_one_write(
+    persistence: Persistence,
+) -> None:
+    written, lease = await persistence.append_owned(
+        "s", [("a", {"n": 1}), ("b", {})], expected_seq=0, lease="l", owner="host-a", ttl=30
+    )
+    assert [(r.seq, r.type, r.data) for r in written] == [(1, "a", {"n": 1}), (2, "b", {})]
+    assert lease.owner == "host-a"
+    assert await persistence.get_lease("l") == lease
+    # Renewed by its owner: the same token, the next records.
+    written, renewed = await persistence.append_owned(
+        "s", [("c", {})], expected_seq=2, lease="l", owner="host-a", ttl=30
+    )
+    assert [r.seq for r in written] == [3] and renewed.token == lease.token
+    assert renewed.expires_at >= lease.expires_at
+
+
+async def test_append_owned_writes_nothing_while_another_owner_holds_the_lease(
+    persistence: Persistence,
+) -> None:
+    held = await persistence.acquire_lease("l", "host-a", ttl=30)
+    written, lease = await persistence.append_owned(
+        "s", [("x", {})], expected_seq=0, lease="l", owner="host-b", ttl=30
+    )
+    assert written == [] and lease == held
+    assert await persistence.read("s") == []
+    assert await persistence.get_lease("l") == held
+    # Released, it is the next owner's, with a new fencing token.
+    await persistence.release_lease("l", "host-a")
+    written, lease = await persistence.append_owned(
+        "s", [("x", {})], expected_seq=0, lease="l", owner="host-b", ttl=30
+    )
+    assert [r.type for r in written] == ["x"]
+    assert lease.owner == "host-b" and lease.token > held.token
+
+
+async def test_append_owned_that_conflicts_takes_no_lease_and_writes_nothing(
+    persistence: Persistence,
+) -> None:
+    await persistence.append("s", [("x", {})])
+    with pytest.raises(LogConflictError):
+        await persistence.append_owned(
+            "s", [("y", {})], expected_seq=0, lease="l", owner="host-a", ttl=30
+        )
+    assert [r.type for r in await persistence.read("s")] == ["x"]
+    assert await persistence.get_lease("l") is None
+
+
 async def test_releasing_with_an_empty_owner_is_refused(persistence: Persistence) -> None:
     await persistence.acquire_lease("l", "host-a", ttl=30)
     await persistence.release_lease("l", "host-a")

@@ -32,6 +32,7 @@ generator context managers) makes it current; a span with nothing inside
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -59,6 +60,8 @@ _PENDING: Any = object()  # the API without a provider: nothing can record (yet)
 _tracer: Any = _UNKNOWN
 """The tracer spans start on; None when tracing is off (no API, or ``off=True``)."""
 _capture_text = False
+_env_provider: str | None = None
+"""``OTEL_PYTHON_TRACER_PROVIDER`` when :func:`_resolve` last looked."""
 
 # Bound on first use, so importing this module imports nothing of OpenTelemetry.
 _otel: Any = None
@@ -162,6 +165,8 @@ def _resolve() -> Any:
     if not _load_api():
         _tracer = None
         return None
+    global _env_provider
+    _env_provider = os.environ.get("OTEL_PYTHON_TRACER_PROVIDER")
     provider = _otel.get_tracer_provider()
     if isinstance(provider, _otel.ProxyTracerProvider):
         # No global provider yet: the API would hand out non-recording spans,
@@ -180,9 +185,22 @@ def _resolve() -> Any:
 def active() -> Any:
     """The tracer spans are recorded on, or None: then a helper builds no attributes at all."""
     tracer = _tracer
+    if tracer is _PENDING and _no_provider_yet():
+        return None
     if tracer is _UNKNOWN or tracer is _PENDING:
         return _resolve()
     return tracer
+
+
+def _no_provider_yet() -> bool:
+    """Whether no global provider is set yet, without the API's look at the environment.
+
+    ``get_tracer_provider`` looks ``OTEL_PYTHON_TRACER_PROVIDER`` up in
+    ``os.environ`` on every call until a provider is set: an exception per miss,
+    several times per turn. The API's own global says the same while it is None
+    and the variable was absent when :func:`_resolve` last looked.
+    """
+    return _env_provider is None and getattr(_otel, "_TRACER_PROVIDER", True) is None
 
 
 def use_tracer_provider(provider: Any, *, off: bool = False) -> None:

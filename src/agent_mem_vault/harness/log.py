@@ -98,10 +98,13 @@ def stream_name(tenant: str, thread_id: str) -> str:
     return f"harness/{tenant}/{thread_id}"
 
 
+# One encoder: ``json.dumps`` with options builds a new one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def input_hash(payload: Mapping[str, Any]) -> str:
     """A stable digest of an input's payload, to tell a retry from a different input."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(payload).encode()).hexdigest()
 
 
 def replay(records: Iterable[Any], state: ThreadState | None = None) -> ThreadState:

@@ -41,7 +41,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..core.clock import Clock
-from ..store import LogConflictError, Persistence
+from ..store import LogConflictError, LogRecord, Persistence
 from .errors import LogOwnedElsewhereError
 from .log import Record, replay
 from .state import ThreadState
@@ -179,6 +179,10 @@ class ThreadLog:
                 owner=lease.owner,
                 expires_at=lease.expires_at.isoformat(),
             )
+        self._held_from(now)
+
+    def _held_from(self, now: float) -> None:
+        """The store granted the lease to a request made at ``now`` (monotonic)."""
         self._lease_until = now + self.lease_ttl
         if self._liveness is not None:
             self._liveness.touch()
@@ -246,11 +250,8 @@ class ThreadLog:
         """
         if not records:
             return self.state
-        await self.own()
         try:
-            written = await self.persistence.append(
-                self.stream, list(records), expected_seq=self.state.seq
-            )
+            written = await self._append_owning(list(records))
         except LogConflictError:
             await self.refresh()
             raise
@@ -259,6 +260,33 @@ class ThreadLog:
         # with the lease still held, nobody has since.
         self._synced = self._holding if self.holds_lease else None
         return self.state
+
+    async def _append_owning(self, records: list[Record]) -> list[LogRecord]:
+        """Append, holding the lease: taken or renewed in the append's own write when due.
+
+        What :meth:`own` then ``append`` do, in one commit where they take two
+        (a new thread's first send, a renewal due). When somebody else holds
+        the lease nothing was written, and :meth:`own` decides as it always
+        does (a dead host's lease is taken over, a live one's refuses).
+        """
+        now = self._clock.monotonic()
+        if now < self._lease_until - self.lease_ttl / 2:
+            return await self.persistence.append(self.stream, records, expected_seq=self.state.seq)
+        written, lease = await self.persistence.append_owned(
+            self.stream,
+            records,
+            expected_seq=self.state.seq,
+            lease=lease_name(self.stream),
+            owner=self.owner,
+            ttl=self.lease_ttl,
+        )
+        if lease.owner != self.owner:
+            await self._acquire(now)  # raises unless the holder's process is dead
+            return await self.persistence.append(self.stream, records, expected_seq=self.state.seq)
+        if now >= self._lease_until:
+            self._holding += 1  # a gap, as in ``_acquire``
+        self._held_from(now)
+        return written
 
     async def append_one(self, kind: str, data: dict[str, Any]) -> ThreadState:
         return await self.append([(kind, data)])

@@ -13,7 +13,8 @@ terms of them, so that a backend (memory, SQLite, PostgreSQL) is one class:
   transfer keyed by its transfer id). ``put`` takes an expected version for
   compare-and-set.
 * **Leases** — a named lease held by one owner until it expires; renewing is
-  acquiring again. Ownership of a thread's log across hosts rests on this.
+  acquiring again. Ownership of a thread's log across hosts rests on this;
+  ``append_owned`` takes (or renews) a lease and appends in one write.
 * **Watching** — ``watch`` yields a stream's records as they are appended, from
   any process that shares the backend, for live event streams.
 
@@ -148,6 +149,26 @@ class Persistence(Protocol):
         With ``expected_seq`` the append succeeds only if the stream's last
         sequence number is exactly that (0 for an empty stream); otherwise it
         raises ``LogConflictError`` and writes nothing.
+        """
+        ...
+
+    async def append_owned(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None,
+        lease: str,
+        owner: str,
+        ttl: float,
+    ) -> tuple[list[LogRecord], Lease]:
+        """``acquire_lease(lease, owner, ttl)``, then ``append`` if ``owner`` holds it: one write.
+
+        Returns the records written and the lease as it stands afterwards. If
+        somebody else holds the lease, nothing changes: no records, and their
+        lease. If the append conflicts (``LogConflictError``) nothing is
+        written, the lease included. One transaction (one commit) where
+        ``acquire_lease`` and ``append`` take two.
         """
         ...
 

@@ -81,6 +81,37 @@ class MemoryPersistence:
         self._wakeups.wake(stream)
         return [_thaw(stream, e) for e in added]
 
+    async def append_owned(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None,
+        lease: str,
+        owner: str,
+        ttl: float,
+    ) -> tuple[list[LogRecord], Lease]:
+        check_name("stream", stream)
+        check_name("lease", lease)
+        check_name("owner", owner)
+        prepared = [(check_name("record type", t), _freeze(d)) for t, d in records]
+        with self._lock:
+            now = self._clock.now()
+            held = self._leases.get(lease)
+            if held is not None and held.owner != owner and held.expires_at > now:
+                return [], held
+            log = self._logs.setdefault(stream, [])
+            if expected_seq is not None and len(log) != expected_seq:
+                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
+            taken = self._take_lease(held, lease, owner, ttl, now)
+            added = [
+                _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
+                for i, (t, text) in enumerate(prepared)
+            ]
+            log.extend(added)
+        self._wakeups.wake(stream)
+        return [_thaw(stream, e) for e in added], taken
+
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
     ) -> list[LogRecord]:
@@ -189,14 +220,19 @@ class MemoryPersistence:
             held = self._leases.get(name)
             if held is not None and held.owner != owner and held.expires_at > now:
                 return held
-            token = (
-                held.token
-                if held is not None and held.owner == owner
-                else ((held.token if held else 0) + 1)
-            )
-            lease = Lease(name, owner, now + timedelta(seconds=ttl), token)
-            self._leases[name] = lease
-            return lease
+            return self._take_lease(held, name, owner, ttl, now)
+
+    def _take_lease(
+        self, held: Lease | None, name: str, owner: str, ttl: float, now: datetime
+    ) -> Lease:
+        """Give ``owner`` the lease that ``held`` was (free, expired or its own); lock held."""
+        token = (
+            held.token
+            if held is not None and held.owner == owner
+            else ((held.token if held else 0) + 1)
+        )
+        lease = self._leases[name] = Lease(name, owner, now + timedelta(seconds=ttl), token)
+        return lease
 
     async def release_lease(self, name: str, owner: str) -> bool:
         check_name("owner", owner)

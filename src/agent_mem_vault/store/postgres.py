@@ -337,6 +337,63 @@ class PostgresPersistence:
             for i, (t, text) in enumerate(zip(types, datas, strict=True))
         ]
 
+    async def append_owned(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None,
+        lease: str,
+        owner: str,
+        ttl: float,
+    ) -> tuple[list[LogRecord], Lease]:
+        check_name("stream", stream)
+        check_name("lease", lease)
+        check_name("owner", owner)
+        types = [check_name("record type", t) for t, _ in records]
+        datas = [_dump(d) for _, d in records]
+        await self._ready()
+        query = _APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING
+        now = self._now_param()
+        params = {
+            "stream": stream,
+            "n": len(types),
+            "expected": expected_seq,
+            "types": types,
+            "datas": datas,
+            "now": now,
+        }
+        async with self._connection() as conn:
+            try:
+                async with conn.transaction():
+                    cur = await conn.execute(
+                        _ACQUIRE.encode(),
+                        {"name": lease, "owner": owner, "ttl": float(ttl), "now": now},
+                    )
+                    held_by, until, token = (await cur.fetchall())[0]
+                    taken = Lease(lease, held_by, _utc(until), token)
+                    if held_by != owner:
+                        return [], taken  # somebody else's: the statement changed nothing
+                    cur = await conn.execute(query.encode(), params)
+                    rows = await cur.fetchall()
+                    if not rows:
+                        raise _AppendConflictError  # rolls the lease back with it
+            except _AppendConflictError:
+                rows = []
+            if rows and types:
+                await self._announce(conn, stream)
+        if not rows:
+            last = await self.last_seq(stream)
+            raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
+        last_seq, at = rows[0]
+        base = last_seq - len(types)
+        self._wakeups.wake(stream)
+        written = [
+            LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
+            for i, (t, text) in enumerate(zip(types, datas, strict=True))
+        ]
+        return written, taken
+
     async def _announce(self, conn: psycopg.AsyncConnection[Any], stream: str) -> None:
         # The append has committed: a failed NOTIFY must not make it look
         # failed (a retry would write it twice). Watchers catch up by polling.
@@ -528,6 +585,10 @@ class PostgresPersistence:
         await self._listener.stop()
         if pool is not None:
             await pool.close()
+
+
+class _AppendConflictError(Exception):
+    """The append of ``append_owned`` found another writer first: its transaction rolls back."""
 
 
 def postgres_persistence(

@@ -12,7 +12,8 @@ the loop; in WAL mode they never wait for a writer.
 
 **Group commit.** Writes that arrive while the writer thread commits wait
 and then go together: one transaction, one fsync, each write in its own
-savepoint, so a write that fails (a conflict) undoes only itself. Every write
+savepoint, so a write that fails (a conflict) undoes only itself (a write
+alone in its batch needs no savepoint: its transaction is its own). Every write
 is acknowledged only after the commit that holds it; with one writer at a
 time nothing changes, and under concurrency a host commits many threads'
 appends for the price of one.
@@ -89,8 +90,11 @@ class SqlitePersistence:
         # Writes waiting for the writer thread: (body, future, its loop).
         self._queued: list[tuple[Callable[[sqlite3.Connection], Any], Any, Any]] = []
         self._queue_lock = threading.Lock()
-        # The writer thread waits on this when nothing is queued.
-        self._wake = threading.Condition(self._queue_lock)
+        # The writer thread waits on this when nothing is queued: held, it blocks
+        # the writer; a write releases it. A lock, not a ``Condition``: a
+        # Condition's ``notify`` is Python code the event loop runs per write.
+        self._wake = threading.Lock()
+        self._wake.acquire()
         self._writer: threading.Thread | None = None
         self._writer_waits = False
         self._writing = False
@@ -154,7 +158,7 @@ class SqlitePersistence:
                     target=self._write_queued, name=f"sqlite-writer {self.path.name}", daemon=True
                 )
             elif self._writer_waits:
-                self._wake.notify()
+                self._signal_writer()
         if thread is not None:
             try:
                 thread.start()
@@ -179,6 +183,11 @@ class SqlitePersistence:
         finally:
             if not finished:  # an error of our own: fail what waits, let the next write start
                 self._fail_queued()
+
+    def _signal_writer(self) -> None:
+        """Wake the writer thread that waits for a write (queue lock held)."""
+        self._writer_waits = False
+        self._wake.release()
 
     def _fail_queued(self) -> None:
         """Fail every write that waits, so that the next write starts a writer again."""
@@ -209,10 +218,16 @@ class SqlitePersistence:
                     self._writer = None
                     return []
                 self._writer_waits = True
+                self._queue_lock.release()
                 try:
-                    woken = self._wake.wait(_WRITER_IDLE_SECONDS)
+                    woken = self._wake.acquire(timeout=_WRITER_IDLE_SECONDS)
                 finally:
-                    self._writer_waits = False
+                    self._queue_lock.acquire()
+                    if self._writer_waits:  # nobody signalled (a timeout, or an error)
+                        self._writer_waits = False
+                    elif not woken:  # signalled as the wait timed out: take the signal back
+                        woken = self._wake.acquire(blocking=False)
+                # The wake lock is held again: only a thread that waits is signalled.
                 if not woken and not self._queued:
                     self._writer = None
                     return []
@@ -240,6 +255,8 @@ class SqlitePersistence:
         ``None`` when SQLite ended the transaction under a batch of several
         writes: nothing of it was committed, and the caller runs each alone.
         """
+        if len(batch) == 1:
+            return [self._commit_alone(*batch[0])]
         outcomes: list[tuple[Any, Any, Any, BaseException | None]] = []
         try:
             with self._write() as conn:
@@ -265,6 +282,22 @@ class SqlitePersistence:
             error = self._write_error(exc, True)
             return [(done, loop, None, error) for _, done, loop in batch]
         return outcomes
+
+    def _commit_alone(
+        self, body: Callable[[sqlite3.Connection], Any], done: Any, loop: Any
+    ) -> tuple[Any, Any, Any, BaseException | None]:
+        """One write in its own transaction, without a savepoint: its error undoes all of it."""
+        ended = True  # unless the body's own error left the transaction open
+        try:
+            with self._write() as conn:
+                try:
+                    result = body(conn)
+                except Exception:
+                    ended = not conn.in_transaction
+                    raise
+        except BaseException as exc:
+            return done, loop, None, self._write_error(exc, ended)
+        return done, loop, result, None
 
     def _write_error(self, exc: BaseException, ended: bool) -> BaseException:
         """What a write's caller gets for ``exc``: the package's errors pass unchanged.
@@ -355,26 +388,40 @@ class SqlitePersistence:
         now = self._clock.now()
 
         def tx(conn: sqlite3.Connection) -> int:
-            (last,) = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,)
-            ).fetchone()
-            if expected_seq is not None and last != expected_seq:
-                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
-            conn.executemany(
-                "INSERT INTO logs (stream, seq, type, data, at) VALUES (?, ?, ?, ?, ?)",
-                [
-                    (stream, last + i + 1, t, text, _to_micros(now))
-                    for i, (t, text) in enumerate(prepared)
-                ],
-            )
-            return int(last)
+            return _append_rows(conn, stream, prepared, expected_seq, now)
 
         last = await self._transact(tx)
         self._wakeups.wake(stream)
-        return [
-            LogRecord(stream, last + i + 1, t, json.loads(text), now)
-            for i, (t, text) in enumerate(prepared)
-        ]
+        return _written(stream, last, prepared, now)
+
+    async def append_owned(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        expected_seq: int | None,
+        lease: str,
+        owner: str,
+        ttl: float,
+    ) -> tuple[list[LogRecord], Lease]:
+        check_name("stream", stream)
+        check_name("lease", lease)
+        check_name("owner", owner)
+        prepared = [(check_name("record type", t), _dump(d)) for t, d in records]
+        now = self._clock.now()
+
+        def tx(conn: sqlite3.Connection) -> tuple[int | None, Lease]:
+            held = _lease_row(conn, lease, owner, now)
+            if isinstance(held, Lease):
+                return None, held  # somebody else's: nothing changes
+            last = _append_rows(conn, stream, prepared, expected_seq, now)
+            return last, _put_lease(conn, lease, owner, ttl, now, held)
+
+        last, taken = await self._transact(tx)
+        if last is None:
+            return [], taken
+        self._wakeups.wake(stream)
+        return _written(stream, last, prepared, now), taken
 
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
@@ -514,25 +561,10 @@ class SqlitePersistence:
         now = self._clock.now()
 
         def tx(conn: sqlite3.Connection) -> Lease:
-            row = conn.execute(
-                "SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,)
-            ).fetchone()
-            if row is not None:
-                held_owner, held_until, token = row
-                if held_owner and held_owner != owner and held_until > _to_micros(now):
-                    return Lease(name, held_owner, _from_micros(held_until), token)
-                if held_owner != owner:
-                    token += 1
-            else:
-                token = 1
-            expires = now + timedelta(seconds=ttl)
-            conn.execute(
-                "INSERT INTO leases (name, owner, expires_at, token) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at, token = excluded.token",
-                (name, owner, _to_micros(expires), token),
-            )
-            return Lease(name, owner, expires, token)
+            held = _lease_row(conn, name, owner, now)
+            if isinstance(held, Lease):
+                return held
+            return _put_lease(conn, name, owner, ttl, now, held)
 
         return await self._transact(tx)
 
@@ -570,7 +602,7 @@ class SqlitePersistence:
         with self._queue_lock:
             self._closed = True
             if self._writer_waits:
-                self._wake.notify()  # its thread ends; nothing is queued
+                self._signal_writer()  # its thread ends; nothing is queued
             if self._writing:
                 self._idle_waiters.append((idle, loop))
             else:
@@ -582,6 +614,62 @@ class SqlitePersistence:
             self._conn.close()
         with self._rlock:
             self._rconn.close()
+
+
+def _append_rows(
+    conn: sqlite3.Connection,
+    stream: str,
+    prepared: list[tuple[str, str]],
+    expected_seq: int | None,
+    now: datetime,
+) -> int:
+    """Insert ``prepared`` after the stream's last record (which must be ``expected_seq``)."""
+    (last,) = conn.execute(
+        "SELECT COALESCE(MAX(seq), 0) FROM logs WHERE stream = ?", (stream,)
+    ).fetchone()
+    if expected_seq is not None and last != expected_seq:
+        raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
+    at = _to_micros(now)
+    conn.executemany(
+        "INSERT INTO logs (stream, seq, type, data, at) VALUES (?, ?, ?, ?, ?)",
+        [(stream, last + i + 1, t, text, at) for i, (t, text) in enumerate(prepared)],
+    )
+    return int(last)
+
+
+def _written(
+    stream: str, last: int, prepared: list[tuple[str, str]], now: datetime
+) -> list[LogRecord]:
+    return [
+        LogRecord(stream, last + i + 1, t, json.loads(text), now)
+        for i, (t, text) in enumerate(prepared)
+    ]
+
+
+def _lease_row(conn: sqlite3.Connection, name: str, owner: str, now: datetime) -> Lease | int:
+    """Somebody else's unexpired lease, or the token ``owner`` takes the lease with."""
+    row = conn.execute(
+        "SELECT owner, expires_at, token FROM leases WHERE name = ?", (name,)
+    ).fetchone()
+    if row is None:
+        return 1
+    held_owner, held_until, token = row
+    if held_owner and held_owner != owner and held_until > _to_micros(now):
+        return Lease(name, held_owner, _from_micros(held_until), token)
+    return int(token) if held_owner == owner else int(token) + 1
+
+
+def _put_lease(
+    conn: sqlite3.Connection, name: str, owner: str, ttl: float, now: datetime, token: int
+) -> Lease:
+    expires = now + timedelta(seconds=ttl)
+    conn.execute(
+        "INSERT INTO leases (name, owner, expires_at, token) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, "
+        "expires_at = excluded.expires_at, token = excluded.token",
+        (name, owner, _to_micros(expires), token),
+    )
+    return Lease(name, owner, expires, token)
 
 
 class _TransactionEndedError(Exception):
