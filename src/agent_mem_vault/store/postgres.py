@@ -307,35 +307,14 @@ class PostgresPersistence:
         *,
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
-        check_name("stream", stream)
-        types = [check_name("record type", t) for t, _ in records]
-        datas = [_dump(d) for _, d in records]
+        statement = _Append(stream, records, expected_seq, self._now_param())
         await self._ready()
-        # Only "nothing expected" and "expected empty" may create the stream.
-        query = _APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING
-        params = {
-            "stream": stream,
-            "n": len(types),
-            "expected": expected_seq,
-            "types": types,
-            "datas": datas,
-            "now": self._now_param(),
-        }
         async with self._connection() as conn:
-            cur = await conn.execute(query.encode(), params)
+            cur = await conn.execute(statement.query, statement.params)
             rows = await cur.fetchall()
-            if rows and types:
+            if rows and statement.types:
                 await self._announce(conn, stream)
-        if not rows:
-            last = await self.last_seq(stream)
-            raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
-        last_seq, at = rows[0]
-        base = last_seq - len(types)
-        self._wakeups.wake(stream)
-        return [
-            LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
-            for i, (t, text) in enumerate(zip(types, datas, strict=True))
-        ]
+        return await self._appended(statement, rows)
 
     async def append_owned(
         self,
@@ -347,22 +326,11 @@ class PostgresPersistence:
         owner: str,
         ttl: float,
     ) -> tuple[list[LogRecord], Lease]:
-        check_name("stream", stream)
         check_name("lease", lease)
         check_name("owner", owner)
-        types = [check_name("record type", t) for t, _ in records]
-        datas = [_dump(d) for _, d in records]
-        await self._ready()
-        query = _APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING
         now = self._now_param()
-        params = {
-            "stream": stream,
-            "n": len(types),
-            "expected": expected_seq,
-            "types": types,
-            "datas": datas,
-            "now": now,
-        }
+        statement = _Append(stream, records, expected_seq, now)
+        await self._ready()
         async with self._connection() as conn:
             try:
                 async with conn.transaction():
@@ -374,25 +342,29 @@ class PostgresPersistence:
                     taken = Lease(lease, held_by, _utc(until), token)
                     if held_by != owner:
                         return [], taken  # somebody else's: the statement changed nothing
-                    cur = await conn.execute(query.encode(), params)
+                    cur = await conn.execute(statement.query, statement.params)
                     rows = await cur.fetchall()
                     if not rows:
                         raise _AppendConflictError  # rolls the lease back with it
             except _AppendConflictError:
                 rows = []
-            if rows and types:
+            if rows and statement.types:
                 await self._announce(conn, stream)
+        return await self._appended(statement, rows), taken
+
+    async def _appended(self, statement: _Append, rows: list[Any]) -> list[LogRecord]:
+        """The records an append statement wrote, from the row it returned; none is a conflict."""
+        stream = statement.stream
         if not rows:
             last = await self.last_seq(stream)
-            raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=last)
+            raise LogConflictError.at(stream, expected_seq=statement.expected_seq, last_seq=last)
         last_seq, at = rows[0]
-        base = last_seq - len(types)
+        base = last_seq - len(statement.types)
         self._wakeups.wake(stream)
-        written = [
+        return [
             LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
-            for i, (t, text) in enumerate(zip(types, datas, strict=True))
+            for i, (t, text) in enumerate(zip(statement.types, statement.datas, strict=True))
         ]
-        return written, taken
 
     async def _announce(self, conn: psycopg.AsyncConnection[Any], stream: str) -> None:
         # The append has committed: a failed NOTIFY must not make it look
@@ -585,6 +557,33 @@ class PostgresPersistence:
         await self._listener.stop()
         if pool is not None:
             await pool.close()
+
+
+class _Append:
+    """One append statement, checked and encoded: the upsert that may create the
+    stream ("nothing expected" and "expected empty" only), else the one that
+    expects ``expected_seq``."""
+
+    def __init__(
+        self,
+        stream: str,
+        records: Sequence[tuple[str, Mapping[str, Any]]],
+        expected_seq: int | None,
+        now: Any,
+    ) -> None:
+        self.stream = check_name("stream", stream)
+        self.expected_seq = expected_seq
+        self.types = [check_name("record type", t) for t, _ in records]
+        self.datas = [_dump(d) for _, d in records]
+        self.query = (_APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING).encode()
+        self.params = {
+            "stream": stream,
+            "n": len(self.types),
+            "expected": expected_seq,
+            "types": self.types,
+            "datas": self.datas,
+            "now": now,
+        }
 
 
 class _AppendConflictError(Exception):
