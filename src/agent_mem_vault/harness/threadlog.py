@@ -155,9 +155,12 @@ class ThreadLog:
         lease cannot have moved yet. Later, the lease is renewed (or taken).
         """
         now = self._clock.monotonic()
-        if now < self._lease_until - self.lease_ttl / 2:
-            return
-        await self._acquire(now)
+        if self._renewal_due(now):
+            await self._acquire(now)
+
+    def _renewal_due(self, now: float) -> bool:
+        """Past the first half of the lease (or without one): the store is asked again."""
+        return now >= self._lease_until - self.lease_ttl / 2
 
     async def _acquire(self, now: float) -> None:
         if now >= self._lease_until:
@@ -270,7 +273,7 @@ class ThreadLog:
         does (a dead host's lease is taken over, a live one's refuses).
         """
         now = self._clock.monotonic()
-        if now < self._lease_until - self.lease_ttl / 2:
+        if not self._renewal_due(now):
             return await self.persistence.append(self.stream, records, expected_seq=self.state.seq)
         written, lease = await self.persistence.append_owned(
             self.stream,

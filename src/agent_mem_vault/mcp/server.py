@@ -36,6 +36,7 @@ from ..vault.files import LockBusy
 from .arguments import ArgumentCheck
 from .models import (
     BriefResult,
+    CreatedHandoff,
     CreatedHandoffResult,
     HandoffListResult,
     HandoffResult,
@@ -234,20 +235,15 @@ def _handoff_text(h: Handoff) -> Rendered:
     return text, {"handoff": h.to_dict()}
 
 
+_CREATED_KEYS = tuple(f.alias or name for name, f in CreatedHandoff.model_fields.items())
+"""The keys of ``Handoff.to_dict`` that ``create_handoff`` answers with (its schema's)."""
+
+
 def _created_text(h: Handoff) -> Rendered:
     """``create_handoff``'s answer: see ``CreatedHandoff`` for what it leaves out."""
-    text = f"handoff {h.id} to {h.recipient} in {h.namespace}: {h.status}"
-    created = {
-        "id": h.id,
-        "namespace": h.namespace,
-        "from": h.sender,
-        "to": h.recipient,
-        "status": h.status,
-        "created_at": h.created_at,
-        "supersedes": list(h.supersedes),
-        "path": h.path,
-    }
-    return text, {"handoff": created}
+    text, full = _handoff_text(h)
+    handoff = full["handoff"]
+    return text, {"handoff": {key: handoff[key] for key in _CREATED_KEYS}}
 
 
 def _next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendered]:

@@ -11,7 +11,7 @@ import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..core.clock import SYSTEM_CLOCK, Clock
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
@@ -31,6 +31,11 @@ def _freeze(value: Mapping[str, Any]) -> str:
     # callers can never mutate what is stored. One parse is much cheaper than
     # the deep copies it replaces.
     return _ENCODER.encode(value)
+
+
+def _foreign(held: Lease | None, owner: str, now: datetime) -> TypeGuard[Lease]:
+    """Whether ``held`` is somebody else's lease that has not expired."""
+    return held is not None and held.owner != owner and held.expires_at > now
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,15 +72,7 @@ class MemoryPersistence:
         check_name("stream", stream)
         prepared = [(check_name("record type", t), _freeze(d)) for t, d in records]
         with self._lock:
-            log = self._logs.setdefault(stream, [])
-            if expected_seq is not None and len(log) != expected_seq:
-                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
-            now = self._clock.now()
-            added = [
-                _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
-                for i, (t, text) in enumerate(prepared)
-            ]
-            log.extend(added)
+            added = self._add(stream, prepared, expected_seq, self._clock.now())
         # After the lock: a watch registers under it, so it either saw these
         # records or is registered by now.
         self._wakeups.wake(stream)
@@ -98,19 +95,27 @@ class MemoryPersistence:
         with self._lock:
             now = self._clock.now()
             held = self._leases.get(lease)
-            if held is not None and held.owner != owner and held.expires_at > now:
+            if _foreign(held, owner, now):
                 return [], held
-            log = self._logs.setdefault(stream, [])
-            if expected_seq is not None and len(log) != expected_seq:
-                raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
+            added = self._add(stream, prepared, expected_seq, now)  # a conflict: nothing taken
             taken = self._take_lease(held, lease, owner, ttl, now)
-            added = [
-                _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
-                for i, (t, text) in enumerate(prepared)
-            ]
-            log.extend(added)
         self._wakeups.wake(stream)
         return [_thaw(stream, e) for e in added], taken
+
+    def _add(
+        self, stream: str, prepared: list[tuple[str, str]], expected_seq: int | None, now: datetime
+    ) -> list[_Entry]:
+        """Put ``prepared`` after the stream's last record, which must be ``expected_seq``
+        (else ``LogConflictError``, nothing changed); the lock is held."""
+        log = self._logs.setdefault(stream, [])
+        if expected_seq is not None and len(log) != expected_seq:
+            raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
+        added = [
+            _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
+            for i, (t, text) in enumerate(prepared)
+        ]
+        log.extend(added)
+        return added
 
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
@@ -218,7 +223,7 @@ class MemoryPersistence:
         now = self._clock.now()
         with self._lock:
             held = self._leases.get(name)
-            if held is not None and held.owner != owner and held.expires_at > now:
+            if _foreign(held, owner, now):
                 return held
             return self._take_lease(held, name, owner, ttl, now)
 
