@@ -15,8 +15,9 @@ import pytest
 import watchfiles._rust_notify
 
 import agent_mem_vault.vault.watch as watch_module
+from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault import Vault, inotify
-from agent_mem_vault.vault.files import TEMP_FILE, temp_path
+from agent_mem_vault.vault.files import TEMP_FILE, temp_path, vault_lock
 from agent_mem_vault.vault.watch import NoteWatcher
 from tests.by_hand import save_in_place, write_handoff
 
@@ -500,6 +501,58 @@ def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
         assert read is not None and read.id == h.id
         changes = watcher.take()
         assert changes is not None and h.path not in changes[0]
+
+
+def test_a_note_another_writer_wrote_and_indexed_is_read_without_waiting_for_the_lock(
+    vault: Vault,
+) -> None:
+    """Every server watching a vault is told of every other server's write. The writer
+    indexed its note before it let go of the lock, so a reader finds the note in the
+    index as it is on disk and answers without queueing for the lock behind the
+    writers (held here by a third writer, for longer than the reader would wait).
+    The folders are there before: a folder made is synced whole, under the lock."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    vault.save_memory(title="old", content="before", namespace=NS, agent="a")
+    reader = Vault(vault.path, lock_timeout=0.3)
+    try:
+        with _watching(reader):
+            assert reader.peek_handoff(agent="codex", namespace=NS) is not None
+            h = vault.create_handoff(
+                to="codex", summary="new", context="c", namespace=NS, from_="b"
+            )
+            memory = vault.save_memory(title="t", content="lock order", namespace=NS, agent="b")
+            with vault_lock(vault.path):
+                newest = reader.peek_handoff(agent="codex", namespace=NS)
+                found = reader.search_memory(query="lock order", namespace=NS)
+        assert newest is not None and newest.id == h.id
+        assert [hit.memory.id for hit in found] == [memory.id]
+    finally:
+        reader.close()
+
+
+def test_a_note_edited_after_another_writers_write_is_never_answered_stale(
+    vault: Vault,
+) -> None:
+    """An edit within the mtime clock's tick, same size, after another writer's write:
+    the note's content differs from the index, so the reader takes the lock to read
+    it. With the lock held elsewhere it says so (``lock_timeout``) rather than answer
+    from what the index held."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    reader = Vault(vault.path, lock_timeout=0.3)
+    try:
+        with _watching(reader):
+            assert reader.peek_handoff(agent="codex", namespace=NS) is not None
+            h = vault.create_handoff(
+                to="codex", summary="abc", context="c", namespace=NS, from_="b"
+            )
+            _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+            with vault_lock(vault.path), pytest.raises(UnavailableError) as refused:
+                reader.peek_handoff(agent="codex", namespace=NS)
+            assert refused.value.code == "lock_timeout"
+            newest = reader.peek_handoff(agent="codex", namespace=NS)
+        assert newest is not None and (newest.id, newest.summary) == (h.id, "xyz")
+    finally:
+        reader.close()
 
 
 @pytest.mark.parametrize("backend", ["inotify"], indirect=True)

@@ -505,6 +505,43 @@ class Index:
         self.conn.execute(_FILE_INSERT, _file_row(record))
         return record
 
+    def holds(self, record: FileRecord) -> bool:
+        """Whether the index stores exactly what ``put(record)`` would store: nothing
+        to write for it.
+
+        A note another writer wrote and indexed already is held as it is on disk;
+        so is one rewritten with the same content. Anything else (an edit, a note
+        the index lacks or keeps as a copy of another) is not.
+        """
+        row = self.conn.execute(
+            "SELECT dir, name, mtime_ns, size, kind, own_id, problem FROM files "
+            "WHERE dir=? AND name=?",
+            _split(record.path),
+        ).fetchone()
+        if row is None or tuple(row) != _file_row(record):
+            return False
+        if record.kind == "handoff" and record.handoff is not None:
+            stored = self.conn.execute(
+                "SELECT id, namespace, sender, recipient, status, created_at, read_at, "
+                "supersedes, superseded_by, summary, context, own_path FROM handoffs WHERE id=?",
+                (record.handoff.id,),
+            ).fetchone()
+            return stored is not None and tuple(stored) == _handoff_row(record.handoff)
+        if record.kind == "memory" and record.memory is not None:
+            stored = self.conn.execute(
+                "SELECT id, namespace, title, kind, tags, agent, created_at, own_path, body "
+                "FROM memories WHERE id=?",
+                (record.memory.id,),
+            ).fetchone()
+            return stored is not None and tuple(stored) == _memory_row(record.memory)
+        if record.kind == "brief":
+            found = self.conn.execute(
+                "SELECT 1 FROM briefs WHERE namespace=? AND path=?",
+                (record.namespace, record.path),
+            ).fetchone()
+            return found is not None
+        return True  # a broken or plain file: its files row is all the index keeps
+
     def _restate(self, record: FileRecord) -> bool:
         """A handoff's note written again in place (read, ack, reopen, supersede, an
         edit), whose file the index knows as this handoff's: its rows updated where

@@ -20,6 +20,7 @@ from typing import TypeVar
 from ..core.clock import Clock, format_datetime
 from .index import Index, IndexDamaged, is_damage
 from .keeper import ASK_FROM, START_FROM, KeeperLink, Told
+from .records import read_record
 from .scan import (
     Progress,
     ScanStats,
@@ -287,17 +288,38 @@ class IndexUpkeep:
             dirs.extend(d for d in found if d not in dirs)
         if sum(counted) >= START_FROM:
             self.keeper.start()  # for the next process that starts
+        files = {f for f in files if not self._held_as_is(idx, f)}
         if dirs or files or folders:
             try:
                 with self.locked(), idx.transaction():
                     sync_changed(self.root, idx, [d for d in dirs if d not in folders], ScanStats())
                     apply_told(self.root, idx, folders, files)
             except BaseException:
-                self._checked.clear()  # what the watcher told is lost: check by stat again
+                # Told again at the next call, and every folder checked by stat again.
+                watcher.tell_again(files, folders)
+                self._checked.clear()
                 raise
         if settled:
             self._checked.update(todo)
         self._checked.add(None)
+
+    def _held_as_is(self, idx: Index, path: str) -> bool:
+        """Whether the note the watch told of at ``path`` is in the index as it is now
+        on disk, so nothing is to be written for it (looked at without the lock).
+
+        Another server's write is told to every server watching the vault, and that
+        writer indexed it before it let go of the lock: read here, the note says
+        what the index holds, and the lock (which every other writer waits for) is
+        not taken for it. The note is read, not just stat'ed: an edit within the
+        mtime clock's tick, same size, is told by the watch and differs in content.
+        """
+        try:
+            record = read_record(self.root, path)
+        except (OSError, ValueError):
+            return False  # read again under the lock, which reports what is wrong
+        if record is None:
+            return idx.file_stamp(path) is None
+        return record.repair is None and idx.holds(record)
 
     def _sync_locked(
         self,

@@ -200,6 +200,8 @@ class NoteWatcher:
         self._own: dict[str, str] = {}
         """Notes this process wrote and indexed since the last ``take`` (full path →
         the full path of the temp file renamed onto it)."""
+        self._again: tuple[set[str], set[str]] = (set(), set())
+        """What a ``take`` returned and its caller could not apply (``tell_again``)."""
         self.failure: str | None = None
         """Why the last setup could not watch the vault (see ``unwatched``); None once a
         watch is in place."""
@@ -305,7 +307,16 @@ class NoteWatcher:
             dirs -= self._held
             if self._held and not self._restarting:
                 self._restart()
-            return files, dirs
+            again, self._again = self._again, (set(), set())
+            return files | again[0], dirs | again[1]
+
+    def tell_again(self, files: set[str], dirs: set[str]) -> None:
+        """Changes a ``take`` returned that its caller could not apply (the vault's lock
+        did not come in time): the next ``take`` returns them again, with what came
+        since. An edit a ``stat`` cannot see (same size, same mtime) is not lost."""
+        with self._lock:
+            self._again[0].update(files)
+            self._again[1].update(dirs)
 
     def _set_up_again(self) -> None:
         """A watch that broke (or a restart that failed) is set up anew, as a new
