@@ -3,7 +3,9 @@
 The scripted model makes the session work as a person's would, with the
 client's own tools: write a file, run a command that fails with status 3, then
 start a long command. Once that command is running (it leaves a marker file
-first), the whole process group gets SIGKILL: Codex and Gemini CLI run their
+first) and the client has written it down in its own record (a client writes
+its transcript when it gets to it, so the command can run before its line is on
+disk), the whole process group gets SIGKILL: Codex and Gemini CLI run their
 session in a child of the process the shell started, so killing that one alone
 would leave the session running.
 """
@@ -19,6 +21,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_mem_vault.integrations.transcripts import ToolCall, opencode, read_transcript
+
 from .conftest import World
 from .model_server import Reply, Seen
 
@@ -30,6 +34,9 @@ __all__ = [
     "MARKER",
     "REQUEST",
     "Steps",
+    "gemini_recorded",
+    "opencode_recorded",
+    "recorded_running",
     "run_until_killed",
     "running_until_long_command",
 ]
@@ -78,21 +85,60 @@ def script(world: World, steps: Steps) -> Callable[[Seen], Reply]:
     return answer
 
 
-def run_until_killed(world: World, argv: list[str], env: dict[str, str]) -> str:
+def recorded_running(client: str, records: Callable[[], list[Path]]) -> Callable[[], bool]:
+    """Whether ``client``'s own record (one of ``records()``, read by our reader) holds
+    the failing command, finished, and a call that has not finished, last."""
+
+    def check() -> bool:
+        for path in records():
+            read = read_transcript(client, str(path), None)
+            calls = [e for e in read.entries if isinstance(e, ToolCall)]
+            if (
+                calls
+                and not calls[-1].finished
+                and any(c.command == FAILING and c.finished for c in calls)
+            ):
+                return True
+        return False
+
+    return check
+
+
+def gemini_recorded(world: World) -> Callable[[], bool]:
+    """``recorded_running`` for Gemini CLI, whose record is its chat file."""
+    chats = world.home / ".gemini" / "tmp"
+    return recorded_running("gemini-cli", lambda: sorted(chats.glob("*/chats/session-*.jsonl")))
+
+
+def opencode_recorded(world: World) -> Callable[[], bool]:
+    """``recorded_running`` for opencode, whose record is its database."""
+    db = opencode.default_database(world.home / ".local" / "share")
+    return recorded_running("opencode", lambda: [db] if db.exists() else [])
+
+
+def run_until_killed(
+    world: World, argv: list[str], env: dict[str, str], recorded: Callable[[], bool]
+) -> str:
     """Start the client in its own process group; SIGKILL the group once the long
-    command runs. Returns what the client printed, for assertion messages."""
-    with running_until_long_command(world, argv, env):
+    command runs and ``recorded()`` holds. Returns what the client printed, for
+    assertion messages."""
+    with running_until_long_command(world, argv, env, recorded):
         pass
     return (world.root / "client-output.txt").read_text(errors="replace")[-4000:]
 
 
 @contextlib.contextmanager
 def running_until_long_command(
-    world: World, argv: list[str], env: dict[str, str]
+    world: World, argv: list[str], env: dict[str, str], recorded: Callable[[], bool]
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The client, in its own process group, once it runs the long command; on
-    leaving, the group and what it left running in the repository get SIGKILL,
-    and are waited for until they have ended."""
+    """The client, in its own process group, once it runs the long command and
+    ``recorded()`` says its record holds it (see ``recorded_running``); on leaving,
+    the group and what it left running in the repository get SIGKILL, and are
+    waited for until they have ended.
+
+    The deadline only bounds a failure: the kill comes the moment both hold. If
+    the record never holds the command, the kill comes at the deadline, and the
+    test's own checks of the record say what is missing."""
     marker = world.repo / MARKER
     out = world.root / "client-output.txt"
     with out.open("w") as sink:
@@ -108,7 +154,9 @@ def running_until_long_command(
     doomed: set[int] = set()
     try:
         deadline = time.monotonic() + DEADLINE_S
-        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        while not (marker.exists() and recorded()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                break
             time.sleep(0.1)
         doomed = _in_group(proc.pid)
         said = out.read_text(errors="replace")[-4000:]

@@ -28,6 +28,7 @@ from .killed_session import (
     EDITED,
     FAILING,
     REQUEST,
+    gemini_recorded,
     run_until_killed,
     running_until_long_command,
     script,
@@ -66,6 +67,7 @@ def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
                 "GEMINI_API_KEY": "scripted",
                 "GEMINI_CLI_TRUST_WORKSPACE": "true",
             },
+            gemini_recorded(world),
         )
     assert world.handoffs() == [], "the killed session wrote no handoff of its own"
     [dead] = _sessions(world)
@@ -203,7 +205,7 @@ def test_a_gemini_cli_session_whose_launcher_alone_was_killed_is_alive_and_not_h
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
         }
         argv = [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"]
-        with running_until_long_command(world, argv, env) as launcher:
+        with running_until_long_command(world, argv, env, gemini_recorded(world)) as launcher:
             os.kill(launcher.pid, signal.SIGKILL)
             launcher.wait()
             [session] = _sessions(world)

@@ -35,6 +35,8 @@ from .killed_session import (
     LONG,
     REQUEST,
     Steps,
+    gemini_recorded,
+    opencode_recorded,
     run_until_killed,
     script,
 )
@@ -112,6 +114,7 @@ def _gemini_session(world: World) -> Path:
                 "GEMINI_API_KEY": "scripted",
                 "GEMINI_CLI_TRUST_WORKSPACE": "true",
             },
+            gemini_recorded(world),
         )
         transcript = model.transcript()
     chats = sorted((world.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
@@ -230,7 +233,7 @@ def _opencode_session(world: World) -> tuple[Path, str]:
     with ScriptedModel("chat", script(world, _opencode_steps())) as model, NoRegistry() as npm:
         _opencode_config(world, model)
         env = {**OPENCODE_QUIET, "npm_config_registry": npm.url}
-        said = run_until_killed(world, [str(binary), "run", REQUEST], env)
+        said = run_until_killed(world, [str(binary), "run", REQUEST], env, opencode_recorded(world))
         transcript = model.transcript()
     db = opencode.default_database(world.home / ".local" / "share")
     assert db.exists(), f"no database at {db}\n{said}\n{transcript}"
