@@ -139,22 +139,33 @@ async def over_stdio(root: Path, twins: tuple[Path, Path], calls: int, out: Timi
     modern.initialize()
     try:
         async with Client(_params(root)) as client:
+
+            async def sdk(tool: str, args: dict[str, Any]) -> None:
+                result = await client.call_tool(tool, args)
+                if result.is_error:
+                    raise RuntimeError(f"{tool}: {result.content}")
+
+            async def bare_modern(tool: str, args: dict[str, Any]) -> None:
+                modern.call(tool, args)
+
+            async def bare(tool: str, args: dict[str, Any]) -> None:
+                raw.call(tool, args)
+
+            drivers = [
+                ("sdk", sdk, 0),
+                ("raw modern", bare_modern, 100_000),
+                ("raw", bare, 100_000),
+            ]
             for r in range(calls + 3):
+                # The order rotates: none always follows another's write (whose journal
+                # commit the next fsync may meet).
+                turn = drivers[r % 3 :] + drivers[: r % 3]
                 for op, (tool, make) in OPS.items():
-                    start = time.perf_counter()
-                    result = await client.call_tool(tool, make(r))
-                    if result.is_error:
-                        raise RuntimeError(f"{tool}: {result.content}")
-                    if r >= 3:
-                        _add(out, "sdk", op, start)
-                    start = time.perf_counter()
-                    modern.call(tool, make(r + 100_000))
-                    if r >= 3:
-                        _add(out, "raw modern", op, start)
-                    start = time.perf_counter()
-                    raw.call(tool, make(r + 100_000))
-                    if r >= 3:
-                        _add(out, "raw", op, start)
+                    for what, driver, offset in turn:
+                        start = time.perf_counter()
+                        await driver(tool, make(r + offset))
+                        if r >= 3:
+                            _add(out, what, op, start)
     finally:
         raw.close()
         modern.close()

@@ -20,8 +20,16 @@ keeps its server. Calls are interleaved: for each operation, each round calls
 every server once, in an order that rotates, so a busy moment on the machine
 falls on all of them alike. The SDK's own client (``mcp.Client``) makes the
 calls; then the same calls are made again as bare JSON-RPC lines over the same
-kind of pipes (no SDK on the client side), which shows what is the server's and
-what is the client's.
+kind of pipes (no SDK on the client side), in the same protocol era, which shows
+what is the server's and what is the client's.
+
+The era: the SDK 2 client, left to choose (its default), speaks the 2026-07-28
+exchange to a server that offers it (ours does), and the handshake era
+(``initialize``) to one that does not (the peers, on SDK 1). So that a reader can
+tell what the era costs from what is ours, this checkout is measured twice, each
+server on its own copy of the store: as the client chooses (the headline row), and
+with the client held to the handshake era (``Client(mode="legacy")``), as the
+peers are spoken to.
 
 The operations and each server's nearest tool (``PROFILES``): create (ours:
 ``create_handoff``, fsync'd twice, the default), peek (``peek_handoff``), read
@@ -65,6 +73,7 @@ CACHE = Path(
 BASELINE = "c2e8df2"
 MEMORY_SERVER = ("@modelcontextprotocol/server-memory", "2026.8.31")
 PY_PEERS = {"handoff-mcp": "0.4.1", "ai-handoff": "0.3.3"}
+HANDSHAKE = "agent-mem-vault (this checkout), handshake era"
 NS = NAMESPACES[0]
 OPS = ("create", "peek", "read", "search", "list 10")
 TEXT = "Batch the orders backfill; start with 1000 rows and measure lock time."
@@ -82,6 +91,11 @@ class Profile:
     tools: dict[str, tuple[str, Args]] = field(default_factory=dict)
     fill: tuple[str, Args] | None = None
     """The tool that fills the store (``None``: the store is written before the start)."""
+    mode: str = "auto"
+    """The SDK client's ``mode``: ``auto`` (its default) or ``legacy`` (handshake era)."""
+    modern: bool = False
+    """Whether the bare driver speaks the 2026-07-28 exchange (as the SDK client does
+    with this server when left to choose)."""
 
     def params(self) -> StdioServerParameters:
         return StdioServerParameters(
@@ -144,12 +158,14 @@ def install() -> dict[str, Path]:
 # -- the servers -----------------------------------------------------------------------
 
 
-def _ours(name: str, venv: Path, root: Path) -> Profile:
+def _ours(name: str, venv: Path, root: Path, *, handshake: bool = False) -> Profile:
     exe = venv / "bin" / "agent-mem-vault"
     return Profile(
         name=name,
         argv=[str(exe), "serve", "--agent", "codex", "--namespace", NS, "--vault", str(root)],
         env={"AGENT_MEM_VAULT_WARM": "0"},
+        mode="legacy" if handshake else "auto",
+        modern=not handshake,
         tools={
             "create": (
                 "create_handoff",
@@ -167,14 +183,18 @@ def profiles(paths: dict[str, Path], work: Path, size: int) -> list[Profile]:
     """The servers compared at ``size`` items, their stores made under ``work``."""
     notes = _notes(size)
     subjects = []
+    code = "import sys; from agent_mem_vault.vault import Vault; Vault(sys.argv[1]).reindex()"
     for name in ("this checkout", BASELINE):
         root = work / name.replace(" ", "-")
         shutil.copytree(notes, root, symlinks=True)
-        python = paths[name] / "bin" / "python"
-        code = "import sys; from agent_mem_vault.vault import Vault; Vault(sys.argv[1]).reindex()"
-        _run([str(python), "-c", code, str(root)])
+        _run([str(paths[name] / "bin" / "python"), "-c", code, str(root)])
         label = f"agent-mem-vault ({name})" if name != BASELINE else f"agent-mem-vault {BASELINE}"
         subjects.append(_ours(label, paths[name], root))
+    root = work / "this-checkout-handshake"
+    shutil.copytree(work / "this-checkout", root, symlinks=True)
+    subjects.append(
+        _ours(HANDSHAKE, paths["this checkout"], root, handshake=True),
+    )
     graph = work / "graph.jsonl"
     with graph.open("w", encoding="utf-8") as out:
         for i in range(2 * size):
@@ -313,7 +333,10 @@ def _rounds(subjects: list[Profile], op: str, calls: int, warmup: int) -> list[l
 async def sdk_run(subjects: list[Profile], calls: int, warmup: int) -> Samples:
     samples: Samples = {s.name: {} for s in subjects}
     async with contextlib.AsyncExitStack() as stack:
-        clients = {s.name: await stack.enter_async_context(Client(s.params())) for s in subjects}
+        clients = {
+            s.name: await stack.enter_async_context(Client(s.params(), mode=s.mode))
+            for s in subjects
+        }
         for op in OPS:
             for r, order in enumerate(_rounds(subjects, op, calls, warmup)):
                 for s in order:
@@ -330,7 +353,7 @@ async def sdk_run(subjects: list[Profile], calls: int, warmup: int) -> Samples:
 
 def raw_run(subjects: list[Profile], calls: int, warmup: int) -> Samples:
     samples: Samples = {s.name: {} for s in subjects}
-    raws = {s.name: RawStdio(s.params()) for s in subjects}
+    raws = {s.name: RawStdio(s.params(), modern=s.modern) for s in subjects}
     try:
         for raw in raws.values():
             raw.initialize()
@@ -368,10 +391,15 @@ def table(sdk: Samples, raw: Samples, ours: str, baseline: str) -> list[str]:
             cells.append("-" if a is None or b is None else f"{a:.2f} · {b:.2f}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     peers = [n for n in names if not n.startswith("agent-mem-vault")]
-    for label, run in (("SDK client", sdk), ("bare JSON-RPC", raw)):
+    rows = [
+        ("SDK client", sdk, ours),
+        ("bare JSON-RPC", raw, ours),
+        ("SDK client, handshake era", sdk, HANDSHAKE),
+    ]
+    for label, run, mine_name in rows:
         cells = []
         for op in OPS:
-            mine = _median(run[ours].get(op))
+            mine = _median(run[mine_name].get(op))
             base = _median(run[baseline].get(op))
             peer_times = [(m, n) for n in peers if (m := _median(run[n].get(op))) is not None]
             best = min(peer_times) if peer_times else None
