@@ -503,6 +503,21 @@ def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
         assert changes is not None and h.path not in changes[0]
 
 
+@contextmanager
+def _reader_beside(vault: Vault) -> Iterator[Vault]:
+    """A second server on ``vault`` (its own ``Vault``, a lock timeout of 0.3 s),
+    watching, after one look at the namespace; ``vault`` is the other writer."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    vault.save_memory(title="old", content="before", namespace=NS, agent="a")
+    reader = Vault(vault.path, lock_timeout=0.3)
+    try:
+        with _watching(reader):
+            assert reader.peek_handoff(agent="codex", namespace=NS) is not None
+            yield reader
+    finally:
+        reader.close()
+
+
 def test_a_note_another_writer_wrote_and_indexed_is_read_without_waiting_for_the_lock(
     vault: Vault,
 ) -> None:
@@ -511,23 +526,14 @@ def test_a_note_another_writer_wrote_and_indexed_is_read_without_waiting_for_the
     index as it is on disk and answers without queueing for the lock behind the
     writers (held here by a third writer, for longer than the reader would wait).
     The folders are there before: a folder made is synced whole, under the lock."""
-    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
-    vault.save_memory(title="old", content="before", namespace=NS, agent="a")
-    reader = Vault(vault.path, lock_timeout=0.3)
-    try:
-        with _watching(reader):
-            assert reader.peek_handoff(agent="codex", namespace=NS) is not None
-            h = vault.create_handoff(
-                to="codex", summary="new", context="c", namespace=NS, from_="b"
-            )
-            memory = vault.save_memory(title="t", content="lock order", namespace=NS, agent="b")
-            with vault_lock(vault.path):
-                newest = reader.peek_handoff(agent="codex", namespace=NS)
-                found = reader.search_memory(query="lock order", namespace=NS)
-        assert newest is not None and newest.id == h.id
-        assert [hit.memory.id for hit in found] == [memory.id]
-    finally:
-        reader.close()
+    with _reader_beside(vault) as reader:
+        h = vault.create_handoff(to="codex", summary="new", context="c", namespace=NS, from_="b")
+        memory = vault.save_memory(title="t", content="lock order", namespace=NS, agent="b")
+        with vault_lock(vault.path):
+            newest = reader.peek_handoff(agent="codex", namespace=NS)
+            found = reader.search_memory(query="lock order", namespace=NS)
+    assert newest is not None and newest.id == h.id
+    assert [hit.memory.id for hit in found] == [memory.id]
 
 
 def test_a_note_edited_after_another_writers_write_is_never_answered_stale(
@@ -536,23 +542,15 @@ def test_a_note_edited_after_another_writers_write_is_never_answered_stale(
     """An edit within the mtime clock's tick, same size, after another writer's write:
     the note's content differs from the index, so the reader takes the lock to read
     it. With the lock held elsewhere it says so (``lock_timeout``) rather than answer
-    from what the index held."""
-    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
-    reader = Vault(vault.path, lock_timeout=0.3)
-    try:
-        with _watching(reader):
-            assert reader.peek_handoff(agent="codex", namespace=NS) is not None
-            h = vault.create_handoff(
-                to="codex", summary="abc", context="c", namespace=NS, from_="b"
-            )
-            _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
-            with vault_lock(vault.path), pytest.raises(UnavailableError) as refused:
-                reader.peek_handoff(agent="codex", namespace=NS)
-            assert refused.value.code == "lock_timeout"
-            newest = reader.peek_handoff(agent="codex", namespace=NS)
-        assert newest is not None and (newest.id, newest.summary) == (h.id, "xyz")
-    finally:
-        reader.close()
+    from what the index held; the next call, with the lock free, reads the edit."""
+    with _reader_beside(vault) as reader:
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="b")
+        _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
+        with vault_lock(vault.path), pytest.raises(UnavailableError) as refused:
+            reader.peek_handoff(agent="codex", namespace=NS)
+        assert refused.value.code == "lock_timeout"
+        newest = reader.peek_handoff(agent="codex", namespace=NS)
+    assert newest is not None and (newest.id, newest.summary) == (h.id, "xyz")
 
 
 @pytest.mark.parametrize("backend", ["inotify"], indirect=True)

@@ -240,6 +240,17 @@ def _memory_row(m: Memory, packed: str | bytes | None = None) -> tuple[Any, ...]
     )
 
 
+_HANDOFF_STORED = (
+    "SELECT id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
+    "superseded_by, summary, context, own_path FROM handoffs WHERE id=?"
+)
+"""A handoff's row as stored, in ``_handoff_row`` order."""
+_MEMORY_STORED = (
+    "SELECT id, namespace, title, kind, tags, agent, created_at, own_path, body "
+    "FROM memories WHERE id=?"
+)
+"""A memory's row as stored, in ``_memory_row`` order."""
+
 _MEMORY_INSERT = (
     "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, own_path, "
     "body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -521,19 +532,9 @@ class Index:
         if row is None or tuple(row) != _file_row(record):
             return False
         if record.kind == "handoff" and record.handoff is not None:
-            stored = self.conn.execute(
-                "SELECT id, namespace, sender, recipient, status, created_at, read_at, "
-                "supersedes, superseded_by, summary, context, own_path FROM handoffs WHERE id=?",
-                (record.handoff.id,),
-            ).fetchone()
-            return stored is not None and tuple(stored) == _handoff_row(record.handoff)
+            return self._stored(_HANDOFF_STORED, record.handoff.id) == _handoff_row(record.handoff)
         if record.kind == "memory" and record.memory is not None:
-            stored = self.conn.execute(
-                "SELECT id, namespace, title, kind, tags, agent, created_at, own_path, body "
-                "FROM memories WHERE id=?",
-                (record.memory.id,),
-            ).fetchone()
-            return stored is not None and tuple(stored) == _memory_row(record.memory)
+            return self._stored(_MEMORY_STORED, record.memory.id) == _memory_row(record.memory)
         if record.kind == "brief":
             found = self.conn.execute(
                 "SELECT 1 FROM briefs WHERE namespace=? AND path=?",
@@ -541,6 +542,11 @@ class Index:
             ).fetchone()
             return found is not None
         return True  # a broken or plain file: its files row is all the index keeps
+
+    def _stored(self, query: str, note_id: str) -> tuple[Any, ...] | None:
+        """The row ``query`` finds for ``note_id``, as a tuple (None if there is none)."""
+        row = self.conn.execute(query, (note_id,)).fetchone()
+        return None if row is None else tuple(row)
 
     def _restate(self, record: FileRecord) -> bool:
         """A handoff's note written again in place (read, ack, reopen, supersede, an
