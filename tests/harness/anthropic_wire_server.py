@@ -62,8 +62,9 @@ class Reply:
     retry_after: str | None = None
     stream_error: str = ""
     """An ``error`` event of this type (e.g. ``overloaded_error``) after the first text."""
-    cut: Literal["", "clean", "abort"] = ""
-    """End the stream after the first text: cleanly (no message_stop) or by dropping it."""
+    cut: Literal["", "clean", "abort", "headers"] = ""
+    """End the stream after the first text: cleanly (no message_stop) or by dropping it;
+    ``headers`` drops it after the status and headers, before any event."""
     stall: float = 0.0
     """Seconds to wait before answering at all (a timeout test)."""
     stall_mid: float = 0.0
@@ -201,6 +202,8 @@ class AnthropicWireServer:
         model = str(body.get("model"))
 
         async def events() -> AsyncIterator[bytes]:
+            if reply.cut == "headers":
+                raise _Abort("connection dropped by the wire server after the headers")
             first_text = True
             for name, data in stream_events(reply, model):
                 yield _event(name, data)

@@ -58,7 +58,8 @@ class Reply:
     retry_after: str | None = None
     """The ``retry-after`` header of an error answer (429, 503)."""
     cut: str = ""
-    """End the stream after the first text: ``clean`` (no finish, no [DONE]) or ``abort``."""
+    """End the stream after the first text: ``clean`` (no finish, no [DONE]) or ``abort``;
+    ``headers`` drops it after the status and headers, before any chunk."""
     stall: float = 0.0
     """Seconds to wait before answering at all (a timeout test)."""
 
@@ -216,6 +217,8 @@ class WireServer:
                 failure = {"error": {"message": reply.stream_error, "type": "server_error"}}
                 yield f"data: {json.dumps(failure)}\n\n".encode()
                 return
+            if reply.cut == "headers":
+                raise ConnectionAbortedError("connection dropped by the wire server")
             if reply.cut:
                 yield f"data: {json.dumps(_chunk({'content': reply.text[0]}))}\n\n".encode()
                 if reply.cut == "abort":

@@ -326,14 +326,27 @@ async def test_http_401_says_to_check_the_key(
     assert "check the Anthropic key" in caught.value.message
 
 
-@pytest.mark.parametrize("cut", ["clean", "abort"])
+@pytest.mark.parametrize("cut", ["clean", "abort", "headers"])
 async def test_a_stream_cut_mid_way_fails_with_model_stream_cut(
     model: AnthropicModel, wire: AnthropicWireServer, cut: Any
 ) -> None:
+    # "headers": the model began answering (status and headers sent), then the
+    # connection dropped before the first event. Whatever type the installed SDK
+    # wraps that in, it is a reply cut mid-way, not a server that cannot be reached.
     wire.script(Reply(text=("Half an ans", "wer"), cut=cut))
     with pytest.raises(RemoteError, match="stopped mid-way") as caught:
         await collect(model, request())
     assert caught.value.code == "model_stream_cut"
+    assert "check the base URL" not in caught.value.message
+
+
+async def test_a_refused_connection_says_could_not_connect_not_a_cut_stream() -> None:
+    adapter = AnthropicModel("m", base_url="http://127.0.0.1:9", api_key="k", max_retries=0)
+    with pytest.raises(RemoteError, match="could not connect") as caught:
+        await collect(adapter, request())
+    await adapter.aclose()
+    assert caught.value.code == "model_error"
+    assert "check the base URL" in caught.value.message
 
 
 @pytest.mark.parametrize("where", ["before", "mid"])

@@ -570,16 +570,19 @@ async def test_a_rate_limit_that_outlasts_the_retries_fails_with_model_rate_limi
     assert len(wire.requests) == 2
 
 
-@pytest.mark.parametrize("cut", ["clean", "abort"])
+@pytest.mark.parametrize("cut", ["clean", "abort", "headers"])
 async def test_a_stream_cut_mid_way_fails_with_model_stream_cut(
     model: OpenAIChatModel, wire: WireServer, cut: str
 ) -> None:
     from .openai_wire_server import Reply
 
+    # "headers": the status and headers came, then the connection dropped before
+    # the first chunk: the model had begun answering, so the reply was cut.
     wire.script(Reply(text=("Half an ans", "wer"), cut=cut))
     with pytest.raises(RemoteError, match="stopped mid-way") as caught:
         await collect(model, request())
     assert caught.value.code == "model_stream_cut"
+    assert "check the base URL" not in caught.value.message
 
 
 async def test_a_model_that_does_not_answer_in_time_fails_with_model_timeout(

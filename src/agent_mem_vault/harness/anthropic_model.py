@@ -39,7 +39,14 @@ from .model import (
     Usage,
     UsageReport,
 )
-from .model_errors import MODEL_ERROR, is_timeout, status_code, stream_cut, timed_out
+from .model_errors import (
+    MODEL_ERROR,
+    connection_lost,
+    is_timeout,
+    status_code,
+    stream_cut,
+    timed_out,
+)
 from .sdk_model import SdkModel, configured_key
 
 if TYPE_CHECKING:
@@ -140,8 +147,10 @@ class AnthropicModel(SdkModel):
         # SDK sends the key in whatever header its API version wants.
         client = self._client.with_options(api_key=user_key) if user_key else self._client
         reply = _ReplyAssembler(self._describe())
+        answering = False  # set once the response's headers are in: a cut after is mid-reply
         try:
             stream = await client.messages.create(**body)
+            answering = True
             async with stream:
                 async for event in stream:
                     for out in reply.add(event):
@@ -152,18 +161,15 @@ class AnthropicModel(SdkModel):
         except anthropic.APITimeoutError as exc:
             raise timed_out(self._describe()) from exc
         except anthropic.APIConnectionError as exc:
-            raise RemoteError(
-                f"could not connect to {self._describe()}: {exc}; check the base URL and "
-                "the network, then send again",
-                code=MODEL_ERROR,
-            ) from exc
+            # Some SDK releases wrap a body cut mid-reply as a connection error too.
+            raise connection_lost(self._describe(), exc, answering=answering) from exc
         except (RemoteError, GeneratorExit):
             raise
         except Exception as exc:
             # Errors of the HTTP stack while reading the stream are not wrapped by the SDK.
             if is_timeout(exc):
                 raise timed_out(self._describe()) from exc
-            if reply.started:
+            if answering or reply.started:
                 raise stream_cut(self._describe(), f"{type(exc).__name__}: {exc}") from exc
             raise RemoteError(
                 f"{self._describe()} failed: {type(exc).__name__}: {exc}; send again, and "

@@ -9,7 +9,9 @@ a failed reply, so the thread stays usable: the user sends again.
     model_rate_limited   429 after the retries        wait, or raise the quota
     model_overloaded     503/529 after the retries    the provider is busy; retry later
     model_timeout        no answer in time            retry; raise the adapter's timeout
-    model_stream_cut     the reply stopped mid-way    retry
+    model_stream_cut     the reply stopped mid-way    retry (the connection broke
+                         after the model began answering; one that never
+                         opened is a model_error, "could not connect")
     model_error          anything else (auth, 404, bad tool-call JSON, …)
 """
 
@@ -23,6 +25,7 @@ __all__ = [
     "MODEL_RATE_LIMITED",
     "MODEL_STREAM_CUT",
     "MODEL_TIMEOUT",
+    "connection_lost",
     "is_timeout",
     "status_code",
     "stream_cut",
@@ -55,6 +58,23 @@ def is_timeout(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def connection_lost(where: str, exc: BaseException, *, answering: bool) -> RemoteError:
+    """A connection that failed, told by when: before the model answered, or while it did.
+
+    ``answering`` is whether the response had begun (its status and headers had
+    arrived) when the connection failed. SDKs do not agree on how they report a
+    body cut mid-way (one release wraps it as a connection error, the next as
+    its HTTP stack's own error), so the adapter says which it was, not the type.
+    """
+    if answering:
+        return stream_cut(where, f"{type(exc).__name__}: {exc}")
+    return RemoteError(
+        f"could not connect to {where}: {exc}; check the base URL, that the server is "
+        "running and the network, then send again",
+        code=MODEL_ERROR,
+    )
 
 
 def timed_out(where: str) -> RemoteError:

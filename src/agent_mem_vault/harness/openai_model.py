@@ -34,7 +34,14 @@ from .model import (
     Usage,
     UsageReport,
 )
-from .model_errors import MODEL_ERROR, is_timeout, status_code, stream_cut, timed_out
+from .model_errors import (
+    MODEL_ERROR,
+    connection_lost,
+    is_timeout,
+    status_code,
+    stream_cut,
+    timed_out,
+)
 from .sdk_model import SdkModel, configured_key
 
 if TYPE_CHECKING:
@@ -119,12 +126,13 @@ class OpenAIChatModel(SdkModel):
         elif not self.has_key:
             headers["Authorization"] = openai.Omit()
         calls = _ToolCallAssembler()
+        answering = False  # set once the response's headers are in: a cut after is mid-reply
         try:
             stream = await self._client.chat.completions.create(**body, extra_headers=headers)
+            answering = True
             # Closing the stream frees the connection when the caller stops early.
             async with stream:
                 async for chunk in stream:
-                    calls.started = True
                     for event in _chunk_events(chunk, calls, self._describe):
                         yield event
             if not calls.finished:
@@ -136,13 +144,8 @@ class OpenAIChatModel(SdkModel):
         except openai.APITimeoutError as exc:
             raise timed_out(self._describe()) from exc
         except openai.APIConnectionError as exc:
-            if calls.started:  # the SDK wraps a connection lost mid-reply too
-                raise stream_cut(self._describe(), str(exc)) from exc
-            raise RemoteError(
-                f"could not connect to {self._describe()}: {exc}; check the base URL and that "
-                "the server is running",
-                code=MODEL_ERROR,
-            ) from exc
+            # The SDK wraps a connection lost mid-reply as a connection error too.
+            raise connection_lost(self._describe(), exc, answering=answering) from exc
         except openai.OpenAIError as exc:
             raise RemoteError(
                 f"{self._describe()} failed: {exc}; retry, and check the server's logs if it "
@@ -236,7 +239,6 @@ class _ToolCallAssembler:
     def __init__(self) -> None:
         self._pending: dict[int, _PendingCall] = {}
         self.finished = False
-        self.started = False
         """Set by a ``finish_reason``: a stream that ends without one was cut."""
 
     def add(self, index: int, id: str | None, name: str | None, arguments: str | None) -> None:
