@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 
 from agent_mem_vault.mcp import ServerSettings, build_server
@@ -64,3 +68,56 @@ def free_port() -> int:
 # The warm-process folder of this test run (tests/conftest.py), for tests that build
 # their subprocess's environment from nothing.
 WARM_DIR = {"AGENT_MEM_VAULT_RUNTIME_DIR": os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"]}
+
+
+TOKEN = "test-token-0123456789abcdef"
+SERVE = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
+
+
+@dataclass
+class ServedHttp:
+    """A ``serve --http`` process: where it listens, and (once stopped) what it logged."""
+
+    url: str
+    proc: subprocess.Popen[bytes]
+    stderr: str = ""
+
+
+@contextmanager
+def serve_http(vault_path: Path, token: str | None = TOKEN) -> Iterator[ServedHttp]:
+    """``agent-mem-vault serve --http`` on a free port, until the block ends."""
+    port = free_port()
+    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
+    env.pop("AGENT_MEM_VAULT_TOKEN", None)
+    if token:
+        env["AGENT_MEM_VAULT_TOKEN"] = token
+    proc = subprocess.Popen(
+        [*SERVE, "--namespace", NS, "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    served = ServedHttp(f"http://127.0.0.1:{port}/mcp", proc)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx2.get(served.url, timeout=1)
+                break
+            except httpx2.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        proc.stderr.read().decode() if proc.stderr else ""
+                    ) from None
+                time.sleep(0.05)
+        yield served
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+        served.stderr = err.decode(errors="replace")
+
+
+@pytest.fixture
+def http_server(vault_path: Path) -> Iterator[str]:
+    with serve_http(vault_path) as served:
+        yield served.url

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -15,41 +12,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client
 
-from .conftest import NS, free_port
-
-TOKEN = "test-token-0123456789abcdef"
-SERVE = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
-
-
-@pytest.fixture
-def http_server(vault_path: Path) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path), "AGENT_MEM_VAULT_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [*SERVE, "--namespace", NS, "--http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx2.get(url, timeout=1)
-                break
-            except httpx2.TransportError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        proc.stderr.read().decode() if proc.stderr else ""
-                    ) from None
-                time.sleep(0.05)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stderr:
-            proc.stderr.close()
+from .conftest import SERVE, TOKEN
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
 from tests.mcp_wire import INIT, message
@@ -233,6 +234,6 @@ async def test_bad_tool_arguments_get_one_actionable_line_over_stdio(vault_path:
     )
     for result in (unknown, missing):
         assert "\n" not in text_of(result) and "http" not in text_of(result)
-        assert result.structured_content["error"]["code"] == "invalid_arguments"
+        assert result.meta[ERROR_META_KEY]["code"] == "invalid_arguments"
     # Nothing was created by the refused calls.
     assert listed.structured_content["count"] == 0

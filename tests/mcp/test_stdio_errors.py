@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from tests.mcp_wire import INIT, RawServer
 
@@ -87,13 +88,13 @@ def test_nul_in_a_tool_argument_is_refused_as_over_http_and_nothing_is_saved(
 ) -> None:
     result = server.call(20, "save_memory", {"title": "a\x00b", "content": "x"})
     assert result["isError"] is True
-    error = result["structuredContent"]["error"]
+    error = result["_meta"][ERROR_META_KEY]
     assert error["code"] == "invalid_string"
     assert "title" in error["message"] and "U+0000" in error["message"]
     created = server.call(
         21, "create_handoff", {"to": "claude-code", "summary": "s", "context": "x\x00"}
     )
-    assert created["structuredContent"]["error"]["code"] == "invalid_string"
+    assert created["_meta"][ERROR_META_KEY]["code"] == "invalid_string"
     assert not list(vault_path.rglob("memories/*.md"))
     assert not list(vault_path.rglob("handoffs/*.md"))
 
@@ -105,18 +106,18 @@ def test_an_offset_of_2_to_the_63_is_invalid_offset_not_a_generic_tool_error(
     arguments: dict[str, Any] = {"query": "batch"} if tool == "search_memory" else {}
     result = server.call(30, tool, {**arguments, "offset": 2**63})
     assert result["isError"] is True
-    assert result["structuredContent"]["error"]["code"] == "invalid_offset"
+    assert result["_meta"][ERROR_META_KEY]["code"] == "invalid_offset"
     assert result["content"][0]["text"].startswith("error: offset must be a whole number")
 
 
 def test_a_100_kb_value_comes_back_as_200_characters_and_its_length(server: RawServer) -> None:
     huge = "x" * 100_000
     refused = server.call(40, "create_handoff", {"to": huge, "summary": "s", "context": "c"})
-    assert refused["structuredContent"]["error"]["code"] == "invalid_agent"
+    assert refused["_meta"][ERROR_META_KEY]["code"] == "invalid_agent"
     unknown = server.call(
         41, "create_handoff", {huge: 1, "to": "codex", "summary": "s", "context": "c"}
     )
-    assert unknown["structuredContent"]["error"]["code"] == "invalid_arguments"
+    assert unknown["_meta"][ERROR_META_KEY]["code"] == "invalid_arguments"
     for result in (refused, unknown):
         body = json.dumps(result)
         assert "x" * 200 + "… (100" in result["content"][0]["text"]
@@ -133,7 +134,7 @@ def test_a_file_where_a_namespace_folder_belongs_is_a_bad_path_tool_error(
     arguments = {"to": "claude-code", "summary": "s", "context": "c"}
     result = server.call(50, "create_handoff", arguments)
     assert result["isError"] is True
-    error = result["structuredContent"]["error"]
+    error = result["_meta"][ERROR_META_KEY]
     assert error["code"] == "bad_path"
     assert str(blocked) in error["message"]
     assert blocked.read_text() == "a file, not a folder\n"

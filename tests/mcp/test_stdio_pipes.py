@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault.files import LOCK_FILE
 from tests.mcp_wire import message
 
@@ -91,7 +92,7 @@ def test_a_request_of_several_megabytes_is_read_and_answered(vault_path: Path) -
     proc = start(vault_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     request = call(1, "create_handoff", {"to": "codex", "summary": "s", "context": huge})
     got, stderr = exchange(proc, OPENING + request + message(2, "ping"), 3)
-    assert got[1]["result"]["structuredContent"]["error"]["code"] == "too_large"
+    assert got[1]["result"]["_meta"][ERROR_META_KEY]["code"] == "too_large"
     assert got[2]["result"] == {}
     assert proc.returncode == 0, stderr.decode()
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from mcp.types import CallToolResult
 
+from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from mcp import Client
 
@@ -241,11 +242,12 @@ async def test_a_vault_error_is_a_tool_error_with_the_cli_message_and_the_server
         still = await client.call_tool("list_handoffs", {})
     for result in (unknown, bad_ns, empty):
         assert result.is_error
-        error = result.structured_content["error"]
+        assert result.structured_content is None  # not the shape of the tool's answer
+        error = result.meta[ERROR_META_KEY]
         assert text_of(result) == f"error: {error['message']} [{error['code']}]"
-    assert unknown.structured_content["error"]["code"] == "handoff_not_found"
+    assert unknown.meta[ERROR_META_KEY]["code"] == "handoff_not_found"
     assert "list_handoffs with status 'all'" in text_of(unknown)
-    assert bad_ns.structured_content["error"]["code"] == "invalid_namespace"
+    assert bad_ns.meta[ERROR_META_KEY]["code"] == "invalid_namespace"
     assert not still.is_error
     assert still.structured_content["count"] == 0
 
@@ -257,7 +259,7 @@ async def test_without_a_default_namespace_the_tool_says_namespace_is_required(
         result = await client.call_tool("read_handoff", {})
     assert result.is_error
     assert "namespace is required" in text_of(result)
-    assert result.structured_content["error"]["code"] == "invalid_input"
+    assert result.meta[ERROR_META_KEY]["code"] == "invalid_input"
 
 
 async def test_bad_arguments_are_a_tool_error_not_a_crash(vault: Vault) -> None:
@@ -306,7 +308,7 @@ async def test_bad_arguments_are_refused_in_one_line_naming_field_and_expectatio
         listed = await client.call_tool("list_handoffs", {"status": "all"})
     assert result.is_error
     assert text_of(result) == f"error: {tool}: {'; '.join(problems)} [invalid_arguments]"
-    assert result.structured_content["error"]["details"]["problems"] == problems
+    assert result.meta[ERROR_META_KEY]["details"]["problems"] == problems
     assert listed.structured_content["count"] == 0
 
 

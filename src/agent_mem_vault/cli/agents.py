@@ -109,7 +109,9 @@ def serve(
     url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     server = build_server(vault, settings, token=token, url=url)
     click.echo(f"agent-mem-vault: serving MCP at {url}/mcp as {agent}", err=True)
-    serve_socket(server.streamable_http_app(host=host), sock)
+    from ..mcp.transport import http_app
+
+    serve_socket(http_app(server, host), sock)
 
 
 def _stop_at_once_on_interrupt() -> None:

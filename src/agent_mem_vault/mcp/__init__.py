@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
-from .server import SERVER_INSTRUCTIONS, ServerSettings, build_server, tool_error
+from .errors import ERROR_META_KEY, tool_error
+from .server import SERVER_INSTRUCTIONS, ServerSettings, build_server
 
-__all__ = ["SERVER_INSTRUCTIONS", "ServerSettings", "build_server", "tool_error"]
+__all__ = ["ERROR_META_KEY", "SERVER_INSTRUCTIONS", "ServerSettings", "build_server", "tool_error"]

@@ -30,11 +30,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.types import CallToolResult, ListToolsResult, TextContent
+from mcp.types import CallToolResult, ListToolsResult
 from pydantic import BaseModel, ValidationError
 
 from ..core.errors import InvalidInputError
 from ..core.text import describe_char, unstorable_char
+from .errors import tool_error
 
 __all__ = ["ArgumentCheck", "argument_problems"]
 
@@ -173,11 +174,8 @@ def _expected(schema: Mapping[str, Any]) -> str:
 
 
 def _error(tool: str, problems: list[str], *, code: str = "invalid_arguments") -> CallToolResult:
-    error = InvalidInputError(
-        f"{tool}: " + "; ".join(problems), code=code, tool=tool, problems=problems
-    )
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"error: {error.message} [{error.code}]")],
-        structured_content={"error": error.to_dict()},
-        is_error=True,
+    return tool_error(
+        InvalidInputError(
+            f"{tool}: " + "; ".join(problems), code=code, tool=tool, problems=problems
+        )
     )

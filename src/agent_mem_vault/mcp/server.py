@@ -34,6 +34,7 @@ from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from ..core.words import counted
 from ..vault.files import LockBusy
 from .arguments import ArgumentCheck
+from .errors import tool_error
 from .models import (
     BriefResult,
     CreatedHandoff,
@@ -44,6 +45,7 @@ from .models import (
     NextHandoffResult,
     SearchResult,
 )
+from .protocol import ProtocolCheck
 
 if TYPE_CHECKING:
     from ..vault import Vault
@@ -215,15 +217,6 @@ def _guarded(fn: F) -> F:
     return tool  # type: ignore[return-value]
 
 
-def tool_error(exc: AgentMemVaultError) -> CallToolResult:
-    """The one place a vault error becomes an MCP tool error: same text as the CLI."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"error: {exc.message} [{exc.code}]")],
-        structured_content={"error": exc.to_dict()},
-        is_error=True,
-    )
-
-
 # Renderers: the text a model reads, and the structured content. The content is built
 # from the values' own ``to_dict`` (the JSON shape the CLI's --json shares); the SDK
 # checks it against the tool's output model before it leaves, so the two cannot drift.
@@ -341,6 +334,7 @@ def build_server(
     _add_memory_tools(server, run)
     _add_resources(server, run)
     _add_prompts(server, run)
+    server.middleware.append(ProtocolCheck(server))
     return server
 
 

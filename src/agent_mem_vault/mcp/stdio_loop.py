@@ -9,8 +9,8 @@ transport does besides is kept:
 
 - each line is read as the SDK reads it: UTF-8 with undecodable bytes
   replaced, ``\\n``, ``\\r\\n`` and ``\\r`` each ending a line, validated as a
-  JSON-RPC message by the SDK's own adapter; a line that is none is answered
-  with the error :func:`~.transport.unreadable_line_answer` gives, at once;
+  JSON-RPC message by the SDK's own adapter; a line that is none (or that the
+  adapter would misread, see :mod:`.wire`) is answered at once;
 - answers are serialised as the SDK serialises them, one line each, in order;
 - while serving, fd 0 reads the null device and fd 1 goes to stderr, so a
   stray ``print`` cannot corrupt the wire; both are put back at the end.
@@ -164,21 +164,19 @@ class LoopStdio:
                 os.close(private)
 
     def parse(self, line: bytes) -> SessionMessage | None:
-        """``line`` as the SDK's transport reads it; an unreadable one is answered here."""
+        """``line`` as the SDK's transport reads it; one :mod:`.wire` refuses is answered here."""
         from mcp.shared.message import SessionMessage
-        from mcp.types import jsonrpc_message_adapter
+        from mcp.types import JSONRPCError
 
-        with contextlib.suppress(Exception):  # read again below, as the SDK's transport reads it
-            return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
-        # The SDK's transport decodes with undecodable bytes replaced and keeps the
-        # line's newline: the same text gives the same message or the same error.
-        text = line.decode("utf-8", errors="replace") + "\n"
-        try:
-            message = jsonrpc_message_adapter.validate_json(text, by_name=False)
-        except Exception as exc:  # every unreadable line is answered
-            from .transport import unreadable_line_answer
+        from .wire import read_message
 
-            self.outgoing.write_message(SessionMessage(unreadable_line_answer(exc)))
+        message = read_message(line)
+        if isinstance(message, JSONRPCError):
+            # The SDK's transport decodes with undecodable bytes replaced and keeps
+            # the line's newline: the same text gives the same message or error.
+            message = read_message(line.decode("utf-8", errors="replace") + "\n")
+        if isinstance(message, JSONRPCError):
+            self.outgoing.write_message(SessionMessage(message))
             return None
         return SessionMessage(message)
 

@@ -5,19 +5,17 @@ Over stdio the event loop reads stdin and writes stdout itself
 between an answer and the pipe. Where the loop cannot watch stdin (a regular
 file) the SDK's own stdio transport serves instead.
 
-Every line a client sends gets an answer. The SDK's transport reads each line
-as a JSON-RPC message and, when one does not parse (a lone surrogate escape
-such as ``"\\ud800"``, arrays nested past its parser's ~200 levels, a line that
-is not JSON at all), hands the server an exception that the server drops: the
-client then waits for its own timeout. Both transports here answer such a line
-with a JSON-RPC error (:func:`unreadable_line_answer`), ``-32700`` (parse error)
-or ``-32600`` (a JSON value that is no JSON-RPC message), carrying the request's
-id when one can be found in the line (so the client's waiting call ends at
-once) and ``null`` otherwise, as JSON-RPC 2.0 asks.
+Every line a client sends, and every body it POSTs, gets an answer: what the
+SDK's transports would drop, run as a notification, or answer with a parser's
+dump is answered with a clean JSON-RPC error (:mod:`.wire`). Over the SDK's
+own stdio transport (a stdin that is a regular file) a request whose id is
+neither a string nor an integer still reads as a notification: that transport
+hands the server parsed messages, not the lines.
 
 HTTP beyond loopback needs a bearer token: anyone who can reach the port could
 otherwise read and consume every handoff. The token is checked by the SDK's own
-bearer middleware through a one-token verifier.
+bearer middleware through a one-token verifier, before :mod:`.wire` looks at
+the body.
 """
 
 from __future__ import annotations
@@ -25,27 +23,26 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.provider import AccessToken
 
-from ..core.errors import InvalidInputError, bounded
-from ..core.text import unstorable_char
+from ..core.errors import InvalidInputError
+from .wire import unreadable_answer
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream, ObjectSendStream
     from mcp.server import MCPServer
     from mcp.shared.message import SessionMessage
-    from mcp.types import JSONRPCError
+    from starlette.applications import Starlette
 
 __all__ = [
     "StaticTokenVerifier",
     "check_http_exposure",
+    "http_app",
     "is_loopback",
     "run_stdio",
-    "unreadable_line_answer",
 ]
 
 # The environment variable that carries the token (cli/agents.py names it in --token).
@@ -91,6 +88,34 @@ def check_http_exposure(host: str, token: str | None) -> None:
             "or listen on 127.0.0.1",
             field="token",
         )
+
+
+def http_app(server: MCPServer[Any], host: str) -> Starlette:
+    """The server's streamable HTTP app, each POST to ``/mcp`` read by :mod:`.wire` first.
+
+    The check goes on the MCP route itself, inside the bearer-token check when
+    there is one, so an unauthenticated request is refused (401) before its body
+    is looked at.
+    """
+    from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+    from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    from .wire import JsonRpcBodyCheck
+
+    app = server.streamable_http_app(host=host)
+    limit = DEFAULT_MAX_REQUEST_BODY_SIZE
+    for route in app.routes:
+        if getattr(route, "path", None) != "/mcp":
+            continue
+        endpoint = route.app  # type: ignore[attr-defined]
+        if isinstance(endpoint, RequireAuthMiddleware):
+            endpoint.app = JsonRpcBodyCheck(endpoint.app, max_body=limit)
+        else:
+            route.app = JsonRpcBodyCheck(endpoint, max_body=limit)  # type: ignore[attr-defined]
+        return app
+    raise RuntimeError(
+        "the MCP SDK's HTTP app has no /mcp route; this SDK release is not supported"
+    )
 
 
 def run_stdio(server: MCPServer[Any]) -> None:
@@ -145,66 +170,4 @@ async def _answer_unreadable(
                 await forward.send(item)
                 continue
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                await outgoing.send(SessionMessage(unreadable_line_answer(item)))
-
-
-def unreadable_line_answer(exc: Exception) -> JSONRPCError:
-    """The JSON-RPC error for a line the transport could not read as a message.
-
-    ``exc`` is what the SDK's parser raised: a pydantic ``ValidationError``
-    whose input is the line (not JSON) or the parsed value (JSON, but no
-    JSON-RPC message).
-    """
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-
-    errors: list[Any] = []
-    with contextlib.suppress(Exception):
-        errors = list(exc.errors(include_url=False))  # type: ignore[attr-defined]
-    first = errors[0] if errors else {}
-    raw = first.get("input")
-    if first.get("type") == "json_invalid" or not errors:
-        reason = str(first.get("msg", exc)).removeprefix("Invalid JSON: ")
-        code = PARSE_ERROR
-        message = (
-            f"parse error: the line is not a JSON-RPC message this server can read ({reason}); "
-            "send one JSON object per line, UTF-8, with no lone surrogate escapes "
-            "and at most 200 levels of nesting"
-        )
-        request_id = _id_in_line(raw) if isinstance(raw, str) else None
-    else:
-        code = INVALID_REQUEST
-        message = (
-            "invalid request: the line is JSON but not a JSON-RPC 2.0 request, notification "
-            'or response (it needs "jsonrpc": "2.0" and a "method", or a "result" or '
-            '"error" with an "id")'
-        )
-        request_id = _request_id(raw)
-    return JSONRPCError(
-        jsonrpc="2.0", id=request_id, error=ErrorData(code=code, message=bounded(message, 500))
-    )
-
-
-def _id_in_line(line: str) -> int | str | None:
-    """The ``id`` of a line JSON-RPC could not read, if Python's parser finds one.
-
-    It is more lenient (lone surrogates) and nests deeper than the SDK's; a
-    line nested past its own limit gives up with ``RecursionError``, no id.
-    """
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return _request_id(value)
-
-
-def _request_id(value: object) -> int | str | None:
-    if not isinstance(value, dict):
-        return None
-    found = value.get("id")
-    if isinstance(found, bool) or not isinstance(found, int | str):
-        return None
-    if isinstance(found, int) and not -(2**63) <= found < 2**63:
-        return None
-    if isinstance(found, str) and (len(found) > 1_000 or unstorable_char(found) is not None):
-        return None  # an id that cannot be sent back as it came
-    return found
+                await outgoing.send(SessionMessage(unreadable_answer(item)))
