@@ -45,48 +45,34 @@ else
   echo "test-env: PostgreSQL tests use AMV_TEST_POSTGRES_DSN as given"
 fi
 
-# -- The reference AT Protocol PDS for the publishing tests (tests/pds/): an
-# npm install of the pinned @atproto/dev-env, once (again when package.json
-# changes). It needs Node 20+; without it the PDS tests skip with the reason.
-amv_pds_dir="tests/pds"
+# -- npm packages the tests run, each folder's exact tree from its
+# package-lock.json (`npm ci`: integrity-checked, no download addresses in the
+# lock), once, and again when the lock changes. They need Node 20+ with npm;
+# without it the tests that use them skip with the reason.
+#   tests/pds/            the reference AT Protocol PDS (@atproto/dev-env), for publishing
+#   tests/coding_agents/  Claude Code, Codex, Gemini CLI and opencode, end to end
+#   tests/mcp/clients/    the MCP TypeScript SDK client and the conformance suite (Node 22)
+amv_npm_ci() {
+  local dir=$1 what=$2 mark="$1/node_modules/.amv-installed"
+  if [ -f "$mark" ] && [ ! "$dir/package-lock.json" -nt "$mark" ]; then
+    return 0
+  fi
+  echo "test-env: installing $what in $dir from its package-lock.json; once"
+  if (cd "$dir" && npm ci --omit-lockfile-registry-resolved --no-audit --no-fund --loglevel=error >/dev/null); then
+    touch "$mark"
+  else
+    echo "test-env: npm ci failed in $dir; the tests that use $what will skip"
+  fi
+}
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
-  amv_pds_mark="$amv_pds_dir/node_modules/.amv-installed"
-  if [ ! -f "$amv_pds_mark" ] || [ "$amv_pds_dir/package.json" -nt "$amv_pds_mark" ]; then
-    echo "test-env: installing the reference PDS (@atproto/dev-env) in $amv_pds_dir; takes minutes, once"
-    if (cd "$amv_pds_dir" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null); then
-      touch "$amv_pds_mark"
-    else
-      echo "test-env: npm install failed in $amv_pds_dir; the PDS publishing tests will skip"
-    fi
-  fi
-  unset amv_pds_mark
+  amv_npm_ci tests/pds "the reference PDS (@atproto/dev-env)"
+  amv_npm_ci tests/coding_agents "Claude Code, Codex, Gemini CLI and opencode"
+  amv_npm_ci tests/mcp/clients "the MCP TypeScript SDK and conformance suite"
 else
-  echo "test-env: Node 20+ with npm not found; the PDS publishing tests skip"
+  echo "test-env: Node 20+ with npm not found; the PDS, real-agent and MCP client tests skip"
 fi
-unset amv_pds_dir
-
-# -- The real coding agents for the end-to-end vault tests (tests/coding_agents/):
-# Claude Code, Codex, Gemini CLI and opencode at the pinned versions of
-# tests/coding_agents/package.json, installed once with npm (again when package.json
-# changes). They need Node 20+; without it those tests skip with the reason.
-amv_agents_dir="tests/coding_agents"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
-    && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
-  amv_agents_mark="$amv_agents_dir/node_modules/.amv-installed"
-  if [ ! -f "$amv_agents_mark" ] || [ "$amv_agents_dir/package.json" -nt "$amv_agents_mark" ]; then
-    echo "test-env: installing Claude Code, Codex, Gemini CLI and opencode in $amv_agents_dir; once"
-    if (cd "$amv_agents_dir" && npm install --no-audit --no-fund --no-package-lock --loglevel=error >/dev/null); then
-      touch "$amv_agents_mark"
-    else
-      echo "test-env: npm install failed in $amv_agents_dir; the real-agent tests will skip"
-    fi
-  fi
-  unset amv_agents_mark
-else
-  echo "test-env: Node 20+ with npm not found; the real-agent tests skip"
-fi
-unset amv_agents_dir
+unset -f amv_npm_ci
 
 # -- Chromium for the operator console tests (tests/console/): Debian's
 # `chromium` package, driven by Playwright with executable_path; never a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 from agent_mem_vault.mcp import ServerSettings, build_server
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
+from tests.mcp_wire import INIT
 
 NS = "project/harbor-api"
 
@@ -84,10 +86,12 @@ class ServedHttp:
 
 
 @contextmanager
-def serve_http(vault_path: Path, token: str | None = TOKEN) -> Iterator[ServedHttp]:
+def serve_http(
+    vault_path: Path, token: str | None = TOKEN, env: dict[str, str] | None = None
+) -> Iterator[ServedHttp]:
     """``agent-mem-vault serve --http`` on a free port, until the block ends."""
     port = free_port()
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
+    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path), **(env or {})}
     env.pop("AGENT_MEM_VAULT_TOKEN", None)
     if token:
         env["AGENT_MEM_VAULT_TOKEN"] = token
@@ -121,3 +125,40 @@ def serve_http(vault_path: Path, token: str | None = TOKEN) -> Iterator[ServedHt
 def http_server(vault_path: Path) -> Iterator[str]:
     with serve_http(vault_path) as served:
         yield served.url
+
+
+class HttpSession:
+    """Raw JSON-RPC over streamable HTTP in the handshake era: initialize, then POSTs."""
+
+    def __init__(self, served: ServedHttp) -> None:
+        self.url = served.url
+        self.headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
+        init = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
+        assert init.status_code == 200, init.text
+        self.headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+        self.headers["MCP-Protocol-Version"] = INIT["protocolVersion"]
+        done = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert done.status_code == 202, done.text
+
+    def post(self, body: Any, *, raw: bytes | None = None, token: bool = True) -> httpx2.Response:
+        headers = dict(self.headers)
+        if not token:
+            del headers["Authorization"]
+        content = raw if raw is not None else json.dumps(body).encode()
+        return httpx2.post(self.url, content=content, headers=headers, timeout=30)
+
+    def answer(self, body: Any, *, raw: bytes | None = None) -> dict[str, Any]:
+        """The one JSON-RPC message the server answers ``body`` with (JSON or one SSE event)."""
+        response = self.post(body, raw=raw)
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            data = [
+                line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")
+            ]
+            messages = [json.loads(d) for d in data if d]
+            assert len(messages) == 1, response.text
+            return messages[0]  # type: ignore[no-any-return]
+        return response.json()  # type: ignore[no-any-return]

@@ -16,13 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from agent_mem_vault.vault import Vault
 from tests.mcp_wire import INIT, RawServer
 
-from .conftest import NS, TOKEN, ServedHttp, serve_http
+from .conftest import NS, HttpSession, serve_http
 
 pytestmark = pytest.mark.slow
 
@@ -41,43 +40,6 @@ def stdio(vault: Vault) -> Iterator[RawServer]:
     yield raw
     stderr = raw.close()
     assert "Traceback" not in stderr, stderr
-
-
-class HttpSession:
-    """Raw JSON-RPC over streamable HTTP in the handshake era: initialize, then POSTs."""
-
-    def __init__(self, served: ServedHttp) -> None:
-        self.url = served.url
-        self.headers = {
-            "Authorization": f"Bearer {TOKEN}",
-            "Accept": "application/json, text/event-stream",
-            "Content-Type": "application/json",
-        }
-        init = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        assert init.status_code == 200, init.text
-        self.headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
-        self.headers["MCP-Protocol-Version"] = INIT["protocolVersion"]
-        done = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert done.status_code == 202, done.text
-
-    def post(self, body: Any, *, raw: bytes | None = None, token: bool = True) -> httpx2.Response:
-        headers = dict(self.headers)
-        if not token:
-            del headers["Authorization"]
-        content = raw if raw is not None else json.dumps(body).encode()
-        return httpx2.post(self.url, content=content, headers=headers, timeout=30)
-
-    def answer(self, body: Any, *, raw: bytes | None = None) -> dict[str, Any]:
-        """The one JSON-RPC message the server answers ``body`` with (JSON or one SSE event)."""
-        response = self.post(body, raw=raw)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            data = [
-                line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")
-            ]
-            messages = [json.loads(d) for d in data if d]
-            assert len(messages) == 1, response.text
-            return messages[0]  # type: ignore[no-any-return]
-        return response.json()  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -126,6 +88,16 @@ def test_prompts_get_errors_are_invalid_params_over_http(
 def test_a_prompt_with_its_arguments_is_still_served(stdio: RawServer) -> None:
     answer = stdio.request(6, "prompts/get", {"name": "prepare-handoff", "arguments": {"to": "x"}})
     assert "create_handoff(to='x'" in answer["result"]["messages"][0]["content"]["text"]
+
+
+def test_an_unknown_tool_is_invalid_params_naming_the_tools_there_are(stdio: RawServer) -> None:
+    answer = stdio.request(6, "tools/call", {"name": "create_handof", "arguments": {}})
+    assert_error(answer, INVALID_PARAMS, 6, "unknown tool 'create_handof'", "create_handoff")
+
+
+def test_an_unknown_tool_is_invalid_params_over_http(http: HttpSession) -> None:
+    answer = http.answer(request(6, "tools/call", {"name": "nope", "arguments": {}}))
+    assert_error(answer, INVALID_PARAMS, 6, "unknown tool 'nope'")
 
 
 LISTS = ["tools/list", "prompts/list", "resources/list", "resources/templates/list"]

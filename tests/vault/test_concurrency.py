@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.notes import handoff_from_note, parse_note
+from tests.vault_locks import hold_vault_lock, wait_for_lock_waiters
 
 from .conftest import NS, snapshot
 
@@ -139,41 +139,13 @@ def _wait_ready(procs: list[subprocess.Popen[str]]) -> None:
         assert line.strip() == "ready", (line, proc.stderr.read() if proc.stderr else "")
 
 
-def _wait_for_lock_waiters(vault_path: Path, count: int) -> None:
-    """Until ``count`` callers are blocked in ``flock`` on the vault's lock file.
-
-    Linux lists each blocked ``flock`` in /proc/locks as a ``->`` line naming
-    the file's device and inode: the kernel's own word that a writer waits.
-    """
-    st = (vault_path / ".agent-mem-vault" / "lock").stat()
-    file_id = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    deadline = time.monotonic() + 120  # a liveness bound: a writer that never waits fails here
-    while True:
-        lines = Path("/proc/locks").read_text().splitlines()
-        if sum(1 for line in lines if " -> " in line and file_id in line.split()) >= count:
-            return
-        assert time.monotonic() < deadline, f"no {count} waiter(s) on the vault lock"
-        time.sleep(0.005)  # polling the condition, not timing an event
-
-
-needs_proc_locks = pytest.mark.skipif(
-    not Path("/proc/locks").exists(), reason="waiters are seen in Linux's /proc/locks"
-)
-
-
-def _hold_lock(vault_path: Path) -> int:
-    fd = os.open(vault_path / ".agent-mem-vault" / "lock", os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def test_a_lock_held_longer_than_the_timeout_gives_a_clear_error_and_writes_nothing(
     vault_path: Path,
 ) -> None:
     v = Vault(vault_path, lock_timeout=0.3)
     v.init()
     before = snapshot(vault_path)
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         start = time.monotonic()
         with pytest.raises(UnavailableError) as info:
@@ -193,7 +165,7 @@ def test_the_default_lock_timeout_is_five_seconds(vault_path: Path) -> None:
     v = Vault(vault_path)
     v.init()
     assert v.lock_timeout == 5.0
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         start = time.monotonic()
         with pytest.raises(UnavailableError) as info:
@@ -226,7 +198,7 @@ def test_a_lock_released_within_the_timeout_lets_the_writer_through(vault_path: 
         )
     )
     writer.start()
-    _wait_for_lock_waiters(vault_path, 1)  # it really waits for the holder
+    wait_for_lock_waiters(vault_path, 1)  # it really waits for the holder
     assert created == [] and not list((vault_path / NS / "handoffs").glob("*.md"))
     holder.communicate("go\n", timeout=60)
     writer.join()
@@ -264,11 +236,11 @@ def test_a_create_that_times_out_never_removes_a_folder_another_writer_is_about_
         except Exception as exc:  # recorded for the asserts below
             outcome[name] = exc
 
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         first = threading.Thread(target=create, args=("quick", quick))
         first.start()
-        _wait_for_lock_waiters(vault_path, 1)  # the quick one waits before it makes any folder
+        wait_for_lock_waiters(vault_path, 1)  # the quick one waits before it makes any folder
         second = threading.Thread(target=create, args=("patient", patient))
         second.start()
         first.join()  # timed out, and cleaned up after itself
@@ -295,7 +267,7 @@ def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_pa
             errors.append(exc)
         waited.append(time.monotonic() - start)
 
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         threads = [threading.Thread(target=write) for _ in range(3)]
         for t in threads:

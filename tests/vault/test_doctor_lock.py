@@ -7,7 +7,6 @@ flight and called its temp file "left by an interrupted write".
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.runs.models import HandoffEntry
 from agent_mem_vault.runs.notes import HandoffNotes
 from agent_mem_vault.vault import Vault
+from tests.vault_locks import hold_vault_lock
 
 WRITER = textwrap.dedent(
     """
@@ -55,14 +55,6 @@ def _entry(tid: str) -> HandoffEntry:
     return HandoffEntry("bot", tid, record, "cid", "run")
 
 
-def _hold_lock(vault_path: Path) -> int:
-    lock = vault_path / ".agent-mem-vault" / "lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
-
-
 def test_doctor_never_reports_a_healthy_vault_as_damaged_while_others_write(
     vault_path: Path,
 ) -> None:
@@ -91,7 +83,7 @@ def test_doctor_never_reports_a_healthy_vault_as_damaged_while_others_write(
 
 def test_doctor_waits_for_the_vault_lock_at_most_lock_timeout(vault_path: Path) -> None:
     Vault(vault_path).init()
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         with pytest.raises(UnavailableError) as info:
             Vault(vault_path, lock_timeout=0.3).doctor()
@@ -103,7 +95,7 @@ def test_doctor_waits_for_the_vault_lock_at_most_lock_timeout(vault_path: Path) 
 def test_run_notes_are_written_under_the_vault_lock(vault_path: Path) -> None:
     Vault(vault_path).init()
     notes = HandoffNotes(vault_path, lock_timeout=0.3)
-    fd = _hold_lock(vault_path)
+    fd = hold_vault_lock(vault_path)
     try:
         with pytest.raises(UnavailableError) as info:
             notes.write(_entry("3m00000000002"))

@@ -80,8 +80,9 @@ def _echo_page_note(
 def open_vault(path: str) -> Vault:
     """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
     from ..vault import Vault
+    from ..vault.files import lock_timeout_setting
 
-    return Vault(path)
+    return Vault(path, lock_timeout=lock_timeout_setting())
 
 
 def _emit(data: Any) -> None:

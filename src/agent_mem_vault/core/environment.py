@@ -55,6 +55,13 @@ VARIABLES: tuple[Variable, ...] = (
         "vault",
     ),
     Variable(
+        "AGENT_MEM_VAULT_LOCK_TIMEOUT",
+        "`5`",
+        "Seconds a write waits for another writer's vault lock before it fails "
+        "(`lock_timeout`); a number above 0, at most 3600.",
+        "vault",
+    ),
+    Variable(
         "AGENT_MEM_VAULT_RUNTIME_DIR",
         "`$XDG_RUNTIME_DIR/agent-mem-vault-<uid>`, else the temp folder",
         "The private folder where the warm process and the keeper keep their sockets "

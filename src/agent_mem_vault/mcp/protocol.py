@@ -6,16 +6,21 @@ The SDK answers some bad requests in ways a strict client cannot use:
   prompt requires, raises a plain ``ValueError`` inside the SDK, which the
   wire turns into JSON-RPC error code ``0`` after logging a traceback. The
   spec says ``-32602`` (invalid params).
+- ``tools/call`` for a tool the server does not have is answered as a tool
+  error (``isError``, ``Unknown tool: x``). The spec makes an unknown tool a
+  protocol error, ``-32602``, like a malformed request; a tool's own refusal
+  of its input stays a tool error the model can act on (:mod:`.arguments`).
 - ``tools/list`` (and the other lists) with a ``cursor`` the server never
   handed out returns the whole list as if no cursor was sent. This server
   returns every list in one page and issues no cursors, so any cursor is one
   it did not issue: ``-32602``, as the spec asks for an invalid cursor.
 
-:class:`ProtocolCheck` is an SDK middleware that answers both before the SDK's
+:class:`ProtocolCheck` is an SDK middleware that answers these before the SDK's
 handler runs, with a message that says what was wrong and what to send
-instead. Requests that pass go on unchanged. What the transports cannot hand
-the server at all (ids that are neither a string nor an integer, JSON-RPC
-batches) is answered by the transports themselves (:mod:`.transport`).
+instead (the names the server does have). Requests that pass go on
+unchanged. What the transports cannot hand the server at all (ids that are
+neither a string nor an integer, JSON-RPC batches) is answered by the
+transports themselves (:mod:`.wire`).
 """
 
 from __future__ import annotations
@@ -38,17 +43,30 @@ _LISTS = frozenset({"tools/list", "prompts/list", "resources/list", "resources/t
 
 
 class ProtocolCheck:
-    """SDK middleware: ``-32602`` for a prompt or a cursor the server does not have."""
+    """SDK middleware: ``-32602`` for a tool, prompt or cursor the server does not have."""
 
     def __init__(self, server: MCPServer[Any]) -> None:
         self._server = server
         self._prompts: dict[str, tuple[frozenset[str], frozenset[str]]] | None = None
+        self._tools: frozenset[str] | None = None
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
         method, params = ctx.method, ctx.params
-        if method == "prompts/get" and isinstance(params, Mapping):
+        if method == "tools/call" and isinstance(params, Mapping):
+            tools = await self._known_tools()
+            name = params.get("name")
+            if not isinstance(name, str) or name not in tools:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    bounded(
+                        f"unknown tool {name!r}; this server's tools are: "
+                        f"{', '.join(sorted(tools))} (tools/list describes each)",
+                        700,
+                    ),
+                )
+        elif method == "prompts/get" and isinstance(params, Mapping):
             await self._check_prompt(params)
         elif method in _LISTS and isinstance(params, Mapping) and params.get("cursor") is not None:
             kind = method.split("/")[0] if method != "resources/templates/list" else "templates"
@@ -95,6 +113,12 @@ class ProtocolCheck:
         ]
         if problems:
             raise MCPError(INVALID_PARAMS, bounded(f"prompt {name!r}: " + "; ".join(problems), 500))
+
+    async def _known_tools(self) -> frozenset[str]:
+        """The server's tool names, read once (tools are all registered at build time)."""
+        if self._tools is None:
+            self._tools = frozenset(tool.name for tool in await self._server.list_tools())
+        return self._tools
 
     async def _known_prompts(self) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
         """Each prompt's required and known argument names, read once from the server."""

@@ -11,7 +11,10 @@ own work on a busy machine. A write may wait up to the lock timeout for the
 vault's file lock (another process may hold it), which must not stall the loop:
 it runs here only if the lock can be had at once (``Vault.at_once``), and
 otherwise, untouched, goes to the worker, which waits. Either way one vault
-call runs at a time, and each call sees every write sent before it.
+call runs at a time, and each call sees every write sent before it. A call the
+client cancels while it waits for the worker or for the lock is never run
+(``Vault.in_turn``): a write given up on is not written later behind the
+client's back.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +36,7 @@ from .. import __version__
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from ..core.words import counted
-from ..vault.files import LockBusy
+from ..vault.files import CallCancelled, LockBusy
 from .arguments import ArgumentCheck
 from .errors import tool_error
 from .models import (
@@ -154,7 +158,14 @@ class _Runner:
         )
 
     async def value(self, fn: Callable[[], T], *, read_only: bool = False) -> T:
-        """The raw value (for resources and prompts too); errors propagate."""
+        """The raw value (for resources and prompts too); errors propagate.
+
+        A call given to the worker and then cancelled by the client (a
+        ``notifications/cancelled``, or an HTTP client that went away) before it
+        began is never run: a write waiting for another process's lock is not
+        written when the lock frees. One already running finishes, and what it
+        wrote stays.
+        """
         if self._queued == 0:
             if read_only:
                 return fn()
@@ -166,13 +177,23 @@ class _Runner:
         answer: asyncio.Future[T] = loop.create_future()
         self._queued += 1
         done = functools.partial(self._finished, answer)
+        wanted = threading.Event()
+        wanted.set()
+        if read_only:
+            job: Callable[[], T] = functools.partial(_unless_cancelled, fn, wanted)
+        else:
+            job = functools.partial(self.vault.in_turn, fn, lambda: not wanted.is_set())
         # One wake-up of the loop per call, as ``run_in_executor`` costs: the count
         # goes down where the answer is delivered, so a read never starts while
         # the worker runs.
-        self._pool.submit(fn).add_done_callback(
+        self._pool.submit(job).add_done_callback(
             lambda future: _call_soon_threadsafe(loop, done, future)
         )
-        return await answer
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            wanted.clear()
+            raise
 
     def _finished(self, answer: asyncio.Future[T], future: Future[T]) -> None:
         self._queued -= 1
@@ -183,6 +204,13 @@ class _Runner:
             answer.set_exception(error)
         else:
             answer.set_result(future.result())
+
+
+def _unless_cancelled(fn: Callable[[], T], wanted: threading.Event) -> T:
+    """``fn()``, unless the call was cancelled while it waited for the worker."""
+    if not wanted.is_set():
+        raise CallCancelled
+    return fn()
 
 
 def _call_soon_threadsafe(

@@ -30,7 +30,7 @@ from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, render_dashboard
 from .embeddings import EmbeddingSettings
-from .files import LockBusy, VaultLock, atomic_write, fsync_dir, temp_path
+from .files import CallCancelled, LockBusy, VaultLock, atomic_write, fsync_dir, temp_path
 from .index import Index
 from .models import Handoff, Memory
 from .notes import render_note
@@ -269,6 +269,29 @@ class VaultBase:
                 self._lock.release()
         finally:
             self._mutex.release()
+
+    def in_turn(self, fn: Callable[[], _T], cancelled: Callable[[], bool]) -> _T:
+        """``fn()`` with this process's turn and the vault's file lock taken first,
+        waiting for them as any write waits (at most ``lock_timeout``); if
+        ``cancelled()`` is true once they are had, ``fn`` does not start and
+        ``CallCancelled`` is raised: nothing was changed.
+
+        For a caller whose client may give up while the call waits behind
+        another writer: a call given up before its write began must not be
+        written later, when the lock frees and nobody waits for its answer
+        (the client may already have sent it again). Once ``fn`` starts it
+        finishes, and what it wrote stays, as any write does. Inside ``fn`` both
+        locks are held already (both are re-entrant).
+        """
+        with self._held():
+            if cancelled():
+                raise CallCancelled
+            if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
+                return fn()  # the first write makes the vault (or says it is not one)
+            with self._locked(checked=True):
+                if cancelled():
+                    raise CallCancelled
+                return fn()
 
     @contextmanager
     def one_look(self) -> Iterator[None]:

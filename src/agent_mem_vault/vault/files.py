@@ -21,11 +21,11 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from ..core.errors import UnavailableError
+from ..core.errors import InvalidInputError, UnavailableError
 
 TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 """The name of a temp file ``atomic_write`` leaves if it is killed before the rename
@@ -33,11 +33,14 @@ TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 
 __all__ = [
     "LOCK_FILE",
+    "LOCK_TIMEOUT_ENV",
     "TEMP_FILE",
+    "CallCancelled",
     "LockBusy",
     "VaultLock",
     "atomic_write",
     "fsync_dir",
+    "lock_timeout_setting",
     "temp_path",
     "vault_lock",
 ]
@@ -51,6 +54,11 @@ class LockBusy(Exception):
     one, or the lock file refused), and the caller asked not to wait: nothing was
     done, so it may make the call the usual way where waiting is harmless (a
     worker thread rather than an event loop)."""
+
+
+class CallCancelled(Exception):
+    """The caller gave up on a call before it began: it waited for the vault's locks
+    and, once it had them, was told it is no longer wanted, so it changed nothing."""
 
 
 class VaultLock:
@@ -137,6 +145,29 @@ class VaultLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+LOCK_TIMEOUT_ENV = "AGENT_MEM_VAULT_LOCK_TIMEOUT"
+
+
+def lock_timeout_setting(env: Mapping[str, str] | None = None) -> float:
+    """Seconds a write waits for another writer's lock: ``AGENT_MEM_VAULT_LOCK_TIMEOUT``,
+    else 5. A vault on a slow shared disk, or many agents at once, may want more."""
+    value = (os.environ if env is None else env).get(LOCK_TIMEOUT_ENV, "").strip()
+    if not value:
+        return 5.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 3600:
+        raise InvalidInputError(
+            f"{LOCK_TIMEOUT_ENV} must be a number of seconds above 0 and at most 3600, "
+            f"not {value!r}",
+            code="invalid_setting",
+            field=LOCK_TIMEOUT_ENV,
+        )
+    return seconds
 
 
 def vault_lock(root: Path, timeout: float = 5.0) -> VaultLock:
