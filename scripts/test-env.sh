@@ -45,34 +45,39 @@ else
   echo "test-env: PostgreSQL tests use AMV_TEST_POSTGRES_DSN as given"
 fi
 
-# -- npm packages the tests run, each folder's exact tree from its
-# package-lock.json (`npm ci`: integrity-checked, no download addresses in the
-# lock), once, and again when the lock changes. They need Node 20+ with npm;
-# without it the tests that use them skip with the reason.
+# -- npm packages the tests run, each folder's tree as its package-lock.json
+# pins it (integrity-checked; the lock names no download addresses), once, and
+# again when the lock changes. `npm install` rather than `npm ci`: opencode-ai
+# names optional platform packages that npm leaves out of a lock and `npm ci`
+# then refuses; with the lock in sync, `npm install` installs exactly the lock.
+# They need Node 20+ with npm; without it the tests that use them skip with the
+# reason. A machine that has npm and fails to install stops the run: a test
+# that skips for it would hide what it tests.
 #   tests/pds/            the reference AT Protocol PDS (@atproto/dev-env), for publishing
 #   tests/coding_agents/  Claude Code, Codex, Gemini CLI and opencode, end to end
 #   tests/mcp/clients/    the MCP TypeScript SDK client and the conformance suite (Node 22)
-amv_npm_ci() {
+amv_npm_install() {
   local dir=$1 what=$2 mark="$1/node_modules/.amv-installed"
   if [ -f "$mark" ] && [ ! "$dir/package-lock.json" -nt "$mark" ]; then
     return 0
   fi
   echo "test-env: installing $what in $dir from its package-lock.json; once"
-  if (cd "$dir" && npm ci --omit-lockfile-registry-resolved --no-audit --no-fund --loglevel=error >/dev/null); then
-    touch "$mark"
-  else
-    echo "test-env: npm ci failed in $dir; the tests that use $what will skip"
+  if ! (cd "$dir" && npm install --omit-lockfile-registry-resolved --no-audit --no-fund \
+      --loglevel=error >/dev/null); then
+    echo "test-env: npm could not install $what in $dir (above); fix that, or run without npm on PATH to skip those tests" >&2
+    exit 1
   fi
+  touch "$mark"
 }
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     && node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
-  amv_npm_ci tests/pds "the reference PDS (@atproto/dev-env)"
-  amv_npm_ci tests/coding_agents "Claude Code, Codex, Gemini CLI and opencode"
-  amv_npm_ci tests/mcp/clients "the MCP TypeScript SDK and conformance suite"
+  amv_npm_install tests/pds "the reference PDS (@atproto/dev-env)"
+  amv_npm_install tests/coding_agents "Claude Code, Codex, Gemini CLI and opencode"
+  amv_npm_install tests/mcp/clients "the MCP TypeScript SDK and conformance suite"
 else
   echo "test-env: Node 20+ with npm not found; the PDS, real-agent and MCP client tests skip"
 fi
-unset -f amv_npm_ci
+unset -f amv_npm_install
 
 # -- Chromium for the operator console tests (tests/console/): Debian's
 # `chromium` package, driven by Playwright with executable_path; never a
