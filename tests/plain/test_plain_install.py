@@ -45,6 +45,7 @@ def amv(plain_python: Path, tmp_path: Path) -> Callable[..., subprocess.Complete
     """``agent-mem-vault`` of the plain install, in a home and runtime folder of its own."""
     cli = plain_python.parent / "agent-mem-vault"
     env = _plain_environment(tmp_path)
+    env["PATH"] = f"{cli.parent}{os.pathsep}{env.get('PATH', '')}"  # as once activated
 
     def run(*args: str, stdin: str = "", cwd: Path | None = None) -> Any:
         return subprocess.run(

@@ -169,9 +169,9 @@ def _install_options(fn: Any) -> Any:
                 "--vault",
                 "vault_path",
                 default=None,
-                help="Pin this vault in the registered commands. Default: user-wide files "
-                "pin $AGENT_MEM_VAULT (else ~/agent-mem-vault), since Codex and others pass "
-                "no environment to MCP servers; project files pin nothing.",
+                help="Pin this vault in the registered commands. Default: nothing is pinned, "
+                "and the server and hook open the vault as every command does "
+                "($AGENT_MEM_VAULT, else ~/agent-mem-vault) when the client starts them.",
             ),
             click.option(
                 "--agent",
@@ -228,8 +228,8 @@ def _plan(
             )
     else:
         words = _default_command(portable=not user_wide)
-    if vault_path is None and user_wide:
-        vault_path = os.environ.get("AGENT_MEM_VAULT") or DEFAULT_VAULT
+    if not remove:
+        _require_runnable(words, tool, given=command is not None, user_wide=user_wide)
     launch = Launch(
         command=words,
         agent=name,
@@ -246,6 +246,55 @@ def _plan(
         config_dir = opencode_config_dir(home)
         return plan_opencode(launch, scope=where, repo=root, config_dir=config_dir, remove=remove)
     return plan_claude_code(launch, scope=where, repo=root, home=home, remove=remove)
+
+
+def _require_runnable(words: tuple[str, ...], tool: str, *, given: bool, user_wide: bool) -> None:
+    """Refuse to register a command the client could not start (nothing is written)."""
+    from ..core.errors import InvalidInputError
+    from ..integrations.runnable import ON_PATH, unrunnable
+
+    why = unrunnable(words[0])
+    if why is None:
+        return
+    if given:
+        fix = "give --command a command on PATH or an absolute path to agent-mem-vault"
+    elif user_wide:
+        fix = "reinstall agent-mem-vault, then run this again"
+    else:
+        fix = f"{ON_PATH}, or pass --scope user to register the executable by its absolute path"
+    raise InvalidInputError(
+        f"{why}, so {tool} could not start the server or run the hook; {fix}. Nothing was written",
+        code="command_not_runnable",
+        command=words[0],
+    )
+
+
+def _confirm_pin(vault_path: str | None, allow_temporary: bool, dry_run: bool) -> None:
+    """Ask before pinning a vault under a temporary folder: every client that starts
+    the server from that pin loses the vault when the folder is cleaned."""
+    from ..core.errors import InvalidInputError
+    from ..integrations.runnable import temporary_folder_of
+
+    if vault_path is None or allow_temporary:
+        return
+    root = temporary_folder_of(Path(vault_path))
+    if root is None:
+        return
+    warning = (
+        f"the vault {Path(vault_path).expanduser().resolve()} is under the temporary folder "
+        f"{root}, which the system empties; a client whose server is pinned there loses the "
+        "vault then"
+    )
+    if not dry_run and sys.stdin.isatty() and sys.stderr.isatty():
+        click.echo(f"warning: {warning}.", err=True)
+        if click.confirm("Pin it anyway?", default=False, err=True):
+            return
+    raise InvalidInputError(
+        f"{warning}; name a lasting folder with --vault, leave --vault out, or pass "
+        "--temporary-vault to pin it anyway. Nothing was written",
+        code="temporary_vault",
+        vault=str(vault_path),
+    )
 
 
 def _codex_trust(remove: bool, dry_run: bool) -> None:
@@ -306,6 +355,12 @@ def _report(changes: list[FileChange], dry_run: bool) -> None:
 
 @click.command()
 @_install_options
+@click.option(
+    "--temporary-vault",
+    "allow_temporary",
+    is_flag=True,
+    help="Pin a --vault under a temporary folder (/tmp, $TMPDIR) without asking.",
+)
 def install(
     tool: str,
     scope: str,
@@ -314,6 +369,7 @@ def install(
     agent: str | None,
     command: str | None,
     dry_run: bool,
+    allow_temporary: bool,
 ) -> None:
     """Register the MCP server and the session-start hook with Claude Code, Codex,
     Gemini CLI or opencode.
@@ -321,12 +377,15 @@ def install(
     \b
     Re-running changes nothing; existing settings are merged, never lost.
     For Codex it also records that you trust the hook, as Codex's /hooks does.
+    No vault is pinned unless --vault names one (one under a temporary folder is
+    asked about first), and a command the client could not run is refused.
       agent-mem-vault install claude-code            # this repository
       agent-mem-vault install claude-code --scope user
       agent-mem-vault install codex --dry-run
       agent-mem-vault install gemini
       agent-mem-vault install opencode --scope user
     """
+    _confirm_pin(vault_path, allow_temporary, dry_run)
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
     _make_served_vault(vault_path, dry_run)
     if tool == "codex":

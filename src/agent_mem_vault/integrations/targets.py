@@ -15,8 +15,9 @@ Claude Code
     question); ``claude -p`` approves project servers by itself.
 Codex
     MCP server: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), table
-    ``[mcp_servers.agent-mem-vault]``, ``required = true`` with a start-up
-    timeout, so Codex waits for the server before its first model request.
+    ``[mcp_servers.agent-mem-vault]`` with a start-up timeout and
+    ``env_vars = ["AGENT_MEM_VAULT"]``; never ``required`` (a user-wide file: a
+    required server that fails stops Codex from starting in every repository).
     Hook: ``$CODEX_HOME/hooks.json``; ``[features] hooks = true`` in config.toml
     (on by default since 0.169; written so an older default cannot hide it),
     marked with a comment so uninstall removes the flag only if install set it.
@@ -64,6 +65,8 @@ __all__ = [
 
 SERVER_NAME = "agent-mem-vault"
 FLAG_COMMENT = "added by agent-mem-vault install"
+FORWARDED_ENV = ("AGENT_MEM_VAULT",)
+"""The variables Codex passes to our server (it passes none unless told)."""
 STARTUP_TIMEOUT_SECONDS = 30
 """How long a client waits for ``serve`` to answer ``initialize`` where it can be told."""
 APPROVAL_KEY = "enabledMcpjsonServers"
@@ -331,12 +334,16 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
         doc["mcp_servers"] = servers
-    # Codex passes no environment (AGENT_MEM_VAULT) to MCP servers: the vault is in
-    # the args. `required` makes Codex wait for the server before the first request.
+    # Codex passes an MCP server only the environment it is told to: env_vars
+    # forwards AGENT_MEM_VAULT, so an unpinned server opens the vault the shell
+    # that started Codex names, as the hook (which gets the whole environment)
+    # does. Never `required`: this file is read in every repository, and Codex
+    # will not start at all when a required server fails (a vault since
+    # deleted, an executable since moved).
     wanted: dict[str, Any] = {
         "command": launch.command[0],
         "args": launch.server_args(),
-        "required": True,
+        "env_vars": list(FORWARDED_ENV),
         "startup_timeout_sec": STARTUP_TIMEOUT_SECONDS,
     }
     table = servers.get(SERVER_NAME)
@@ -348,6 +355,8 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     for key, value in wanted.items():
         if table.get(key) != value:
             table[key] = value
+    if "required" in table:
+        del table["required"]
     features = doc.get("features")
     if features is None:
         features = tomlkit.table()
