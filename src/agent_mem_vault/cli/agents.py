@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .vault import DEFAULT_VAULT, open_vault, vault_option
+from .vault import DEFAULT_VAULT, checked_vault, open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange
@@ -148,7 +148,7 @@ def _default_command(portable: bool) -> tuple[str, ...]:
 def _install_options(fn: Any) -> Any:
     for option in reversed(
         [
-            click.argument("tool", type=click.Choice(AGENTS)),
+            click.argument("tool", type=click.Choice(AGENTS), metavar="TOOL"),
             click.option(
                 "--scope",
                 type=click.Choice(["project", "user"]),
@@ -169,6 +169,7 @@ def _install_options(fn: Any) -> Any:
                 "--vault",
                 "vault_path",
                 default=None,
+                callback=checked_vault,
                 help="Pin this vault in the registered commands. Default: nothing is pinned, "
                 "and the server and hook open the vault as every command does "
                 "($AGENT_MEM_VAULT, else ~/agent-mem-vault) when the client starts them.",
@@ -385,6 +386,10 @@ def install(
       agent-mem-vault install gemini
       agent-mem-vault install opencode --scope user
     """
+    from .main import GLOBAL_VAULT
+
+    # `agent-mem-vault --vault PATH install …` pins PATH, as `install --vault PATH` does.
+    vault_path = vault_path or click.get_current_context().meta.get(GLOBAL_VAULT)
     _confirm_pin(vault_path, allow_temporary, dry_run)
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
     _make_served_vault(vault_path, dry_run)

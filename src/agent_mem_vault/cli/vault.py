@@ -8,6 +8,7 @@ propagate to ``cli/main.py``, which turns them into exit statuses.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,14 +25,35 @@ DEFAULT_VAULT = "~/agent-mem-vault"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+VAULT_ENV = "AGENT_MEM_VAULT"
+
+
+def checked_vault(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--vault`` or ``$AGENT_MEM_VAULT``: an empty path is the
+    current folder, which would quietly become (or be read as) the vault."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "is empty; give the vault's folder, e.g. --vault ~/agent-mem-vault", param=param
+        )
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if source is click.core.ParameterSource.DEFAULT and os.environ.get(VAULT_ENV) == "":
+        raise click.UsageError(
+            f"{VAULT_ENV} is set but empty; unset it for the default vault "
+            f"({DEFAULT_VAULT}) or set it to the vault's folder",
+            ctx=ctx,
+        )
+    return value
+
+
 vault_option = click.option(
     "--vault",
     "vault_path",
-    envvar="AGENT_MEM_VAULT",
+    envvar=VAULT_ENV,
     default=DEFAULT_VAULT,
     show_default=True,
     metavar="PATH",
     type=click.Path(file_okay=False),
+    callback=checked_vault,
     help="The vault folder (or set AGENT_MEM_VAULT).",
 )
 """``--vault PATH``: the one definition, shared by every command that opens a vault."""
