@@ -580,8 +580,9 @@ def doctor(vault_path: str, as_json: bool) -> None:
     The vault: broken notes, dangling links, leftovers. The agents (this
     repository's files and your user-wide ones): every registered server and
     hook command must resolve on PATH, Codex must trust the session hook, and
-    Claude Code must have the .mcp.json server approved. Exits 0 when all is
-    well and 7 on a problem; each is printed with the file and what to do.
+    Claude Code must have the .mcp.json server approved. The warm process must
+    not have failed. Exits 0 when all is well and 7 on a problem; each is
+    printed with the file and what to do.
 
     \b
     Example:
@@ -602,6 +603,10 @@ def doctor(vault_path: str, as_json: bool) -> None:
     keeper = keeper_status(Path(report.path))
     # Not a problem of the vault (calls check by stat without a watch): told, not failed.
     unwatched = watch_problem(Path(report.path))
+    # A warm process that failed is a problem (every session starts the slow way until
+    # its fix is done): doctor says so, and never also that all is well.
+    warm_failed = warm.get("state") == "failed"
+    healthy = report.ok and not installs and not warm_failed
     if as_json:
         _emit(
             {
@@ -610,7 +615,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
                 "keeper": keeper,
                 "watch": {"ok": unwatched is None, "problem": unwatched},
                 "fast_start": warm,
-                "ok": report.ok and not installs,
+                "ok": healthy,
             }
         )
     else:
@@ -628,7 +633,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             click.echo(f"problem: {problem}")
         for problem in installs:
             click.echo(f"install: {problem}")
-        if report.ok and not installs:
+        if healthy:
             click.echo("No problems found.")
     if not report.ok:
         count = len(report.broken) + len(report.problems)
@@ -642,6 +647,12 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"{counted(len(installs), 'problem')} in what install registered with the agents; "
             "see above, then run 'agent-mem-vault doctor' again",
             code="install_problem",
+        )
+    if warm_failed:
+        raise DataError(
+            "the warm process failed (the fast start line above); do what its fix says, "
+            "remove the .failed file it names, then run 'agent-mem-vault doctor' again",
+            code="fast_start_failed",
         )
 
 
