@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..core.ports import MCP_HTTP_PORT
 from .vault import DEFAULT_VAULT, checked_vault, open_vault, vault_option
 
 if TYPE_CHECKING:
@@ -44,7 +45,9 @@ namespace_option = click.option(
 @vault_option
 @click.option("--http", "use_http", is_flag=True, help="Speak streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
-@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port to bind.")
+@click.option(
+    "--port", default=MCP_HTTP_PORT, show_default=True, type=int, help="HTTP: port to bind."
+)
 @click.option(
     "--token",
     envvar="AGENT_MEM_VAULT_TOKEN",
