@@ -56,6 +56,7 @@ __all__ = [
     "SERVER_NAME",
     "Launch",
     "codex_home",
+    "install_files",
     "opencode_config_dir",
     "plan_claude_code",
     "plan_codex",
@@ -242,6 +243,23 @@ def _opencode_plugin(launch: Launch) -> str:
     return plugin_source(
         PLUGIN_MARK, launch.hook_words("text"), launch.end_hook_words(), TIMEOUT_SECONDS * 1000
     )
+
+
+def install_files(repo: Path) -> set[Path]:
+    """The files in ``repo`` that hold what a project install wrote (for each client).
+
+    A file counts only while it holds our entry (it names agent-mem-vault): one a
+    person edited and we never touched is theirs.
+    """
+    candidates = [
+        repo / ".mcp.json",
+        repo / ".claude" / "settings.json",
+        repo / ".gemini" / "settings.json",
+        repo / "opencode.json",
+        repo / ".opencode" / "plugin" / "agent-mem-vault.js",
+        repo / ".opencode" / ".npmrc",
+    ]
+    return {path for path in candidates if SERVER_NAME in (read_text(path) or "")}
 
 
 def codex_home(home: Path) -> Path:
