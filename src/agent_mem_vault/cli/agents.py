@@ -336,7 +336,7 @@ def _codex_trust(remove: bool, dry_run: bool) -> None:
         click.echo(f"{'untrusted' if remove else 'trusted':<9} the session hook in {config}")
 
 
-def _report(changes: list[FileChange], dry_run: bool) -> None:
+def _report(changes: list[FileChange], dry_run: bool, *, uninstalling: bool = False) -> None:
     from ..integrations.config_files import apply_changes
 
     if dry_run:
@@ -344,7 +344,14 @@ def _report(changes: list[FileChange], dry_run: bool) -> None:
             click.echo(change.diff(), nl=False)
         click.echo("dry run: nothing was written", err=True)
         return
+    from ..integrations.created_folders import forget_empty, missing_folders, remember
+
+    made = {f for c in changes if c.after is not None for f in missing_folders(c.path)}
     apply_changes(changes)
+    # Folders install made are written down; uninstall removes them once empty.
+    remember(Path.home(), sorted(made))
+    for folder in forget_empty(Path.home()) if uninstalling else ():
+        click.echo(f"{'removed':<9} {folder}/")
     for change in changes:
         if not change.changed:
             verb = "unchanged"
@@ -453,7 +460,8 @@ def uninstall(
     if tool == "codex":
         # Before the hook goes: codex names our hook's trust entry only while it is there.
         _codex_trust(remove=True, dry_run=dry_run)
-    _report(_plan(tool, scope, repo, vault_path, agent, command, remove=True), dry_run)
+    changes = _plan(tool, scope, repo, vault_path, agent, command, remove=True)
+    _report(changes, dry_run, uninstalling=True)
 
 
 @click.group()
