@@ -271,8 +271,11 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _json(path: Path) -> dict[str, Any]:
+    """A settings file's object, comments and trailing commas allowed (only read here)."""
+    from .jsonc import LENIENT
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = LENIENT.load(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -51,6 +51,7 @@ from typing import Any, Literal
 from ..core.errors import InvalidInputError
 from .config_files import FileChange, json_change, load_json, read_text
 from .hooks_json import END_EVENT, TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
+from .jsonc import GEMINI, LENIENT, STRICT, Dialect
 
 __all__ = [
     "SERVER_NAME",
@@ -190,7 +191,7 @@ def plan_gemini(
         data = _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
         return _end_hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
-    return [_json_edit(settings, edit)]
+    return [_json_edit(settings, edit, GEMINI)]  # Gemini CLI reads JSON with comments
 
 
 def plan_opencode(
@@ -230,7 +231,8 @@ def plan_opencode(
     if scope == "project":
         npmrc.append(npmrc_change(plugin.parent, remove=remove))
     return [
-        _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove)),
+        # opencode reads its config as JSON with comments and trailing commas.
+        _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove), LENIENT),
         FileChange(plugin_file, before, after),
         *npmrc,
     ]
@@ -304,9 +306,9 @@ def _end_hook_edit(
     )
 
 
-def _json_edit(path: Path, edit: Any) -> FileChange:
+def _json_edit(path: Path, edit: Any, dialect: Dialect = STRICT) -> FileChange:
     before = read_text(path)
-    return json_change(path, before, edit(load_json(path, before)))
+    return json_change(path, before, edit(load_json(path, before, dialect)), dialect)
 
 
 def _set_server(
