@@ -41,7 +41,9 @@ OPENCODE_JSON = """\
 
 CLAUDE_MCP_JSON = '{"mcpServers": {"github": {"command": "gh"}},   "x": [1,2]}\n'
 CLAUDE_SETTINGS = '{\n    "model": "opus",\n    "permissions": {"allow": ["Bash(ls)"]}\n}'
-CODEX_HOOKS = '{\n\t"hooks": {\n\t\t"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]\n\t}\n}\n'
+CODEX_HOOKS = (
+    '{\n\t"hooks": {\n\t\t"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]\n\t}\n}\n'
+)
 
 
 def test_gemini_settings_with_comments_are_read_and_kept(run: Run, repo: Path) -> None:
