@@ -74,9 +74,7 @@ def test_gemini_settings_with_a_trailing_comma_are_refused_as_gemini_refuses_the
     assert settings.read_text() == '{\n  "theme": "GitHub",\n}\n'
 
 
-def test_opencode_config_with_comments_and_trailing_commas_is_kept(
-    run: Run, repo: Path
-) -> None:
+def test_opencode_config_with_comments_and_trailing_commas_is_kept(run: Run, repo: Path) -> None:
     config = repo / "opencode.json"
     config.write_text(OPENCODE_JSON)
     run("install", "opencode", "--command", EXE)
@@ -105,9 +103,10 @@ def test_plain_json_files_keep_their_own_layout_byte_for_byte(
         mcp = (repo / ".mcp.json").read_text()
         assert mcp.startswith('{"mcpServers": {"github": {"command": "gh"}, "agent-mem-vault": ')
         assert mcp.endswith('},   "x": [1,2]}\n')
-        assert '    "permissions": {"allow": ["Bash(ls)"]},\n' in (
-            repo / ".claude" / "settings.json"
-        ).read_text()
+        assert (
+            '    "permissions": {"allow": ["Bash(ls)"]},\n'
+            in (repo / ".claude" / "settings.json").read_text()
+        )
     else:
         hooks = (home / ".codex" / "hooks.json").read_text()
         assert '\t\t"Stop": [{"hooks": [{"type": "command", "command": "x"}]}],\n' in hooks
