@@ -5,9 +5,9 @@ Each fenced ``python`` or ``bash`` block of README.md and of every page under
 (``$AGENT_MEM_VAULT``), with this environment's ``agent-mem-vault`` first on
 ``PATH``:
 
-* a ``python`` block in a new interpreter, as ``python -m asyncio`` would run
-  it (top-level ``await`` is allowed, as in a notebook or that REPL);
-* a ``bash`` block in ``bash`` with ``set -e``.
+* a ``python`` block saved as a file and run as a reader runs a script,
+  ``python block.py`` (so top-level ``await`` fails here as it would there);
+* a ``bash`` block saved as a file and run as ``bash -e block.sh``.
 
 A block that cannot run here (the install command, the test suite itself, a
 server that runs until stopped, a machine the reader has and we do not) or
@@ -56,18 +56,6 @@ _MARKER = re.compile(
 )
 _REASON = re.compile(r"^[—–:-]+\s*(?P<reason>\S.*)$")
 RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
-
-# Runs a block as ``python -m asyncio`` would: top-level await allowed.
-_PYTHON_RUNNER = """
-import ast, asyncio, sys, types
-source = open(sys.argv[1], encoding="utf-8").read()
-code = compile(source, sys.argv[2], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-module = types.ModuleType("__main__")
-sys.modules["__main__"] = module
-result = eval(code, module.__dict__)
-if asyncio.iscoroutine(result):
-    asyncio.run(result)
-"""
 
 
 @dataclass(frozen=True)
@@ -153,12 +141,15 @@ def isolated_env(tmp: Path) -> dict[str, str]:
 def run_block(block: Block, tmp: Path) -> subprocess.CompletedProcess[str]:
     work = tmp / "work"
     work.mkdir()
+    # Each block is a file, run as a reader runs one: no wrapper of the suite's own.
     if RUNNABLE[block.language] == "python":
         script = tmp / "block.py"
         script.write_text(block.code, encoding="utf-8")
-        command = [sys.executable, "-c", _PYTHON_RUNNER, str(script), block.id]
+        command = [sys.executable, str(script)]
     else:
-        command = ["bash", "-c", "set -e\n" + block.code]
+        script = tmp / "block.sh"
+        script.write_text(block.code, encoding="utf-8")
+        command = ["bash", "-e", str(script)]
     return subprocess.run(
         command,
         cwd=work,
@@ -258,3 +249,12 @@ def test_module_docstring_examples_run(
     for test in tests:
         runner.run(test, out=out.append)
     assert runner.failures == 0, "".join(out)
+
+
+def test_a_block_runs_as_a_file_so_top_level_await_fails_as_it_would_for_a_reader(
+    tmp_path: Path,
+) -> None:
+    block = Block(line=1, language="python", code="import asyncio\nawait asyncio.sleep(0)\n",
+                  marker=None, reason=None)  # fmt: skip
+    proc = run_block(block, tmp_path)
+    assert proc.returncode != 0 and "'await' outside function" in proc.stderr

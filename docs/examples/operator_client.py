@@ -2,7 +2,7 @@
 
 Start the demo in another terminal (``agent-mem-vault demo support``), then::
 
-    python docs/examples/operator_client.py                # the demo at http://127.0.0.1:8765
+    python docs/examples/operator_client.py                # the demo at http://127.0.0.1:8766
     python docs/examples/operator_client.py http://127.0.0.1:9000
 
 Ada, the customer, starts a thread, asks for a refund (the desk hands her to
@@ -18,7 +18,7 @@ import asyncio
 import secrets
 import sys
 
-from agent_mem_vault.client import HarnessClient, create_session_view
+from agent_mem_vault.client import DEMO_URL, HarnessClient, create_session_view
 
 ADA = {"authorization": "Bearer token-ada"}
 OLGA = {"authorization": "Bearer token-olga"}
@@ -53,4 +53,5 @@ async def main(base: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"))
+    # With no argument: the demo as `agent-mem-vault demo support` starts it, no options.
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else DEMO_URL))

@@ -124,7 +124,7 @@ def test_usage_errors_with_json_are_json_too(tmp_path: Path) -> None:
     proc = _cli("status", "--json", "--no-such-option", vault=tmp_path, ok=False)
     assert proc.returncode == 2
     error = json.loads(proc.stderr)["error"]
-    assert error["code"] == "usage_error"
+    assert error["code"] == "usage"
     assert "--no-such-option" in error["message"]
 
 

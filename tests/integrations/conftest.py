@@ -40,7 +40,10 @@ def run(home: Path, repo: Path, tmp_path: Path) -> Run:
             for k, v in os.environ.items()
             if k not in ("CODEX_HOME", "AGENT_MEM_VAULT", "AGENT_MEM_VAULT_TOKEN")
         }
-        env.update(HOME=str(home), AGENT_MEM_VAULT=str(tmp_path / "vault"))
+        # agent-mem-vault on PATH, as on a machine that installed it: install refuses
+        # to register a bare command that the shell does not find.
+        path = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+        env.update(HOME=str(home), AGENT_MEM_VAULT=str(tmp_path / "vault"), PATH=path)
         proc = subprocess.run(
             [*CLI, *args],
             input=stdin,

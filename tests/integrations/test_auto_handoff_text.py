@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from agent_mem_vault.integrations.auto_handoff import (
@@ -164,3 +168,53 @@ def test_secrets_in_the_transcript_never_reach_the_note() -> None:
     out = build_auto_handoff(t, STOPPED)
     assert "AAAABBBBCCCC" not in out.context + out.summary
     assert "zzzzzzzzzzzzzzzz" not in out.context
+
+
+def test_changed_files_are_named_from_the_repository_folder() -> None:
+    t = transcript(
+        UserMessage("Fix it"),
+        ToolCall("Edit", "edit", ("/src/app/api/health.py",)),
+        ToolCall("Write", "edit", ("/src/app/README.md",)),
+        ToolCall("Edit", "edit", ("/etc/hosts",)),  # outside the repository: as it was
+    )
+    sub = Stopped("codex", "s-2", "codex", "died", "2026-12-01T10:00:00Z", "/src/app/api")
+    out = build_auto_handoff(t, sub, root="/src/app")
+    files = out.context.split("### Files changed\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert files == ["- api/health.py", "- README.md", "- /etc/hosts"]
+    # Without a repository folder, the session's own folder is the root.
+    assert "- api/health.py" in build_auto_handoff(t, STOPPED).context
+
+
+def test_the_summary_is_cut_at_a_word_and_never_inside_a_redaction() -> None:
+    words = "please rotate the deploy key " * 4
+    secret = "sk-proj-" + "A1b2C3d4" * 4
+    for pad in range(0, 40):
+        request = "x" * pad + " " + words + f"export OPENAI_API_KEY={secret} then redeploy the api"
+        out = build_auto_handoff(transcript(UserMessage(request)), STOPPED)
+        summary = out.summary
+        assert secret[8:20] not in summary
+        last = summary.rsplit("Last request: ", 1)[1]
+        if last.endswith("…"):
+            body = last[:-1]
+            assert "[redacted" not in body or body.count("[") == body.count("]"), summary
+            assert request.startswith(body) or "[redacted" in body, summary
+            # cut between words: what remains ends a whole word of the request
+            assert body.split()[-1] in redact(request).split(), summary
+
+
+def test_git_status_in_the_handoff_leaves_out_the_files_install_wrote(run: Any, repo: Path) -> None:
+    import subprocess
+
+    from agent_mem_vault.integrations.sessions import _git_status
+
+    shutil.rmtree(repo / ".git")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "app.py").write_text("print('hi')\n")
+    run("install", "claude-code")
+    run("install", "opencode")
+    # A settings file the person had and install then edited stays listed only if
+    # it is not ours: here everything in .claude/ and .opencode/ is install's.
+    lines = _git_status(str(repo))
+    assert lines == ["?? app.py"], lines
+    (repo / ".claude" / "notes.md").write_text("mine\n")
+    assert "?? .claude/" in _git_status(str(repo))

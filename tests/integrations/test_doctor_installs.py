@@ -75,7 +75,7 @@ def test_a_project_install_is_healthy_where_agent_mem_vault_is_on_path(
 ) -> None:
     ok(amv(world, "init"))
     for tool in ("claude-code", "gemini", "opencode"):
-        ok(amv(world, "install", tool))
+        ok(amv(world, "install", tool, path=f"{VENV_BIN}:{BARE_PATH}"))
     trust_in_gemini(world)
     out = ok(amv(world, "doctor", path=f"{VENV_BIN}:{BARE_PATH}"))
     assert "No problems found." in out
@@ -88,7 +88,7 @@ def test_every_installed_command_not_on_path_is_reported_with_its_fix(
 ) -> None:
     ok(amv(world, "init"))
     for tool in ("claude-code", "gemini", "opencode"):
-        ok(amv(world, "install", tool))
+        ok(amv(world, "install", tool, path=f"{VENV_BIN}:{BARE_PATH}"))
     trust_in_gemini(world)
     proc = amv(world, "doctor")
     assert proc.returncode == 7, proc.stdout
@@ -110,7 +110,9 @@ def test_every_installed_command_not_on_path_is_reported_with_its_fix(
         line = next((x for x in lines if f"{client} {what} in {file} " in x), None)
         assert line is not None, (client, what, file, lines)
         assert "runs 'agent-mem-vault', which is not on PATH" in line
-        assert "pipx install agent-mem-vault" in line and f"install {client}'" in line
+        assert "uv tool install . or pipx install ." in line
+        # The fix names a command this shell can run: the executable by its path.
+        assert f"run '{VENV_BIN}/agent-mem-vault install {client} --scope user'" in line
     data = json.loads(amv(world, "doctor", "--json").stdout)
     assert data["ok"] is False and len(data["installs"]) == len(where)
 
@@ -132,14 +134,14 @@ def test_a_user_wide_command_that_was_moved_is_reported(
     assert len(lines) == 3, proc.stdout  # the server, the session hook, the session-end hook
     for line in lines:
         assert f"runs '{exe}', which does not exist or cannot run" in line
-        assert "run 'agent-mem-vault install claude-code --scope user'" in line
+        assert f"run '{VENV_BIN}/agent-mem-vault install claude-code --scope user'" in line
 
 
 def test_a_project_server_claude_code_would_hold_for_approval_is_reported(
     world: dict[str, Path],
 ) -> None:
     ok(amv(world, "init"))
-    ok(amv(world, "install", "claude-code"))
+    ok(amv(world, "install", "claude-code", path=f"{VENV_BIN}:{BARE_PATH}"))
     settings = world["repo"] / ".claude" / "settings.json"
     data = json.loads(settings.read_text())
     assert data["enabledMcpjsonServers"] == ["agent-mem-vault"]
@@ -153,7 +155,7 @@ def test_a_project_server_claude_code_would_hold_for_approval_is_reported(
         "it is in no enabledMcpjsonServers; run 'agent-mem-vault install claude-code' to "
         "approve it"
     ], proc.stdout
-    ok(amv(world, "install", "claude-code"))
+    ok(amv(world, "install", "claude-code", path=f"{VENV_BIN}:{BARE_PATH}"))
     assert json.loads(settings.read_text())["enabledMcpjsonServers"] == ["other", "agent-mem-vault"]
     assert "No problems found." in ok(amv(world, "doctor", path=path))
     # A rejection the person made is reported, not overridden.
@@ -189,7 +191,7 @@ def test_a_repository_gemini_cli_does_not_trust_is_reported(
     world: dict[str, Path], level: str | None, said: str
 ) -> None:
     ok(amv(world, "init"))
-    ok(amv(world, "install", "gemini"))
+    ok(amv(world, "install", "gemini", path=f"{VENV_BIN}:{BARE_PATH}"))
     if level is not None:
         trust_in_gemini(world, level)
     path = f"{VENV_BIN}:{BARE_PATH}"
@@ -212,7 +214,12 @@ def test_a_pinned_vault_that_is_not_a_vault_is_reported_with_its_fix(
 ) -> None:
     pinned = tmp_path / "team-vault"
     ok(amv(world, "init"))
-    ok(amv(world, "install", "claude-code", "--scope", "user", "--vault", str(pinned)))
+    ok(
+        amv(
+            world, "install", "claude-code", "--scope", "user", "--vault", str(pinned),
+            "--temporary-vault",
+        )
+    )  # fmt: skip
     path = f"{VENV_BIN}:{BARE_PATH}"
     assert "No problems found." in ok(amv(world, "doctor", path=path))
     shutil.rmtree(pinned)  # or a typo made by hand in the settings file
@@ -221,8 +228,9 @@ def test_a_pinned_vault_that_is_not_a_vault_is_reported_with_its_fix(
     lines = install_lines(proc)
     assert len(lines) == 3, proc.stdout  # the server and both session hooks pin it
     for line in lines:
-        assert f"uses the vault {pinned}, which is not a vault" in line
+        assert f"uses the vault {pinned}, which is gone" in line
         assert f"'agent-mem-vault init --vault {pinned}'" in line
+        assert "run 'agent-mem-vault install claude-code --scope user' to pin none" in line
     assert not pinned.exists()  # doctor changes nothing
 
 
@@ -240,6 +248,6 @@ def test_a_claude_code_session_hook_without_its_session_end_hook_is_reported(
     assert proc.returncode == 7
     (line,) = [x for x in install_lines(proc) if "session-end" in x]
     assert f"session hook in {settings} has no session-end hook" in line
-    assert "run 'agent-mem-vault install claude-code --scope user'" in line
+    assert f"run '{VENV_BIN}/agent-mem-vault install claude-code --scope user'" in line
     ok(amv(world, "install", "claude-code", "--scope", "user", "--command", command))
     assert not [x for x in install_lines(amv(world, "doctor")) if "session-end" in x]

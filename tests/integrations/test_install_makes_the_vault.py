@@ -77,7 +77,8 @@ async def test_install_codex_makes_the_default_vault_and_its_server_starts(
     server = tomllib.loads((home / ".codex" / "config.toml").read_text())["mcp_servers"][
         "agent-mem-vault"
     ]
-    assert server["args"][-2:] == ["--vault", str(vault)]
+    assert "--vault" not in server["args"]  # found at run time, as every command finds it
+    assert server["env_vars"] == ["AGENT_MEM_VAULT"]
     handoff = await _create_through(server["command"], server["args"], home, tmp_path)
     assert (vault / "project" / "harbor-api" / "handoffs" / f"{handoff}.md").is_file()
 
@@ -103,10 +104,12 @@ def test_install_makes_the_vault_it_pins_and_no_other(tmp_path: Path) -> None:
     home.mkdir()
     pinned = tmp_path / "team-vault"
     run = _cli(home, _repo(tmp_path))
-    run("install", "claude-code", "--scope", "user", "--vault", str(pinned))
+    run("install", "claude-code", "--scope", "user", "--vault", str(pinned), "--temporary-vault")
     assert is_vault(pinned)
     assert not (home / "agent-mem-vault").exists()
-    again = run("install", "claude-code", "--scope", "user", "--vault", str(pinned)).stdout
+    again = run(
+        "install", "claude-code", "--scope", "user", "--vault", str(pinned), "--temporary-vault"
+    ).stdout
     assert "the vault" not in again  # already a vault: nothing to say
 
 

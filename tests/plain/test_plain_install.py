@@ -45,6 +45,7 @@ def amv(plain_python: Path, tmp_path: Path) -> Callable[..., subprocess.Complete
     """``agent-mem-vault`` of the plain install, in a home and runtime folder of its own."""
     cli = plain_python.parent / "agent-mem-vault"
     env = _plain_environment(tmp_path)
+    env["PATH"] = f"{cli.parent}{os.pathsep}{env.get('PATH', '')}"  # as once activated
 
     def run(*args: str, stdin: str = "", cwd: Path | None = None) -> Any:
         return subprocess.run(
@@ -79,7 +80,8 @@ def test_the_plain_install_has_none_of_the_extras(plain_python: Path) -> None:
     probe = (
         "import importlib.util, json; "
         "print(json.dumps({m: importlib.util.find_spec(m) is not None for m in "
-        "['agent_mem_vault', 'rich', 'pytest', 'onnxruntime', 'opentelemetry.sdk']}))"
+        "['agent_mem_vault', 'rich', 'pytest', 'onnxruntime', 'opentelemetry.sdk', "
+        "'openai', 'psycopg']}))"
     )
     out = subprocess.run(
         [str(plain_python), "-c", probe], capture_output=True, text=True, check=True
@@ -90,6 +92,8 @@ def test_the_plain_install_has_none_of_the_extras(plain_python: Path) -> None:
         "pytest": False,
         "onnxruntime": False,
         "opentelemetry.sdk": False,
+        "openai": False,
+        "psycopg": False,
     }
 
 

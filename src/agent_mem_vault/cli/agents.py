@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .vault import DEFAULT_VAULT, open_vault, vault_option
+from ..core.ports import MCP_HTTP_PORT
+from .vault import DEFAULT_VAULT, checked_vault, open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange
@@ -44,7 +45,9 @@ namespace_option = click.option(
 @vault_option
 @click.option("--http", "use_http", is_flag=True, help="Speak streamable HTTP instead of stdio.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP: address to bind.")
-@click.option("--port", default=8765, show_default=True, type=int, help="HTTP: port to bind.")
+@click.option(
+    "--port", default=MCP_HTTP_PORT, show_default=True, type=int, help="HTTP: port to bind."
+)
 @click.option(
     "--token",
     envvar="AGENT_MEM_VAULT_TOKEN",
@@ -150,7 +153,7 @@ def _default_command(portable: bool) -> tuple[str, ...]:
 def _install_options(fn: Any) -> Any:
     for option in reversed(
         [
-            click.argument("tool", type=click.Choice(AGENTS)),
+            click.argument("tool", type=click.Choice(AGENTS), metavar="TOOL"),
             click.option(
                 "--scope",
                 type=click.Choice(["project", "user"]),
@@ -171,9 +174,10 @@ def _install_options(fn: Any) -> Any:
                 "--vault",
                 "vault_path",
                 default=None,
-                help="Pin this vault in the registered commands. Default: user-wide files "
-                "pin $AGENT_MEM_VAULT (else ~/agent-mem-vault), since Codex and others pass "
-                "no environment to MCP servers; project files pin nothing.",
+                callback=checked_vault,
+                help="Pin this vault in the registered commands. Default: nothing is pinned, "
+                "and the server and hook open the vault as every command does "
+                "($AGENT_MEM_VAULT, else ~/agent-mem-vault) when the client starts them.",
             ),
             click.option(
                 "--agent",
@@ -230,8 +234,8 @@ def _plan(
             )
     else:
         words = _default_command(portable=not user_wide)
-    if vault_path is None and user_wide:
-        vault_path = os.environ.get("AGENT_MEM_VAULT") or DEFAULT_VAULT
+    if not remove:
+        _require_runnable(words, tool, given=command is not None, user_wide=user_wide)
     launch = Launch(
         command=words,
         agent=name,
@@ -248,6 +252,55 @@ def _plan(
         config_dir = opencode_config_dir(home)
         return plan_opencode(launch, scope=where, repo=root, config_dir=config_dir, remove=remove)
     return plan_claude_code(launch, scope=where, repo=root, home=home, remove=remove)
+
+
+def _require_runnable(words: tuple[str, ...], tool: str, *, given: bool, user_wide: bool) -> None:
+    """Refuse to register a command the client could not start (nothing is written)."""
+    from ..core.errors import InvalidInputError
+    from ..integrations.runnable import ON_PATH, unrunnable
+
+    why = unrunnable(words[0])
+    if why is None:
+        return
+    if given:
+        fix = "give --command a command on PATH or an absolute path to agent-mem-vault"
+    elif user_wide:
+        fix = "reinstall agent-mem-vault, then run this again"
+    else:
+        fix = f"{ON_PATH}, or pass --scope user to register the executable by its absolute path"
+    raise InvalidInputError(
+        f"{why}, so {tool} could not start the server or run the hook; {fix}. Nothing was written",
+        code="command_not_runnable",
+        command=words[0],
+    )
+
+
+def _confirm_pin(vault_path: str | None, allow_temporary: bool, dry_run: bool) -> None:
+    """Ask before pinning a vault under a temporary folder: every client that starts
+    the server from that pin loses the vault when the folder is cleaned."""
+    from ..core.errors import InvalidInputError
+    from ..integrations.runnable import temporary_folder_of
+
+    if vault_path is None or allow_temporary:
+        return
+    root = temporary_folder_of(Path(vault_path))
+    if root is None:
+        return
+    warning = (
+        f"the vault {Path(vault_path).expanduser().resolve()} is under the temporary folder "
+        f"{root}, which the system empties; a client whose server is pinned there loses the "
+        "vault then"
+    )
+    if not dry_run and sys.stdin.isatty() and sys.stderr.isatty():
+        click.echo(f"warning: {warning}.", err=True)
+        if click.confirm("Pin it anyway?", default=False, err=True):
+            return
+    raise InvalidInputError(
+        f"{warning}; name a lasting folder with --vault, leave --vault out, or pass "
+        "--temporary-vault to pin it anyway. Nothing was written",
+        code="temporary_vault",
+        vault=str(vault_path),
+    )
 
 
 def _codex_trust(remove: bool, dry_run: bool) -> None:
@@ -285,7 +338,7 @@ def _codex_trust(remove: bool, dry_run: bool) -> None:
         click.echo(f"{'untrusted' if remove else 'trusted':<9} the session hook in {config}")
 
 
-def _report(changes: list[FileChange], dry_run: bool) -> None:
+def _report(changes: list[FileChange], dry_run: bool, *, uninstalling: bool = False) -> None:
     from ..integrations.config_files import apply_changes
 
     if dry_run:
@@ -293,7 +346,14 @@ def _report(changes: list[FileChange], dry_run: bool) -> None:
             click.echo(change.diff(), nl=False)
         click.echo("dry run: nothing was written", err=True)
         return
+    from ..integrations.created_folders import forget_empty, missing_folders, remember
+
+    made = {f for c in changes if c.after is not None for f in missing_folders(c.path)}
     apply_changes(changes)
+    # Folders install made are written down; uninstall removes them once empty.
+    remember(Path.home(), sorted(made))
+    for folder in forget_empty(Path.home()) if uninstalling else ():
+        click.echo(f"{'removed':<9} {folder}/")
     for change in changes:
         if not change.changed:
             verb = "unchanged"
@@ -308,6 +368,12 @@ def _report(changes: list[FileChange], dry_run: bool) -> None:
 
 @click.command()
 @_install_options
+@click.option(
+    "--temporary-vault",
+    "allow_temporary",
+    is_flag=True,
+    help="Pin a --vault under a temporary folder (/tmp, $TMPDIR) without asking.",
+)
 def install(
     tool: str,
     scope: str,
@@ -316,6 +382,7 @@ def install(
     agent: str | None,
     command: str | None,
     dry_run: bool,
+    allow_temporary: bool,
 ) -> None:
     """Register the MCP server and the session-start hook with Claude Code, Codex,
     Gemini CLI or opencode.
@@ -323,12 +390,19 @@ def install(
     \b
     Re-running changes nothing; existing settings are merged, never lost.
     For Codex it also records that you trust the hook, as Codex's /hooks does.
+    No vault is pinned unless --vault names one (one under a temporary folder is
+    asked about first), and a command the client could not run is refused.
       agent-mem-vault install claude-code            # this repository
       agent-mem-vault install claude-code --scope user
       agent-mem-vault install codex --dry-run
       agent-mem-vault install gemini
       agent-mem-vault install opencode --scope user
     """
+    from .main import GLOBAL_VAULT
+
+    # `agent-mem-vault --vault PATH install …` pins PATH, as `install --vault PATH` does.
+    vault_path = vault_path or click.get_current_context().meta.get(GLOBAL_VAULT)
+    _confirm_pin(vault_path, allow_temporary, dry_run)
     _report(_plan(tool, scope, repo, vault_path, agent, command, remove=False), dry_run)
     _make_served_vault(vault_path, dry_run)
     if tool == "codex":
@@ -388,7 +462,8 @@ def uninstall(
     if tool == "codex":
         # Before the hook goes: codex names our hook's trust entry only while it is there.
         _codex_trust(remove=True, dry_run=dry_run)
-    _report(_plan(tool, scope, repo, vault_path, agent, command, remove=True), dry_run)
+    changes = _plan(tool, scope, repo, vault_path, agent, command, remove=True)
+    _report(changes, dry_run, uninstalling=True)
 
 
 @click.group()

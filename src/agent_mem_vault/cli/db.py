@@ -45,6 +45,9 @@ def upgrade(dsn: str, as_json: bool) -> None:
     """
     import asyncio
 
+    from ..store import require_postgres
+
+    require_postgres()
     from ..store.postgres import upgrade_postgres_schema
 
     status = asyncio.run(upgrade_postgres_schema(dsn))
@@ -63,6 +66,9 @@ def status(dsn: str, as_json: bool) -> None:
     """Show the schema version of the database and of this agent-mem-vault."""
     import asyncio
 
+    from ..store import require_postgres
+
+    require_postgres()
     from ..store.postgres import postgres_schema_status
 
     result = asyncio.run(postgres_schema_status(dsn))

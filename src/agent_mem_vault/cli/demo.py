@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from ..core.ports import DEMO_PORT
+
 
 @click.group()
 def demo() -> None:
@@ -18,8 +20,7 @@ def demo() -> None:
 
 
 @demo.command()
-# 8766: `serve --http` takes 8765, and both may run at once on one machine.
-@click.option("--port", type=click.IntRange(1, 65535), default=8766, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=DEMO_PORT, show_default=True)
 @click.option(
     "--host",
     "bind",

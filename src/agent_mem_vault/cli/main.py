@@ -19,10 +19,12 @@ traceback.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -100,6 +102,14 @@ class LazyGroup(click.Group):
     callback=lambda ctx, _param, value: _print_environment(ctx) if value else None,
     help="Show every AGENT_MEM_VAULT_* variable, its default and what it changes, and exit.",
 )
+@click.option(
+    "--vault",
+    metavar="PATH",
+    default=None,
+    expose_value=False,
+    callback=lambda ctx, param, value: _global_vault(ctx, param, value),
+    help="The vault for the command that follows (its own --vault wins).",
+)
 def cli() -> None:
     """Hand work between AI agents, and between agents and people.
 
@@ -114,6 +124,25 @@ def cli() -> None:
     `init` makes a folder a vault (the default one is made by its first write);
     every other command refuses a folder that is not a vault and writes nothing.
     """
+
+
+def _global_vault(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """``agent-mem-vault --vault PATH COMMAND``: as if $AGENT_MEM_VAULT named PATH.
+
+    Every vault command reads its --vault from that variable when it is not given
+    its own; ``install`` pins it, as it pins its own --vault.
+    """
+    if value is None:
+        return
+    from .vault import VAULT_ENV, checked_vault
+
+    checked_vault(ctx, param, value)
+    os.environ[VAULT_ENV] = value
+    ctx.meta[GLOBAL_VAULT] = value
+
+
+GLOBAL_VAULT = "agent_mem_vault.global_vault"
+"""Where ``--vault`` given before the command is kept in the context (``install`` reads it)."""
 
 
 def _print_environment(ctx: click.Context) -> None:
@@ -146,11 +175,13 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
+        code = USAGE_CODE if isinstance(exc, click.UsageError) else "error"
+        message = _usage_message(exc) if isinstance(exc, click.UsageError) else exc.format_message()
+        message = " ".join(message.split())
         if as_json:
-            code = "usage_error" if isinstance(exc, click.UsageError) else "error"
-            _echo_json_error({"code": code, "message": exc.format_message()})
+            _echo_json_error({"code": code, "message": message})
         else:
-            exc.show()
+            click.echo(f"error: {message} [{code}]", err=True)
         sys.exit(exc.exit_code)
     except AgentMemVaultError as exc:
         report_error(exc, as_json=as_json)
@@ -171,6 +202,39 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _report_bug(exc, as_json=as_json)
         sys.exit(1)
+
+
+USAGE_CODE = "usage"
+"""The code of every usage error (an unknown command or option, a bad value): exit 2."""
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    """Click's message, with "did you mean" for a mistyped command and the help to read.
+
+    Click suggests close options and subcommands of groups that hold their commands,
+    but not of ours, which loads them lazily: the suggestion is made here, for any
+    group, from the commands it lists.
+    """
+    message = exc.format_message()
+    ctx = exc.ctx
+    unknown = re.match(r"No such command '(?P<name>[^']*)'\.", message)
+    if unknown and "did you mean" not in message.lower() and ctx is not None:
+        group = ctx.command
+        names = group.list_commands(ctx) if isinstance(group, click.Group) else []
+        message += _did_you_mean(unknown["name"], names)
+    choice = re.search(r"'(?P<value>[^']*)' is not one of", message)
+    if choice and isinstance(exc, click.BadParameter) and exc.param is not None:
+        kind = exc.param.type
+        if isinstance(kind, click.Choice):
+            message += _did_you_mean(choice["value"], [str(c) for c in kind.choices])
+    where = ctx.command_path if ctx is not None else "agent-mem-vault"
+    end = "" if message.rstrip().endswith((".", "?", "!")) else "."
+    return f"{message.rstrip()}{end} See '{where} --help'."
+
+
+def _did_you_mean(word: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.7)
+    return (" Did you mean " + " or ".join(f"'{n}'" for n in close) + "?") if close else ""
 
 
 def report_error(exc: AgentMemVaultError, *, as_json: bool) -> None:

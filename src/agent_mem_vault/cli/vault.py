@@ -8,6 +8,7 @@ propagate to ``cli/main.py``, which turns them into exit statuses.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,14 +25,35 @@ DEFAULT_VAULT = "~/agent-mem-vault"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+VAULT_ENV = "AGENT_MEM_VAULT"
+
+
+def checked_vault(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--vault`` or ``$AGENT_MEM_VAULT``: an empty path is the
+    current folder, which would quietly become (or be read as) the vault."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "is empty; give the vault's folder, e.g. --vault ~/agent-mem-vault", param=param
+        )
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if source is click.core.ParameterSource.DEFAULT and os.environ.get(VAULT_ENV) == "":
+        raise click.UsageError(
+            f"{VAULT_ENV} is set but empty; unset it for the default vault "
+            f"({DEFAULT_VAULT}) or set it to the vault's folder",
+            ctx=ctx,
+        )
+    return value
+
+
 vault_option = click.option(
     "--vault",
     "vault_path",
-    envvar="AGENT_MEM_VAULT",
+    envvar=VAULT_ENV,
     default=DEFAULT_VAULT,
     show_default=True,
     metavar="PATH",
     type=click.Path(file_okay=False),
+    callback=checked_vault,
     help="The vault folder (or set AGENT_MEM_VAULT).",
 )
 """``--vault PATH``: the one definition, shared by every command that opens a vault."""
@@ -559,8 +581,9 @@ def doctor(vault_path: str, as_json: bool) -> None:
     The vault: broken notes, dangling links, leftovers. The agents (this
     repository's files and your user-wide ones): every registered server and
     hook command must resolve on PATH, Codex must trust the session hook, and
-    Claude Code must have the .mcp.json server approved. Exits 0 when all is
-    well and 7 on a problem; each is printed with the file and what to do.
+    Claude Code must have the .mcp.json server approved. The warm process must
+    not have failed. Exits 0 when all is well and 7 on a problem; each is
+    printed with the file and what to do.
 
     \b
     Example:
@@ -581,6 +604,10 @@ def doctor(vault_path: str, as_json: bool) -> None:
     keeper = keeper_status(Path(report.path))
     # Not a problem of the vault (calls check by stat without a watch): told, not failed.
     unwatched = watch_problem(Path(report.path))
+    # A warm process that failed is a problem (every session starts the slow way until
+    # its fix is done): doctor says so, and never also that all is well.
+    warm_failed = warm.get("state") == "failed"
+    healthy = report.ok and not installs and not warm_failed
     if as_json:
         _emit(
             {
@@ -589,7 +616,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
                 "keeper": keeper,
                 "watch": {"ok": unwatched is None, "problem": unwatched},
                 "fast_start": warm,
-                "ok": report.ok and not installs,
+                "ok": healthy,
             }
         )
     else:
@@ -607,7 +634,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             click.echo(f"problem: {problem}")
         for problem in installs:
             click.echo(f"install: {problem}")
-        if report.ok and not installs:
+        if healthy:
             click.echo("No problems found.")
     if not report.ok:
         count = len(report.broken) + len(report.problems)
@@ -621,6 +648,12 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"{counted(len(installs), 'problem')} in what install registered with the agents; "
             "see above, then run 'agent-mem-vault doctor' again",
             code="install_problem",
+        )
+    if warm_failed:
+        raise DataError(
+            "the warm process failed (the fast start line above); do what its fix says, "
+            "remove the .failed file it names, then run 'agent-mem-vault doctor' again",
+            code="fast_start_failed",
         )
 
 

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+from ..core.ports import DEMO_URL
 from .client import ClientEvent, HarnessClient, PendingWait, Snapshot, TurnResult
 from .view import SessionView, ViewState, apply_event, create_session_view
 
 __all__ = [
+    "DEMO_URL",
     "ClientEvent",
     "HarnessClient",
     "PendingWait",

@@ -7,8 +7,9 @@ as fragments keyed by ``index`` (several calls interleaved, arguments split
 across chunks), are assembled and yielded whole once the reply is finished,
 because the harness can only run a tool with its complete arguments.
 
-The ``openai`` package is imported when an adapter is constructed, not when
-this module is imported, so that the CLI and the offline demo start without it.
+The ``openai`` package (the ``openai`` extra) is imported when an adapter is
+constructed, not when this module is imported, so that the CLI and the offline
+demo start without it.
 
     >>> model = OpenAIChatModel("llama3.2", base_url="http://127.0.0.1:11434/v1")
     >>> # async for event in model.stream(request): ...
@@ -93,11 +94,11 @@ class OpenAIChatModel(SdkModel):
         if client is None:
             try:
                 import openai
-            except ImportError:  # pragma: no cover - openai is a runtime dependency
+            except ImportError:
+                from ..core.extras import missing_extra
+
                 raise RemoteError(
-                    "the 'openai' package is not installed; install agent-mem-vault with its "
-                    "dependencies (pip install agent-mem-vault) to use OpenAIChatModel",
-                    code="model_unavailable",
+                    missing_extra("OpenAIChatModel", "openai"), code="model_unavailable"
                 ) from None
             client = openai.AsyncOpenAI(
                 api_key=configured_key(api_key, "OPENAI_API_KEY"),

@@ -15,8 +15,10 @@ the work before it was handed off already.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from .redact import redact
 from .transcripts.model import (
@@ -117,10 +119,15 @@ def build_auto_handoff(
     *,
     git_status: Sequence[str] = (),
     max_bytes: int = DEFAULT_MAX_BYTES,
+    root: str | None = None,
 ) -> AutoHandoff:
-    """The summary and context of the automatic handoff for ``stopped``'s session."""
+    """The summary and context of the automatic handoff for ``stopped``'s session.
+
+    Changed files are named from ``root`` (the repository's folder; the
+    session's working directory when None), as ``git status`` names them.
+    """
     before, after = _split(transcript.entries)
-    parts = _parts(before, after, transcript, git_status)
+    parts = _parts(before, after, transcript, git_status, root or stopped.cwd)
     head = _head(stopped, transcript)
     context = _fit(head, parts, max(MIN_BYTES, max_bytes))
     what = "ended" if stopped.how == "ended" else "stopped (its process is gone)"
@@ -145,6 +152,7 @@ def _parts(
     after: Sequence[Entry],
     transcript: Transcript,
     git_status: Sequence[str],
+    root: str,
 ) -> _Parts:
     requests = [e.text for e in after if isinstance(e, UserMessage)]
     if not requests:
@@ -155,7 +163,8 @@ def _parts(
     message = next((e.text for e in reversed(after) if isinstance(e, AssistantMessage)), "")
     files: list[str] = []
     for call in calls:
-        for path in call.paths if call.kind == "edit" else ():
+        for changed in call.paths if call.kind == "edit" else ():
+            path = _from_root(changed, root)
             if path in files:
                 files.remove(path)
             files.append(path)
@@ -329,6 +338,28 @@ def _cut_bytes(text: str, limit: int) -> str:
     return text.encode("utf-8")[:room].decode("utf-8", "ignore") + marker
 
 
+def _from_root(path: str, root: str) -> str:
+    """``path`` from the repository's folder when it lies in it; else as it was."""
+    try:
+        return PurePosixPath(path).relative_to(root).as_posix() if root else path
+    except ValueError:
+        return path
+
+
+_PLACEHOLDER = re.compile(r"\[redacted[^\]]*\]")
+
+
 def _one_line(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters: cut at a word, never inside
+    a ``[redacted …]`` placeholder (which would then look like text of the secret's)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if len(flat) <= width:
+        return flat
+    cut = width - 1
+    for found in _PLACEHOLDER.finditer(flat):
+        if found.start() < cut < found.end():
+            cut = found.start()
+    space = flat.rfind(" ", 0, cut + 1)
+    if space > width // 2:
+        cut = space
+    return flat[:cut].rstrip(" ,;:") + "…"

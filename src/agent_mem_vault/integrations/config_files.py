@@ -2,8 +2,9 @@
 
 An installer computes ``FileChange`` values (text before and after) with pure
 functions, so ``--dry-run`` can show a diff of exactly what ``apply`` would
-write. A file whose meaning does not change keeps its bytes: a re-run writes
-nothing. A file that does not parse is never overwritten.
+write. Only what changes is rewritten (``jsonc.py``; tomlkit for TOML), so a
+re-run writes nothing and everything else in the file keeps its bytes. A
+file that does not parse in its client's dialect is never overwritten.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..core.errors import ConflictError, DataError
 from ..vault.files import atomic_write
+from .jsonc import STRICT, Dialect, JsoncError
 
 __all__ = ["FileChange", "apply_changes", "dump_json", "json_change", "load_json", "read_text"]
 
@@ -55,15 +57,16 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def load_json(path: Path, text: str | None) -> dict[str, Any]:
-    """The JSON object in ``text`` (``{}`` when the file is missing or empty)."""
+def load_json(path: Path, text: str | None, dialect: Dialect = STRICT) -> dict[str, Any]:
+    """The JSON object in ``text`` (``{}`` when the file is missing or empty), read in
+    its client's ``dialect`` (comments, trailing commas where the client takes them)."""
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
+        data = dialect.load(text)
+    except JsoncError as exc:
         raise DataError(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); fix it and run "
+            f"{path} is not valid JSON ({exc.msg} at line {exc.line}); fix it and run "
             "again. Nothing was changed",
             path=str(path),
         ) from exc
@@ -90,16 +93,24 @@ def _indent_of(text: str | None) -> int | str:
     return 2
 
 
-def json_change(path: Path, before: str | None, data: dict[str, Any]) -> FileChange:
-    """The change that makes ``path`` hold ``data``; unchanged meaning keeps the old bytes."""
-    if before is not None and before.strip() and load_json(path, before) == data:
+def json_change(
+    path: Path, before: str | None, data: dict[str, Any], dialect: Dialect = STRICT
+) -> FileChange:
+    """The change that makes ``path`` hold ``data``.
+
+    Only what differs is rewritten: every other byte of the file (comments,
+    order, indentation, line breaks) stays, so unchanged meaning keeps the file
+    as it was and an uninstall gives back what the install found.
+    """
+    if before is None or not before.strip():
+        return FileChange(path, before, dump_json(data) if data else before)
+    if load_json(path, before, dialect) == data:
         return FileChange(path, before, before)
-    if not data and before is not None:
+    after = dialect.edit(before, data)
+    if not data and after.strip() in ("{}", ""):
         # Everything in it was ours: the file goes, as it came.
         return FileChange(path, before, None)
-    if not data:
-        return FileChange(path, before, before)
-    return FileChange(path, before, dump_json(data, like=before))
+    return FileChange(path, before, after)
 
 
 def apply_changes(changes: list[FileChange]) -> None:

@@ -22,9 +22,10 @@ from typing import Any
 
 from .gemini_trust import gemini_dir, gemini_folder_trust
 from .hooks_json import END_EVENT, EVENT, is_our_hook
+from .runnable import ON_PATH, runs_from
 from .targets import APPROVAL_KEY, SERVER_NAME, codex_home, opencode_config_dir
 
-__all__ = ["Installed", "find_installed", "install_problems"]
+__all__ = ["Installed", "find_installed", "install_problems", "this_program"]
 
 _HOOK_LINE = re.compile(r"^const HOOK = (\[.*\]);$", re.MULTILINE)
 
@@ -44,16 +45,30 @@ class Installed:
     cwd: Path | None = None
     """Where the client runs it from (a relative command resolves there)."""
 
-    def reinstall(self) -> str:
+    def reinstall(self, path: str | None = None) -> str:
+        """The install command that writes this entry again, as this shell can run it."""
         scope = " --scope user" if self.scope == "user" and self.client != "codex" else ""
-        return f"agent-mem-vault install {self.client}{scope}"
+        return f"{this_program(path)} install {self.client}{scope}"
+
+
+def this_program(path: str | None = None) -> str:
+    """How to run the agent-mem-vault that runs now: by name where ``path`` (PATH) finds
+    it, else by its absolute path, so that a fix never names a command the shell lacks."""
+    import sys
+
+    if runs_from("agent-mem-vault", path=path) is not None:
+        return "agent-mem-vault"
+    beside = Path(sys.executable).parent / "agent-mem-vault"
+    if runs_from(str(beside)) is not None:
+        return str(beside)
+    return f"{sys.executable} -m agent_mem_vault.cli.main"
 
 
 def install_problems(home: Path, repo: Path | None, path: str | None = None) -> list[str]:
     """Every problem with what ``install`` wrote for ``home`` and ``repo``."""
     installed = find_installed(home, repo)
     problems = [_command_problem(i, path) for i in installed]
-    problems += [_vault_problem(i) for i in installed]
+    problems += [_vault_problem(i, path) for i in installed]
     found = list(dict.fromkeys(p for p in problems if p))
     found += codex_trust_problems(codex_home(home), repo or Path.cwd(), path)
     found += end_hook_problems(installed)
@@ -105,7 +120,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
     return out
 
 
-def _vault_problem(item: Installed) -> str | None:
+def _vault_problem(item: Installed, path: str | None = None) -> str | None:
     """A pinned ``--vault`` that is not a vault: the server would refuse to start (and
     the hook load nothing), so a typo in a settings file is caught here first."""
     from ..vault.base import is_vault
@@ -118,10 +133,12 @@ def _vault_problem(item: Installed) -> str | None:
         pinned = item.cwd / pinned
     if is_vault(pinned):
         return None
+    gone = "which is gone" if not pinned.exists() else "which is not a vault"
     return (
-        f"{item.client} {item.what} in {item.file} uses the vault {pinned}, which is not a "
-        f"vault; run 'agent-mem-vault init --vault {pinned}' if it is the one you meant, "
-        f"else fix the path (or run '{item.reinstall()} --vault PATH')"
+        f"{item.client} {item.what} in {item.file} uses the vault {pinned}, {gone}; run "
+        f"'{this_program(path)} init --vault {pinned}' if it is the one you meant, else run "
+        f"'{item.reinstall(path)}' to pin none (the vault is then found as every command "
+        "finds it) or add --vault PATH to pin another"
     )
 
 
@@ -130,30 +147,25 @@ def _command_problem(item: Installed, path: str | None) -> str | None:
     while words and "=" in words[0] and not words[0].startswith(("/", ".")):
         words.pop(0)  # FOO=bar before the command
     if not words:
-        return f"{item.client} {item.what} in {item.file} has no command; run '{item.reinstall()}'"
+        return (
+            f"{item.client} {item.what} in {item.file} has no command; run '{item.reinstall(path)}'"
+        )
     word = words[0]
+    if runs_from(word, item.cwd, path) is not None:
+        return None
     where = f"{item.client} {item.what} in {item.file} runs '{word}'"
     if "/" in word or os.sep in word:
-        target = Path(word).expanduser()
-        if not target.is_absolute() and item.cwd is not None:
-            target = item.cwd / target
-        if target.is_file() and os.access(target, os.X_OK):
-            return None
         return (
             f"{where}, which does not exist or cannot run (moved or uninstalled?); "
-            f"run '{item.reinstall()}' to register the agent-mem-vault installed now"
+            f"run '{item.reinstall(path)}' to register the agent-mem-vault installed now"
         )
-    if shutil.which(word, path=path) is not None:
-        return None
-    how = (
-        "put agent-mem-vault on PATH (uv tool install agent-mem-vault, or "
-        "pipx install agent-mem-vault)"
-        if word == "agent-mem-vault"
-        else f"install {word} so it is on PATH"
-    )
+    if word != "agent-mem-vault":
+        return f"{where}, which is not on PATH; install {word} so it is on PATH"
+    if item.scope == "user":
+        return f"{where}, which is not on PATH; run '{item.reinstall(path)}'"
     return (
-        f"{where}, which is not on PATH; {how}, or run '{item.reinstall()}' "
-        "(with --command 'uvx agent-mem-vault' where that is how it is run here)"
+        f"{where}, which is not on PATH; {ON_PATH}, or run '{item.reinstall(path)} --scope user' "
+        "to register the executable by its absolute path"
     )
 
 
@@ -259,8 +271,11 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _json(path: Path) -> dict[str, Any]:
+    """A settings file's object, comments and trailing commas allowed (only read here)."""
+    from .jsonc import LENIENT
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = LENIENT.load(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

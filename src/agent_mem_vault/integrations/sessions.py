@@ -378,8 +378,15 @@ class SessionBook:
             started_at=info.started_at,
             cwd=str(session.get("cwd")),
         )
+        from .namespace import find_repo_root
+
+        root = find_repo_root(Path(who.cwd)) if who.cwd else None
         text = build_auto_handoff(
-            transcript, who, git_status=git_status, max_bytes=max_bytes_from_env()
+            transcript,
+            who,
+            git_status=git_status,
+            max_bytes=max_bytes_from_env(),
+            root=str(root) if root else None,
         )
         return self.vault.create_handoff(
             to=start.agent,
@@ -494,6 +501,42 @@ def _session_doc(start: SessionStart, run: str) -> dict[str, Any]:
     }
 
 
+def _without_install_files(lines: list[str], cwd: str) -> list[str]:
+    """``git status --short`` lines less the files ``install`` wrote in the repository.
+
+    They are not the session's work: a handoff that lists ``.mcp.json`` as changed
+    sends the next agent looking at our set-up. An untracked folder (``?? .claude/``)
+    goes when everything in it is ours.
+    """
+    from .targets import install_files
+
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=GIT_STATUS_TIMEOUT,
+        check=False,
+    )
+    if top.returncode != 0 or not top.stdout.strip():
+        return lines
+    root = Path(top.stdout.strip())
+    ours = install_files(root)
+    kept = []
+    for line in lines:
+        # `XY path` (`XY old -> new` for a rename: the new path is what is there now).
+        name = line[3:].split(" -> ")[-1].strip().strip('"')
+        target = root / name
+        if name.endswith("/") and target.is_dir():
+            inside = [p for p in target.rglob("*") if p.is_file()]
+            if inside and all(p in ours for p in inside):
+                continue
+        elif target in ours:
+            continue
+        kept.append(line)
+    return kept
+
+
 def _git_status(cwd: str) -> list[str]:
     """``git status --short`` of the new session's repository; [] where git cannot say."""
     try:
@@ -510,6 +553,7 @@ def _git_status(cwd: str) -> list[str]:
     if proc.returncode != 0:
         return []
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    lines = _without_install_files(lines, cwd)
     if len(lines) > MAX_GIT_LINES:
         lines = [*lines[:MAX_GIT_LINES], f"… and {len(lines) - MAX_GIT_LINES} more"]
     return lines

@@ -15,8 +15,9 @@ Claude Code
     question); ``claude -p`` approves project servers by itself.
 Codex
     MCP server: ``$CODEX_HOME/config.toml`` (default ``~/.codex``), table
-    ``[mcp_servers.agent-mem-vault]``, ``required = true`` with a start-up
-    timeout, so Codex waits for the server before its first model request.
+    ``[mcp_servers.agent-mem-vault]`` with a start-up timeout and
+    ``env_vars = ["AGENT_MEM_VAULT"]``; never ``required`` (a user-wide file: a
+    required server that fails stops Codex from starting in every repository).
     Hook: ``$CODEX_HOME/hooks.json``; ``[features] hooks = true`` in config.toml
     (on by default since 0.169; written so an older default cannot hide it),
     marked with a comment so uninstall removes the flag only if install set it.
@@ -50,11 +51,13 @@ from typing import Any, Literal
 from ..core.errors import InvalidInputError
 from .config_files import FileChange, json_change, load_json, read_text
 from .hooks_json import END_EVENT, TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
+from .jsonc import GEMINI, LENIENT, STRICT, Dialect
 
 __all__ = [
     "SERVER_NAME",
     "Launch",
     "codex_home",
+    "install_files",
     "opencode_config_dir",
     "plan_claude_code",
     "plan_codex",
@@ -64,6 +67,8 @@ __all__ = [
 
 SERVER_NAME = "agent-mem-vault"
 FLAG_COMMENT = "added by agent-mem-vault install"
+FORWARDED_ENV = ("AGENT_MEM_VAULT",)
+"""The variables Codex passes to our server (it passes none unless told)."""
 STARTUP_TIMEOUT_SECONDS = 30
 """How long a client waits for ``serve`` to answer ``initialize`` where it can be told."""
 APPROVAL_KEY = "enabledMcpjsonServers"
@@ -186,7 +191,7 @@ def plan_gemini(
         data = _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
         return _end_hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
 
-    return [_json_edit(settings, edit)]
+    return [_json_edit(settings, edit, GEMINI)]  # Gemini CLI reads JSON with comments
 
 
 def plan_opencode(
@@ -226,7 +231,8 @@ def plan_opencode(
     if scope == "project":
         npmrc.append(npmrc_change(plugin.parent, remove=remove))
     return [
-        _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove)),
+        # opencode reads its config as JSON with comments and trailing commas.
+        _json_edit(config, lambda d: _set_server(d, "mcp", entry, remove), LENIENT),
         FileChange(plugin_file, before, after),
         *npmrc,
     ]
@@ -239,6 +245,23 @@ def _opencode_plugin(launch: Launch) -> str:
     return plugin_source(
         PLUGIN_MARK, launch.hook_words("text"), launch.end_hook_words(), TIMEOUT_SECONDS * 1000
     )
+
+
+def install_files(repo: Path) -> set[Path]:
+    """The files in ``repo`` that hold what a project install wrote (for each client).
+
+    A file counts only while it holds our entry (it names agent-mem-vault): one a
+    person edited and we never touched is theirs.
+    """
+    candidates = [
+        repo / ".mcp.json",
+        repo / ".claude" / "settings.json",
+        repo / ".gemini" / "settings.json",
+        repo / "opencode.json",
+        repo / ".opencode" / "plugin" / "agent-mem-vault.js",
+        repo / ".opencode" / ".npmrc",
+    ]
+    return {path for path in candidates if SERVER_NAME in (read_text(path) or "")}
 
 
 def codex_home(home: Path) -> Path:
@@ -283,9 +306,9 @@ def _end_hook_edit(
     )
 
 
-def _json_edit(path: Path, edit: Any) -> FileChange:
+def _json_edit(path: Path, edit: Any, dialect: Dialect = STRICT) -> FileChange:
     before = read_text(path)
-    return json_change(path, before, edit(load_json(path, before)))
+    return json_change(path, before, edit(load_json(path, before, dialect)), dialect)
 
 
 def _set_server(
@@ -331,12 +354,16 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     if servers is None:
         servers = tomlkit.table(is_super_table=True)
         doc["mcp_servers"] = servers
-    # Codex passes no environment (AGENT_MEM_VAULT) to MCP servers: the vault is in
-    # the args. `required` makes Codex wait for the server before the first request.
+    # Codex passes an MCP server only the environment it is told to: env_vars
+    # forwards AGENT_MEM_VAULT, so an unpinned server opens the vault the shell
+    # that started Codex names, as the hook (which gets the whole environment)
+    # does. Never `required`: this file is read in every repository, and Codex
+    # will not start at all when a required server fails (a vault since
+    # deleted, an executable since moved).
     wanted: dict[str, Any] = {
         "command": launch.command[0],
         "args": launch.server_args(),
-        "required": True,
+        "env_vars": list(FORWARDED_ENV),
         "startup_timeout_sec": STARTUP_TIMEOUT_SECONDS,
     }
     table = servers.get(SERVER_NAME)
@@ -348,6 +375,8 @@ def _toml_add(doc: Any, launch: Launch) -> None:
     for key, value in wanted.items():
         if table.get(key) != value:
             table[key] = value
+    if "required" in table:
+        del table["required"]
     features = doc.get("features")
     if features is None:
         features = tomlkit.table()

@@ -39,14 +39,27 @@ __all__ = [
     "VersionConflictError",
     "memory_persistence",
     "postgres_persistence",
+    "require_postgres",
     "scan_all",
     "sqlite_persistence",
 ]
 
 
+def require_postgres() -> None:
+    """Say which extra to install when psycopg is missing, before anything imports it."""
+    from ..core.errors import InvalidInputError
+    from ..core.extras import has_extra, missing_extra
+
+    if not has_extra("postgres"):
+        raise InvalidInputError(
+            missing_extra("PostgreSQL storage", "postgres"), code="missing_extra"
+        )
+
+
 def __getattr__(name: str) -> Any:
     # psycopg is imported only by those who ask for PostgreSQL.
     if name in ("PostgresPersistence", "postgres_persistence"):
+        require_postgres()
         from . import postgres
 
         return getattr(postgres, name)

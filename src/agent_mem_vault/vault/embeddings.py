@@ -432,6 +432,12 @@ def open_embedder(settings: EmbeddingSettings) -> Embedder:
         raise EmbeddingUnavailable("AGENT_MEM_VAULT_EMBEDDINGS=off")
     if settings.backend == "openai":
         assert settings.url is not None and settings.model is not None
+        from ..core.extras import has_extra, missing_extra
+
+        if not has_extra("openai") or importlib.util.find_spec("numpy") is None:
+            raise EmbeddingUnavailable(
+                missing_extra("search by meaning through an endpoint", "embeddings", "openai")
+            )
         return OpenAIEmbedder(settings.url, settings.model, settings.api_key)
     if not extra_installed():
         raise EmbeddingUnavailable(_NO_EXTRA)

@@ -1,0 +1,76 @@
+"""``doctor`` never contradicts itself: any problem it prints, the warm process's
+failure included, means no all-clear, a non-zero exit and ``ok: false``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    home = tmp_path / "home"
+    home.mkdir()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEM_VAULT")}
+    base.update(
+        HOME=str(home),
+        AGENT_MEM_VAULT=str(tmp_path / "vault"),
+        AGENT_MEM_VAULT_RUNTIME_DIR=str(runtime),
+    )
+    return base
+
+
+def doctor(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "doctor", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def _record_a_warm_failure(env: dict[str, str], cwd: Path) -> Path:
+    """The record a warm process that failed to start leaves, where doctor looks for it."""
+    status = json.loads(doctor(env, cwd, "--json").stdout)["fast_start"]
+    failed = Path(status["socket"]).with_suffix(".failed")
+    failed.write_text(
+        json.dumps(
+            {
+                "at": time.time(),
+                "reason": "ModuleNotFoundError: No module named 'mcp'",
+                "fix": "reinstall agent-mem-vault in this environment",
+            }
+        )
+    )
+    return failed
+
+
+def test_a_failed_warm_process_is_a_problem_not_an_all_clear(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    subprocess.run([*CLI, "init"], env=env, check=True, capture_output=True)
+    healthy = doctor(env, tmp_path)
+    assert healthy.returncode == 0 and "No problems found." in healthy.stdout, healthy.stderr
+    failed = _record_a_warm_failure(env, tmp_path)
+
+    text = doctor(env, tmp_path)
+    assert "fast start: the warm process failed" in text.stdout
+    assert "No problems found." not in text.stdout
+    assert text.returncode == 7
+    assert text.stderr.strip().endswith("[fast_start_failed]"), text.stderr
+    assert str(failed.name) in text.stdout
+
+    data = doctor(env, tmp_path, "--json")
+    assert data.returncode == 7
+    body = json.loads(data.stdout)
+    assert body["ok"] is False and body["fast_start"]["state"] == "failed"
+
+    failed.unlink()  # the fix done, the record removed: all clear again
+    assert doctor(env, tmp_path).returncode == 0

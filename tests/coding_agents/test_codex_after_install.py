@@ -1,0 +1,125 @@
+"""What ``install codex`` leaves in the user-wide ``~/.codex/config.toml`` never stops
+the real Codex from starting, whatever became of the vault or the executable.
+
+Codex refuses to start when a ``required`` MCP server fails; its config.toml is
+read in every repository, so one deleted folder would stop Codex everywhere.
+"""
+
+from __future__ import annotations
+
+import shutil
+import stat
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import NAMESPACE as NS
+from .conftest import World, client
+from .model_server import Reply, ScriptedModel, Seen
+from .test_claude_codex import _namespaced, _tool_output
+
+pytestmark = pytest.mark.slow
+
+
+def _codex_config(world: World, url: str) -> None:
+    codex_home = world.home / ".codex"
+    codex_home.mkdir(exist_ok=True)
+    (codex_home / "config.toml").write_text(
+        'model = "scripted"\nmodel_provider = "scripted"\n\n'
+        "[model_providers.scripted]\n"
+        f'name = "scripted"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
+    )
+
+
+def _exec(world: World, codex: Path) -> tuple[int, str]:
+    proc = world.run(
+        codex,
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "Say hello.",
+    )
+    return proc.returncode, f"{proc.stdout}\n{proc.stderr}"
+
+
+def _answer(seen: Seen) -> Reply:
+    return Reply(text="hello")
+
+
+def test_codex_still_starts_when_the_vault_install_pinned_is_gone(world: World) -> None:
+    codex = client("codex")
+    pinned = world.root / "scratch-vault"
+    with ScriptedModel("responses", _answer) as model:
+        _codex_config(world, model.url)
+        world.amv("install", "codex", "--vault", str(pinned), "--temporary-vault")
+        server = tomllib.loads((world.home / ".codex" / "config.toml").read_text())
+        assert "required" not in server["mcp_servers"]["agent-mem-vault"]
+        shutil.rmtree(pinned)
+        status, output = _exec(world, codex)
+        requests = list(model.requests)
+    assert status == 0, output
+    assert requests, f"Codex never asked the model anything:\n{output}"
+
+
+def test_codex_still_starts_when_the_executable_install_registered_is_gone(
+    world: World,
+) -> None:
+    codex = client("codex")
+    moved = world.root / "old-venv" / "agent-mem-vault"
+    moved.parent.mkdir()
+    moved.write_text(f'#!/bin/sh\nexec {sys.executable} -m agent_mem_vault.cli.main "$@"\n')
+    moved.chmod(moved.stat().st_mode | stat.S_IXUSR)
+    with ScriptedModel("responses", _answer) as model:
+        _codex_config(world, model.url)
+        world.amv("install", "codex", "--command", str(moved))
+        shutil.rmtree(moved.parent)  # the clone's virtual environment was deleted
+        status, output = _exec(world, codex)
+        requests = list(model.requests)
+    assert status == 0, output
+    assert requests, f"Codex never asked the model anything:\n{output}"
+
+
+def test_an_unpinned_codex_server_opens_the_vault_of_the_shell_that_started_codex(
+    world: World,
+) -> None:
+    codex = client("codex")
+    other = world.root / "other-vault"
+    world.amv("init", "--vault", str(other))
+    world.amv(
+        "create", "--vault", str(other), "--from", "claude-code", "--to", "codex",
+        "-n", NS, "-s", "Only in the other vault", "-c", "x",
+    )  # fmt: skip
+    outputs: list[Any] = []
+    first: list[str] = []
+
+    def model_answer(seen: Seen) -> Reply:
+        found = _namespaced(seen.body.get("tools"), "read_handoff")
+        if found is None:
+            return Reply(text="ok")
+        items = seen.body.get("input", [])
+        done = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        if done:
+            outputs.append(done[-1].get("output"))
+            return Reply(text="Took it.")
+        first.append(seen.text)
+        namespace, tool = found
+        return Reply(tool=tool, namespace=namespace, args={"agent": "codex", "namespace": NS})
+
+    with ScriptedModel("responses", model_answer) as model:
+        _codex_config(world, model.url)
+        world.amv("install", "codex")
+        assert "--vault" not in (world.home / ".codex" / "config.toml").read_text()
+        proc = world.run(
+            codex, "exec", "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox", "Continue.",
+            env={"AGENT_MEM_VAULT": str(other)},
+        )  # fmt: skip
+        transcript = model.transcript()
+    assert proc.returncode == 0, f"{proc.stderr}\n{transcript}"
+    # The hook (the whole environment) and the server (env_vars) read the same vault.
+    assert first and "Only in the other vault" in first[0], transcript
+    assert len(outputs) == 1, transcript
+    assert _tool_output(outputs[0])["handoff"]["summary"] == "Only in the other vault"
