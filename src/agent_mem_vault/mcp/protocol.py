@@ -58,25 +58,17 @@ class ProtocolCheck:
             tools = await self._known_tools()
             name = params.get("name")
             if not isinstance(name, str) or name not in tools:
-                raise MCPError(
-                    INVALID_PARAMS,
-                    bounded(
-                        f"unknown tool {name!r}; this server's tools are: "
-                        f"{', '.join(sorted(tools))} (tools/list describes each)",
-                        700,
-                    ),
+                raise _invalid(
+                    f"unknown tool {name!r}; this server's tools are: "
+                    f"{', '.join(sorted(tools))} (tools/list describes each)"
                 )
         elif method == "prompts/get" and isinstance(params, Mapping):
             await self._check_prompt(params)
         elif method in _LISTS and isinstance(params, Mapping) and params.get("cursor") is not None:
             kind = method.split("/")[0] if method != "resources/templates/list" else "templates"
-            raise MCPError(
-                INVALID_PARAMS,
-                bounded(
-                    f"invalid cursor {params['cursor']!r}: this server lists all its {kind} "
-                    "in one page and issues no cursors; send the request without one",
-                    500,
-                ),
+            raise _invalid(
+                f"invalid cursor {params['cursor']!r}: this server lists all its {kind} "
+                "in one page and issues no cursors; send the request without one"
             )
         return await call_next(ctx)
 
@@ -84,20 +76,14 @@ class ProtocolCheck:
         prompts = await self._known_prompts()
         name = params.get("name")
         if not isinstance(name, str) or name not in prompts:
-            raise MCPError(
-                INVALID_PARAMS,
-                bounded(
-                    f"unknown prompt {name!r}; this server has: {', '.join(sorted(prompts))} "
-                    "(prompts/list describes each)",
-                    500,
-                ),
+            raise _invalid(
+                f"unknown prompt {name!r}; this server has: {', '.join(sorted(prompts))} "
+                "(prompts/list describes each)"
             )
         required, known = prompts[name]
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, Mapping):
-            raise MCPError(
-                INVALID_PARAMS, f"prompt {name!r}: arguments must be an object of strings"
-            )
+            raise _invalid(f"prompt {name!r}: arguments must be an object of strings")
         problems = [
             f"{key}: missing, this prompt needs it" for key in sorted(required - set(arguments))
         ]
@@ -112,7 +98,7 @@ class ProtocolCheck:
             if key in known and not isinstance(value, str)
         ]
         if problems:
-            raise MCPError(INVALID_PARAMS, bounded(f"prompt {name!r}: " + "; ".join(problems), 500))
+            raise _invalid(f"prompt {name!r}: " + "; ".join(problems))
 
     async def _known_tools(self) -> frozenset[str]:
         """The server's tool names, read once (tools are all registered at build time)."""
@@ -131,3 +117,8 @@ class ProtocolCheck:
                 for p in await self._server.list_prompts()
             }
         return self._prompts
+
+
+def _invalid(message: str) -> MCPError:
+    """``-32602`` with ``message``, quoting at most so much of what the client sent."""
+    return MCPError(INVALID_PARAMS, bounded(message, 700))
