@@ -18,6 +18,7 @@ def test_server_exports_exactly_its_public_names() -> None:
 def test_client_exports_exactly_its_public_names() -> None:
     assert sorted(client.__all__) == [
         "ClientEvent",
+        "DEMO_URL",
         "HarnessClient",
         "PendingWait",
         "SessionView",
