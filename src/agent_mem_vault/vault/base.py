@@ -129,11 +129,15 @@ def read_only_error(path: str | os.PathLike[str]) -> AccessDeniedError:
 
 
 def _cannot_write(root: Path) -> bool:
-    """Whether this user can read the vault at ``root`` but not write it (its own folder
-    ``.agent-mem-vault/`` where there is one, else the vault folder)."""
+    """Whether this user can read the vault at ``root`` but not write it: its own folder
+    ``.agent-mem-vault/`` (else the vault folder), or the lock or index files in it."""
     dot = root / DOT_DIR
-    target = dot if dot.is_dir() else root
-    return target.is_dir() and not os.access(target, os.W_OK | os.X_OK)
+    if not dot.is_dir():
+        return root.is_dir() and not os.access(root, os.W_OK | os.X_OK)
+    if not os.access(dot, os.W_OK | os.X_OK):
+        return True
+    files = ("lock", INDEX_FILE, f"{INDEX_FILE}-wal", f"{INDEX_FILE}-shm")
+    return any(os.path.exists(dot / f) and not os.access(dot / f, os.W_OK) for f in files)
 
 
 @dataclass(slots=True)

@@ -186,20 +186,21 @@ def _handoff_filter(
 def _memory_filter(
     namespace: str | None, status: str, kind: str | None, tags: Sequence[str]
 ) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (with a leading space, or empty) of a memory listing, and its args."""
+    """The ``WHERE`` clause (with a leading space, or empty) of a memory listing over
+    ``memories m``, and its args."""
     where: list[str] = []
     args: list[Any] = []
     if namespace is not None:
-        where.append("namespace=?")
+        where.append("m.namespace=?")
         args.append(namespace)
     if status != "all":
-        where.append("state=?")
+        where.append("m.state=?")
         args.append(status)
     if kind is not None:
-        where.append("kind=?")
+        where.append("m.kind=?")
         args.append(kind)
     for tag in tags:
-        where.append("EXISTS (SELECT 1 FROM json_each(memories.tags) WHERE value = ?)")
+        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
         args.append(tag)
     return (" WHERE " + " AND ".join(where) if where else ""), args
 
@@ -845,7 +846,7 @@ class Index:
             "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
-        total = self.conn.execute(f"SELECT count(*) FROM memories{where}", args).fetchone()[0]
+        total = self.conn.execute(f"SELECT count(*) FROM memories m{where}", args).fetchone()[0]
         return int(total), [_memory(r) for r in rows]
 
     def note_kind(self, id: str) -> str | None:
