@@ -50,5 +50,11 @@ def run_as_nobody(
     env = {**os.environ, "HOME": str(home)}
     env.pop("AGENT_MEM_VAULT", None)
     return subprocess.run(
-        [*AS_NOBODY, *argv], capture_output=True, text=True, env=env, input=input, timeout=120
+        [*AS_NOBODY, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input,
+        timeout=120,
+        cwd=home,
     )
