@@ -302,7 +302,9 @@ class IndexUpkeep:
         first = None not in self._checked
         if _ALL in self._checked:
             first, todo = False, []
-        worth = (first or todo) and self._worth_asking(idx, todo, folders=first)
+        worth = (
+            (first or todo) and not self.read_only and self._worth_asking(idx, todo, folders=first)
+        )
         told = self.keeper.ask() if worth else None
         if told is not None:
             # The keeper vouches for everything before now, this watcher for
@@ -319,7 +321,7 @@ class IndexUpkeep:
         for item in todo:
             found = stale_dirs(self.root, idx, item, counted=counted)
             dirs.extend(d for d in found if d not in dirs)
-        if sum(counted) >= START_FROM:
+        if sum(counted) >= START_FROM and not self.read_only:
             self.keeper.start()  # for the next process that starts
         files = {f for f in files if not self._held_as_is(idx, f)}
         if dirs or files or folders:
