@@ -70,6 +70,8 @@ def test_update_makes_a_new_version_that_supersedes_the_old_which_stays_as_histo
     assert [m.id for m in vault.list_memories(namespace=NS)] == [new.id]
     assert [m.id for m in vault.list_memories(namespace=NS, status="superseded")] == [old]
     assert {m.id for m in vault.list_memories(namespace=NS, status="all")} == {old, new.id}
+    # The whole vault's count of live memories leaves the history out too.
+    assert (vault.page_memories().total, vault.page_memories(status="all").total) == (1, 2)
 
 
 def test_a_memory_thread_is_wikilinked_both_ways(vault: Vault) -> None:
@@ -105,6 +107,7 @@ def test_forget_takes_a_memory_out_of_search_and_the_brief_and_keeps_the_file(
     assert vault.get_project_brief(namespace=NS).decisions == ()
     assert vault.list_memories(namespace=NS) == []
     assert [m.id for m in vault.list_memories(namespace=NS, status="forgotten")] == [mid]
+    assert vault.page_memories().total == 0
     assert (vault.path / forgotten.path).is_file()
     assert _meta(vault, forgotten.path)["forgotten_at"] == forgotten.forgotten_at
     assert vault.forget_memory(mid) == forgotten  # again: nothing changes
@@ -167,8 +170,9 @@ def test_updating_a_hand_written_memory_keeps_its_id_and_its_body(vault: Vault) 
     assert new.supersedes == (hand.id,)
     meta = _meta(vault, new.path)
     assert meta["supersedes"] == [f"[[{NS}/memories/style|{hand.id}]]"]  # resolves in Obsidian
-    old = vault.get_memory(hand.id)  # the same id after its file changed
+    old = vault.get_memory(hand.id)  # the same id, time and text after its file changed
     assert (old.superseded_by, old.created_at) == (new.id, hand.created_at)
+    assert (old.title, old.content) == ("Style", "Tabs.")
     assert note.read_text(encoding="utf-8").endswith("# Style\n\nTabs.\n")
 
 

@@ -846,6 +846,13 @@ class Index:
             "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
+        if (namespace, status, kind, tags) == (None, "live", None, ()):
+            # Every memory less the few retired: SQLite counts a whole table from its
+            # pages (0.2 ms at 100,000), where counting the live ones walks an index.
+            retired = self.conn.execute(
+                "SELECT count(*) FROM memories WHERE state IN ('superseded', 'forgotten')"
+            ).fetchone()[0]
+            return self.count_memories() - int(retired), [_memory(r) for r in rows]
         total = self.conn.execute(f"SELECT count(*) FROM memories m{where}", args).fetchone()[0]
         return int(total), [_memory(r) for r in rows]
 

@@ -552,12 +552,16 @@ def memory_from_note(note: ParsedNote, path: str, *, facts: FileFacts | None = N
     meta = note.meta
     _summary, content = split_body(note.body)
     title = _str(meta, "title", required=facts is None)
-    if title is None:
-        assert facts is not None
-        title, rest = title_from_body(note.body, path)
-        if "## Full Context" not in note.body:
+    if facts is not None and "## Full Context" not in note.body:
+        # A body of the person's own: its first heading is the title, not content
+        # (still so once an agent has written the title into the properties).
+        heading, rest = title_from_body(note.body, path)
+        if title is None:
+            title = heading
+            facts.take("title")
+        if heading == title:
             content = rest
-        facts.take("title")
+    assert title is not None  # required without facts; with them, taken from the file
     kind = _str(meta, "kind", required=False) or "note"
     return Memory(
         id=_tid(meta, "id", facts),

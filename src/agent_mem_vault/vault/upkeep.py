@@ -109,8 +109,26 @@ class IndexUpkeep:
         # Which file this is, seen before it is opened: if ``reindex`` replaces it
         # meanwhile, the next call sees a different file and opens it again.
         file_id = self._stat_file()
+        idx, rebuilt = self._open()
+        if not rebuilt:
+            self._opened(idx, file_id)
+        return idx
+
+    def _index_in_memory(self) -> Index:
+        """The index of a vault this user cannot write: the index file copied into memory
+        (or, if there is none to read, built from the notes), migrated here."""
+        if self._index is not None and self._pid == os.getpid():
+            return self._index
+        self._pid = os.getpid()
+        idx, _rebuilt = self._open()
+        self._index = idx
+        return idx
+
+    def _open(self) -> tuple[Index, bool]:
+        """The index opened (in memory when ``read_only``) and migrated; (its handle,
+        True) when it had to be rebuilt from the notes instead (``rebuild`` has kept it)."""
         try:
-            idx = Index(self.db_path)
+            idx = Index(self.db_path, in_memory=self.read_only)
             if idx.pending_migrations():
                 with self.locked():
                     idx.migrate(format_datetime(self.clock.now()))
@@ -122,30 +140,8 @@ class IndexUpkeep:
             if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
                 raise
             with self.locked():
-                return self.rebuild()
-        self._opened(idx, file_id)
-        return idx
-
-    def _index_in_memory(self) -> Index:
-        """The index of a vault this user cannot write: the index file copied into memory
-        (or, if there is none to read, built from the notes), migrated here."""
-        if self._index is not None and self._pid == os.getpid():
-            return self._index
-        self._pid = os.getpid()
-        try:
-            idx = Index(self.db_path, in_memory=True)
-            if idx.pending_migrations():
-                idx.migrate(format_datetime(self.clock.now()))
-                if not idx.dirs():
-                    with idx.transaction():
-                        rebuild_tree(self.root, idx, ScanStats())
-                        self.mark_full_scan(idx)
-        except (IndexDamaged, sqlite3.DatabaseError) as exc:
-            if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
-                raise
-            return self.rebuild()
-        self._index = idx
-        return idx
+                return self.rebuild(), True
+        return idx, False
 
     def _opened(self, idx: Index, file_id: tuple[int, int] | None = None) -> None:
         self._index = idx
