@@ -180,7 +180,7 @@ class VaultBase:
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
         self._read_only: bool | None = None
-        """Whether this user cannot write the vault (``_check_writable``); None: not looked."""
+        """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
         self._temps: dict[str, str] = {}
         """Notes written and not yet committed to the index: the temp file (``temp_path``,
         relative to the vault) each was renamed from."""
@@ -236,13 +236,13 @@ class VaultBase:
         (a write: the first one makes it). Finds out, once, whether this user may write
         the vault (see ``read_only_error``)."""
         if os.path.isdir(f"{self.path}/{DOT_DIR}"):
-            self._check_writable()
+            self._is_read_only()
             return  # the vault's own folder: a vault, and nothing to make (one stat)
         if not (self.path.is_dir() and is_vault(self.path)):
             if not (make or (make_default and is_default_vault(self.path))):
                 raise vault_not_found(self.path)
             self.path.mkdir(parents=True, exist_ok=True)
-        elif self._check_writable():
+        elif self._is_read_only():
             return  # a vault without its index folder, which this user cannot make
         dot = self.path / DOT_DIR
         if dot.is_dir():
@@ -257,9 +257,9 @@ class VaultBase:
                 path=str(dot),
             ) from None
 
-    def _check_writable(self) -> bool:
-        """Whether this user cannot write the vault, looked at once per ``Vault``; if
-        not, the index is kept in memory from then on (``IndexUpkeep.read_only``)."""
+    def _is_read_only(self) -> bool:
+        """Whether this user cannot write the vault, looked at once per ``Vault``; if so,
+        the index is kept in memory from then on (``IndexUpkeep.read_only``)."""
         if self._read_only is None:
             self._read_only = _cannot_write(self.path)
             if self._read_only:
@@ -269,7 +269,7 @@ class VaultBase:
         return self._read_only
 
     def _refuse_if_read_only(self) -> None:
-        if self._check_writable():
+        if self._is_read_only():
             raise read_only_error(self.path)
 
     @contextmanager

@@ -143,7 +143,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
         Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
         flight in another process is never reported as damage."""
         self._require_vault()  # before the rescan, which would make the default vault
-        if self._check_writable():
+        if self._is_read_only():
             with self._held():  # a vault this user cannot write: its index is in memory
                 self._upkeep.full_scan(self._upkeep.handle(), ScanStats())
         else:
@@ -179,7 +179,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
                 "'agent-mem-vault init --rewrite-dashboard' puts the vault's back (yours is "
                 "kept beside it)"
             )
-        if self._check_writable():
+        if self._is_read_only():
             out.append(f"{read_only_error(self.path).message.partition(';')[0]}: reads work")
         return out
 
