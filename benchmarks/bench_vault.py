@@ -308,6 +308,10 @@ elif what == "search":
     vault.search_memory(query="lock latency", limit=10)
 elif what == "search-ns":
     vault.search_memory(query="lock latency", namespace=ns, limit=10)
+elif what == "list-memories":
+    vault.list_memories(namespace=ns, limit=50)
+elif what == "list-memories-all":
+    vault.list_memories(limit=50)
 elapsed = (time.perf_counter() - start) * 1000
 if what == "read" and h is not None:
     vault.reopen_handoff(h.id)
@@ -604,6 +608,8 @@ def fresh_rows(
         ("hook", "session hook (brief + pending list)"),
         ("search", "`search_memory`, whole vault"),
         ("search-ns", "`search_memory`, one namespace"),
+        ("list-memories", "`list_memories`, 50 newest of a namespace"),
+        ("list-memories-all", "`list_memories`, 50 newest of the vault"),
     ):
         rows.append(
             (
@@ -653,6 +659,17 @@ def one_process(
         if h is not None:
             vault.reopen_handoff(h.id)
 
+    # Memories whose life the bench changes live in the scratch namespace (removed after).
+    live = [vault.save_memory(namespace=SCRATCH, title="bench", content="first").id]
+    some_id = vault.list_memories(namespace=NS, limit=1)[0].id
+
+    def update() -> None:
+        live.append(vault.update_memory(live[-1], content=_sentence(rng, 20)).id)
+
+    def forget_restore() -> None:
+        vault.forget_memory(live[-1])
+        vault.restore_memory(live[-1])
+
     qi = iter(range(10**9))
     figures = [
         ("`peek_handoff`", lambda: vault.peek_handoff(agent="codex", namespace=NS)),
@@ -674,6 +691,14 @@ def one_process(
             lambda: vault.search_memory(query=COMMON, limit=10),
         ),
         ("`get_project_brief`", lambda: vault.get_project_brief(namespace=NS)),
+        (
+            "`list_memories`, 50 newest of a namespace",
+            lambda: vault.list_memories(namespace=NS, limit=50),
+        ),
+        ("`list_memories`, 50 newest of the vault", lambda: vault.list_memories(limit=50)),
+        ("`get_memory`", lambda: vault.get_memory(some_id)),
+        ("`update_memory` (a new version; 2 fsync'd writes)", update),
+        ("`forget_memory` + `restore_memory` (2 fsync'd writes)", forget_restore),
         (
             "`create_handoff` (fsync)",
             lambda: vault.create_handoff(

@@ -37,8 +37,17 @@ def run(
     env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT"}
     if vault is not None:
         env["AGENT_MEM_VAULT"] = str(vault)
+    # Outside any repository (the vault's parent folder): a namespace is found from
+    # git only where a test makes a repository for it.
+    cwd = vault.parent if vault is not None and vault.parent.is_dir() else None
     proc = subprocess.run(
-        [str(BIN), *args], capture_output=True, text=True, env=env, input=input, timeout=60
+        [str(BIN), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=input,
+        timeout=60,
+        cwd=cwd,
     )
     if check:
         assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
@@ -100,6 +109,8 @@ def test_the_seeds_typical_exchange_runs_end_to_end_from_the_cli(vault: Path) ->
     brief = run(vault, "brief", "--namespace", NS).stdout
     assert second in brief
     out = run(vault, "read", "--agent", "codex", "--namespace", NS).stdout
+    heading, _, out = out.partition("\n\n")  # who left it, for whom, when, its id
+    assert heading.startswith(f"Handoff {second} from claude-code to codex, 20")
     assert out == (
         "## Summary\nBatch the orders backfill, 500 rows\n\n## Full Context\n"
         + context.replace("1000", "500")
@@ -146,7 +157,9 @@ def test_handoffs_json_is_for_scripts(vault: Path) -> None:
 
 def test_peek_ack_and_reopen_from_the_cli(vault: Path) -> None:
     hid = run(vault, "create", "--to", "codex", "-n", NS, "-s", "s", "-c", "c").stdout.strip()
-    assert run(vault, "peek", "-a", "codex", "-n", NS).stdout.startswith("## Summary\ns")
+    peeked = run(vault, "peek", "-a", "codex", "-n", NS).stdout
+    assert peeked.startswith(f"Handoff {hid} from unknown to codex, ")
+    assert "\n\n## Summary\ns" in peeked
     assert run_json(vault, "show", hid)["status"] == "pending"
     assert "is read" in run(vault, "ack", hid).stdout
     assert run_json(vault, "show", hid)["status"] == "read"

@@ -168,7 +168,10 @@ def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: 
     assert "Pending handoffs for codex" in codex_first[0].text, transcript
     assert len(outputs) == 1, transcript
     result = _tool_output(outputs[0])
-    assert result["text"] == EXPECTED, transcript
+    # Who left it, for whom, when and its id; then the design's text.
+    handoff = result["handoff"]
+    heading = f"Handoff {handoff['id']} from {handoff['from']} to codex, {handoff['created_at']}"
+    assert result["text"] == f"{heading}\n\n{EXPECTED}", transcript
     assert result["handoff"]["summary"] == SUMMARY, result
     taken = world.handoffs()
     assert [(h["to"], h["status"]) for h in taken] == [("codex", "read")], taken

@@ -121,3 +121,54 @@ def test_a_config_file_with_an_invalid_namespace_is_a_clear_error(repo: Path) ->
     assert info.value.code == "invalid_namespace"
     assert str(repo / ".agent-mem-vault.toml") in info.value.message
     assert "'..'" in info.value.message and "fix the namespace line" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("folder", "namespace"),
+    [
+        ("Café Ünicode 🚀", "project/Cafe-Unicode-rocket"),
+        ("東京-api", "project/DongJing-api"),
+        ("Проект", "project/Proekt"),
+        ("naïve", "project/naive"),
+    ],
+)
+def test_a_non_ascii_folder_name_becomes_readable_ascii_that_keeps_its_meaning(
+    tmp_path: Path, folder: str, namespace: str
+) -> None:
+    repo = tmp_path / folder
+    (repo / ".git").mkdir(parents=True)
+    assert discover_namespace(repo) == namespace
+
+
+def _with_remote(root: Path, name: str, url: str) -> Path:
+    repo = root / name
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = {url}\n')
+    return repo
+
+
+def test_remotes_with_nothing_readable_never_share_a_namespace(tmp_path: Path) -> None:
+    from agent_mem_vault.vault.namespaces import validate_namespace
+
+    first = discover_namespace(_with_remote(tmp_path, "a", "git@h:acme/___.git"))
+    second = discover_namespace(_with_remote(tmp_path, "b", "git@h:acme/---.git"))
+    assert first is not None and second is not None
+    assert first != second and first.startswith("project/repository-")
+    assert validate_namespace(first) == first
+    # The same name gives the same namespace, on every machine: two clones agree.
+    assert discover_namespace(_with_remote(tmp_path, "c", "git@h:acme/___.git")) == first
+
+
+def test_emoji_remotes_of_unrelated_repositories_get_different_namespaces(tmp_path: Path) -> None:
+    rocket = discover_namespace(_with_remote(tmp_path, "a", "https://h/acme/🚀.git"))
+    party = discover_namespace(_with_remote(tmp_path, "b", "https://h/acme/🎉.git"))
+    assert (rocket, party) == ("project/rocket", "project/tada")
+
+
+def test_a_non_ascii_namespace_given_by_hand_is_refused_with_ascii_in_the_error() -> None:
+    from agent_mem_vault.vault.namespaces import validate_namespace
+
+    with pytest.raises(InvalidInputError) as info:
+        validate_namespace("project/Café")
+    assert info.value.code == "invalid_namespace"
+    assert "ASCII" in info.value.message and "'Cafe'" in info.value.message

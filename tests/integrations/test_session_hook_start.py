@@ -58,7 +58,9 @@ def test_the_hook_output_is_unchanged_when_it_runs_in_the_warm_process(
 ) -> None:
     vault = Vault(tmp_path / "vault")
     vault.init()
-    vault.save_memory(namespace=NS, title="Batches of 1000", content="Decided.", kind="decision")
+    m = vault.save_memory(
+        namespace=NS, title="Batches of 1000", content="Decided.", kind="decision"
+    )
     h = vault.create_handoff(
         to="codex", summary="Batch the orders backfill", context="ctx", namespace=NS, from_="cc"
     )
@@ -73,7 +75,7 @@ def test_the_hook_output_is_unchanged_when_it_runs_in_the_warm_process(
         "What an agent should know before it starts work here: goals, conventions,\n"
         "where things are. Edit this note freely; agents read it with get_project_brief.\n\n"
         "## Recent decisions\n"
-        f"- {h.created_at[:10]} Batches of 1000\n\n"
+        f"- {h.created_at[:10]} Batches of 1000 [[{m.id}]]\n\n"
         "## Pending handoffs for codex\n"
         f"- {h.id} from cc ({h.created_at}): Batch the orders backfill\n"
         "```\n"

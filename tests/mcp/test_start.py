@@ -92,7 +92,7 @@ def test_requests_sent_before_the_server_has_loaded_are_all_answered(
     assert sorted(answers) == [1, 2, 3, 4, 5]
     assert all("error" not in a for a in answers.values()), answers
     assert answers[1]["result"]["serverInfo"]["name"] == "agent-mem-vault"
-    assert len(answers[2]["result"]["tools"]) == 9
+    assert len(answers[2]["result"]["tools"]) == 14
     assert answers[3]["result"]["content"][0]["text"] == f"No pending handoff for codex in {NS}."
     assert {t["name"] for t in answers[4]["result"]["resourceTemplates"]} == {
         "project-brief",
@@ -145,7 +145,7 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
     assert warm == direct
     assert warm[2]["name"] == "agent-mem-vault"
     tools = warm[4]["tools"]
-    assert len(tools) == 9
+    assert len(tools) == 14
     assert all(t["inputSchema"]["type"] == "object" and t["outputSchema"] for t in tools)
 
 

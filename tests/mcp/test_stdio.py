@@ -65,7 +65,9 @@ async def test_the_seeds_typical_exchange_between_two_server_processes(vault_pat
 
     new_id = second.structured_content["handoff"]["id"]
     assert [h["id"] for h in pending.structured_content["handoffs"]] == [new_id]
+    created_at = read.structured_content["handoff"]["created_at"]
     assert text_of(read) == (
+        f"Handoff {new_id} from claude-code to codex, {created_at}\n\n"
         "## Summary\nBatch the orders backfill in 500-row batches\n\n"
         "## Full Context\n1000 rows held the lock too long on staging. Use 500."
     )

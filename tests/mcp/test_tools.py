@@ -42,6 +42,11 @@ async def test_tools_have_the_seed_names_and_arguments(vault: Vault) -> None:
         "save_memory",
         "search_memory",
         "get_project_brief",
+        "list_memories",
+        "get_memory",
+        "update_memory",
+        "forget_memory",
+        "restore_memory",
     }
 
     def params(name: str) -> set[str]:
@@ -56,6 +61,11 @@ async def test_tools_have_the_seed_names_and_arguments(vault: Vault) -> None:
     assert params("reopen_handoff") == {"id"}
     assert params("get_project_brief") == {"namespace"}
     assert {"title", "content", "namespace", "kind", "tags"} == params("save_memory")
+    assert params("list_memories") == {"namespace", "status", "kind", "tags", "limit", "offset"}
+    assert params("get_memory") == {"id"}
+    assert params("update_memory") == {"id", "title", "content", "kind", "tags"}
+    assert params("forget_memory") == {"id", "purge"}
+    assert params("restore_memory") == {"id"}
 
 
 async def test_every_tool_has_an_output_schema_a_prompt_and_the_right_hints(vault: Vault) -> None:
@@ -65,11 +75,24 @@ async def test_every_tool_has_an_output_schema_a_prompt_and_the_right_hints(vaul
         assert tool.output_schema is not None and tool.output_schema["type"] == "object"
         assert tool.description and len(tool.description) > 40
         assert tool.annotations is not None
-        assert tool.annotations.destructive_hint is False
+        # Only a purge deletes anything (a memory's note).
+        assert tool.annotations.destructive_hint is (tool.name == "forget_memory")
     read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"peek_handoff", "list_handoffs", "search_memory", "get_project_brief"}
+    assert read_only == {
+        "peek_handoff",
+        "list_handoffs",
+        "search_memory",
+        "get_project_brief",
+        "list_memories",
+        "get_memory",
+    }
     idempotent = {n for n, t in tools.items() if t.annotations and t.annotations.idempotent_hint}
-    assert idempotent == read_only | {"ack_handoff", "reopen_handoff"}
+    assert idempotent == read_only | {
+        "ack_handoff",
+        "reopen_handoff",
+        "forget_memory",
+        "restore_memory",
+    }
 
 
 async def test_create_handoff_is_from_the_servers_agent(vault: Vault) -> None:
@@ -107,13 +130,14 @@ async def test_create_handoff_answers_with_its_id_and_where_it_went_not_the_text
 
 async def test_read_handoff_returns_the_seed_text_and_marks_it_read(vault: Vault) -> None:
     async with in_process(vault, agent="claude-code") as client:
-        await create(client, namespace=NS)
+        created = await create(client, namespace=NS)
     async with in_process(vault, agent="codex") as client:
         result = await client.call_tool("read_handoff", {"agent": "codex", "namespace": NS})
-        assert (
-            text_of(result)
-            == f"## Summary\nBatch the orders backfill\n\n## Full Context\n{SEED_CONTEXT}"
-        )
+        # Who left it, for whom, when and its id; then the seed's text.
+        heading = f"Handoff {created['id']} from claude-code to codex, {created['created_at']}"
+        seed = f"## Summary\nBatch the orders backfill\n\n## Full Context\n{SEED_CONTEXT}"
+        assert text_of(result) == f"{heading}\n\n{seed}"
+        assert result.structured_content["text"] == text_of(result)
         handoff = result.structured_content["handoff"]
         assert handoff["read"] is True and handoff["read_at"]
         again = await client.call_tool("read_handoff", {"agent": "codex", "namespace": NS})

@@ -107,12 +107,27 @@ ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
     ("search_memory", {"query": "x", "namespace": "Bad NS"}, "invalid_namespace", "Bad NS"),
     ("get_project_brief", {"namespace": "../etc"}, "invalid_namespace", "'..' segments"),
     ("get_project_brief", {"x": 1}, "invalid_arguments", "x: unknown argument"),
+    ("list_memories", {"status": "maybe"}, "invalid_arguments", "status: expected"),
+    ("list_memories", {"kind": "Bad Kind"}, "invalid_kind", "lowercase word"),
+    ("list_memories", {"namespace": "../etc"}, "invalid_namespace", "'..' segments"),
+    ("get_memory", {"id": "3zzzzzzzzzzzz"}, "memory_not_found", "list_memories"),
+    ("get_memory", {"id": "nope"}, "invalid_id", "13-character TIDs"),
+    ("update_memory", {"id": "3zzzzzzzzzzzz", "content": "x"}, "memory_not_found", "3zzzzzzzzzzzz"),
+    ("update_memory", {"content": "x"}, "invalid_arguments", "id: missing"),
+    ("forget_memory", {"id": "3zzzzzzzzzzzz"}, "memory_not_found", "list_memories"),
+    ("forget_memory", {"id": "3zzzzzzzzzzzz", "purge": [1]}, "invalid_arguments", "purge"),
+    ("restore_memory", {"id": "3zzzzzzzzzzzz"}, "memory_not_found", "list_memories"),
 ]
 
 
-def successes(pending_id: str) -> list[tuple[str, dict[str, Any]]]:
+def successes(pending_id: str, memory_id: str) -> list[tuple[str, dict[str, Any]]]:
     """A call of every tool that succeeds, each result checked by the client."""
     return [
+        ("list_memories", {}),
+        ("get_memory", {"id": memory_id}),
+        ("forget_memory", {"id": memory_id}),
+        ("restore_memory", {"id": memory_id}),
+        ("update_memory", {"id": memory_id, "content": "Batches of 500: lock time"}),
         ("create_handoff", {"to": "claude-code", "summary": "Batch it", "context": "0007"}),
         ("peek_handoff", {}),
         ("list_handoffs", {"status": "all"}),
@@ -141,12 +156,12 @@ def run_client(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def spec_calls(pending_id: str) -> list[dict[str, Any]]:
-    calls = [(tool, args) for tool, args, _, _ in ERRORS] + successes(pending_id)
+def spec_calls(pending_id: str, memory_id: str) -> list[dict[str, Any]]:
+    calls = [(tool, args) for tool, args, _, _ in ERRORS] + successes(pending_id, memory_id)
     return [{"name": tool, "arguments": args} for tool, args in calls]
 
 
-def check(answers: dict[str, Any], pending_id: str) -> None:
+def check(answers: dict[str, Any], pending_id: str, memory_id: str) -> None:
     """Each error case answered with our message and code, each success let through."""
     errors, answered = answers["results"][: len(ERRORS)], answers["results"][len(ERRORS) :]
     for (tool, arguments, code, words), answer in zip(ERRORS, errors, strict=True):
@@ -159,7 +174,7 @@ def check(answers: dict[str, Any], pending_id: str) -> None:
         assert block["text"] == f"error: {error['message']} [{error['code']}]"
         assert error["code"] == code, (tool, block["text"])
         assert words in block["text"], (tool, block["text"])
-    for (tool, arguments), answer in zip(successes(pending_id), answered, strict=True):
+    for (tool, arguments), answer in zip(successes(pending_id, memory_id), answered, strict=True):
         assert "threw" not in answer, (tool, arguments, answer)
         assert answer["result"].get("isError") is not True, (tool, answer)
         assert "structuredContent" in answer["result"], (tool, answer)
@@ -173,8 +188,17 @@ def pending_id(vault: Vault) -> str:
     return handoff.id
 
 
+@pytest.fixture
+def memory_id(vault: Vault) -> str:
+    """A saved decision, for the memory tools to find."""
+    memory = vault.save_memory(
+        namespace=NS, title="Batches of 1000", content="Lock time", kind="decision", agent="x"
+    )
+    return memory.id
+
+
 def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_stdio(
-    vault: Vault, pending_id: str
+    vault: Vault, pending_id: str, memory_id: str
 ) -> None:
     serve = ["-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex", "--namespace", NS]
     answers = run_client(
@@ -183,15 +207,15 @@ def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_stdio(
             "command": sys.executable,
             "args": serve,
             "env": {**os.environ, "AGENT_MEM_VAULT": str(vault.path)},
-            "calls": spec_calls(pending_id),
+            "calls": spec_calls(pending_id, memory_id),
         }
     )
     assert "create_handoff" in answers["tools"]
-    check(answers, pending_id)
+    check(answers, pending_id, memory_id)
 
 
 def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_http(
-    vault: Vault, pending_id: str
+    vault: Vault, pending_id: str, memory_id: str
 ) -> None:
     with serve_http(vault.path) as served:
         answers = run_client(
@@ -199,11 +223,11 @@ def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_http(
                 "transport": "http",
                 "url": served.url,
                 "token": TOKEN,
-                "calls": spec_calls(pending_id),
+                "calls": spec_calls(pending_id, memory_id),
             }
         )
     assert "Traceback" not in served.stderr, served.stderr
-    check(answers, pending_id)
+    check(answers, pending_id, memory_id)
 
 
 def test_every_tool_is_covered_by_an_error_case_and_a_success() -> None:
@@ -217,4 +241,4 @@ def test_every_tool_is_covered_by_an_error_case_and_a_success() -> None:
 
     tools = anyio.run(names)
     assert {tool for tool, *_ in ERRORS} == tools
-    assert {tool for tool, _ in successes("x")} == tools
+    assert {tool for tool, _ in successes("x", "y")} == tools

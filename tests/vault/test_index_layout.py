@@ -204,7 +204,7 @@ def test_reindex_by_worker_processes_matches_one_process(
             to="codex", summary=f"h{i}", context=LONG, namespace=f"p/n{i % 3}", from_="a"
         )
         vault.save_memory(namespace=f"p/n{i % 3}", title=f"m{i}", content=f"word{i} {LONG}")
-    (vault.path / "p/n0/handoffs/broken.md").write_text("---\ntype: handoff\n---\n")
+    (vault.path / "p/n0/handoffs/broken.md").write_text("---\ntype: handoff\nid: [unclosed\n---\n")
     # Ticked "read" in Obsidian: repaired (status and read_at) while indexing.
     note = vault.path / h.path
     note.write_text(note.read_text().replace("read: false", "read: true"))

@@ -164,8 +164,9 @@ def test_superseded_older_handoff_becomes_read_and_gets_superseded_by(vault: Vau
     older = vault.get_handoff(first.id)
     assert older.status == "read" and older.superseded_by == second.id
     assert older.read_at is not None
-    assert _meta(vault, first)["superseded_by"] == second.id
-    assert _meta(vault, second)["supersedes"] == [first.id]
+    # Wikilinks, so Obsidian's graph and backlinks show the thread.
+    assert _meta(vault, first)["superseded_by"] == f"[[{second.id}]]"
+    assert _meta(vault, second)["supersedes"] == [f"[[{first.id}]]"]
     # The queue holds one live thread instead of a pile.
     pending = vault.list_handoffs(namespace=NS, status="pending")
     assert [h.id for h in pending] == [second.id]

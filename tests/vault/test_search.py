@@ -402,8 +402,9 @@ def test_cli_search_and_doctor_say_which_mode_answered(tmp_path: Path, model_dir
     env = cli_env(vault, AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR=str(model_dir))
 
     def cli(*args: str) -> str:
+        # Outside any repository: no namespace is found from git.
         proc = subprocess.run(
-            [str(BIN), *args], capture_output=True, text=True, env=env, timeout=120
+            [str(BIN), *args], capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path
         )
         assert proc.returncode == 0, (proc.stdout, proc.stderr)
         return proc.stdout

@@ -43,6 +43,9 @@ def test_public_names_are_pinned() -> None:
         "HandoffPage",
         "SearchHits",
         "Vault",
+        "FilledNote",
+        "MemoryPage",
+        "MemoryStatus",
     }
 
 

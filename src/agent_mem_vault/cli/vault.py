@@ -18,7 +18,7 @@ import click
 from ..core.words import counted
 
 if TYPE_CHECKING:
-    from ..vault import Handoff, Vault
+    from ..vault import Handoff, Memory, Vault
 
 DEFAULT_VAULT = "~/agent-mem-vault"
 """``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
@@ -68,13 +68,56 @@ def vault_options(func: _F) -> _F:
 
 
 def namespace_option(required: bool = True) -> Callable[[_F], _F]:
+    """``--namespace/-n``: when it is not given, ``found_namespace`` finds it from the
+    working directory, as the session hook and the MCP server do."""
+    found = "found from git (or .agent-mem-vault.toml) when omitted"
     return click.option(
         "--namespace",
         "-n",
-        required=required,
         metavar="NS",
-        help="Path-like namespace, e.g. project/harbor-api.",
+        help=f"Path-like namespace, e.g. project/harbor-api; {found}"
+        + ("." if required else ", else every namespace."),
     )
+
+
+all_namespaces_option = click.option(
+    "--all-namespaces",
+    "-A",
+    "everywhere",
+    is_flag=True,
+    help="Every namespace, even inside a repository (whose own is the default).",
+)
+
+
+def found_namespace(
+    given: str | None, *, required: bool = True, everywhere: bool = False
+) -> str | None:
+    """``given``, else the namespace of the working directory, found the way the session
+    hook and the MCP server find it (``.agent-mem-vault.toml``, else the git
+    repository's name); the one found is said on standard error, so a person knows
+    which was used. Outside a repository: a usage error when ``required``, else None
+    (every namespace), as with ``everywhere``."""
+    if given or everywhere:
+        return given or None
+    from pathlib import Path
+
+    from ..integrations.namespace import CONFIG_FILE, discover_namespace, find_repo_root
+
+    here = Path.cwd()
+    namespace = discover_namespace(here)
+    if namespace is None:
+        if required:
+            raise click.UsageError(
+                "Missing option '--namespace' / '-n': not inside a git repository (nor "
+                f"under a {CONFIG_FILE}) here, so there is no default; pass one such as "
+                "-n project/harbor-api"
+            )
+        return None
+    root = find_repo_root(here) or here
+    source = root / CONFIG_FILE if (root / CONFIG_FILE).is_file() else f"the git repository {root}"
+    more = "" if required else "; --all-namespaces for every namespace"
+    click.echo(f"namespace: {namespace} (from {source}{more})", err=True)
+    return namespace
 
 
 offset_option = click.option(
@@ -114,6 +157,29 @@ def _emit(data: Any) -> None:
 def _read_text(value: str) -> str:
     """``-`` means: read the text from standard input."""
     return sys.stdin.read() if value == "-" else value
+
+
+def _memory_text(m: Memory) -> str:
+    """One memory as ``memory get`` and ``show`` print it: its properties, then its text."""
+    lines = [
+        f"id:            {m.id}",
+        f"namespace:     {m.namespace}",
+        f"kind:          {m.kind}",
+        f"status:        {m.status}",
+        f"created_at:    {m.created_at}",
+    ]
+    if m.agent:
+        lines.append(f"agent:         {m.agent}")
+    if m.tags:
+        lines.append(f"tags:          {', '.join(m.tags)}")
+    if m.supersedes:
+        lines.append(f"supersedes:    {', '.join(m.supersedes)}")
+    if m.superseded_by:
+        lines.append(f"superseded_by: {m.superseded_by}")
+    if m.forgotten_at:
+        lines.append(f"forgotten_at:  {m.forgotten_at}")
+    lines.append(f"path:          {m.path}")
+    return "\n".join(lines) + f"\n\n# {m.title}\n\n{m.content}"
 
 
 def _handoff_text(h: Handoff) -> str:
@@ -159,17 +225,40 @@ def _short_time(stamp: str) -> str:
 # -- commands ---------------------------------------------------------------------------
 
 
+rewrite_dashboard_option = click.option(
+    "--rewrite-dashboard",
+    is_flag=True,
+    help="Put the vault's _dashboards/memory.base back over one changed by hand "
+    "(yours is kept beside it as memory.base.bak).",
+)
+
+
+def _echo_dashboard(outcome: str, backup: str | None) -> None:
+    """What became of the dashboard, when it was not simply written or already current."""
+    if outcome == "kept":
+        click.echo(
+            "Kept _dashboards/memory.base: it was changed by hand. --rewrite-dashboard puts "
+            "the vault's back (yours is kept beside it)."
+        )
+    elif outcome == "rewritten":
+        click.echo(f"Rewrote _dashboards/memory.base; yours is kept as {backup}.")
+
+
 @click.command()
+@rewrite_dashboard_option
 @vault_options
-def init(vault_path: str, as_json: bool) -> None:
+def init(vault_path: str, as_json: bool, rewrite_dashboard: bool) -> None:
     """Create a vault (a folder Obsidian can open); safe to run again.
+
+    A _dashboards/memory.base changed by hand (Obsidian saves view changes into
+    it) is left as it is, and the output says so.
 
     \b
     Example:
       agent-mem-vault init --vault ~/agent-mem-vault
     """
     vault = open_vault(vault_path)
-    report = vault.init()
+    report = vault.init(rewrite_dashboard=rewrite_dashboard)
     if as_json:
         _emit({"path": str(vault.path), **report.to_dict()})
     else:
@@ -177,6 +266,7 @@ def init(vault_path: str, as_json: bool) -> None:
             f"Vault ready at {vault.path} ({counted(report.handoffs, 'handoff')}, "
             f"{counted(report.memories, 'memory')})."
         )
+        _echo_dashboard(report.dashboard, report.dashboard_backup)
 
 
 @click.command()
@@ -198,7 +288,7 @@ def create(
     to: str,
     summary: str,
     context: str,
-    namespace: str,
+    namespace: str | None,
     from_: str,
     supersedes: tuple[str, ...],
     vault_path: str,
@@ -216,7 +306,7 @@ def create(
         to=to,
         summary=summary,
         context=_read_text(context),
-        namespace=namespace,
+        namespace=found_namespace(namespace) or "",
         supersedes=supersedes,
         from_=from_,
     )
@@ -226,7 +316,8 @@ def create(
         click.echo(handoff.id)
 
 
-def _take(take: bool, agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+def _take(take: bool, agent: str, given: str | None, vault_path: str, as_json: bool) -> None:
+    namespace = found_namespace(given) or ""
     vault = open_vault(vault_path)
     if take:
         handoff = vault.read_handoff(agent=agent, namespace=namespace)
@@ -237,18 +328,19 @@ def _take(take: bool, agent: str, namespace: str, vault_path: str, as_json: bool
     elif handoff is None:
         click.echo(f"No pending handoff for {agent} in {namespace}.", err=True)
     else:
-        click.echo(handoff.text)
+        click.echo(f"{handoff.heading}\n\n{handoff.text}")
 
 
 @click.command()
 @click.option("--agent", "-a", required=True, help="Your agent name, e.g. codex.")
 @namespace_option()
 @vault_options
-def read(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+def read(agent: str, namespace: str | None, vault_path: str, as_json: bool) -> None:
     """Take the newest pending handoff for AGENT and mark it read.
 
-    Prints "## Summary … ## Full Context …"; prints nothing (and a note on
-    standard error) when nothing is pending.
+    Prints who left it, for whom, when and its id, then "## Summary … ## Full
+    Context …"; prints nothing (and a note on standard error) when nothing is
+    pending.
 
     \b
     Example:
@@ -261,7 +353,7 @@ def read(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
 @click.option("--agent", "-a", required=True, help="The agent whose queue to look at.")
 @namespace_option()
 @vault_options
-def peek(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
+def peek(agent: str, namespace: str | None, vault_path: str, as_json: bool) -> None:
     """Show the handoff 'read' would take, without marking it read.
 
     \b
@@ -273,6 +365,7 @@ def peek(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
 
 @click.command()
 @namespace_option(required=False)
+@all_namespaces_option
 @click.option(
     "--status",
     type=click.Choice(["pending", "read", "all"]),
@@ -287,6 +380,7 @@ def peek(agent: str, namespace: str, vault_path: str, as_json: bool) -> None:
 @vault_options
 def handoffs(
     namespace: str | None,
+    everywhere: bool,
     status: str,
     agent: str | None,
     sender: str | None,
@@ -306,6 +400,7 @@ def handoffs(
       agent-mem-vault handoffs --status all --from claude-code --json
       agent-mem-vault handoffs --status all --offset 50
     """
+    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
     page = open_vault(vault_path).page_handoffs(
         namespace=namespace,
         status=status,  # type: ignore[arg-type]  # click.Choice checked it
@@ -325,7 +420,8 @@ def handoffs(
         click.echo(f"No {label}handoffs{where}{more}.")
         return
     rows = [
-        [h.id, _short_time(h.created_at), h.sender, h.recipient, h.status, h.summary] for h in found
+        [h.id, _short_time(h.created_at), h.sender, h.recipient or "*", h.status, h.summary]
+        for h in found
     ]
     if namespace is None:
         rows = [[*r[:4], h.namespace, *r[4:]] for r, h in zip(rows, found, strict=True)]
@@ -340,17 +436,21 @@ def handoffs(
 @click.argument("id")
 @vault_options
 def show(id: str, vault_path: str, as_json: bool) -> None:
-    """Show one handoff by ID, without changing it.
+    """Show one handoff or memory by ID, without changing it.
 
     \b
     Example:
       agent-mem-vault show 3l6qyvzp7ns2c
     """
-    handoff = open_vault(vault_path).get_handoff(id)
+    from ..vault import Handoff
+
+    note = open_vault(vault_path).get_note(id)
     if as_json:
-        _emit(handoff.to_dict())
+        _emit(note.to_dict())
+    elif isinstance(note, Handoff):
+        click.echo(_handoff_text(note))
     else:
-        click.echo(_handoff_text(handoff))
+        click.echo(_memory_text(note))
 
 
 @click.command()
@@ -391,7 +491,7 @@ def reopen(id: str, vault_path: str, as_json: bool) -> None:
 
 @click.group()
 def memory() -> None:
-    """Save and search memories: decisions, notes, tasks and risks."""
+    """Save, search, list, show, update and forget memories: decisions, notes, tasks, risks."""
 
 
 @memory.command("save")
@@ -405,7 +505,7 @@ def memory() -> None:
 @click.option("--agent", "-a", help="Who is saving it.")
 @vault_options
 def memory_save(
-    namespace: str,
+    namespace: str | None,
     title: str,
     content: str,
     kind: str,
@@ -422,7 +522,7 @@ def memory_save(
         -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
     """
     saved = open_vault(vault_path).save_memory(
-        namespace=namespace,
+        namespace=found_namespace(namespace) or "",
         title=title,
         content=_read_text(content),
         kind=kind,
@@ -438,6 +538,7 @@ def memory_save(
 @memory.command("search")
 @click.argument("query")
 @namespace_option(required=False)
+@all_namespaces_option
 @click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
 @click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
 @click.option(
@@ -453,6 +554,7 @@ def memory_save(
 def memory_search(
     query: str,
     namespace: str | None,
+    everywhere: bool,
     kind: str | None,
     tags: tuple[str, ...],
     mode: str,
@@ -472,6 +574,7 @@ def memory_search(
     Example:
       agent-mem-vault memory search "why are the backfill batches small" -n project/harbor-api
     """
+    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
     page = open_vault(vault_path).search_page(
         query=query,
         namespace=namespace,
@@ -518,14 +621,15 @@ def _search_status_text(status: dict[str, Any]) -> str:
 @click.command()
 @namespace_option()
 @vault_options
-def brief(namespace: str, vault_path: str, as_json: bool) -> None:
+def brief(namespace: str | None, vault_path: str, as_json: bool) -> None:
     """Print the project brief: the brief note, recent decisions, pending handoffs.
 
     \b
     Example:
       agent-mem-vault brief -n project/harbor-api
     """
-    result = open_vault(vault_path).get_project_brief(namespace=namespace)
+    ns = found_namespace(namespace) or ""
+    result = open_vault(vault_path).get_project_brief(namespace=ns)
     if as_json:
         _emit(result.to_dict())
     else:
@@ -533,8 +637,9 @@ def brief(namespace: str, vault_path: str, as_json: bool) -> None:
 
 
 @click.command()
+@rewrite_dashboard_option
 @vault_options
-def reindex(vault_path: str, as_json: bool) -> None:
+def reindex(vault_path: str, as_json: bool, rewrite_dashboard: bool) -> None:
     """Rebuild the index from the notes (run after big changes made by hand).
 
     The index is derived and safe to delete; this also removes temp files a
@@ -558,7 +663,9 @@ def reindex(vault_path: str, as_json: bool) -> None:
     # A bar only for a person at a terminal: never with --json, nor when piped.
     show = not as_json and sys.stderr.isatty()
     try:
-        report = open_vault(vault_path).reindex(progress if show else None)
+        report = open_vault(vault_path).reindex(
+            progress if show else None, rewrite_dashboard=rewrite_dashboard
+        )
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
@@ -571,6 +678,7 @@ def reindex(vault_path: str, as_json: bool) -> None:
             f"{counted(report.memories, 'memory')}; "
             f"{counted(len(report.broken), 'broken note')}.{vectors}"
         )
+        _echo_dashboard(report.dashboard, report.dashboard_backup)
 
 
 @click.command()
@@ -628,6 +736,13 @@ def doctor(vault_path: str, as_json: bool) -> None:
         click.echo(_keeper_text(keeper))
         click.echo("watch: " + (unwatched or "serve can watch the vault."))
         click.echo(_fast_start_text(warm))
+        for filled in report.filled:
+            click.echo(
+                f"information: {filled.path} is written by hand; taken from its file: "
+                f"{', '.join(filled.filled)}"
+            )
+        for line in report.information:
+            click.echo(f"information: {line}")
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:
@@ -744,3 +859,8 @@ def _keeper_text(status: dict[str, Any]) -> str:
     if not status["enabled"]:
         return "keeper: not running (turned off by AGENT_MEM_VAULT_KEEPER)."
     return "keeper: not running (a call that checks 2,000 notes or more starts one)."
+
+
+from .memories import add_memory_commands  # noqa: E402  (the group is defined above)
+
+add_memory_commands(memory)

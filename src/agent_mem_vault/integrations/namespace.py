@@ -4,7 +4,8 @@ Order: a ``.agent-mem-vault.toml`` in the directory or a parent (``namespace =
 "project/harbor-api"``) wins; else the enclosing git repository gives
 ``project/<name>``, the name taken from the ``origin`` remote when there is one
 (so two clones of one repository share a namespace) and from the folder
-otherwise. Outside any repository there is no default.
+otherwise, made readable ASCII (``vault.namespaces.ascii_segment``). Outside any
+repository there is no default.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import tomllib
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
-from ..vault.namespaces import RESERVED_SEGMENTS, validate_namespace
+from ..vault.namespaces import ascii_segment, validate_namespace
 
 __all__ = ["CONFIG_FILE", "discover_namespace", "find_repo_root"]
 
 CONFIG_FILE = ".agent-mem-vault.toml"
 PREFIX = "project/"
-MAX_SEGMENT = 64
 
 
 def discover_namespace(cwd: str | Path) -> str | None:
@@ -35,7 +35,7 @@ def discover_namespace(cwd: str | Path) -> str | None:
         if config.is_file():
             return _from_config(config)
         if (folder / ".git").exists():
-            return PREFIX + _slug(_remote_name(folder) or folder.name)
+            return PREFIX + ascii_segment(_remote_name(folder) or folder.name)
     return None
 
 
@@ -99,19 +99,3 @@ def _remote_name(repo: Path) -> str | None:
             match = _URL_TAIL.search(url)
             return match.group(1) if match else None
     return None
-
-
-def _slug(name: str) -> str:
-    """A folder name made safe as one namespace segment (``validate_namespace``'s rules).
-
-    >>> _slug("_My Repo (copy)")
-    'My-Repo-copy'
-    >>> _slug("handoffs")
-    'handoffs-repo'
-    """
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("._-")[:MAX_SEGMENT].rstrip("._-")
-    if not slug:
-        return "repository"
-    if slug in RESERVED_SEGMENTS or slug.lower().endswith(".md"):
-        return f"{slug[: MAX_SEGMENT - 5]}-repo"
-    return slug

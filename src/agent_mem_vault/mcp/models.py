@@ -131,8 +131,8 @@ class NextHandoffResult(_Result):
         description="The newest pending handoff for the agent, or null when none is waiting."
     )
     text: str = Field(
-        description="The handoff as '## Summary\\n…\\n\\n## Full Context\\n…', or a note that "
-        "nothing is pending."
+        description="Who left the handoff, for whom, when and its id, then "
+        "'## Summary\\n…\\n\\n## Full Context\\n…'; or a note that nothing is pending."
     )
 
 
@@ -161,15 +161,45 @@ class MemoryOut(BaseModel):
     agent: str | None = Field(description="Agent that saved it.")
     created_at: str = Field(description="When it was saved (RFC 3339, UTC).")
     path: str = Field(description="The note's path inside the vault.")
+    status: str = Field(
+        description="live (searched and briefed), superseded (an earlier version, kept as "
+        "history) or forgotten (set aside; restore_memory brings it back)."
+    )
+    supersedes: list[str] = Field(description="Ids of the earlier versions this one replaced.")
+    superseded_by: str | None = Field(description="Id of the newer version that replaced it.")
+    forgotten_at: str | None = Field(description="When it was forgotten, or null.")
 
 
 MemoryJson = Annotated[MemoryOut, _inline(MemoryOut)]
 
 
 class MemoryResult(_Result):
-    """Result of save_memory."""
+    """Result of save_memory, get_memory, update_memory and restore_memory."""
 
-    memory: MemoryJson = Field(description="The memory as saved.")
+    memory: MemoryJson = Field(description="The memory as it is now (update: the new version).")
+
+
+class ForgottenMemoryResult(_Result):
+    """Result of forget_memory."""
+
+    memory: MemoryJson = Field(
+        description="The memory as it is now, forgotten (purged: as it was before its note "
+        "was deleted)."
+    )
+    purged: bool = Field(description="True when the note was deleted for good.")
+
+
+class MemoryListResult(_Result):
+    """Result of list_memories, newest first."""
+
+    memories: list[MemoryJson] = Field(description="Matching memories, newest first.")
+    count: int = Field(description="Number of memories returned.")
+    total: int = Field(description="How many memories match in all (this page may be fewer).")
+    offset: int = Field(description="Where this page starts among them (0 for the first).")
+    more: bool = Field(description="True when the list was cut: more memories match.")
+    next_offset: int | None = Field(
+        description="Pass as offset to get the next page; null on the last page."
+    )
 
 
 class SearchHit(BaseModel):

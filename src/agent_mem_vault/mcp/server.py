@@ -43,8 +43,10 @@ from .models import (
     BriefResult,
     CreatedHandoff,
     CreatedHandoffResult,
+    ForgottenMemoryResult,
     HandoffListResult,
     HandoffResult,
+    MemoryListResult,
     MemoryResult,
     NextHandoffResult,
     SearchResult,
@@ -53,7 +55,7 @@ from .protocol import ProtocolCheck
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault.models import Brief, Handoff, HandoffPage, Memory, SearchPage
+    from ..vault.models import Brief, Handoff, HandoffPage, Memory, MemoryPage, SearchPage
 
 __all__ = ["SERVER_INSTRUCTIONS", "ServerSettings", "build_server"]
 
@@ -66,17 +68,20 @@ continue) and memories (decisions, notes, tasks, risks) in a Markdown vault shar
 every coding agent on this machine.
 At the start of work call get_project_brief and read_handoff for this repository's \
 namespace. Before stopping, record decisions with save_memory and, if work should \
-continue, leave a handoff with create_handoff. Agent names are matched exactly \
+continue, leave a handoff with create_handoff. When a decision changes, correct its \
+memory with update_memory (or forget_memory), so the brief stays true. Agent names are \
+matched exactly \
 (claude-code, codex). Namespace arguments may be omitted: they default to this \
 repository's namespace."""
 
 
-# Hints per tool: what a client may assume without asking the person. Nothing is ever
-# deleted (a read handoff can be reopened), and every tool touches only the local vault.
-def _hints(*, read_only: bool, idempotent: bool) -> ToolAnnotations:
+# Hints per tool: what a client may assume without asking the person. Every tool touches
+# only the local vault, and only forget_memory may delete (a note, with purge); everything
+# else can be undone (a read handoff reopened, a forgotten memory restored).
+def _hints(*, read_only: bool, idempotent: bool, destructive: bool = False) -> ToolAnnotations:
     return ToolAnnotations(
         read_only_hint=read_only,
-        destructive_hint=False,
+        destructive_hint=destructive,
         idempotent_hint=idempotent,
         open_world_hint=False,
     )
@@ -86,6 +91,7 @@ _READ_ONLY = _hints(read_only=True, idempotent=True)
 _CREATE = _hints(read_only=False, idempotent=False)
 _CONSUME = _hints(read_only=False, idempotent=False)  # each read takes the next handoff
 _SET_STATE = _hints(read_only=False, idempotent=True)  # ack / reopen twice = once
+_FORGET = _hints(read_only=False, idempotent=True, destructive=True)  # purge deletes a note
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,9 @@ AgentArg = Annotated[
     Field(description="Agent name, matched exactly (e.g. codex). Omit it for yourself."),
 ]
 IdArg = Annotated[str, Field(description="Id (TID) of the handoff, as list_handoffs shows it.")]
+MemoryIdArg = Annotated[
+    str, Field(description="Id (TID) of the memory, as list_memories or search_memory show it.")
+]
 OffsetArg = Annotated[
     int, Field(ge=0, description="Skip this many (the next_offset of the previous page).")
 ]
@@ -272,7 +281,8 @@ def _next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendere
         if h is None:
             text = f"No pending handoff for {agent} in {namespace}."
             return text, {"handoff": None, "text": text}
-        return h.text, {"handoff": h.to_dict(), "text": h.text}
+        text = f"{h.heading}\n\n{h.text}"  # never without who left it
+        return text, {"handoff": h.to_dict(), "text": text}
 
     return render
 
@@ -310,6 +320,44 @@ def _list_text(page: HandoffPage) -> Rendered:
 
 def _memory_text(m: Memory) -> Rendered:
     return f"saved {m.kind} {m.id}: {m.title}", {"memory": m.to_dict()}
+
+
+def _one_memory_text(m: Memory) -> Rendered:
+    """A memory as get_memory and restore_memory give it: what it is, then its text."""
+    head = f"memory {m.id} [{m.kind}, {m.status}] in {m.namespace}, {m.created_at}"
+    if m.superseded_by:
+        head += f"; superseded by {m.superseded_by}"
+    return f"{head}\n# {m.title}\n\n{m.content}", {"memory": m.to_dict()}
+
+
+def _updated_text(m: Memory) -> Rendered:
+    older = ", ".join(m.supersedes)
+    return f"updated: {m.id} is the live version now (it supersedes {older})", {
+        "memory": m.to_dict()
+    }
+
+
+def _forgotten_text(purge: bool) -> Callable[[Memory], Rendered]:
+    def render(m: Memory) -> Rendered:
+        if purge:
+            text = f"purged memory {m.id}: its note {m.path} was deleted"
+        else:
+            text = f"forgot memory {m.id} (its note is kept; restore_memory brings it back)"
+        return text, {"memory": m.to_dict(), "purged": purge}
+
+    return render
+
+
+def _memory_list_text(page: MemoryPage) -> Rendered:
+    memories = page.memories
+    lines = [f"{m.id}  [{m.kind}] {m.created_at[:10]}  {m.title}" for m in memories]
+    text = "\n".join(lines) if lines else "No memories match."
+    note = _page_note(
+        len(memories), page.total, page.offset, page.next_offset, "memory", "memories"
+    )
+    if note:
+        text += "\n" + note
+    return text, page.to_dict()
 
 
 def _search_text(page: SearchPage) -> Rendered:
@@ -360,6 +408,7 @@ def build_server(
 
     _add_handoff_tools(server, run)
     _add_memory_tools(server, run)
+    _add_memory_life_tools(server, run)
     _add_resources(server, run)
     _add_prompts(server, run)
     server.middleware.append(ProtocolCheck(server))
@@ -585,6 +634,110 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
         return await run.call(
             lambda: vault.get_project_brief(namespace=ns), _brief_text, read_only=True
         )
+
+
+def _add_memory_life_tools(server: MCPServer[Any], run: _Runner) -> None:
+    """list_memories, get_memory, update_memory, forget_memory and restore_memory."""
+    vault, me = run.vault, run.settings.agent
+    tool = _registrar(server)
+
+    @tool(_READ_ONLY)
+    async def list_memories(
+        namespace: NamespaceArg = None,
+        status: Annotated[
+            Literal["live", "superseded", "forgotten", "all"],
+            Field(
+                description="live (searched and briefed), superseded (earlier versions), "
+                "forgotten, or all."
+            ),
+        ] = "live",
+        kind: Annotated[
+            str | None, Field(description="Only memories of this kind, e.g. decision.")
+        ] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="Only memories carrying all these tags.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
+        offset: OffsetArg = 0,
+    ) -> Annotated[CallToolResult, MemoryListResult]:
+        """List saved memories, newest first: what was decided and noted here.
+
+        Use it to find the id to pass to get_memory, update_memory or forget_memory.
+        The result says how many match in all; pass next_offset as offset for the
+        next page.
+        """
+        ns = run.namespace(namespace)
+        return await run.call(
+            lambda: vault.page_memories(
+                namespace=ns,
+                status=status,
+                kind=kind,
+                tags=tags or (),
+                limit=limit,
+                offset=offset,
+            ),
+            _memory_list_text,
+            read_only=True,
+        )
+
+    @tool(_READ_ONLY)
+    async def get_memory(id: MemoryIdArg) -> Annotated[CallToolResult, MemoryResult]:
+        """Read one memory in full by its id, whatever its status (an earlier version
+        is kept as history and can still be read)."""
+        return await run.call(lambda: vault.get_memory(id), _one_memory_text, read_only=True)
+
+    @tool(_CREATE)
+    async def update_memory(
+        id: MemoryIdArg,
+        title: Annotated[str | None, Field(description="A new title; omit to keep it.")] = None,
+        content: Annotated[
+            str | None, Field(description="The corrected text, in full; omit to keep it.")
+        ] = None,
+        kind: Annotated[str | None, Field(description="A new kind; omit to keep it.")] = None,
+        tags: Annotated[
+            list[str] | None, Field(description="The new tags (they replace the old).")
+        ] = None,
+    ) -> Annotated[CallToolResult, MemoryResult]:
+        """Correct a memory when a decision or fact changed: a new version replaces it.
+
+        The old version stays readable as history (get_memory), but only the new one
+        is searched and in the brief. Update the live version (the one search shows);
+        returns the new version with its new id.
+        """
+        return await run.call(
+            lambda: vault.update_memory(
+                id,
+                title=title,
+                content=content,
+                kind=kind,
+                tags=None if tags is None else tuple(tags),
+                agent=me,
+            ),
+            _updated_text,
+        )
+
+    @tool(_FORGET)
+    async def forget_memory(
+        id: MemoryIdArg,
+        purge: Annotated[
+            bool,
+            Field(
+                description="Delete the note for good instead (only for a secret or personal "
+                "data saved by mistake)."
+            ),
+        ] = False,
+    ) -> Annotated[CallToolResult, ForgottenMemoryResult]:
+        """Take a memory that no longer holds out of search and the brief.
+
+        Its note is kept and restore_memory brings it back. With purge the note is
+        deleted for good: use it only for a secret written by mistake.
+        """
+        return await run.call(lambda: vault.forget_memory(id, purge=purge), _forgotten_text(purge))
+
+    @tool(_SET_STATE)
+    async def restore_memory(id: MemoryIdArg) -> Annotated[CallToolResult, MemoryResult]:
+        """Bring a forgotten memory back into search and the brief."""
+        return await run.call(lambda: vault.restore_memory(id), _one_memory_text)
 
 
 def _add_resources(server: MCPServer[Any], run: _Runner) -> None:

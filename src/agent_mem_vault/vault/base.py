@@ -5,6 +5,11 @@
 are written on top of the few methods here, so that there is one way to take
 the lock, one way to create a note and one way to record writes in the index.
 
+A vault this user cannot write (a read-only disk, another user's folder) is
+still read: every read works from an index in memory (``upkeep.py``), takes no
+lock and writes nothing; every write is refused in one line that names the
+folder (``vault_read_only``).
+
 Locking has two levels: ``_held`` serialises the threads of this process (they
 share one SQLite connection) and ``_locked`` takes the vault's file lock,
 shared with other processes. A caller waits at most ``lock_timeout`` seconds
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sqlite3
 import threading
 import time
@@ -25,16 +31,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
-from ..core.errors import DataError, InvalidInputError, NotFoundError
+from ..core.errors import AccessDeniedError, DataError, InvalidInputError, NotFoundError
 from ..core.ids import TidGenerator
 from .brief import brief_template
-from .dashboard import DASHBOARD_PATH, render_dashboard
+from .dashboard import DASHBOARD_PATH, backup_name, dashboard_state, render_dashboard
 from .embeddings import EmbeddingSettings
 from .files import CallCancelled, LockBusy, VaultLock, atomic_write, fsync_dir, temp_path
 from .index import Index
 from .models import Handoff, Memory
-from .notes import render_note
-from .records import FileRecord, Kind
+from .notes import NoteError, ParsedNote, parse_text, render_note
+from .records import FileRecord, Kind, classify, read_file
 from .scan import Scope
 from .semantic import SemanticState
 from .upkeep import IndexUpkeep
@@ -50,6 +56,7 @@ __all__ = [
     "check_offset",
     "is_default_vault",
     "is_vault",
+    "read_only_error",
     "vault_not_found",
 ]
 
@@ -105,6 +112,34 @@ def vault_not_found(path: str | os.PathLike[str]) -> NotFoundError:
     )
 
 
+def read_only_error(path: str | os.PathLike[str]) -> AccessDeniedError:
+    """The error for a write to a vault this user can read but not write."""
+    root = Path(path).expanduser().absolute()
+    try:
+        mounted = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except OSError:
+        mounted = False
+    why = "its disk is mounted read-only" if mounted else "this user may not write there"
+    return AccessDeniedError(
+        f"cannot write to the vault {root}: {why}; reads work, but a write needs a vault "
+        "you can write to (check the folder's owner and permissions, or pass another --vault)",
+        code="vault_read_only",
+        path=str(root),
+    )
+
+
+def _cannot_write(root: Path) -> bool:
+    """Whether this user can read the vault at ``root`` but not write it: its own folder
+    ``.agent-mem-vault/`` (else the vault folder), or the lock or index files in it."""
+    dot = root / DOT_DIR
+    if not dot.is_dir():
+        return root.is_dir() and not os.access(root, os.W_OK | os.X_OK)
+    if not os.access(dot, os.W_OK | os.X_OK):
+        return True
+    files = ("lock", INDEX_FILE, f"{INDEX_FILE}-wal", f"{INDEX_FILE}-shm")
+    return any(os.path.exists(dot / f) and not os.access(dot / f, os.W_OK) for f in files)
+
+
 @dataclass(slots=True)
 class NewNote:
     """A note being created inside the lock: where it goes and what was written."""
@@ -144,6 +179,8 @@ class VaultBase:
         self._pid = os.getpid()
         self._tids = TidGenerator(clock)
         self._dashboard_checked = False
+        self._read_only: bool | None = None
+        """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
         self._temps: dict[str, str] = {}
         """Notes written and not yet committed to the index: the temp file (``temp_path``,
         relative to the vault) each was renamed from."""
@@ -196,13 +233,17 @@ class VaultBase:
     def _require_vault(self, *, make: bool = False, make_default: bool = False) -> None:
         """Refuse a folder that is not a vault (``is_vault``), writing nothing there,
         unless ``make`` (``init``) or ``make_default`` and it is the default vault
-        (a write: the first one makes it)."""
+        (a write: the first one makes it). Finds out, once, whether this user may write
+        the vault (see ``read_only_error``)."""
         if os.path.isdir(f"{self.path}/{DOT_DIR}"):
+            self._is_read_only()
             return  # the vault's own folder: a vault, and nothing to make (one stat)
         if not (self.path.is_dir() and is_vault(self.path)):
             if not (make or (make_default and is_default_vault(self.path))):
                 raise vault_not_found(self.path)
             self.path.mkdir(parents=True, exist_ok=True)
+        elif self._is_read_only():
+            return  # a vault without its index folder, which this user cannot make
         dot = self.path / DOT_DIR
         if dot.is_dir():
             return
@@ -215,6 +256,21 @@ class VaultBase:
                 code="vault_damaged",
                 path=str(dot),
             ) from None
+
+    def _is_read_only(self) -> bool:
+        """Whether this user cannot write the vault, looked at once per ``Vault``; if so,
+        the index is kept in memory from then on (``IndexUpkeep.read_only``)."""
+        if self._read_only is None:
+            self._read_only = _cannot_write(self.path)
+            if self._read_only:
+                with self._held():
+                    self._upkeep.close()
+                    self._upkeep.read_only = True
+        return self._read_only
+
+    def _refuse_if_read_only(self) -> None:
+        if self._is_read_only():
+            raise read_only_error(self.path)
 
     @contextmanager
     def _held(self) -> Iterator[None]:
@@ -320,6 +376,9 @@ class VaultBase:
         caller has just made sure the folder is a vault (``_require_vault``)."""
         if not checked:
             self._require_vault()
+        if self._read_only:
+            yield  # the index is this process's own, in memory: nothing to share
+            return
         self._lock.acquire(self._lock_budget)
         try:
             yield
@@ -337,6 +396,7 @@ class VaultBase:
             # The first write to the default vault makes it; any other folder is made
             # a vault by init alone.
             self._require_vault(make_default=True)
+            self._refuse_if_read_only()
             with self._locked(checked=True):
                 idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
                 if dashboard and not self._dashboard_checked:
@@ -468,6 +528,43 @@ class VaultBase:
         self._temps[path] = temp_path(path, token)
         return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
 
+    def _note_from_disk(self, idx: Index, path: str) -> tuple[FileRecord, ParsedNote] | None:
+        """What the note at ``path`` is now, read from disk (the truth) for a change, with
+        its properties and body; None if it is gone. ``NoteError`` (or
+        ``UnicodeDecodeError``) if it cannot be understood. A note whose size or mtime
+        differ from the index is re-indexed, so the index follows what the caller is
+        about to act on (the caller holds the lock)."""
+        found = read_file(self.path, path)
+        if found is None:
+            self._upkeep.refresh(idx, path)
+            return None
+        stamp, raw = found
+        try:
+            text = raw.decode("utf-8")
+            record = classify(path, stamp.st_mtime_ns, stamp.st_size, text)
+            note = parse_text(text)
+        except (NoteError, UnicodeDecodeError):
+            self._upkeep.refresh(idx, path)
+            raise
+        if idx.file_stamp(path) != (stamp.st_mtime_ns, stamp.st_size):
+            self._upkeep.refresh(idx, path)
+        return record, note
+
+    def _delete(self, idx: Index, path: str) -> None:
+        """Delete one note for good (inside the locked section of a write), durably, and
+        forget it in the index with its folder's new mtime."""
+        target = self.path / path
+        target.unlink()
+        if self.durable:
+            fsync_dir(target.parent)
+        folder = path.rpartition("/")[0]
+        try:
+            with idx.transaction():
+                idx.remove_file(path)
+                idx.set_dir(folder, os.stat(target.parent).st_mtime_ns)
+        except sqlite3.DatabaseError:
+            self._upkeep.rescan_soon()  # the note is gone, which is the truth
+
     def _commit(
         self, idx: Index, records: list[FileRecord], folders: frozenset[str] = frozenset()
     ) -> None:
@@ -491,17 +588,39 @@ class VaultBase:
             # the index catches up from the notes at the next call.
             self._upkeep.rescan_soon()
 
-    def _ensure_dashboard(self) -> None:
+    def _ensure_dashboard(self, *, rewrite: bool = False) -> tuple[str, str | None]:
+        """Write the dashboard if it is missing or as an earlier version of the vault wrote
+        it; leave one a person changed (``dashboard_state``), unless ``rewrite``: then
+        theirs is kept beside it first. The caller holds the lock. Returns what was done
+        (``written``, ``updated``, ``current``, ``kept`` or ``rewritten``) and where the
+        person's was kept."""
         target = self.path / DASHBOARD_PATH
-        text = render_dashboard()
         try:
-            current = target.read_text(encoding="utf-8")
+            current: str | None = target.read_text(encoding="utf-8")
         except FileNotFoundError:
             current = None
-        if current != text:
-            target.parent.mkdir(exist_ok=True)
-            atomic_write(target, text, durable=self.durable)
+        except (UnicodeDecodeError, IsADirectoryError):
+            current = ""  # not the vault's text, whatever it is: a person's
+        state = dashboard_state(current)
         self._dashboard_checked = True
+        if state == "current":
+            return "current", None
+        if state == "changed" and not rewrite:
+            return "kept", None
+        target.parent.mkdir(exist_ok=True)
+        backup = None
+        if state == "changed":
+            taken = {p.name for p in target.parent.iterdir()}
+            backup = f"{target.parent.name}/{backup_name(taken)}"
+            try:
+                os.link(target, self.path / backup)  # the very file, under a second name
+            except OSError:  # a filesystem without hard links
+                shutil.copy2(target, self.path / backup)
+            if self.durable:
+                fsync_dir(target.parent)
+        atomic_write(target, render_dashboard(), durable=self.durable)
+        outcome = "written" if state == "missing" else "rewritten" if backup else "updated"
+        return outcome, backup
 
 
 def check_limit(limit: object) -> int:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .links import wikilink
+
 if TYPE_CHECKING:
     from .models import Brief
 
@@ -45,14 +47,20 @@ def _without_title(notes: str, namespace: str) -> str:
 def render_brief(brief: Brief, *, pending: bool = True) -> str:
     """Markdown: the note, then decisions, then pending handoffs (with ids to read or ack).
 
-    ``pending=False`` leaves the pending handoffs out, for a caller that lists them
-    its own way (the session hook lists the agent's own), so no list shows twice."""
+    Each entry links its note (``[[id]]``, or ``[[path|id]]`` for a note written by
+    hand), so a brief kept in the vault shows its threads in Obsidian, and the
+    id an agent passes on is in the link. ``pending=False`` leaves the pending
+    handoffs out, for a caller that lists them its own way (the session hook lists
+    the agent's own), so no list shows twice."""
     parts = [f"# Project brief: {brief.namespace}"]
     notes = _without_title(brief.notes.strip(), brief.namespace)
     if notes:
         parts.append(notes)
     if brief.decisions:
-        lines = [f"- {m.created_at[:10]} {_one_line(m.title)}" for m in brief.decisions]
+        lines = [
+            f"- {m.created_at[:10]} {_one_line(m.title)} {wikilink(m.path, m.id)}"
+            for m in brief.decisions
+        ]
         parts.append("## Recent decisions\n" + "\n".join(lines))
     else:
         parts.append("## Recent decisions\n(none yet)")
@@ -60,7 +68,8 @@ def render_brief(brief: Brief, *, pending: bool = True) -> str:
         return "\n\n".join(parts)
     if brief.pending:
         lines = [
-            f"- {h.id} from {h.sender} to {h.recipient}: {_one_line(h.summary)}"
+            f"- {wikilink(h.path, h.id)} from {h.sender} to {h.recipient or 'any agent'}: "
+            f"{_one_line(h.summary)}"
             for h in brief.pending
         ]
         parts.append("## Pending handoffs\n" + "\n".join(lines))

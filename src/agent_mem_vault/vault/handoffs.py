@@ -26,13 +26,11 @@ from .notes import (
     NoteError,
     ParsedNote,
     apply_handoff,
-    handoff_from_note,
     handoff_meta,
-    parse_note,
     render_body,
     render_note,
 )
-from .records import FileRecord, read_file
+from .records import FileRecord
 from .scan import Scope
 
 __all__ = ["HandoffOps", "StatusFilter"]
@@ -86,7 +84,7 @@ class HandoffOps(VaultBase):
                 supersedes=tuple(older_ids),
                 path=new.path,
             )
-            meta = handoff_meta(handoff)
+            meta = handoff_meta(handoff, {old.id: old.path for old, _note in olds})
             meta.update({k: v for k, v in (properties or {}).items() if k not in meta})
             text = render_note(meta, render_body(summary, context))
             new.records.append(self._write(new.path, text, "handoff", handoff=handoff))
@@ -255,22 +253,13 @@ class HandoffOps(VaultBase):
         A note whose size or mtime differ from the index is re-indexed, so the
         index follows what the caller is about to act on.
         """
-        found = read_file(self.path, path)
+        found = self._note_from_disk(idx, path)
         if found is None:
-            self._upkeep.refresh(idx, path)
             return None
-        stamp, raw = found
-        try:
-            note = parse_note(raw.decode("utf-8"))
-            if note is None or note.meta.get("type") != "handoff":
-                raise NoteError("it has no 'type: handoff' property")
-            handoff = handoff_from_note(note, path)
-        except (NoteError, UnicodeDecodeError):
-            self._upkeep.refresh(idx, path)
-            raise
-        if idx.file_stamp(path) != (stamp.st_mtime_ns, stamp.st_size):
-            self._upkeep.refresh(idx, path)
-        return handoff, note
+        record, note = found
+        if record.handoff is None:
+            raise NoteError("it is not a handoff note")
+        return record.handoff, note
 
     def _fresh_from_disk(self, idx: Index, indexed: Handoff) -> tuple[Handoff, ParsedNote] | None:
         """The indexed handoff as its note says now; None if gone, damaged or not it any more."""
@@ -303,9 +292,10 @@ class HandoffOps(VaultBase):
 
 
 def _is_pending_for(handoff: Handoff, agent: str, namespace: str) -> bool:
+    """Pending, in ``namespace``, and to ``agent`` or to any agent (no ``to``)."""
     return (
         handoff.status == "pending"
-        and handoff.recipient == agent
+        and handoff.recipient in (agent, "")
         and handoff.namespace == namespace
     )
 

@@ -78,6 +78,23 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE TABLE briefs(namespace TEXT PRIMARY KEY, path TEXT NOT NULL) WITHOUT ROWID;
         """,
     ),
+    (
+        "0004_hand_notes",
+        # Notes written by hand (what was filled in from their files) and the life of a
+        # memory (its versions, forgotten). Notes the old rules ignored or refused are
+        # read again: their rows go, and every folder is looked at once more.
+        """
+        ALTER TABLE files ADD COLUMN filled TEXT;
+        ALTER TABLE memories ADD COLUMN state TEXT NOT NULL DEFAULT 'live';
+        ALTER TABLE memories ADD COLUMN supersedes TEXT;
+        ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+        ALTER TABLE memories ADD COLUMN forgotten_at TEXT;
+        CREATE INDEX memories_list ON memories(namespace, state, created_at, id);
+        CREATE INDEX memories_time ON memories(state, created_at, id);
+        DELETE FROM files WHERE kind IN ('other', 'broken');
+        UPDATE dirs SET mtime_ns = -1;
+        """,
+    ),
 ]
 """The schema, as named migrations. Kept under 1 KB per note at 100,000 notes
 (docs/benchmarks.md, "What the vault costs on disk"): a memory's text is stored once,
@@ -90,7 +107,11 @@ What can be worked out is not stored: a note's path and id are stored only
 when they differ from the usual ``<namespace>/<kind>/<id>.md`` (``own_path``,
 ``own_id``) and read through virtual generated columns (``path``,
 ``note_id``), which cost no space. Pages are 8 KiB (``Index``), which leaves
-less of each page unused than 4 KiB with rows of a few hundred bytes."""
+less of each page unused than 4 KiB with rows of a few hundred bytes.
+
+Only live memories are in the full-text index (``memories_fts``): a memory
+superseded by a newer version or forgotten is out of every search with no
+filter to pay for, and back in when it is live again (``Index.put``)."""
 
 RETIRED = frozenset({"0001_initial", "0002_compact"})
 """Migrations of layouts this code no longer reads: such an index is rebuilt."""
@@ -146,16 +167,41 @@ _HANDOFF_INSERT = (
 def _handoff_filter(
     namespace: str | None, status: str, agent: str | None, sender: str | None
 ) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (with a leading space, or empty) of a handoff listing, and its args."""
+    """The ``WHERE`` clause (with a leading space, or empty) of a handoff listing, and its args.
+
+    ``agent`` is matched exactly, and handoffs to any agent (``recipient`` empty: a
+    note written by hand with no ``to``) are for every agent too."""
     where: list[str] = []
     args: list[Any] = []
     for column, value in (("namespace", namespace), ("recipient", agent), ("sender", sender)):
         if value is not None:
-            where.append(f"{column}=?")
+            where.append("recipient IN (?, '')" if column == "recipient" else f"{column}=?")
             args.append(value)
     if status != "all":
         where.append("status=?")
         args.append(status)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
+def _memory_filter(
+    namespace: str | None, status: str, kind: str | None, tags: Sequence[str]
+) -> tuple[str, list[Any]]:
+    """The ``WHERE`` clause (with a leading space, or empty) of a memory listing over
+    ``memories m``, and its args."""
+    where: list[str] = []
+    args: list[Any] = []
+    if namespace is not None:
+        where.append("m.namespace=?")
+        args.append(namespace)
+    if status != "all":
+        where.append("m.state=?")
+        args.append(status)
+    if kind is not None:
+        where.append("m.kind=?")
+        args.append(kind)
+    for tag in tags:
+        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
+        args.append(tag)
     return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
@@ -192,6 +238,31 @@ def _search_filter(
         f"WHERE memories_fts MATCH ? AND {' AND '.join(conditions)}",
         [match, *args],
     )
+
+
+def _copy_into(db_path: Path, conn: sqlite3.Connection) -> None:
+    """Copy the index file at ``db_path`` into ``conn`` without writing anything beside it.
+
+    Read-only first (which reads what the write-ahead log holds, when its shared-memory
+    file is there or can be made); else as an immutable file (the log unread: the
+    copy is older, and the folder checks that follow bring it up to date, as after
+    any change made while no process looked). Nothing copied if neither opens it.
+    """
+    if not db_path.is_file():
+        return
+    for mode in ("mode=ro", "immutable=1"):
+        try:
+            source = sqlite3.connect(f"{db_path.absolute().as_uri()}?{mode}", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            source.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            source.backup(conn)
+            return
+        except sqlite3.Error:
+            continue
+        finally:
+            source.close()
 
 
 class IndexDamaged(Exception):
@@ -237,6 +308,10 @@ def _memory_row(m: Memory, packed: str | bytes | None = None) -> tuple[Any, ...]
         m.created_at,
         _own_path(m.path, m.namespace, "memories", m.id),
         pack(m.content) if packed is None else packed,
+        m.status,
+        json.dumps(list(m.supersedes)) if m.supersedes else None,
+        m.superseded_by,
+        m.forgotten_at,
     )
 
 
@@ -246,15 +321,21 @@ _HANDOFF_STORED = (
 )
 """A handoff's row as stored, in ``_handoff_row`` order."""
 _MEMORY_STORED = (
-    "SELECT id, namespace, title, kind, tags, agent, created_at, own_path, body "
-    "FROM memories WHERE id=?"
+    "SELECT id, namespace, title, kind, tags, agent, created_at, own_path, body, state, "
+    "supersedes, superseded_by, forgotten_at FROM memories WHERE id=?"
 )
 """A memory's row as stored, in ``_memory_row`` order."""
 
 _MEMORY_INSERT = (
     "INSERT INTO memories(rowid, id, namespace, title, kind, tags, agent, created_at, own_path, "
-    "body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "body, state, supersedes, superseded_by, forgotten_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_MEMORY_COLUMNS = (
+    "m.id, m.namespace, m.title, amv_text(m.body), m.kind, m.created_at, m.tags, m.agent, "
+    "m.path, m.supersedes, m.superseded_by, m.forgotten_at"
+)
+"""A memory as ``_memory`` reads it, from ``memories m``."""
 _FTS_ADD = (
     "INSERT INTO memories_fts(rowid, title, content, tags) "
     "SELECT rid, title, content, tags FROM memories_text"
@@ -271,12 +352,13 @@ def _file_row(r: FileRecord) -> tuple[Any, ...]:
     """A ``files`` row, in ``_FILE_INSERT`` order."""
     directory, name = _split(r.path)
     own_id = r.note_id if r.kind in ("handoff", "memory") and name != f"{r.note_id}.md" else None
-    return (directory, name, r.mtime_ns, r.size, r.kind, own_id, r.problem)
+    filled = ",".join(r.filled) if r.filled and r.kind != "broken" else None
+    return (directory, name, r.mtime_ns, r.size, r.kind, own_id, r.problem, filled)
 
 
 _FILE_INSERT = (
-    "INSERT INTO files(dir, name, mtime_ns, size, kind, own_id, problem) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO files(dir, name, mtime_ns, size, kind, own_id, problem, filled) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -311,17 +393,26 @@ def _handoff(row: Sequence[Any]) -> Handoff:
 class Index:
     """One connection to a vault's index. Not shared between threads without a lock."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, *, in_memory: bool = False, copy: bool = True) -> None:
+        """The index file at ``db_path``; with ``in_memory``, a copy of it in this
+        process's memory (empty if the file cannot be read, or without ``copy``): the
+        index of a vault this user may read but not write, brought up to date from the
+        notes like any other, and gone with the process."""
         self.db_path = db_path
         self.freed: set[str] = set()
         """Ids of handoffs and memories removed, for ``freed_duplicates``."""
         try:
             self.conn = sqlite3.connect(
-                db_path, isolation_level=None, check_same_thread=False, timeout=10.0
+                ":memory:" if in_memory else db_path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=10.0,
             )
             self.conn.create_function("amv_text", 1, _unpack, deterministic=True)
             # Takes effect only on a new file (before WAL is set); see MIGRATIONS.
             self.conn.execute("PRAGMA page_size=8192")
+            if in_memory and copy:
+                _copy_into(db_path, self.conn)
             self.conn.execute("PRAGMA journal_mode=WAL")
             # The index is derived: after a power cut it is checked against the
             # notes' sizes and mtimes, so it does not pay for its own fsyncs.
@@ -450,10 +541,11 @@ class Index:
             self.conn.execute("DELETE FROM handoffs WHERE id=? AND path=?", (note_id, path))
         elif kind == "memory":
             found = self.conn.execute(
-                "SELECT rowid FROM memories WHERE id=? AND path=?", (note_id, path)
+                "SELECT rowid, state FROM memories WHERE id=? AND path=?", (note_id, path)
             ).fetchone()
             if found is not None:
-                self.conn.execute(_FTS_DELETE, (found[0],))
+                if found[1] == "live":  # only live memories are in the full-text index
+                    self.conn.execute(_FTS_DELETE, (found[0],))
                 self.conn.execute("DELETE FROM memories WHERE rowid=?", (found[0],))
         elif kind == "brief":
             self.conn.execute("DELETE FROM briefs WHERE path=?", (path,))
@@ -506,7 +598,7 @@ class Index:
             )
             if cur.rowcount == 0:
                 record = self._duplicate(record, "memories")
-            else:
+            elif m.status == "live":
                 self.conn.execute(f"{_FTS_ADD} WHERE rid=?", (cur.lastrowid,))
         elif record.kind == "brief" and record.namespace is not None:
             self.conn.execute(
@@ -525,7 +617,7 @@ class Index:
         the index lacks or keeps as a copy of another) is not.
         """
         row = self.conn.execute(
-            "SELECT dir, name, mtime_ns, size, kind, own_id, problem FROM files "
+            "SELECT dir, name, mtime_ns, size, kind, own_id, problem, filled FROM files "
             "WHERE dir=? AND name=?",
             _split(record.path),
         ).fetchone()
@@ -580,9 +672,10 @@ class Index:
         )
         if cur.rowcount != 1:
             return False
+        row = _file_row(record)
         self.conn.execute(
-            "UPDATE files SET mtime_ns=?, size=?, problem=? WHERE dir=? AND name=?",
-            (record.mtime_ns, record.size, record.problem, *_split(record.path)),
+            "UPDATE files SET mtime_ns=?, size=?, problem=?, filled=? WHERE dir=? AND name=?",
+            (record.mtime_ns, record.size, record.problem, row[7], *_split(record.path)),
         )
         return True
 
@@ -649,17 +742,25 @@ class Index:
     def newest_pending(
         self, namespace: str, agent: str, skip: Sequence[str] = ()
     ) -> Handoff | None:
+        """The newest pending handoff to ``agent``, or to any agent (``to`` left out of
+        a note written by hand): one lookup in the queue's index for each."""
+        found = [self._newest_to(namespace, who, skip) for who in (agent, "")]
+        rows = [row for row in found if row is not None]
+        if not rows:
+            return None
+        return _handoff(max(rows, key=lambda r: (r[5], r[0])))
+
+    def _newest_to(self, namespace: str, recipient: str, skip: Sequence[str]) -> Any:
         sql = (
             f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE namespace=? AND recipient=? "
             "AND status='pending'"
         )
-        args: list[Any] = [namespace, agent]
+        args: list[Any] = [namespace, recipient]
         if skip:
             sql += f" AND id NOT IN ({','.join('?' * len(skip))})"
             args.extend(skip)
         sql += " ORDER BY created_at DESC, id DESC LIMIT 1"
-        row = self.conn.execute(sql, args).fetchone()
-        return None if row is None else _handoff(row)
+        return self.conn.execute(sql, args).fetchone()
 
     def list_handoffs(
         self,
@@ -671,9 +772,23 @@ class Index:
         limit: int,
         offset: int = 0,
     ) -> list[Handoff]:
-        where, args = _handoff_filter(namespace, status, agent, sender)
-        sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}"
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        order = " ORDER BY created_at DESC, id DESC"
+        if agent is None:
+            where, args = _handoff_filter(namespace, status, agent, sender)
+            sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}{order} LIMIT ? OFFSET ?"
+            return [_handoff(row) for row in self.conn.execute(sql, [*args, limit, offset])]
+        # To the agent, or to any agent: each read in order from the queue's index (as
+        # far as the page reaches), then the two merged, never a sort of all of them.
+        parts: list[str] = []
+        args = []
+        for who in (agent, ""):
+            where, part_args = _handoff_filter(namespace, status, None, sender)
+            where += (" AND " if where else " WHERE ") + "recipient=?"
+            parts.append(
+                f"SELECT * FROM (SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}{order} LIMIT ?)"
+            )
+            args.extend([*part_args, who, limit + offset])
+        sql = f"SELECT * FROM ({' UNION ALL '.join(parts)}){order} LIMIT ? OFFSET ?"
         return [_handoff(row) for row in self.conn.execute(sql, [*args, limit, offset])]
 
     def count_listed(
@@ -696,13 +811,65 @@ class Index:
         return int(self.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
 
     def recent_memories(self, namespace: str, kind: str, limit: int) -> list[Memory]:
+        """The newest live memories of ``kind`` in ``namespace`` (the brief's decisions)."""
         rows = self.conn.execute(
-            "SELECT m.id, m.namespace, m.title, amv_text(m.body), m.kind, m.created_at, m.tags, "
-            "m.agent, m.path FROM memories m "
-            "WHERE m.namespace=? AND m.kind=? ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.namespace=? AND m.kind=? "
+            "AND m.state='live' ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
             (namespace, kind, limit),
         ).fetchall()
         return [_memory(r) for r in rows]
+
+    def memory(self, id: str) -> Memory | None:
+        """One memory by id, whatever its state."""
+        row = self.conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m WHERE m.id=?", (id,)
+        ).fetchone()
+        return None if row is None else _memory(row)
+
+    def list_memories(
+        self,
+        *,
+        namespace: str | None,
+        status: str,
+        kind: str | None,
+        tags: Sequence[str],
+        limit: int,
+        offset: int = 0,
+    ) -> tuple[int, list[Memory]]:
+        """(how many match in all, the page from ``offset``), newest first: by
+        ``namespace`` (exactly), ``status`` (live, superseded, forgotten or all),
+        ``kind`` and ``tags`` (all of them). The index ``memories_list`` serves a
+        namespace's live memories in order, ``memories_time`` the whole vault's."""
+        where, args = _memory_filter(namespace, status, kind, tags)
+        rows = self.conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories m{where} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+        if (namespace, status, kind, tags) == (None, "live", None, ()):
+            # Every memory less the few retired: SQLite counts a whole table from its
+            # pages (0.2 ms at 100,000), where counting the live ones walks an index.
+            retired = self.conn.execute(
+                "SELECT count(*) FROM memories WHERE state IN ('superseded', 'forgotten')"
+            ).fetchone()[0]
+            return self.count_memories() - int(retired), [_memory(r) for r in rows]
+        total = self.conn.execute(f"SELECT count(*) FROM memories m{where}", args).fetchone()[0]
+        return int(total), [_memory(r) for r in rows]
+
+    def note_kind(self, id: str) -> str | None:
+        """``handoff`` or ``memory``: which the note with this id is; None if neither."""
+        if self.conn.execute("SELECT 1 FROM handoffs WHERE id=?", (id,)).fetchone():
+            return "handoff"
+        if self.conn.execute("SELECT 1 FROM memories WHERE id=?", (id,)).fetchone():
+            return "memory"
+        return None
+
+    def filled_notes(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Notes written by hand, with the properties taken from their files."""
+        rows = self.conn.execute(
+            "SELECT dir, name, filled FROM files WHERE filled IS NOT NULL ORDER BY dir, name"
+        ).fetchall()
+        return [(_join(d, n), tuple(f.split(","))) for d, n, f in rows]
 
     def search(
         self,
@@ -750,7 +917,8 @@ class Index:
         rowids = [r[0] for r in top]
         rows = self.conn.execute(
             "SELECT f.rowid, m.id, m.namespace, m.title, f.content, m.kind, m.created_at, "
-            "m.tags, m.agent, m.path, snippet(memories_fts, -1, '[', ']', '…', 12) "
+            "m.tags, m.agent, m.path, m.supersedes, m.superseded_by, m.forgotten_at, "
+            "snippet(memories_fts, -1, '[', ']', '…', 12) "
             "FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
             f"WHERE memories_fts MATCH ? AND f.rowid IN ({','.join('?' * len(rowids))})",
             [match, *rowids],
@@ -760,7 +928,7 @@ class Index:
         for rowid, score, _total in top:
             row = by_rowid.get(rowid)
             if row is not None:
-                out.append((_memory(row[1:10]), -float(score), str(row[10])))
+                out.append((_memory(row[1:13]), -float(score), str(row[13])))
         return int(top[0][2]), out
 
     def count_matches(
@@ -842,13 +1010,23 @@ class BulkLoader:
         conn.executemany(_HANDOFF_INSERT, handoffs)
         conn.executemany(_MEMORY_INSERT, memories)
         if memories:
-            conn.execute(f"{_FTS_ADD} WHERE rid BETWEEN ? AND ?", (memories[0][0], memories[-1][0]))
+            first, last = memories[0][0], memories[-1][0]
+            retired = [m[0] for m in memories if m[10] != "live"]
+            if not retired:
+                conn.execute(f"{_FTS_ADD} WHERE rid BETWEEN ? AND ?", (first, last))
+            else:  # only live memories are in the full-text index
+                conn.execute(
+                    f"{_FTS_ADD} WHERE rid BETWEEN ? AND ? "
+                    f"AND rid NOT IN ({','.join('?' * len(retired))})",
+                    (first, last, *retired),
+                )
         conn.executemany("INSERT OR REPLACE INTO briefs(namespace, path) VALUES (?, ?)", briefs)
         conn.executemany(_FILE_INSERT, files)
         self.records = []
 
 
 def _memory(row: Sequence[Any]) -> Memory:
+    """A memory from a row in ``_MEMORY_COLUMNS`` order."""
     return Memory(
         id=row[0],
         namespace=row[1],
@@ -859,4 +1037,7 @@ def _memory(row: Sequence[Any]) -> Memory:
         tags=tuple(json.loads(row[6])),
         agent=row[7],
         path=row[8],
+        supersedes=tuple(json.loads(row[9])) if row[9] else (),
+        superseded_by=row[10],
+        forgotten_at=row[11],
     )

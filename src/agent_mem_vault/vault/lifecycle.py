@@ -31,9 +31,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.errors import ConflictError, InvalidInputError
-from .models import Handoff
+from .models import Handoff, Memory
 
-__all__ = ["check_supersedable", "mark_read", "reopen", "supersede"]
+__all__ = [
+    "check_supersedable",
+    "check_updatable",
+    "forget",
+    "mark_read",
+    "reopen",
+    "restore",
+    "retire",
+    "supersede",
+]
 
 
 def mark_read(handoff: Handoff, now: str) -> Handoff:
@@ -80,3 +89,56 @@ def _superseded(handoff: Handoff, action: str) -> ConflictError:
         id=handoff.id,
         superseded_by=newer,
     )
+
+
+# -- memories ---------------------------------------------------------------------
+#
+#     [*] --> live: save_memory
+#     live --> superseded: update_memory (the new version is live; this one is history)
+#     live --> forgotten: forget_memory
+#     forgotten --> live: restore_memory
+#
+# Decided here: forgetting a forgotten memory, or restoring a live one, changes
+# nothing; forgetting a superseded version is allowed (it leaves the history
+# listing's default view, nothing else); updating a superseded version is
+# refused (``memory_superseded``: update the live one), and so is updating a
+# forgotten one (``memory_forgotten``: restore it first, so that nothing
+# forgotten comes back unseen).
+
+
+def check_updatable(memory: Memory) -> None:
+    """Refuse ``update_memory`` of a memory that is not the live version."""
+    if memory.superseded_by is not None:
+        raise ConflictError(
+            f"memory {memory.id} was superseded by {memory.superseded_by}; "
+            f"update {memory.superseded_by} instead",
+            code="memory_superseded",
+            id=memory.id,
+            superseded_by=memory.superseded_by,
+        )
+    if memory.forgotten_at is not None:
+        raise ConflictError(
+            f"memory {memory.id} is forgotten; restore it first (restore_memory, or "
+            f"'agent-mem-vault memory restore {memory.id}'), then update it",
+            code="memory_forgotten",
+            id=memory.id,
+        )
+
+
+def retire(older: Memory, newer_id: str) -> Memory:
+    """The older version, once ``newer_id`` replaced it: kept, with ``superseded_by``."""
+    return replace(older, superseded_by=newer_id)
+
+
+def forget(memory: Memory, now: str) -> Memory:
+    """forget_memory: out of search and the brief, kept; already forgotten: as it is."""
+    if memory.forgotten_at is not None:
+        return memory
+    return replace(memory, forgotten_at=now)
+
+
+def restore(memory: Memory) -> Memory:
+    """restore_memory: a forgotten memory comes back as it was; otherwise nothing changes."""
+    if memory.forgotten_at is None:
+        return memory
+    return replace(memory, forgotten_at=None)

@@ -13,10 +13,13 @@ __all__ = [
     "Brief",
     "BrokenNote",
     "DoctorReport",
+    "FilledNote",
     "Handoff",
     "HandoffPage",
     "HandoffStatus",
     "Memory",
+    "MemoryPage",
+    "MemoryStatus",
     "ReindexReport",
     "SearchHit",
     "SearchHits",
@@ -25,6 +28,9 @@ __all__ = [
 
 HandoffStatus = Literal["pending", "read"]
 """A handoff is ``pending`` until read, acknowledged or superseded; then ``read``."""
+MemoryStatus = Literal["live", "superseded", "forgotten"]
+"""A memory is ``live`` (searched, briefed, listed) until a newer version replaces it
+(``superseded``, kept as history) or it is forgotten (``forgotten``, kept and restorable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,19 @@ class Handoff:
         """What ``read_handoff`` gives an agent: ``## Summary\\n…\\n\\n## Full Context\\n…``."""
         return f"## Summary\n{self.summary}\n\n## Full Context\n{self.context}"
 
+    @property
+    def heading(self) -> str:
+        """Who left it, for whom, when, and its id: the line an agent (or a person) reads
+        above ``text``, so that a handoff never arrives without its sender.
+
+        >>> Handoff(id="3l6qyvzp7ns2c", namespace="p", sender="claude-code", recipient="codex",
+        ...         summary="s", context="c", status="pending",
+        ...         created_at="2026-01-01T00:00:00.000Z").heading
+        'Handoff 3l6qyvzp7ns2c from claude-code to codex, 2026-01-01T00:00:00.000Z'
+        """
+        to = self.recipient or "any agent"
+        return f"Handoff {self.id} from {self.sender} to {to}, {self.created_at}"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON shape shared by the CLI's ``--json``, MCP and HTTP (``from``/``to`` as on disk)."""
         return {
@@ -108,10 +127,28 @@ class Memory:
     agent: str | None = None
     """Who saved it, if known."""
     path: str = ""
+    supersedes: tuple[str, ...] = ()
+    """Ids of the earlier versions this one replaced (``update_memory``)."""
+    superseded_by: str | None = None
+    """Id of the newer version that replaced this one; it stays readable as history."""
+    forgotten_at: str | None = None
+    """When it was forgotten (``forget_memory``): out of search, the brief and the
+    default listing until ``restore_memory``."""
+
+    @property
+    def status(self) -> MemoryStatus:
+        """``forgotten``, else ``superseded`` when a newer version replaced it, else ``live``."""
+        if self.forgotten_at is not None:
+            return "forgotten"
+        if self.superseded_by is not None:
+            return "superseded"
+        return "live"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["tags"] = list(self.tags)
+        data["supersedes"] = list(self.supersedes)
+        data["status"] = self.status
         return data
 
 
@@ -224,6 +261,20 @@ class BrokenNote:
 
 
 @dataclass(frozen=True, slots=True)
+class FilledNote:
+    """A note written by hand that lacks properties the vault reads: what the index took
+    from the file instead. Information, not a problem: the note is used, and left as
+    the person wrote it."""
+
+    path: str
+    filled: tuple[str, ...]
+    """The properties taken from the file (``id``, ``namespace``, ``title``, ...)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "filled": list(self.filled)}
+
+
+@dataclass(frozen=True, slots=True)
 class ReindexReport:
     """What a rescan or reindex found."""
 
@@ -235,6 +286,12 @@ class ReindexReport:
     broken: tuple[BrokenNote, ...] = ()
     vectors: int = 0
     """Memories given a vector for search by meaning (``reindex`` with an embedder)."""
+    dashboard: str = ""
+    """What became of ``_dashboards/memory.base`` (see ``dashboard.DashboardOutcome``):
+    ``written``, ``current``, ``kept`` (changed by a person, left alone) or ``rewritten``
+    (with a backup); '' when it was not looked at."""
+    dashboard_backup: str | None = None
+    """Where the person's dashboard was kept when it was rewritten on request."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -255,6 +312,11 @@ class DoctorReport:
     """Other problems: dangling ``supersedes`` links, a missing dashboard, …"""
     search: dict[str, Any] = field(default_factory=dict)
     """Search by meaning: backend, model, where the model is kept, vectors made and waiting."""
+    filled: tuple[FilledNote, ...] = ()
+    """Notes written by hand, with what the index took from their files (information)."""
+    information: tuple[str, ...] = ()
+    """Other things worth knowing that are not problems: a dashboard changed by hand,
+    a vault this user can only read."""
 
     @property
     def ok(self) -> bool:
@@ -269,6 +331,8 @@ class DoctorReport:
             "pending": self.pending,
             "broken": [b.to_dict() for b in self.broken],
             "problems": list(self.problems),
+            "filled": [f.to_dict() for f in self.filled],
+            "information": list(self.information),
             "search": self.search,
         }
 
@@ -302,6 +366,34 @@ class HandoffPage:
     def to_dict(self) -> dict[str, Any]:
         return {
             "handoffs": [h.to_dict() for h in self.handoffs],
+            "total": self.total,
+            "offset": self.offset,
+            "more": self.more,
+            "next_offset": self.next_offset,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    """One page of a memory listing, newest first, and how to get the next one
+    (as ``HandoffPage``)."""
+
+    memories: tuple[Memory, ...]
+    total: int
+    offset: int
+
+    @property
+    def next_offset(self) -> int | None:
+        return _next_offset(self.offset, len(self.memories), self.total)
+
+    @property
+    def more(self) -> bool:
+        return self.next_offset is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memories": [m.to_dict() for m in self.memories],
+            "count": len(self.memories),
             "total": self.total,
             "offset": self.offset,
             "more": self.more,

@@ -6,9 +6,10 @@ before anything is written, and each error names the field and the rule.
 
 Limits (documented in docs/vault.md):
 
-- namespace: 1–8 segments joined by ``/``, each 1–64 of ``A-Z a-z 0-9 . _ -``,
+- namespace: 1–8 segments joined by ``/``, each 1–64 of ``A-Z a-z 0-9 . _ -``
+  (ASCII: a segment is a folder on every filesystem and a word in every shell),
   starting with a letter or digit, not ``handoffs``/``memories`` and not ending
-  in ``.md``; 200 characters in all.
+  in ``.md``; 200 characters in all. ``ascii_segment`` makes any name one.
 - agent name: 1–128 of ``A-Z a-z 0-9 . _ ~ : @ -``, starting with a letter or digit
   (``core.names.validate_agent``, shared with runs).
 - summary: 1–2,000 characters; handoff context: up to 200,000 characters.
@@ -19,6 +20,7 @@ Limits (documented in docs/vault.md):
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 
@@ -30,6 +32,7 @@ __all__ = [
     "MAX_CONTENT",
     "MAX_SUMMARY",
     "MAX_TITLE",
+    "ascii_segment",
     "validate_agent",
     "validate_id",
     "validate_kind",
@@ -93,10 +96,13 @@ def validate_namespace(value: object, *, field: str = "namespace") -> str:
                 f"{field} {value!r} may not contain '.' or '..' segments",
             )
         if not _SEGMENT.fullmatch(segment):
+            hint = (
+                "" if segment.isascii() else f" ({segment!r} in ASCII: {ascii_segment(segment)!r})"
+            )
             raise _bad_namespace(
                 field,
-                f"{field} segment {segment!r} is not allowed: use 1-64 letters, digits, "
-                "'.', '_' or '-', starting with a letter or digit",
+                f"{field} segment {segment!r} is not allowed: use 1-64 ASCII letters, digits, "
+                f"'.', '_' or '-', starting with a letter or digit{hint}",
             )
         if segment in RESERVED_SEGMENTS or segment.lower().endswith(".md"):
             raise _bad_namespace(
@@ -105,6 +111,38 @@ def validate_namespace(value: object, *, field: str = "namespace") -> str:
                 "pick another name",
             )
     return value
+
+
+_NOT_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_SEGMENT = 64
+
+
+def ascii_segment(name: str) -> str:
+    """``name`` (a folder's, a repository's) as one namespace segment: readable ASCII that
+    keeps what the name says. Other scripts and emoji are transliterated (``Café`` →
+    ``Cafe``, ``東京`` → ``DongJing``, ``🚀`` → ``rocket``), and runs of anything else
+    become ``-``. Where nothing readable is left, a short suffix from the name itself
+    keeps two such names apart (``repository-3f9a2c``), so unrelated repositories never
+    share a namespace through it.
+
+    >>> ascii_segment("Café Ünicode 🚀")
+    'Cafe-Unicode-rocket'
+    >>> ascii_segment("_My Repo (copy)")
+    'My-Repo-copy'
+    >>> ascii_segment("handoffs")
+    'handoffs-repo'
+    """
+    text = name
+    if not name.isascii():
+        from anyascii import anyascii  # only for names that need it: imports stay light
+
+        text = anyascii(name)
+    slug = _NOT_SEGMENT.sub("-", text).strip("._-")[:MAX_SEGMENT].rstrip("._-")
+    if not slug:
+        return f"repository-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:6]}"
+    if slug in RESERVED_SEGMENTS or slug.lower().endswith(".md"):
+        return f"{slug[: MAX_SEGMENT - 5]}-repo"
+    return slug
 
 
 def _bad_namespace(field: str, message: str) -> InvalidInputError:

@@ -7,6 +7,10 @@ plain, stable style. The frontmatter we write is parsed by a small fast path
 
 A lifecycle change rewrites only the frontmatter values it owns and keeps the
 body and any properties a person added, byte for byte.
+
+Reading takes ``FileFacts`` (``hand_notes.py``): where a note written by hand
+is silent, its file gives the value, and the facts record which. Without them
+a missing property is a ``NoteError``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -22,17 +27,21 @@ import yaml
 
 from ..core.clock import format_datetime
 from ..core.ids import decode_tid
+from .hand_notes import FileFacts, path_id, title_from_body
+from .links import link_id, wikilink
 from .models import Handoff, Memory
 
 __all__ = [
     "NoteError",
     "ParsedNote",
+    "apply_memory",
     "handoff_from_note",
     "handoff_meta",
     "memory_from_note",
     "memory_meta",
     "needs_repair",
     "parse_note",
+    "parse_text",
     "render_body",
     "render_note",
     "split_body",
@@ -220,6 +229,13 @@ def parse_note(text: str) -> ParsedNote | None:
     return ParsedNote(meta=meta, body=body)
 
 
+def parse_text(text: str) -> ParsedNote:
+    """``parse_note``, with a note that has no frontmatter read as properties-less
+    (all of it is the body), as a note written by hand often is."""
+    note = parse_note(text)
+    return ParsedNote(meta={}, body=text) if note is None else note
+
+
 # -- body ---------------------------------------------------------------------------
 
 
@@ -257,8 +273,19 @@ def split_body(body: str) -> tuple[str, str]:
 # -- typed notes --------------------------------------------------------------------
 
 
-def handoff_meta(handoff: Handoff) -> dict[str, Any]:
-    """The properties of a handoff note, in the order Obsidian shows them."""
+def _links(ids: tuple[str, ...], paths: Mapping[str, str] | None) -> list[str]:
+    """``ids`` as wikilinks (``links.wikilink``), each to its note's path when known."""
+    known = paths or {}
+    return [wikilink(known.get(i, ""), i) for i in ids]
+
+
+def handoff_meta(handoff: Handoff, paths: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The properties of a handoff note, in the order Obsidian shows them.
+
+    ``supersedes`` and ``superseded_by`` are wikilinks (``paths``: the note path of
+    an id, for a note not named by its id). ``to`` is left out for a handoff to
+    any agent (a note written by hand without one).
+    """
     meta: dict[str, Any] = {
         "type": "handoff",
         "id": handoff.id,
@@ -269,28 +296,61 @@ def handoff_meta(handoff: Handoff) -> dict[str, Any]:
         "read": handoff.read,
         "created_at": handoff.created_at,
     }
+    if not handoff.recipient:
+        del meta["to"]
     if handoff.read_at is not None:
         meta["read_at"] = handoff.read_at
-    meta["supersedes"] = list(handoff.supersedes)
+    meta["supersedes"] = _links(handoff.supersedes, paths)
     if handoff.superseded_by is not None:
-        meta["superseded_by"] = handoff.superseded_by
+        meta["superseded_by"] = _links((handoff.superseded_by,), paths)[0]
     meta["tags"] = ["handoff"]
     return meta
 
 
-def apply_handoff(meta: dict[str, Any], handoff: Handoff) -> dict[str, Any]:
-    """``meta`` with the lifecycle properties of ``handoff``; properties a person added are kept."""
-    out = handoff_meta(handoff)
+def _kept_links(meta: dict[str, Any], out: dict[str, Any]) -> None:
+    """Links a note already holds stay as written when they name the same ids (a link
+    to a note written by hand names its path, which ids alone cannot rebuild)."""
+    for key in ("supersedes", "superseded_by"):
+        if key not in meta or key not in out:
+            continue
+        old, new = meta[key], out[key]
+        if isinstance(new, list) and isinstance(old, list):
+            if [link_id(v) for v in old] == [link_id(v) for v in new]:
+                out[key] = old
+        elif link_id(old) == link_id(new):
+            out[key] = old
+
+
+def _merged(meta: dict[str, Any], out: dict[str, Any], owned: set[str]) -> dict[str, Any]:
+    """``out`` (the vault's properties), then every property a person added to ``meta``."""
     if "tags" in meta:
         out["tags"] = meta["tags"]
-    owned = {"read_at", "superseded_by"}
+    _kept_links(meta, out)
     for key, value in meta.items():
         if key not in out and key not in owned:
             out[key] = value
     return out
 
 
-def memory_meta(memory: Memory) -> dict[str, Any]:
+def apply_handoff(
+    meta: dict[str, Any], handoff: Handoff, paths: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``meta`` with the lifecycle properties of ``handoff``; properties a person added are kept."""
+    return _merged(meta, handoff_meta(handoff, paths), {"read_at", "superseded_by", "to"})
+
+
+def apply_memory(
+    meta: dict[str, Any], memory: Memory, paths: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """``meta`` with the properties of ``memory`` (its versions, whether it is forgotten);
+    properties a person added are kept. A note written by hand gets the id, namespace
+    and time the index gave it, so they stay the same once the file has changed."""
+    owned = {"superseded_by", "forgotten_at", "supersedes", "agent"}
+    return _merged(meta, memory_meta(memory, paths), owned)
+
+
+def memory_meta(memory: Memory, paths: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The properties of a memory note; its versions as wikilinks (see ``handoff_meta``)."""
     meta: dict[str, Any] = {
         "type": "memory",
         "id": memory.id,
@@ -301,6 +361,12 @@ def memory_meta(memory: Memory) -> dict[str, Any]:
     }
     if memory.agent is not None:
         meta["agent"] = memory.agent
+    if memory.supersedes:
+        meta["supersedes"] = _links(memory.supersedes, paths)
+    if memory.superseded_by is not None:
+        meta["superseded_by"] = _links((memory.superseded_by,), paths)[0]
+    if memory.forgotten_at is not None:
+        meta["forgotten_at"] = memory.forgotten_at
     meta["tags"] = list(memory.tags)
     return meta
 
@@ -327,13 +393,46 @@ def _str_list(meta: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _tid(meta: dict[str, Any], key: str) -> str:
-    value = _str(meta, key)
-    assert value is not None
-    try:
-        decode_tid(value)
-    except ValueError:
-        raise NoteError(f"property {key!r} is not a TID: {value!r}") from None
+def _link_list(meta: dict[str, Any], key: str) -> tuple[str, ...]:
+    """Ids named by a list of links (or bare ids); one unquoted ``[[id]]`` is one link."""
+    value = meta.get(key)
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        return tuple(link_id([v]) for v in value)  # - [[a]] unquoted: lists in a list
+    one = link_id(value)
+    if isinstance(one, str) and not isinstance(value, list):
+        return (one,) if one else ()
+    return tuple(link_id(v) for v in _str_list(meta, key))
+
+
+def _link(meta: dict[str, Any], key: str) -> str | None:
+    value = link_id(meta.get(key))
+    if isinstance(value, list):
+        raise NoteError(f"property {key!r} must be one link or id")
+    return _str({key: value}, key, required=False)
+
+
+def _tid(meta: dict[str, Any], key: str, facts: FileFacts | None = None) -> str:
+    value = _str(meta, key, required=facts is None)
+    if value is not None:
+        try:
+            decode_tid(value)
+        except ValueError:
+            if facts is None:
+                raise NoteError(f"property {key!r} is not a TID: {value!r}") from None
+        else:
+            return value
+    assert facts is not None
+    facts.take(key)
+    return path_id(facts.path)
+
+
+def _filled(meta: dict[str, Any], key: str, facts: FileFacts | None, value: str) -> str:
+    """The property ``key``, or (with ``facts``) ``value`` taken from the file instead."""
+    given = _str(meta, key, required=facts is None)
+    if given is not None:
+        return given
+    assert facts is not None
+    facts.take(key)
     return value
 
 
@@ -350,16 +449,24 @@ def _checked_namespace(value: str) -> str | None:
     return None
 
 
-def _namespace(meta: dict[str, Any]) -> str:
-    value = _str(meta, "namespace")
-    assert value is not None
+def _namespace(meta: dict[str, Any], facts: FileFacts | None = None) -> str:
+    value = _str(meta, "namespace", required=facts is None or facts.namespace is None)
+    if value is None:
+        assert facts is not None and facts.namespace is not None
+        problem = _checked_namespace(facts.namespace)
+        if problem is not None:
+            raise NoteError(f"its folder {facts.namespace!r} is not a namespace: {problem}")
+        facts.take("namespace")
+        return facts.namespace
     problem = _checked_namespace(value)
     if problem is not None:
         raise NoteError(f"property 'namespace': {problem}")
     return value
 
 
-def _lifecycle(meta: dict[str, Any], read_hint: str | None) -> tuple[str, str | None]:
+def _lifecycle(
+    meta: dict[str, Any], read_hint: str | None, facts: FileFacts | None = None
+) -> tuple[str, str | None]:
     """(status, read_at) as a person meant them, from properties that may disagree.
 
     The ``read`` checkbox is what a person ticks in Obsidian, so when it is a
@@ -374,6 +481,9 @@ def _lifecycle(meta: dict[str, Any], read_hint: str | None) -> tuple[str, str | 
     read = meta.get("read")
     if isinstance(read, bool):
         status = "read" if read else "pending"
+    elif status is None and facts is not None and raw is None and read is None:
+        facts.take("status")  # written by hand without one: waiting to be read
+        return "pending", None
     elif status is None:
         raise NoteError(
             f"property 'status' must be pending or read, not {raw!r} (or tick the 'read' checkbox)"
@@ -384,28 +494,41 @@ def _lifecycle(meta: dict[str, Any], read_hint: str | None) -> tuple[str, str | 
     return status, read_at or read_hint or _str(meta, "created_at", required=False)
 
 
-def handoff_from_note(note: ParsedNote, path: str, *, read_hint: str | None = None) -> Handoff:
+def handoff_from_note(
+    note: ParsedNote,
+    path: str,
+    *,
+    read_hint: str | None = None,
+    facts: FileFacts | None = None,
+) -> Handoff:
     """A ``Handoff`` from a parsed note; ``NoteError`` naming the property that is wrong.
 
     Lifecycle properties that disagree (see ``_lifecycle``) are read the way a
     person meant them; ``needs_repair`` says whether the note should be
-    rewritten so that they agree.
+    rewritten so that they agree. With ``facts`` (a note written by hand, see
+    ``hand_notes.py``) what the note lacks comes from its file: no ``from`` is
+    ``unknown``, no ``to`` is a handoff any agent may read, no ``## Summary``
+    section makes the first heading (or the file name) the summary.
     """
     meta = note.meta
-    status, read_at = _lifecycle(meta, read_hint)
+    status, read_at = _lifecycle(meta, read_hint, facts)
     summary, context = split_body(note.body)
+    if facts is not None and not summary and "## Summary" not in note.body:
+        summary, context = title_from_body(note.body, path)
+        facts.take("summary")
+    created_at = _filled(meta, "created_at", facts, facts.modified if facts else "")
     return Handoff(
-        id=_tid(meta, "id"),
-        namespace=_namespace(meta),
-        sender=_str(meta, "from") or "",
-        recipient=_str(meta, "to") or "",
+        id=_tid(meta, "id", facts),
+        namespace=_namespace(meta, facts),
+        sender=_filled(meta, "from", facts, "unknown"),
+        recipient=_filled(meta, "to", facts, ""),
         summary=summary,
         context=context,
         status="read" if status == "read" else "pending",
-        created_at=_str(meta, "created_at") or "",
+        created_at=created_at,
         read_at=read_at,
-        supersedes=_str_list(meta, "supersedes"),
-        superseded_by=_str(meta, "superseded_by", required=False),
+        supersedes=_link_list(meta, "supersedes"),
+        superseded_by=_link(meta, "superseded_by"),
         path=path,
     )
 
@@ -419,18 +542,38 @@ def needs_repair(meta: dict[str, Any], handoff: Handoff) -> bool:
     )
 
 
-def memory_from_note(note: ParsedNote, path: str) -> Memory:
+def memory_from_note(note: ParsedNote, path: str, *, facts: FileFacts | None = None) -> Memory:
+    """A ``Memory`` from a parsed note; ``NoteError`` naming the property that is wrong.
+
+    With ``facts`` (see ``handoff_from_note``) a note without a ``title`` takes its
+    first heading or its file name, and a body without the vault's sections is
+    all content.
+    """
     meta = note.meta
     _summary, content = split_body(note.body)
+    title = _str(meta, "title", required=facts is None)
+    if facts is not None and "## Full Context" not in note.body:
+        # A body of the person's own: its first heading is the title, not content
+        # (still so once an agent has written the title into the properties).
+        heading, rest = title_from_body(note.body, path)
+        if title is None:
+            title = heading
+            facts.take("title")
+        if heading == title:
+            content = rest
+    assert title is not None  # required without facts; with them, taken from the file
     kind = _str(meta, "kind", required=False) or "note"
     return Memory(
-        id=_tid(meta, "id"),
-        namespace=_namespace(meta),
-        title=_str(meta, "title") or "",
+        id=_tid(meta, "id", facts),
+        namespace=_namespace(meta, facts),
+        title=title,
         content=content,
         kind=kind,
-        created_at=_str(meta, "created_at") or "",
+        created_at=_filled(meta, "created_at", facts, facts.modified if facts else ""),
         tags=_str_list(meta, "tags"),
         agent=_str(meta, "agent", required=False),
         path=path,
+        supersedes=_link_list(meta, "supersedes"),
+        superseded_by=_link(meta, "superseded_by"),
+        forgotten_at=_str(meta, "forgotten_at", required=False),
     )

@@ -2,10 +2,15 @@
 
 A file is one of: a handoff, a memory, a namespace brief, some other Markdown
 note (ignored), or broken (reported by ``doctor``, skipped by listings, never
-written over). Only a note that cannot be understood is broken: a handoff whose
-lifecycle properties disagree (ticked ``read`` in Obsidian while ``status`` is
-still ``pending``) is read as the person meant it and carries the repaired
-text, which the scanner writes under the vault lock.
+written over). A note's ``type`` says which; a note right inside a namespace's
+``handoffs/`` or ``memories/`` folder is a handoff or a memory whatever it says,
+with what its properties lack taken from its file (``hand_notes.py``). Only a
+note that cannot be understood or read is broken (broken YAML, a binary file,
+one this user may not read): reported by name, and every other note still
+works. A handoff whose lifecycle properties disagree (ticked ``read`` in
+Obsidian while ``status`` is still ``pending``) is read as the person meant it
+and carries the repaired text, which the scanner writes under the vault lock;
+a note written by hand is never rewritten so, it stays as the person wrote it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..core.clock import format_datetime
+from .hand_notes import FileFacts, folder_kind
 from .models import Handoff, Memory
 from .notes import (
     NoteError,
@@ -29,6 +35,7 @@ from .notes import (
     memory_from_note,
     needs_repair,
     parse_note,
+    parse_text,
     render_note,
 )
 
@@ -55,6 +62,8 @@ class FileRecord:
     repair: str | None = None
     """For a handoff whose lifecycle properties disagree (a ``read`` box ticked in
     Obsidian): the note's text with them made to agree, for the scanner to write."""
+    filled: tuple[str, ...] = ()
+    """For a note written by hand: the properties taken from its file (``FileFacts``)."""
 
     @property
     def dir(self) -> str:
@@ -106,35 +115,75 @@ def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
 
 def read_record(root: Path, path: str) -> FileRecord | None:
     """Read and classify ``root/path``; ``None`` if the file has gone."""
-    found = read_file(root, path)
+    try:
+        found = read_file(root, path)
+    except OSError as exc:
+        return _unreadable(root, path, exc)
     if found is None:
         return None
     st, raw = found
     mtime, size = st.st_mtime_ns, st.st_size
+    if b"\0" in raw:
+        return FileRecord(path, mtime, size, "broken", problem="a binary file, not a note")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileRecord(path, mtime, size, "broken", problem=f"not UTF-8 text ({exc.reason})")
     try:
-        note = parse_note(text)
-        if note is None or "type" not in note.meta:
-            return _plain(path, mtime, size)
-        kind = note.meta.get("type")
-        if kind == "handoff":
-            hint = format_datetime(datetime.fromtimestamp(mtime / 1e9, UTC))
-            handoff = handoff_from_note(note, path, read_hint=hint)
-            repair = None
-            if needs_repair(note.meta, handoff):
-                repair = render_note(apply_handoff(note.meta, handoff), note.body)
-            return FileRecord(path, mtime, size, "handoff", handoff=handoff, repair=repair)
-        if kind == "memory":
-            return FileRecord(path, mtime, size, "memory", memory=memory_from_note(note, path))
-        if kind == "brief":
-            namespace = _namespace(note.meta)
-            return FileRecord(path, mtime, size, "brief", namespace=namespace)
-        return FileRecord(path, mtime, size, "other")
+        return classify(path, mtime, size, text)
     except NoteError as exc:
         return FileRecord(path, mtime, size, "broken", problem=str(exc))
+
+
+def classify(path: str, mtime: int, size: int, text: str) -> FileRecord:
+    """What the note at ``path`` with this text is; ``NoteError`` if it is broken."""
+    place = folder_kind(path)
+    note = parse_text(text) if place is not None else parse_note(text)
+    if note is None or ("type" not in note.meta and place is None):
+        return _plain(path, mtime, size)
+    kind = note.meta.get("type")
+    if kind not in ("handoff", "memory", "brief"):
+        if place is None:
+            return FileRecord(path, mtime, size, "other")
+        kind = place
+    facts = FileFacts(path, mtime)
+    if kind != note.meta.get("type"):
+        facts.take("type")
+    if kind == "handoff":
+        hint = format_datetime(datetime.fromtimestamp(mtime / 1e9, UTC))
+        handoff = handoff_from_note(note, path, read_hint=hint, facts=facts)
+        repair = None
+        # A note written by hand stays as the person wrote it: only the vault's own
+        # notes are made to agree with themselves.
+        if not facts.filled and needs_repair(note.meta, handoff):
+            repair = render_note(apply_handoff(note.meta, handoff), note.body)
+        filled = tuple(facts.filled)
+        return FileRecord(
+            path, mtime, size, "handoff", handoff=handoff, repair=repair, filled=filled
+        )
+    if kind == "memory":
+        memory = memory_from_note(note, path, facts=facts)
+        return FileRecord(path, mtime, size, "memory", memory=memory, filled=tuple(facts.filled))
+    namespace = _namespace(note.meta)
+    return FileRecord(path, mtime, size, "brief", namespace=namespace)
+
+
+def _unreadable(root: Path, path: str, exc: OSError) -> FileRecord | None:
+    """A note the system will not let this user read: broken, by its name, with the
+    reason; the others go on working. ``None`` if it has gone meanwhile."""
+    try:
+        st = os.stat(f"{root}/{path}", follow_symlinks=False)
+    except OSError:
+        return None
+    reason = exc.strerror or type(exc).__name__
+    return FileRecord(
+        path,
+        st.st_mtime_ns,
+        st.st_size,
+        "broken",
+        problem=f"cannot be read ({reason}); fix its permissions, then save it again "
+        "(or run 'agent-mem-vault reindex')",
+    )
 
 
 BRIEF_NAME = "_brief.md"

@@ -30,24 +30,33 @@ import json
 import os
 import sqlite3
 
-from .base import DOT_DIR, VaultBase, is_default_vault, is_vault, vault_not_found
-from .dashboard import DASHBOARD_PATH
+from .base import (
+    DOT_DIR,
+    VaultBase,
+    is_default_vault,
+    is_vault,
+    read_only_error,
+    vault_not_found,
+)
+from .dashboard import DASHBOARD_PATH, dashboard_state
 from .files import TEMP_FILE
 from .handoffs import HandoffOps, StatusFilter
 from .index import Index
 from .memories import MemoryOps
-from .models import DoctorReport, ReindexReport
+from .memory_life import MemoryLifeOps
+from .models import DoctorReport, FilledNote, ReindexReport
 from .scan import Progress, ScanStats
 from .vectors import count_vectors
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
 
-class Vault(HandoffOps, MemoryOps, VaultBase):
+class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
     """A vault folder of Markdown notes, with a derived SQLite index.
 
-    The handoff operations live in ``handoffs.py``, the memory operations and
-    the brief in ``memories.py``; this class adds the vault itself (init,
+    The handoff operations live in ``handoffs.py``, saving and searching memories
+    and the brief in ``memories.py``, listing, updating and forgetting them in
+    ``memory_life.py``; this class adds the vault itself (init,
     rescan, reindex, doctor) and is the one public entry point.
 
     >>> vault = Vault("/tmp/v")  # doctest: +SKIP
@@ -64,13 +73,21 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
     A ``Vault`` may be shared by threads; open one per process.
     """
 
-    def init(self) -> ReindexReport:
+    def init(self, *, rewrite_dashboard: bool = False) -> ReindexReport:
         """Make the folder a vault (``is_vault``): the folder, its index and dashboard;
         safe to run again. The one way, with the first write to the default vault,
-        that a folder becomes a vault."""
+        that a folder becomes a vault.
+
+        The dashboard is written when it is missing or as the vault wrote it; one a
+        person changed is left alone (the report says so), unless
+        ``rewrite_dashboard``: then theirs is kept beside it (``memory.base.bak``)."""
         self._require_vault(make=True)
-        self._dashboard_checked = False  # the next locked section rewrites it if it differs
-        return self.rescan()
+        with self._writing(sync=False, dashboard=False) as idx:
+            stats = ScanStats()
+            self._upkeep.full_scan(idx, stats)
+            outcome, backup = self._ensure_dashboard(rewrite=rewrite_dashboard)
+            report = self._report(idx, stats)
+        return dataclasses.replace(report, dashboard=outcome, dashboard_backup=backup)
 
     def is_vault(self) -> bool:
         """Whether this folder is a vault yet (see ``is_vault``)."""
@@ -97,17 +114,24 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
             self._upkeep.full_scan(idx, stats)
             return self._report(idx, stats)
 
-    def reindex(self, progress: Progress | None = None) -> ReindexReport:
+    def reindex(
+        self, progress: Progress | None = None, *, rewrite_dashboard: bool = False
+    ) -> ReindexReport:
         """Rebuild the index from the notes alone; also clears temp files a crash left.
 
-        ``progress`` is called as notes are read, with (done, total).
+        ``progress`` is called as notes are read, with (done, total). The dashboard is
+        treated as by ``init``.
         """
+        with self._held():
+            self._require_vault()
+            self._refuse_if_read_only()
         with self._held(), self._locked():
             for rel in self._temp_files():
                 (self.path / rel).unlink(missing_ok=True)
             idx = self._upkeep.rebuild(progress)
-            self._ensure_dashboard()
+            outcome, backup = self._ensure_dashboard(rewrite=rewrite_dashboard)
             report = self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
+            report = dataclasses.replace(report, dashboard=outcome, dashboard_backup=backup)
         # The vectors are rebuilt too, outside the lock: writers go on meanwhile.
         vectors = self.embed_pending()
         return dataclasses.replace(report, vectors=vectors) if vectors else report
@@ -119,11 +143,16 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
         Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
         flight in another process is never reported as damage."""
         self._require_vault()  # before the rescan, which would make the default vault
-        self._rescan(dashboard=False)  # a missing dashboard is reported, not written
+        if self._is_read_only():
+            with self._held():  # a vault this user cannot write: its index is in memory
+                self._upkeep.full_scan(self._upkeep.handle(), ScanStats())
+        else:
+            self._rescan(dashboard=False)  # a missing dashboard is reported, not written
         # Under the lock: a temp file seen then is a killed write's, never one in flight.
         with self._held(), self._locked():
             idx = self._upkeep.handle()
             problems = [*self._link_problems(idx), *self._leftover_problems(idx)]
+            filled = tuple(FilledNote(path, names) for path, names in idx.filled_notes())
             return DoctorReport(
                 path=str(self.path),
                 handoffs=idx.count_handoffs(),
@@ -132,7 +161,27 @@ class Vault(HandoffOps, MemoryOps, VaultBase):
                 broken=tuple(idx.broken()),
                 problems=tuple(problems),
                 search=self._search_status(idx),
+                filled=filled,
+                information=tuple(self._information()),
             )
+
+    def _information(self) -> list[str]:
+        """What doctor says that is not a problem: a dashboard a person changed (left
+        alone), a vault this user can only read."""
+        out: list[str] = []
+        try:
+            current = (self.path / DASHBOARD_PATH).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current is not None and dashboard_state(current) == "changed":
+            out.append(
+                f"{DASHBOARD_PATH} was changed by hand, so init and reindex leave it as it is; "
+                "'agent-mem-vault init --rewrite-dashboard' puts the vault's back (yours is "
+                "kept beside it)"
+            )
+        if self._is_read_only():
+            out.append(f"{read_only_error(self.path).message.partition(';')[0]}: reads work")
+        return out
 
     def _search_status(self, idx: Index) -> dict[str, object]:
         """Which search mode answers, with which model from where (the model is not loaded)."""

@@ -5,6 +5,11 @@ itself, so that one place decides when to migrate, when to rebuild (missing,
 damaged, or written by a newer version), when a cheap folder check is enough
 and when a full rescan is due. A forked child gets a fresh connection. No
 ordinary call scans the whole vault: see ``scan.py`` for what each checks.
+
+A vault this user may read but not write (a read-only disk, another user's
+folder) is read all the same: ``read_only`` makes the index a copy in this
+process's memory, kept up to date from the notes by the same checks, with no
+lock taken, no keeper asked or started, and nothing written beside the notes.
 """
 
 from __future__ import annotations
@@ -78,6 +83,8 @@ class IndexUpkeep:
         """Inside ``Vault.one_look``: the scopes checked by stat since the look began."""
         self._vouching = False
         """Whether the last ``sync`` was answered by a settled watch (see ``vouches``)."""
+        self.read_only = False
+        """This user cannot write the vault: the index lives in memory (see above)."""
 
     def close(self) -> None:
         if self._index is not None:
@@ -86,6 +93,8 @@ class IndexUpkeep:
 
     def handle(self) -> Index:
         """The open index, migrated; rebuilt if missing, damaged or from a newer version."""
+        if self.read_only:
+            return self._index_in_memory()
         if self._index is not None and self._pid == os.getpid():
             if self._same_file():
                 return self._index
@@ -100,8 +109,26 @@ class IndexUpkeep:
         # Which file this is, seen before it is opened: if ``reindex`` replaces it
         # meanwhile, the next call sees a different file and opens it again.
         file_id = self._stat_file()
+        idx, rebuilt = self._open()
+        if not rebuilt:
+            self._opened(idx, file_id)
+        return idx
+
+    def _index_in_memory(self) -> Index:
+        """The index of a vault this user cannot write: the index file copied into memory
+        (or, if there is none to read, built from the notes), migrated here."""
+        if self._index is not None and self._pid == os.getpid():
+            return self._index
+        self._pid = os.getpid()
+        idx, _rebuilt = self._open()
+        self._index = idx
+        return idx
+
+    def _open(self) -> tuple[Index, bool]:
+        """The index opened (in memory when ``read_only``) and migrated; (its handle,
+        True) when it had to be rebuilt from the notes instead (``rebuild`` has kept it)."""
         try:
-            idx = Index(self.db_path)
+            idx = Index(self.db_path, in_memory=self.read_only)
             if idx.pending_migrations():
                 with self.locked():
                     idx.migrate(format_datetime(self.clock.now()))
@@ -113,9 +140,8 @@ class IndexUpkeep:
             if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
                 raise
             with self.locked():
-                return self.rebuild()
-        self._opened(idx, file_id)
-        return idx
+                return self.rebuild(), True
+        return idx, False
 
     def _opened(self, idx: Index, file_id: tuple[int, int] | None = None) -> None:
         self._index = idx
@@ -136,9 +162,11 @@ class IndexUpkeep:
     def rebuild(self, progress: Progress | None = None) -> Index:
         """Delete the index and build it again from the notes (the caller holds the lock)."""
         self.close()
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
-        idx = Index(self.db_path)
+        if not self.read_only:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+        # Read-only: a new index in memory, not a copy of the file (it may be what failed).
+        idx = Index(self.db_path, in_memory=self.read_only, copy=False)
         idx.migrate(format_datetime(self.clock.now()))
         with idx.transaction():
             rebuild_tree(self.root, idx, ScanStats(), progress)
@@ -186,7 +214,8 @@ class IndexUpkeep:
                 return idx
             if self.look is not None:
                 scope = [s for s in scope if s not in self.look]
-            told = self.keeper.ask() if scope and self._worth_asking(idx, scope) else None
+            asking = scope and not self.read_only and self._worth_asking(idx, scope)
+            told = self.keeper.ask() if asking else None
             if told is not None:
                 self._apply_told(idx, told)
             else:
@@ -236,7 +265,7 @@ class IndexUpkeep:
         if dirs is None or dirs:
             with self.locked():
                 self._sync_locked(idx, dirs, looked)
-        if sum(counted) >= START_FROM:
+        if sum(counted) >= START_FROM and not self.read_only:
             self.keeper.start()
 
     def _apply_told(self, idx: Index, told: Told) -> None:
@@ -269,7 +298,9 @@ class IndexUpkeep:
         first = None not in self._checked
         if _ALL in self._checked:
             first, todo = False, []
-        worth = (first or todo) and self._worth_asking(idx, todo, folders=first)
+        worth = (
+            (first or todo) and not self.read_only and self._worth_asking(idx, todo, folders=first)
+        )
         told = self.keeper.ask() if worth else None
         if told is not None:
             # The keeper vouches for everything before now, this watcher for
@@ -286,7 +317,7 @@ class IndexUpkeep:
         for item in todo:
             found = stale_dirs(self.root, idx, item, counted=counted)
             dirs.extend(d for d in found if d not in dirs)
-        if sum(counted) >= START_FROM:
+        if sum(counted) >= START_FROM and not self.read_only:
             self.keeper.start()  # for the next process that starts
         files = {f for f in files if not self._held_as_is(idx, f)}
         if dirs or files or folders:

@@ -390,13 +390,14 @@ class VectorCache:
 
 
 def memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[int, Memory]:
-    """The memories with these index rowids (for hits found by meaning only)."""
+    """The live memories with these index rowids (for hits found by meaning only): one
+    superseded or forgotten keeps its vector, but is found by no search."""
     if not rowids:
         return {}
     rows = conn.execute(
         "SELECT m.rowid, m.id, m.namespace, m.title, f.content, m.kind, m.created_at, m.tags, "
-        "m.agent, m.path FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
-        f"WHERE m.rowid IN ({','.join('?' * len(rowids))})",
+        "m.agent, m.path, m.supersedes FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
+        f"WHERE m.rowid IN ({','.join('?' * len(rowids))}) AND m.state = 'live'",
         list(rowids),
     ).fetchall()
     return {
@@ -410,6 +411,7 @@ def memories_by_rowid(conn: sqlite3.Connection, rowids: Sequence[int]) -> dict[i
             tags=tuple(json.loads(r[7])),
             agent=r[8],
             path=r[9],
+            supersedes=tuple(json.loads(r[10])) if r[10] else (),
         )
         for r in rows
     }
