@@ -71,7 +71,7 @@ def snippet(words: Iterable[str], *texts: str, tokens: int = TOKENS) -> str:
 def _window(text: str, at: int, folded: set[str], tokens: int) -> str:
     """The excerpt of ``text`` around the word that starts at ``at``."""
     lo, hi = max(0, at - _REACH), min(len(text), at + 2 * _REACH)
-    spans = [(m.start() + lo, m.end() + lo) for m in _TOKEN.finditer(text, lo, hi)]
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(text, lo, hi)]
     if lo > 0 and spans and spans[0][0] == lo:
         spans.pop(0)  # perhaps the end of a word cut by the window
     if hi < len(text) and spans and spans[-1][1] == hi:
