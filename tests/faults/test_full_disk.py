@@ -45,10 +45,11 @@ def cli(vault: Path, *args: str, stdin: str | None = None) -> subprocess.Complet
 
 
 def notes(vault: Path) -> dict[str, bytes]:
-    """Every file of the vault but its index folder, by path: what a person sees."""
+    """Every file of the vault but those in its own dot-folders (the index, the runs'
+    store), by path: what a person sees."""
     out: dict[str, bytes] = {}
     for folder, dirs, files in os.walk(vault):
-        dirs[:] = [d for d in dirs if d != ".agent-mem-vault"]
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in files:
             path = Path(folder, name)
             out[path.relative_to(vault).as_posix()] = path.read_bytes()
@@ -107,6 +108,7 @@ def test_every_command_on_a_full_disk_is_no_space_and_changes_nothing(
 ) -> None:
     acknowledged = [_create(vault, f"handoff {i}") for i in range(3)]
     assert cli(vault, "ack", acknowledged[2]).returncode == 0
+    assert cli(vault, "runs", "start", "support-bot").returncode == 0
     saved = cli(vault, "memory", "save", "-n", NS, "-k", "decision", "-t", "Lock", "-c", "lock")
     assert saved.returncode == 0, saved.stderr
     before, rows = notes(vault), index_rows(vault)
@@ -122,6 +124,7 @@ def test_every_command_on_a_full_disk_is_no_space_and_changes_nothing(
         ["memory", "save", "-n", NS, "-k", "note", "-t", "T", "-c", "c"],
         ["reindex"],
         ["init"],
+        ["runs", "start", "support-bot"],
     ]
     reads: list[list[str]] = [
         ["handoffs", "-n", NS],
@@ -130,6 +133,7 @@ def test_every_command_on_a_full_disk_is_no_space_and_changes_nothing(
         ["memory", "search", "lock"],
         ["brief", "-n", NS],
         ["doctor"],
+        ["runs", "status"],
     ]
     outcomes = Counter()
     for args in writes:

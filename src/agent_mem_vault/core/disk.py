@@ -11,6 +11,7 @@ filesystem under the file is when the code alone cannot tell:
 
     SQLITE_FULL, or an I/O error on a full filesystem   → no_space        (exit 6)
     SQLITE_READONLY, or an I/O error on a read-only one → permission_denied (exit 5)
+    SQLITE_CANTOPEN on a folder                         → bad_path        (exit 2)
     SQLITE_BUSY / SQLITE_LOCKED                         → lock_timeout    (exit 6)
     SQLITE_CORRUPT / SQLITE_NOTADB                      → file_damaged    (exit 7)
     any other I/O error                                 → io_error        (exit 7)
@@ -27,7 +28,13 @@ import os
 import sqlite3
 from pathlib import Path
 
-from .errors import AccessDeniedError, AgentMemVaultError, DataError, UnavailableError
+from .errors import (
+    AccessDeniedError,
+    AgentMemVaultError,
+    DataError,
+    InvalidInputError,
+    UnavailableError,
+)
 
 __all__ = ["disk_full", "is_damage", "read_only", "result_code", "sqlite_failure"]
 
@@ -54,7 +61,7 @@ def is_damage(exc: sqlite3.Error) -> bool:
     text = str(exc)
     if code == 0 and ("malformed" in text or "not a database" in text):
         return True  # an error raised without a result code (an old sqlite3 module)
-    return "no such table" in text or "no such column" in text
+    return "no such table" in text
 
 
 def _existing(path: Path) -> Path:
@@ -117,6 +124,14 @@ def sqlite_failure(
             path=where,
             errno=errno.errorcode[errno.EROFS],
         )
+    elif code == _CANTOPEN and os.path.isdir(where):
+        error = InvalidInputError(
+            f"a folder stands where the database file {where} belongs ({reason}); move it "
+            f"away{tail}",
+            code="bad_path",
+            path=where,
+            errno=errno.errorcode[errno.EISDIR],
+        )
     elif code in (_BUSY, _LOCKED):
         error = UnavailableError(
             f"{where} stayed locked by another program ({reason}); retry{tail}",
@@ -127,6 +142,13 @@ def sqlite_failure(
         error = DataError(
             f"{where} is damaged ({reason}); restore it from a backup or remove it{tail}",
             code="file_damaged",
+            path=where,
+        )
+    elif code == _CANTOPEN:
+        error = DataError(
+            f"could not open {where} ({reason}); check that its folder exists and may be "
+            f"written, then retry{tail}",
+            code="io_error",
             path=where,
         )
     elif io:
