@@ -41,7 +41,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,9 +48,8 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 os.environ.setdefault("AGENT_MEM_VAULT_EMBEDDINGS", "off")
 os.environ.setdefault("AGENT_MEM_VAULT_KEEPER", "off")
 
-from bench_vault import NAMESPACES, generate, load  # noqa: E402
-
 from agent_mem_vault.vault import Vault  # noqa: E402
+from bench_vault import NAMESPACES, generate, load, timed_samples  # noqa: E402
 
 LINE = "2030-01-01 INFO backfill zqxworker processed a batch of orders in 12 ms\n"
 WORDS = ("backfill", "zqxworker")
@@ -61,15 +59,6 @@ def ms(samples: list[float]) -> str:
     samples = sorted(samples)
     p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
     return f"{statistics.median(samples):.2f} ms (p95 {p95:.2f})"
-
-
-def timed(fn: Callable[[], object], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def vault_of(cache: Path, memories: int) -> Path:
@@ -107,8 +96,8 @@ def giant_note(cache: Path, memories: int, calls: int) -> None:
         if size:
             log_note(note, size)
         for word in WORDS:
-            first = timed(lambda w=word: vault.search_page(query=w, mode="fts"), 1)[0]
-            then = timed(lambda w=word: vault.search_page(query=w, mode="fts"), calls)
+            first = timed_samples(lambda w=word: vault.search_page(query=w, mode="fts"), 1)[0]
+            then = timed_samples(lambda w=word: vault.search_page(query=w, mode="fts"), calls)
             hits = vault.search_page(query=word, mode="fts").total
             print(f"{label:<26} {word:<10} {hits:>5} {first:>7.1f} ms  {ms(then):<24}")
         note.unlink(missing_ok=True)
@@ -116,9 +105,10 @@ def giant_note(cache: Path, memories: int, calls: int) -> None:
 
 
 async def restart_once(server: object, dsn: str, down: float) -> tuple[float, float]:
+    from tests.faults.soak import desk
+
     from agent_mem_vault.harness import HarnessHost
     from agent_mem_vault.store.postgres import postgres_persistence
-    from tests.faults.soak import desk
 
     store = postgres_persistence(dsn, connect_timeout=down + 10)
     host = HarnessHost(persistence=store)
@@ -179,7 +169,8 @@ def postgres(sends: int, restarts: int) -> None:
         print(
             f"sends {result.sent}, completed {result.completed} "
             f"({100 * result.completed / result.sent:.1f} %), failed {dict(result.failed)}; "
-            f"{result.killed} connections killed in {result.rounds} rounds, {result.seconds:.1f} s; "
+            f"{result.killed} connections killed in {result.rounds} rounds, "
+            f"{result.seconds:.1f} s; "
             f"inputs twice {log.inputs_twice}, turns twice {log.turns_twice}, "
             f"left running {log.left_running}"
         )

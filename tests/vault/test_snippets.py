@@ -8,7 +8,7 @@ from agent_mem_vault.vault.snippets import fold, snippet
 def test_matched_words_are_bracketed_whatever_their_case_or_accents() -> None:
     text = "Le Café ouvre tôt; the CAFE closes and the cafe is full."
     assert snippet(["café"], text) == (
-        "Le [Café] ouvre tôt; the [CAFE] closes and the [cafe] is full"
+        "Le [Café] ouvre tôt; the [CAFE] closes and the [cafe] is full."
     )
     assert fold("Tôt") == "tot"
 

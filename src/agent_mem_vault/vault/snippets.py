@@ -92,6 +92,9 @@ def _window(text: str, at: int, folded: set[str], tokens: int) -> str:
     start, stop = spans[begin][0], spans[end - 1][1]
     if _TOKEN.search(text, max(0, start - _REACH), start):
         excerpt = "…" + excerpt
-    if _TOKEN.search(text, stop, min(len(text), stop + _REACH)):
+    after = min(len(text), stop + _REACH)
+    if _TOKEN.search(text, stop, after):
         excerpt += "…"
+    elif after == len(text):
+        excerpt += "".join(text[stop:].split())  # the text's last punctuation, if any
     return excerpt
