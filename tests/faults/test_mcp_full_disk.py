@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from mcp import Client
 from tests.mcp.conftest import NS, serve_params
@@ -44,7 +45,7 @@ async def test_a_tool_on_a_full_disk_says_so_and_a_supersede_is_made_whole_or_no
         text = refused.content[0].text  # type: ignore[union-attr]
         assert text.startswith("error: ") and text.endswith("[no_space]"), text
         assert "full" in text and str(vault_path / first_path) in text, text
-        assert refused.structured_content["error"]["code"] == "no_space"
+        assert refused.meta is not None and refused.meta[ERROR_META_KEY]["code"] == "no_space"
 
         # Nothing of it shows: no new note, no temp file, the older one untouched.
         assert sorted(p.name for p in (vault_path / NS / "handoffs").iterdir()) == [
