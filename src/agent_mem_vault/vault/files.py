@@ -150,16 +150,16 @@ class VaultLock:
         if self._depth == 0 and self._fd is not None:
             fd, self._fd = self._fd, None
             _HOLDING.lock, self._outer = self._outer, None
-            try:
-                if self._journal_end:
-                    # Every temp file noted was renamed or removed: nothing to clean.
-                    self._journal_end = 0
+            if self._journal_end:
+                # Every temp file noted was renamed or removed: nothing to clean. (Left
+                # as it is if that fails, the next holder finds nothing to remove.)
+                self._journal_end = 0
+                with suppress(OSError):
                     os.ftruncate(fd, 0)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                finally:
-                    os.close(fd)
+                os.close(fd)
         self._thread_lock.release()
 
     def journal(self, temp: Path) -> None:
