@@ -30,7 +30,12 @@ LINE = "2030-01-01 INFO backfill zqxworker processed a batch of orders in 12 ms\
 
 def cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args, "--vault", str(vault)], capture_output=True, text=True, env=ENV, timeout=120
+        [*CLI, *args, "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        cwd=vault.parent,  # outside any git repository: no namespace found from git
     )
 
 
@@ -98,6 +103,6 @@ def test_an_index_that_read_a_giant_note_whole_skips_it_once_upgraded(vault: Vau
     # a plain note), and the migration that marks such notes for reading not applied.
     with closing(sqlite3.connect(vault.path / ".agent-mem-vault" / "index.sqlite3")) as conn:
         conn.execute("UPDATE files SET kind = 'other', problem = NULL WHERE kind = 'skipped'")
-        conn.execute("DELETE FROM migrations WHERE name = '0004_skipped_notes'")
+        conn.execute("DELETE FROM migrations WHERE name = '0005_skipped_notes'")
         conn.commit()
     assert [s.path for s in Vault(vault.path).doctor().skipped] == [f"{NS}/memories/log.md"]

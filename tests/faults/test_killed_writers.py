@@ -52,7 +52,12 @@ def acknowledged_by(proc: subprocess.Popen[str]) -> list[str]:
 
 def cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args, "--vault", str(vault)], capture_output=True, text=True, env=ENV, timeout=120
+        [*CLI, *args, "--vault", str(vault)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        cwd=vault.parent,  # outside any git repository: no namespace found from git
     )
 
 
