@@ -24,25 +24,9 @@ from typing import Any
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.files import TEMP_FILE
 
 from .disks import Disk
-
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
-NS = "project/harbor-api"
-ENV = {**os.environ, "AGENT_MEM_VAULT_KEEPER": "off"}
-
-
-def cli(vault: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args, "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        input=stdin,
-        timeout=120,
-        cwd=vault.parent,  # outside any git repository: no namespace found from git
-    )
+from .vault_cli import ENV, NS, cli, listed, temp_files
 
 
 def notes(vault: Path) -> dict[str, bytes]:
@@ -57,23 +41,12 @@ def notes(vault: Path) -> dict[str, bytes]:
     return out
 
 
-def temp_files(vault: Path) -> list[str]:
-    return [p for p in notes(vault) if TEMP_FILE.fullmatch(p.rpartition("/")[2])]
-
-
 def index_rows(vault: Path) -> tuple[int, int]:
     """(handoffs, memories) as the index file holds them, read without the vault."""
     with closing(sqlite3.connect(vault / ".agent-mem-vault" / "index.sqlite3")) as conn:
         handoffs = conn.execute("SELECT count(*) FROM handoffs").fetchone()[0]
         memories = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     return int(handoffs), int(memories)
-
-
-def listed(vault: Path) -> list[str]:
-    """Ids of every handoff the vault lists."""
-    done = cli(vault, "handoffs", "--status", "all", "--limit", "1000", "--json")
-    assert done.returncode == 0, done.stderr
-    return [h["id"] for h in json.loads(done.stdout)["handoffs"]]
 
 
 def no_space_or_answer(done: subprocess.CompletedProcess[str], disk: Disk) -> str:

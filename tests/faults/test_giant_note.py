@@ -11,10 +11,7 @@ a 50 MB note is measured by ``benchmarks/bench_faults.py``, not asserted here.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -22,21 +19,9 @@ import pytest
 
 from agent_mem_vault.vault import Vault
 
-NS = "project/harbor-api"
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
-ENV = {**os.environ, "AGENT_MEM_VAULT_KEEPER": "off"}
+from .vault_cli import NS, cli
+
 LINE = "2030-01-01 INFO backfill zqxworker processed a batch of orders in 12 ms\n"
-
-
-def cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args, "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-        cwd=vault.parent,  # outside any git repository: no namespace found from git
-    )
 
 
 def memory_note(path: Path, id: str, body: str) -> Path:

@@ -12,7 +12,6 @@ what was removed.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -24,12 +23,10 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.files import TEMP_FILE
+
+from .vault_cli import ENV, NS, cli, listed, temp_files
 
 ROOT = Path(__file__).resolve().parents[2]
-NS = "project/harbor-api"
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
-ENV = {**os.environ, "AGENT_MEM_VAULT_KEEPER": "off"}
 
 
 def start_writer(vault: Path, chars: int) -> subprocess.Popen[str]:
@@ -48,40 +45,6 @@ def acknowledged_by(proc: subprocess.Popen[str]) -> list[str]:
     out = proc.stdout.read()
     proc.stdout.close()
     return [json.loads(line)["ok"] for line in out.splitlines() if line.endswith("}")]
-
-
-def cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args, "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-        cwd=vault.parent,  # outside any git repository: no namespace found from git
-    )
-
-
-def listed(vault: Path) -> list[str]:
-    """Ids of every handoff the vault lists, page after page."""
-    ids: list[str] = []
-    offset: int | None = 0
-    while offset is not None:
-        done = cli(vault, "handoffs", "--status", "all", "--limit", "1000", "--offset",
-                   str(offset), "--json")  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        page = json.loads(done.stdout)
-        ids += [h["id"] for h in page["handoffs"]]
-        offset = page["next_offset"]
-    return ids
-
-
-def temp_files(vault: Path) -> list[str]:
-    """Temp files of the vault's notes (a write's first half), relative to it."""
-    found: list[str] = []
-    for folder, dirs, files in os.walk(vault):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found += [os.path.relpath(os.path.join(folder, f), vault) for f in files]
-    return sorted(p for p in found if TEMP_FILE.fullmatch(os.path.basename(p)))
 
 
 @pytest.fixture
