@@ -134,18 +134,19 @@ def test_session_start_uses_the_namespace_of_the_config_file(
     assert "namespace client/acme" in out and "For acme" in out
 
 
-def test_session_start_never_fails_the_session_on_an_unexpected_error(
+def test_session_start_never_fails_the_session_when_the_index_cannot_be_opened(
     run: Run, vault: Vault, repo: Path
 ) -> None:
     vault.close()
     index = vault.path / ".agent-mem-vault" / "index.sqlite3"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index}{suffix}").unlink(missing_ok=True)
-    index.mkdir()  # not an error of ours: the OS refuses to open or remove it
+    index.mkdir()  # SQLite cannot open it, and it is no damage to rebuild over
     out = run("hook", "session-start", "--agent", "codex", stdin=hook_stdin(repo))
     assert out.returncode == 0 and out.stderr == ""
     assert out.stdout.startswith(f"agent-mem-vault: could not load project memory for {NS}: ")
-    assert "IsADirectoryError" in out.stdout and len(out.stdout.splitlines()) == 1
+    assert out.stdout.rstrip().endswith("[bad_path]") and len(out.stdout.splitlines()) == 1
+    assert index.is_dir()
 
 
 def test_session_start_with_an_invalid_config_file_says_so_in_one_line(

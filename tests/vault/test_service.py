@@ -38,10 +38,12 @@ def test_public_names_are_pinned() -> None:
         "HandoffStatus",
         "Memory",
         "ReindexReport",
+        "Repair",
         "SearchHit",
         "SearchPage",
         "HandoffPage",
         "SearchHits",
+        "SkippedNote",
         "Vault",
         "FilledNote",
         "MemoryPage",
@@ -268,14 +270,20 @@ def test_reindex_removes_only_the_temp_files_a_killed_write_left(vault: Vault) -
     someone_elses[1].parent.mkdir()
     for path in someone_elses:
         path.write_text("not ours")
-    problems = vault.doctor().problems
-    assert problems == (
-        f"{NS}/handoffs/{ours.name} is a temp file left by an interrupted write; "
-        "'agent-mem-vault reindex' removes it",
-    )
     vault.reindex()
     assert not ours.exists()
     assert all(path.read_text() == "not ours" for path in someone_elses)
+
+
+def test_doctor_removes_a_temp_file_a_killed_write_left_and_says_so(vault: Vault) -> None:
+    h = vault.create_handoff(**GOOD)
+    ours = Path(temp_path(str(vault.path / h.path), "0123abcd"))
+    ours.write_text("half a note")
+    report = vault.doctor()
+    assert report.ok and not ours.exists()
+    (repair,) = report.repairs
+    assert (repair.what, repair.path) == ("cleaned", f"{NS}/handoffs/{ours.name}")
+    assert "killed" in repair.why
 
 
 def test_a_vault_whose_index_folder_is_a_file_gets_a_clear_error(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import click
 from ..core.words import counted
 
 if TYPE_CHECKING:
-    from ..vault import Handoff, Memory, Vault
+    from ..vault import Handoff, Memory, Repair, Vault
 
 DEFAULT_VAULT = "~/agent-mem-vault"
 """``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
@@ -684,9 +684,12 @@ def reindex(vault_path: str, as_json: bool, rewrite_dashboard: bool) -> None:
 @click.command()
 @vault_options
 def doctor(vault_path: str, as_json: bool) -> None:
-    """Check the vault and what `install` wrote for the agents. Changes nothing.
+    """Check the vault and what `install` wrote for the agents. Changes no note.
 
-    The vault: broken notes, dangling links, leftovers. The agents (this
+    The vault: broken notes, dangling links, leftovers; and, as information,
+    the files the index skips (empty, or over 1 MiB) and what the vault
+    repaired by itself in the last 7 days (an index rebuilt from the notes, the
+    temp files of killed writers removed). The agents (this
     repository's files and your user-wide ones): every registered server and
     hook command must resolve on PATH, Codex must trust the session hook, and
     Claude Code must have the .mcp.json server approved. The warm process must
@@ -743,6 +746,10 @@ def doctor(vault_path: str, as_json: bool) -> None:
             )
         for line in report.information:
             click.echo(f"information: {line}")
+        for skipped in report.skipped:
+            click.echo(f"skipped: {skipped.path}: {skipped.reason}")
+        for repair in report.repairs:
+            click.echo(_repair_text(repair))
         for note in report.broken:
             click.echo(f"broken: {note.path}: {note.problem}")
         for problem in report.problems:
@@ -830,6 +837,13 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
         _emit({"vault": str(root), **status})
     else:
         click.echo(f"keeper of {root}: {_keeper_text(status).removeprefix('keeper: ')}")
+
+
+def _repair_text(repair: Repair) -> str:
+    """doctor's line on something the vault repaired by itself (information, exit 0)."""
+    if repair.what == "rebuilt":
+        return f"rebuilt {repair.at}: the index ({repair.path}) from the notes; {repair.why}"
+    return f"cleaned {repair.at}: removed {repair.path}, {repair.why}"
 
 
 def _fast_start_text(status: dict[str, Any]) -> str:

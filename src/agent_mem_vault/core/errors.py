@@ -248,8 +248,16 @@ _OS_ERRORS: dict[int, tuple[type[AgentMemVaultError], str, str]] = {
     ),
     errno.ENAMETOOLONG: (InvalidInputError, "bad_path", "use a shorter path"),
     errno.ELOOP: (InvalidInputError, "bad_path", "the path has a symbolic-link loop"),
-    errno.ENOSPC: (UnavailableError, "no_space", "free some disk space and retry"),
-    errno.EDQUOT: (UnavailableError, "no_space", "the disk quota is used up: free space"),
+    errno.ENOSPC: (
+        UnavailableError,
+        "no_space",
+        "the disk holding it is full: free space on it, then retry",
+    ),
+    errno.EDQUOT: (
+        UnavailableError,
+        "no_space",
+        "the disk quota is used up: free space under it, then retry",
+    ),
 }
 
 

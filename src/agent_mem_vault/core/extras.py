@@ -14,7 +14,7 @@ __all__ = ["EXTRAS", "has_extra", "missing_extra"]
 
 EXTRAS: dict[str, tuple[str, ...]] = {
     "openai": ("openai",),
-    "postgres": ("psycopg", "psycopg_pool"),
+    "postgres": ("psycopg",),
     "anthropic": ("anthropic",),
     "embeddings": ("onnxruntime", "tokenizers", "numpy", "huggingface_hub"),
 }

@@ -25,6 +25,16 @@ across machines:
 * **Schema** is versioned (:data:`.migrations.POSTGRES_MIGRATIONS`) and brought
   up to date on first use under an advisory lock, or by
   ``agent-mem-vault db upgrade``.
+* **Connections die** (a failover, a proxy's idle timeout,
+  ``pg_terminate_backend``, a restart). A dead idle connection is noticed
+  before use (:mod:`.pg_pool`); a call whose connection breaks under it is
+  tried again on a fresh one when that is safe: a read, a lease (taking it
+  again is the same), and a write whose outcome is first *settled* by reading
+  what landed (an append that names ``expected_seq`` is found in the log by
+  its records, a document by its value), so no write is made twice. An append
+  that names no ``expected_seq`` cannot be settled: it fails, saying it may
+  have been written. While the server is away a call tries to connect again
+  every :data:`.pg_pool.RETRY_EVERY` seconds, for up to ``connect_timeout``.
 
 The pool opens lazily on first use, so the constructor needs no running loop.
 The schema lives in the first schema of the connection's ``search_path``
@@ -36,14 +46,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ..core.clock import SYSTEM_CLOCK, Clock, SystemClock
 from ..core.errors import InvalidInputError, UnavailableError
@@ -55,6 +65,7 @@ from .migrations import (
     postgres_schema_version,
 )
 from .pg_notify import NotifyListener, channel_for
+from .pg_pool import Pool, PoolClosedError, PoolTimeoutError
 from .wakeups import Wakeups
 
 __all__ = [
@@ -69,6 +80,19 @@ __all__ = [
 # bounds how late a record can be seen if a notification is lost with its
 # connection ...
 _log = logging.getLogger(__name__)
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+_ATTEMPTS = 4
+"""Times one call runs its statement at most, each on a fresh connection after the last
+one broke under it (connections killed every half second still let calls through)."""
+_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+"""TCP keepalives unless the DSN sets them: a server that vanished without a word (a
+dropped route) is found out in about a minute instead of the system's two hours."""
 _SAFETY_POLL_SECONDS = 5.0
 # ... and this often while the listening connection is down.
 _FALLBACK_POLL_SECONDS = 0.25
@@ -214,87 +238,161 @@ class PostgresPersistence:
         self._max_size = max_size
         self._connect_timeout = connect_timeout
         self._migrate = migrate
-        self._pool: AsyncConnectionPool | None = None
+        self._pool: Pool | None = None
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._wakeups = Wakeups()
         self._listener = NotifyListener(dsn, self._wakeups, connect_timeout=connect_timeout)
 
     # -- connections --------------------------------------------------------
-    async def _ready(self) -> AsyncConnectionPool:
+    async def _ready(self) -> Pool:
         if self._pool is not None:
             return self._pool
         async with self._open_lock:
             if self._closed:
-                raise UnavailableError(
-                    "this PostgreSQL persistence was closed; open a new one", code="store_closed"
-                )
+                raise _closed_error()
             if self._pool is None:
                 self._pool = await self._open_pool()
         return self._pool
 
-    async def _open_pool(self) -> AsyncConnectionPool:
-        pool: AsyncConnectionPool = AsyncConnectionPool(
-            self.dsn,
-            min_size=self._min_size,
-            max_size=self._max_size,
-            open=False,
-            kwargs={"autocommit": True},
-            timeout=self._connect_timeout,
-            num_workers=2,
-            name="agent-mem-vault",
-        )
+    async def _open_pool(self) -> Pool:
+        """The pool, the schema brought up to date (or checked), and ``min_size``
+        connections open."""
+        given = conninfo_to_dict(self.dsn)
+        kwargs = {k: v for k, v in _KEEPALIVES.items() if k not in given}
+        pool = Pool(self.dsn, max_size=self._max_size, kwargs=kwargs)
+
+        async def prepare(conn: Conn) -> str:
+            if self._migrate:
+                await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
+            else:
+                await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=True)
+            cur = await conn.execute("SELECT current_schema()")
+            row = await cur.fetchone()
+            return str(row[0]) if row else "public"
+
         try:
-            await pool.open(wait=True, timeout=self._connect_timeout)
-            async with pool.connection() as conn:
-                if self._migrate:
-                    await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
-                else:
-                    await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=True)
-                cur = await conn.execute("SELECT current_schema()")
-                row = await cur.fetchone()
-        except PoolTimeout as exc:
-            await pool.close()
-            raise self._unavailable(exc) from exc
+            schema = await self._run(prepare, pool=pool)
+            deadline = time.monotonic() + self._connect_timeout
+            held = [await self._get(pool, deadline) for _ in range(self._min_size - 1)]
+            for conn in held:
+                await pool.put(conn)
         except BaseException:
             await pool.close()
             raise
-        self._listener.channel = channel_for(str(row[0]) if row else "public")
+        self._listener.channel = channel_for(schema)
         return pool
 
-    def _unavailable(self, exc: BaseException) -> UnavailableError:
+    def _unavailable(self, exc: BaseException | None) -> UnavailableError:
+        why = f" ({_one_line(exc)})" if exc is not None else ""
         return UnavailableError(
-            f"PostgreSQL at {describe_dsn(self.dsn)} did not answer ({_one_line(exc)}); "
+            f"PostgreSQL at {describe_dsn(self.dsn)} did not answer{why}; "
             "check that the server runs and the DSN is right, then retry",
             code="database_unavailable",
         )
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        pool = await self._ready()
+    async def _get(self, pool: Pool, deadline: float) -> Conn:
         try:
-            async with pool.connection() as conn:
-                yield conn
-        except (psycopg.DataError, psycopg.errors.ProgramLimitExceeded) as exc:
-            # A value the server cannot hold (a name too long for an index,
-            # a number out of range): the caller's to fix, and nothing was written.
-            raise InvalidInputError(
-                f"PostgreSQL refused the value: {_one_line(exc)}; shorten or correct it"
+            return await pool.get(deadline)
+        except PoolClosedError:
+            raise _closed_error() from None
+        except PoolTimeoutError as exc:
+            raise self._unavailable(
+                exc.__cause__ or TimeoutError(f"no connection within {self._connect_timeout:g} s")
             ) from exc
-        except (PoolTimeout, psycopg.OperationalError) as exc:
-            raise self._unavailable(exc) from exc
-        except psycopg.InterfaceError as exc:
-            if self._closed:
-                raise UnavailableError(
-                    "this PostgreSQL persistence was closed; open a new one", code="store_closed"
-                ) from exc
+        except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from exc
 
-    async def _fetch(self, query: str, params: Mapping[str, Any] | Sequence[Any]) -> list[Any]:
-        async with self._connection() as conn:
+    async def _run(
+        self,
+        work: Callable[[Conn], Awaitable[T]],
+        *,
+        settle: Callable[[Conn], Awaitable[T | _Again]] | None = None,
+        retry: bool = True,
+        pool: Pool | None = None,
+    ) -> T:
+        """``work`` on a pooled connection; if the connection breaks under it, again on a
+        fresh one, up to ``_ATTEMPTS`` times within ``connect_timeout``.
+
+        ``settle`` (a write that is not safe to repeat blindly) first reads what the
+        broken attempt left: its answer is the call's, unless it is ``_AGAIN``
+        (nothing landed: run ``work`` again). ``retry=False``: a broken connection
+        fails the call, saying the write may have been made.
+        """
+        pool = pool or await self._ready()
+        deadline = time.monotonic() + self._connect_timeout
+        broke = 0
+        while True:
+            conn = await self._get(pool, deadline)
+            try:
+                result = await work(conn)
+            except psycopg.Error as exc:
+                lost = conn.broken or conn.closed
+                await pool.put(conn)
+                if not lost:
+                    error = self._refused(exc)
+                    if error is exc:
+                        raise
+                    raise error from exc
+                if not retry:
+                    raise self._maybe_written(exc) from exc
+                broke += 1
+                if broke >= _ATTEMPTS or time.monotonic() >= deadline:
+                    raise self._unavailable(exc) from exc
+                if settle is not None:
+                    outcome = await self._run(settle, pool=pool)
+                    if not isinstance(outcome, _Again):
+                        return outcome
+                continue
+            except BaseException:
+                await pool.put(conn)  # closed, if a statement was cut short
+                raise
+            await pool.put(conn)
+            return result
+
+    def _refused(self, exc: psycopg.Error) -> Exception:
+        """What a statement's own error (the connection still sound) becomes."""
+        if isinstance(exc, psycopg.DataError | psycopg.errors.ProgramLimitExceeded):
+            # A value the server cannot hold (a name too long for an index,
+            # a number out of range): the caller's to fix, and nothing was written.
+            return InvalidInputError(
+                f"PostgreSQL refused the value: {_one_line(exc)}; shorten or correct it"
+            )
+        if isinstance(exc, psycopg.errors.DiskFull):
+            return UnavailableError(
+                f"the disk of PostgreSQL at {describe_dsn(self.dsn)} is full ({_one_line(exc)}); "
+                "nothing of this write was saved — free space on the database server, then retry",
+                code="no_space",
+            )
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            if self._closed:
+                return _closed_error()
+            return self._unavailable(exc)
+        return exc
+
+    def _maybe_written(self, exc: psycopg.Error) -> UnavailableError:
+        return UnavailableError(
+            f"the connection to PostgreSQL at {describe_dsn(self.dsn)} broke during the write "
+            f"({_one_line(exc)}), which may or may not have been made; read it back "
+            "before writing it again",
+            code="database_unavailable",
+        )
+
+    async def _fetch(
+        self,
+        query: str,
+        params: Mapping[str, Any] | Sequence[Any],
+        *,
+        settle: Callable[[Conn], Awaitable[list[Any] | _Again]] | None = None,
+    ) -> list[Any]:
+        """The rows of one statement; a read, or a write settled by ``settle``."""
+
+        async def work(conn: Conn) -> list[Any]:
             # Bytes: the queries are built from constants, not from input.
             cur = await conn.execute(query.encode(), params)
             return await cur.fetchall()
+
+        return await self._run(work, settle=settle)
 
     def _now_param(self) -> datetime | None:
         return self._clock.now() if self._own_clock else None
@@ -308,12 +406,16 @@ class PostgresPersistence:
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
         statement = _Append(stream, records, expected_seq, self._now_param())
-        await self._ready()
-        async with self._connection() as conn:
+
+        async def work(conn: Conn) -> list[Any]:
             cur = await conn.execute(statement.query, statement.params)
             rows = await cur.fetchall()
             if rows and statement.types:
                 await self._announce(conn, stream)
+            return rows
+
+        settled = expected_seq is not None
+        rows = await self._run(work, settle=statement.landed if settled else None, retry=settled)
         return await self._appended(statement, rows)
 
     async def append_owned(
@@ -330,8 +432,9 @@ class PostgresPersistence:
         check_name("owner", owner)
         now = self._now_param()
         statement = _Append(stream, records, expected_seq, now)
-        await self._ready()
-        async with self._connection() as conn:
+
+        async def work(conn: Conn) -> tuple[list[Any] | None, Lease]:
+            """(the append's rows, the lease); rows None: the lease is somebody else's."""
             try:
                 async with conn.transaction():
                     cur = await conn.execute(
@@ -341,7 +444,7 @@ class PostgresPersistence:
                     held_by, until, token = (await cur.fetchall())[0]
                     taken = Lease(lease, held_by, _utc(until), token)
                     if held_by != owner:
-                        return [], taken  # somebody else's: the statement changed nothing
+                        return None, taken  # somebody else's: the statement changed nothing
                     cur = await conn.execute(statement.query, statement.params)
                     rows = await cur.fetchall()
                     if not rows:
@@ -350,6 +453,21 @@ class PostgresPersistence:
                 rows = []
             if rows and statement.types:
                 await self._announce(conn, stream)
+            return rows, taken
+
+        async def settle(conn: Conn) -> tuple[list[Any] | None, Lease] | _Again:
+            rows = await statement.landed(conn)
+            if isinstance(rows, _Again):
+                return rows  # the transaction never committed: the lease too is as it was
+            cur = await conn.execute(
+                b"SELECT owner, expires_at, token FROM leases WHERE name = %s", (lease,)
+            )
+            held_by, until, token = (await cur.fetchall())[0]
+            return rows, Lease(lease, held_by, _utc(until), token)
+
+        rows, taken = await self._run(work, settle=settle)
+        if rows is None:
+            return [], taken
         return await self._appended(statement, rows), taken
 
     async def _appended(self, statement: _Append, rows: list[Any]) -> list[LogRecord]:
@@ -430,6 +548,16 @@ class PostgresPersistence:
         check_name("collection", collection)
         check_name("key", key)
         text = _dump(value)
+
+        async def settle(conn: Conn) -> list[Any] | _Again:
+            # What is there now, and whether it is ours: every insert whose outcome
+            # matters ("at most once") stores values that say who wrote them.
+            stored = await _stored(conn, collection, key)
+            if stored is None:
+                return _AGAIN
+            found, version, raw = stored
+            return [(found, version, raw == text)]
+
         while True:
             # One statement: the insert, or else what is there. When a rival's
             # insert commits while ours waits on it, the second half's snapshot
@@ -442,6 +570,7 @@ class PostgresPersistence:
                 "UNION ALL SELECT value, version, false FROM docs "
                 "WHERE collection = %(c)s AND key = %(k)s AND NOT EXISTS (SELECT FROM ins)",
                 {"c": collection, "k": key, "v": text},
+                settle=settle,
             )
             if rows:
                 stored, version, created = rows[0]
@@ -475,7 +604,18 @@ class PostgresPersistence:
                 "UPDATE docs SET value = %(v)s::json, version = version + 1 "
                 "WHERE collection = %(c)s AND key = %(k)s AND version = %(e)s RETURNING version"
             )
-        rows = await self._fetch(query, args)
+
+        async def settle(conn: Conn) -> list[Any] | _Again:
+            stored = await _stored(conn, collection, key)
+            version = stored[1] if stored is not None else 0
+            landed = expected_version is None or version == expected_version + 1
+            if stored is not None and stored[2] == text and landed:
+                return [(version,)]  # it landed
+            if expected_version is None or version == expected_version:
+                return _AGAIN
+            return []  # somebody else's write: a conflict
+
+        rows = await self._fetch(query, args, settle=settle)
         if not rows:
             raise await self._version_conflict(collection, key, expected_version)
         return Doc(collection, key, json.loads(text), rows[0][0])
@@ -488,10 +628,20 @@ class PostgresPersistence:
             if await self.get(collection, key) is not None:
                 raise await self._version_conflict(collection, key, expected_version)
             return False
+
+        async def settle(conn: Conn) -> list[Any] | _Again:
+            stored = await _stored(conn, collection, key)
+            if stored is None:
+                return [(expected_version or 0,)]  # gone: the delete landed
+            if expected_version is None or stored[1] == expected_version:
+                return _AGAIN
+            return []
+
         rows = await self._fetch(
             "DELETE FROM docs WHERE collection = %(c)s AND key = %(k)s "
             "AND (%(e)s::bigint IS NULL OR version = %(e)s::bigint) RETURNING version",
             {"c": collection, "k": key, "e": expected_version},
+            settle=settle,
         )
         if not rows and expected_version is not None:
             raise await self._version_conflict(collection, key, expected_version)
@@ -529,11 +679,20 @@ class PostgresPersistence:
 
     async def release_lease(self, name: str, owner: str) -> bool:
         check_name("owner", owner)
+
+        async def settle(conn: Conn) -> list[Any] | _Again:
+            cur = await conn.execute(b"SELECT owner, token FROM leases WHERE name = %s", (name,))
+            row = await cur.fetchone()
+            if row is not None and row[0] == owner:
+                return _AGAIN  # still ours: the release did not land
+            return [(row[1] if row else 0,)]
+
         # Expire rather than forget, so the fencing token keeps growing.
         rows = await self._fetch(
             f"UPDATE leases SET owner = '', expires_at = {_NOW} "
             "WHERE name = %(name)s AND owner = %(owner)s AND owner <> '' RETURNING token",
             {"name": name, "owner": owner, "now": self._now_param()},
+            settle=settle,
         )
         return bool(rows)
 
@@ -550,7 +709,7 @@ class PostgresPersistence:
 
     # -- life cycle ---------------------------------------------------------
     async def close(self) -> None:
-        """Stop the listener, close the pool; watches on this handle then fail."""
+        """Stop the listener, close the connections; watches on this handle then fail."""
         async with self._open_lock:
             self._closed = True
             pool, self._pool = self._pool, None
@@ -584,6 +743,47 @@ class _Append:
             "datas": self.datas,
             "now": now,
         }
+
+    async def landed(self, conn: Conn) -> list[Any] | _Again:
+        """After a connection broke under this append: the row the statement returns
+        (``[(last_seq, at)]``) if its records are in the log after ``expected_seq``,
+        ``[]`` if another writer's are (a conflict), ``_AGAIN`` if none are (it did
+        not land: write it again). The records' JSON is stored as sent, and carries
+        ids, so the comparison is exact."""
+        cur = await conn.execute(
+            b"SELECT seq, type, data::text, at FROM logs WHERE stream = %s AND seq > %s "
+            b"ORDER BY seq LIMIT %s",
+            (self.stream, self.expected_seq or 0, len(self.types)),
+        )
+        rows = await cur.fetchall()
+        if not rows:
+            return _AGAIN
+        if [(t, d) for _seq, t, d, _at in rows] != list(zip(self.types, self.datas, strict=True)):
+            return []
+        return [((self.expected_seq or 0) + len(self.types), rows[0][3])]
+
+
+class _Again:
+    """The write did not land: run it again (what a ``settle`` answers)."""
+
+
+_AGAIN = _Again()
+
+
+async def _stored(conn: Conn, collection: str, key: str) -> tuple[Any, int, str] | None:
+    """A document as stored: (its value, its version, its JSON text exactly as written)."""
+    cur = await conn.execute(
+        b"SELECT value, version, value::text FROM docs WHERE collection = %s AND key = %s",
+        (collection, key),
+    )
+    row = await cur.fetchone()
+    return None if row is None else (row[0], int(row[1]), str(row[2]))
+
+
+def _closed_error() -> UnavailableError:
+    return UnavailableError(
+        "this PostgreSQL persistence was closed; open a new one", code="store_closed"
+    )
 
 
 class _AppendConflictError(Exception):

@@ -19,7 +19,8 @@ time nothing changes, and under concurrency a host commits many threads'
 appends for the price of one.
 
 Some errors end the whole transaction, not just the statement: a disk I/O
-error, a full disk, a trigger that raises ``ROLLBACK``. Then nothing of the
+error, a full disk, a trigger that raises ``ROLLBACK``. A full disk is
+``no_space`` wherever it is met (opening, writing, committing, reading). Then nothing of the
 batch was committed, and no write can tell whether the error was its own, so
 each write of the batch runs again alone, in a fresh transaction: it commits
 at most once (the first attempt was rolled back), and a write that fails
@@ -46,6 +47,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock
+from ..core.disk import result_code, sqlite_failure
 from ..core.errors import AgentMemVaultError, DataError, UnavailableError
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
 from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
@@ -58,6 +60,8 @@ _POLL_SECONDS = 0.05
 _WRITER_IDLE_SECONDS = 30.0
 T = TypeVar("T")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NOT_THE_FILE = frozenset({"no_space", "permission_denied"})
+"""Failures of the disk under the file (``core.disk``), not of the file itself."""
 
 
 def _to_micros(value: datetime) -> int:
@@ -125,6 +129,9 @@ class SqlitePersistence:
                     f"{self._busy_timeout:g}s while opening; another process holds it — retry",
                     code="lock_timeout",
                 ) from exc
+            failure = sqlite_failure(exc, self.path, what="nothing was changed")
+            if failure.code in _NOT_THE_FILE:
+                raise failure from exc
             raise DataError(
                 f"{self.path} cannot be used as a store ({exc}): point to another file, or "
                 "restore this one from a backup",
@@ -308,7 +315,7 @@ class SqlitePersistence:
         if not isinstance(exc, sqlite3.Error):
             return exc
         undone = "SQLite rolled back the transaction" if ended else "the write was undone"
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL:  # any extended code
+        if sqlite_failure(exc, self.path).code == "no_space":
             error: AgentMemVaultError = UnavailableError(
                 f"could not write to {self.path}: the database or its disk is full ({exc}); "
                 f"{undone}, so nothing of this write was saved — free space, then retry",
@@ -359,12 +366,36 @@ class SqlitePersistence:
                 if self._conn.in_transaction:
                     with suppress(sqlite3.Error):
                         self._conn.execute("ROLLBACK")
-                raise DataError(
-                    f"could not commit to {self.path}: {exc}; the write was not "
-                    "acknowledged and may or may not be on disk — read it back before "
-                    "writing it again",
-                    code="store_commit_failed",
-                ) from exc
+                raise self._commit_error(exc) from exc
+
+    def _commit_error(self, exc: sqlite3.Error) -> AgentMemVaultError:
+        """What every write of a batch gets when its COMMIT fails.
+
+        ``SQLITE_FULL``: the log's commit frame could not be written, so nothing of
+        the batch is on disk (``no_space``, retry). Any other error may have come
+        after the commit reached the disk (a failed fsync, a shared-memory file
+        that could not grow): ``no_space`` if the disk is full, else
+        ``store_commit_failed``, and either way "may or may not be on disk".
+        """
+        maybe = (
+            "the write was not acknowledged and may or may not be on disk — read it back "
+            "before writing it again"
+        )
+        if result_code(exc) == sqlite3.SQLITE_FULL:
+            return UnavailableError(
+                f"could not commit to {self.path}: the disk holding it is full ({exc}); "
+                "nothing of this write was saved — free space, then retry",
+                code="no_space",
+            )
+        if sqlite_failure(exc, self.path).code == "no_space":
+            return UnavailableError(
+                f"could not commit to {self.path}: the disk holding it is full ({exc}); "
+                f"{maybe}, once space is freed",
+                code="no_space",
+            )
+        return DataError(
+            f"could not commit to {self.path}: {exc}; {maybe}", code="store_commit_failed"
+        )
 
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         with self._rlock:
@@ -373,6 +404,9 @@ class SqlitePersistence:
             try:
                 return self._rconn.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
+                failure = sqlite_failure(exc, self.path, what="nothing was changed")
+                if failure.code in _NOT_THE_FILE:
+                    raise failure from exc
                 raise DataError(f"could not read {self.path}: {exc}") from exc
 
     # -- logs ---------------------------------------------------------------

@@ -18,9 +18,11 @@ from .models import (
     MemoryPage,
     MemoryStatus,
     ReindexReport,
+    Repair,
     SearchHit,
     SearchHits,
     SearchPage,
+    SkippedNote,
 )
 from .service import Vault
 
@@ -37,8 +39,10 @@ __all__ = [
     "MemoryPage",
     "MemoryStatus",
     "ReindexReport",
+    "Repair",
     "SearchHit",
     "SearchHits",
     "SearchPage",
+    "SkippedNote",
     "Vault",
 ]

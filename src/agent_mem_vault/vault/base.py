@@ -19,7 +19,6 @@ for the two together, however many threads queue before it.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import sqlite3
 import threading
@@ -31,12 +30,22 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
+from ..core.disk import sqlite_failure
 from ..core.errors import AccessDeniedError, DataError, InvalidInputError, NotFoundError
 from ..core.ids import TidGenerator
 from .brief import brief_template
 from .dashboard import DASHBOARD_PATH, backup_name, dashboard_state, render_dashboard
 from .embeddings import EmbeddingSettings
-from .files import CallCancelled, LockBusy, VaultLock, atomic_write, fsync_dir, temp_path
+from .files import (
+    CallCancelled,
+    LockBusy,
+    Staged,
+    VaultLock,
+    atomic_write,
+    fsync_dir,
+    publish,
+    stage,
+)
 from .index import Index
 from .models import Handoff, Memory
 from .notes import NoteError, ParsedNote, parse_text, render_note
@@ -68,6 +77,7 @@ MAX_OFFSET = 2**63 - 1
 DEFAULT_VAULT = "~/agent-mem-vault"
 """The vault used when none is named (no ``--vault``, no ``AGENT_MEM_VAULT``)."""
 _T = TypeVar("_T")
+_INDEX_FAILED = "no note was changed (the index catches up with the notes by itself)"
 
 
 def is_vault(path: str | os.PathLike[str]) -> bool:
@@ -170,7 +180,7 @@ class VaultBase:
         self.clock = clock
         self.lock_timeout = lock_timeout
         self.durable = durable
-        self._lock = VaultLock(self.path / DOT_DIR / "lock", timeout=lock_timeout)
+        self._lock = VaultLock(self.path / DOT_DIR / "lock", timeout=lock_timeout, clock=clock)
         self._mutex = threading.RLock()
         self._lock_budget: float | None = None
         self._upkeep = IndexUpkeep(
@@ -181,9 +191,9 @@ class VaultBase:
         self._dashboard_checked = False
         self._read_only: bool | None = None
         """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
-        self._temps: dict[str, str] = {}
-        """Notes written and not yet committed to the index: the temp file (``temp_path``,
-        relative to the vault) each was renamed from."""
+        self._staged: list[tuple[str, Staged]] = []
+        """Notes written to their temp files and not yet published (``_write``, ``_commit``):
+        (the note's path relative to the vault, its temp file)."""
         # Search by meaning (memories.py): settings from the environment unless given.
         self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
         self._semantic = SemanticState()
@@ -288,6 +298,10 @@ class VaultBase:
             self._lock_budget = max(0.0, self.lock_timeout - (time.monotonic() - start))
         try:
             yield
+        except sqlite3.Error as exc:
+            # The one place an index error leaves the vault, as an error of the tree
+            # (a full disk is ``no_space``), never as a bug.
+            raise sqlite_failure(exc, self._upkeep.db_path, what=_INDEX_FAILED) from exc
         finally:
             self._lock_budget = outer
             self._mutex.release()
@@ -398,10 +412,13 @@ class VaultBase:
             self._require_vault(make_default=True)
             self._refuse_if_read_only()
             with self._locked(checked=True):
-                idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
-                if dashboard and not self._dashboard_checked:
-                    self._ensure_dashboard()
-                yield idx
+                try:
+                    idx = self._upkeep.sync(scope) if sync else self._upkeep.handle()
+                    if dashboard and not self._dashboard_checked:
+                        self._ensure_dashboard()
+                    yield idx
+                finally:
+                    self._discard_staged()  # a change that failed: nothing of it shows
 
     def _query(self, run: Callable[[Index], _T], scope: Sequence[Scope] = ()) -> _T:
         """A read from the index, after the checks for notes changed by hand in ``scope``."""
@@ -465,6 +482,7 @@ class VaultBase:
                 if brief is not None:
                     new.records.append(brief)
             except BaseException:
+                self._discard_staged()  # first: a folder with a temp file in it stays
                 self._unmake_folders(created)
                 raise
             made = {p.relative_to(self.path).as_posix() for p in created}
@@ -510,8 +528,7 @@ class VaultBase:
         if idx.brief_path(namespace) is not None or (self.path / brief).exists():
             return None
         text = render_note({"type": "brief", "namespace": namespace}, brief_template(namespace))
-        st = atomic_write(self.path / brief, text, durable=self.durable)
-        return FileRecord(brief, st.st_mtime_ns, st.st_size, "brief", namespace=namespace)
+        return self._write(brief, text, "brief", namespace=namespace)
 
     def _write(
         self,
@@ -521,12 +538,50 @@ class VaultBase:
         *,
         handoff: Handoff | None = None,
         memory: Memory | None = None,
+        namespace: str | None = None,
     ) -> FileRecord:
-        """Write one note atomically; the record of it, for ``_commit``."""
-        token = secrets.token_hex(4)
-        st = atomic_write(self.path / path, text, durable=self.durable, token=token)
-        self._temps[path] = temp_path(path, token)
-        return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
+        """Write one note to its temp file (``files.stage``); ``_commit`` renames it into
+        place with the others of the same change. The record of it, for ``_commit``.
+
+        A change of several notes (a create that supersedes, with the namespace's
+        first brief) is written whole before any of it is renamed: on a full disk
+        it fails with nothing to show for it, never half made."""
+        staged = stage(self.path / path, text, durable=self.durable)
+        self._staged.append((path, staged))
+        st = staged.stat
+        return FileRecord(
+            path,
+            st.st_mtime_ns,
+            st.st_size,
+            kind,
+            handoff=handoff,
+            memory=memory,
+            namespace=namespace,
+        )
+
+    def _publish(self) -> dict[str, str]:
+        """Rename every staged note into place, in the order written; (note → its temp
+        file, relative to the vault), for the watcher."""
+        staged, self._staged = self._staged, []
+        temps: dict[str, str] = {}
+        try:
+            while staged:
+                path, item = staged[0]
+                publish(self.path / path, item.temp, durable=False)
+                temps[path] = item.temp.relative_to(self.path).as_posix()
+                staged.pop(0)
+        finally:
+            self._staged = staged  # what was not renamed is removed by ``_writing``
+        if self.durable:
+            for folder in sorted({(self.path / p).parent for p in temps}):
+                fsync_dir(folder)
+        return temps
+
+    def _discard_staged(self) -> None:
+        """Remove the temp files of a change that failed before it was published."""
+        staged, self._staged = self._staged, []
+        for _path, item in staged:
+            item.temp.unlink(missing_ok=True)
 
     def _note_from_disk(self, idx: Index, path: str) -> tuple[FileRecord, ParsedNote] | None:
         """What the note at ``path`` is now, read from disk (the truth) for a change, with
@@ -568,10 +623,10 @@ class VaultBase:
     def _commit(
         self, idx: Index, records: list[FileRecord], folders: frozenset[str] = frozenset()
     ) -> None:
-        """Record what was just written, and the new mtimes of its folders (and of
-        ``folders``, made for it), in one transaction."""
+        """Publish the staged notes (``_write``), then record them, and the new mtimes of
+        their folders (and of ``folders``, made for them), in one transaction."""
+        temps = self._publish()
         folders = folders | {r.dir for r in records}
-        temps, self._temps = self._temps, {}
         try:
             with idx.transaction():
                 for record in records:

@@ -11,6 +11,15 @@ Each file is replaced atomically: the new text goes to a temporary file in
 the same folder, is fsynced, renamed over the target, and then the folder is
 fsynced so that the rename itself is durable. A reader therefore sees the old
 note or the new one, never half of one.
+
+A writer killed between making its temp file and renaming it leaves the temp
+file behind. So the lock keeps a journal: ``atomic_write`` under the lock
+first notes its temp file's name in the lock file itself (one ``pwrite``),
+and the lock empties it when let go. A holder that finds the journal not empty
+is the next to hold the lock after a writer died: it removes the temp files
+named there that are still present, and records that it did
+(``repairs.py``, for ``doctor``). The next write (or any call that takes the
+lock) cleans up; nobody has to run ``reindex``.
 """
 
 from __future__ import annotations
@@ -22,10 +31,13 @@ import re
 import secrets
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from types import TracebackType
 
+from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.errors import InvalidInputError, UnavailableError
+from . import repairs
 
 TEMP_FILE = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")
 """The name of a temp file ``atomic_write`` leaves if it is killed before the rename
@@ -37,10 +49,14 @@ __all__ = [
     "TEMP_FILE",
     "CallCancelled",
     "LockBusy",
+    "Staged",
     "VaultLock",
     "atomic_write",
     "fsync_dir",
+    "held_lock",
     "lock_timeout_setting",
+    "publish",
+    "stage",
     "temp_path",
     "vault_lock",
 ]
@@ -61,19 +77,33 @@ class CallCancelled(Exception):
     and, once it had them, was told it is no longer wanted, so it changed nothing."""
 
 
+_HOLDING = threading.local()
+"""The ``VaultLock`` this thread holds (``held_lock``), whose journal ``atomic_write`` writes."""
+
+CLEANED_WHY = "a temp file left by a write whose process was killed"
+
+
 class VaultLock:
     """Reentrant (within a thread) exclusive lock on a vault, across processes.
 
     The timeout is real time on purpose: it bounds how long a caller actually
-    waits, whatever clock the service was given.
+    waits, whatever clock the service was given. ``clock`` dates what the lock
+    records when it cleans up after a killed writer (see the module doc).
     """
 
-    def __init__(self, path: Path, timeout: float = 5.0) -> None:
+    def __init__(self, path: Path, timeout: float = 5.0, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = path
         self.timeout = timeout
+        self.clock = clock
+        self.root = path.parent.parent
+        """The vault folder (the lock file is ``<vault>/.agent-mem-vault/lock``)."""
         self._thread_lock = threading.RLock()
         self._depth = 0
         self._fd: int | None = None
+        self._journal_end = 0
+        self._outer: VaultLock | None = None
+        self.cleaned: list[str] = []
+        """Temp files of killed writers this lock removed, relative to the vault."""
 
     def acquire(self, timeout: float | None = None) -> None:
         """Take the lock, waiting at most ``timeout`` seconds (default: ``self.timeout``)."""
@@ -107,17 +137,61 @@ class VaultLock:
             return False
         self._fd = fd
         self._depth = 1
+        self._journal_end = 0
+        self._outer = held_lock()
+        _HOLDING.lock = self
+        # Best effort: doctor finds what is left, and the lock is held either way.
+        with suppress(OSError):
+            self._clean_after_killed_writer(fd)
         return True
 
     def release(self) -> None:
         self._depth -= 1
         if self._depth == 0 and self._fd is not None:
             fd, self._fd = self._fd, None
+            _HOLDING.lock, self._outer = self._outer, None
+            if self._journal_end:
+                # Every temp file noted was renamed or removed: nothing to clean. (Left
+                # as it is if that fails, the next holder finds nothing to remove.)
+                self._journal_end = 0
+                with suppress(OSError):
+                    os.ftruncate(fd, 0)
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
                 os.close(fd)
         self._thread_lock.release()
+
+    def journal(self, temp: Path) -> None:
+        """Note ``temp`` (about to be made) in the lock file: if this process dies before
+        it is renamed, the next holder of the lock removes it."""
+        if self._fd is None:
+            return
+        line = (os.path.relpath(temp, self.root) + "\n").encode("utf-8", "surrogateescape")
+        self._journal_end += os.pwrite(self._fd, line, self._journal_end)
+
+    def _clean_after_killed_writer(self, fd: int) -> None:
+        """Remove the temp files a killed holder noted and left (the lock just taken)."""
+        chunks: list[bytes] = []
+        while chunk := os.pread(fd, 65536, sum(map(len, chunks))):
+            chunks.append(chunk)
+        if not chunks:
+            return
+        for line in b"".join(chunks).decode("utf-8", "surrogateescape").splitlines():
+            rel = os.path.normpath(line)
+            if (
+                os.path.isabs(rel)
+                or rel.startswith("..")
+                or not TEMP_FILE.fullmatch(os.path.basename(rel))
+            ):
+                continue  # only ever a temp file of ours, inside the vault
+            try:
+                os.unlink(self.root / rel)
+            except OSError:
+                continue  # renamed before the writer died, or already gone
+            self.cleaned.append(rel)
+            repairs.record(self.root, self.clock, "cleaned", rel, CLEANED_WHY)
+        os.ftruncate(fd, 0)
 
     @property
     def held(self) -> bool:
@@ -168,6 +242,12 @@ def lock_timeout_setting(env: Mapping[str, str] | None = None) -> float:
             field=LOCK_TIMEOUT_ENV,
         )
     return seconds
+
+
+def held_lock() -> VaultLock | None:
+    """The vault lock this thread holds now, if any."""
+    lock: VaultLock | None = getattr(_HOLDING, "lock", None)
+    return lock
 
 
 def vault_lock(root: Path, timeout: float = 5.0) -> VaultLock:
@@ -301,24 +381,71 @@ def atomic_write(
     replaces); by default it is 0644 less the umask. ``token`` is the temp file's
     8 hex digits (random by default), for a caller that must know its name.
     """
+    staged = stage(path, text, durable=durable, mode=mode, token=token)
+    publish(path, staged.temp, durable=durable)
+    return staged.stat
+
+
+class Staged:
+    """A temp file written in full beside its target, waiting for ``publish``."""
+
+    __slots__ = ("stat", "temp")
+
+    def __init__(self, temp: Path, stat: os.stat_result) -> None:
+        self.temp = temp
+        self.stat = stat
+
+
+def stage(
+    path: Path,
+    text: str,
+    *,
+    durable: bool = True,
+    mode: int | None = None,
+    token: str | None = None,
+) -> Staged:
+    """The first half of ``atomic_write``: ``text`` in a temp file beside ``path``, fsynced.
+
+    Nothing is visible yet; a failure (a full disk) removes the temp file and
+    leaves everything as it was. Under the vault lock, the temp file is noted in
+    the lock's journal first (see the module doc). An error names ``path``, the
+    note the caller wrote, rather than its temp file.
+    """
     tmp = Path(temp_path(str(path), token or secrets.token_hex(4)))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    lock = held_lock()
     try:
+        if lock is not None:
+            lock.journal(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(text.encode("utf-8"))
-            while view:
-                view = view[os.write(fd, view) :]
-            if durable:
-                os.fsync(fd)
-            stat = os.fstat(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            try:
+                if mode is not None:
+                    os.fchmod(fd, mode)
+                view = memoryview(text.encode("utf-8"))
+                while view:
+                    view = view[os.write(fd, view) :]
+                if durable:
+                    os.fsync(fd)
+                stat = os.fstat(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        exc.filename = str(path)
+        raise
+    return Staged(tmp, stat)
+
+
+def publish(path: Path, temp: Path, *, durable: bool = True) -> None:
+    """The second half of ``atomic_write``: ``temp`` renamed over ``path`` (a rename
+    needs no new space, so once every note of a change is staged, the change is
+    made whole or, if the process dies, doctor reports the part that is missing)."""
+    try:
+        os.replace(temp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
     if durable:
         fsync_dir(path.parent)
-    return stat

@@ -16,15 +16,18 @@ never sees two writers; readers use WAL and never block.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from .models import BrokenNote, Handoff, Memory
-from .records import FileRecord
+from ..core import disk
+from .models import BrokenNote, Handoff, Memory, SkippedNote
+from .records import MAX_NOTE_BYTES, FileRecord
+from .snippets import snippet
 
 __all__ = ["MIGRATIONS", "BulkLoader", "Index", "IndexDamaged", "is_damage", "pack"]
 
@@ -95,6 +98,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         UPDATE dirs SET mtime_ns = -1;
         """,
     ),
+    (
+        "0005_skipped_notes",
+        # Files an older index read whole that are now skipped (empty, or over the
+        # size limit) are marked changed, with their folders: the next call that
+        # checks those folders reads them again (``records.read_record``).
+        f"""
+        UPDATE dirs SET mtime_ns = -1 WHERE path IN (SELECT dir FROM files
+            WHERE (size > {MAX_NOTE_BYTES} OR size = 0) AND kind != 'skipped');
+        UPDATE files SET mtime_ns = -1
+            WHERE (size > {MAX_NOTE_BYTES} OR size = 0) AND kind != 'skipped';
+        """,
+    ),
 ]
 """The schema, as named migrations. Kept under 1 KB per note at 100,000 notes
 (docs/benchmarks.md, "What the vault costs on disk"): a memory's text is stored once,
@@ -153,6 +168,9 @@ def _own_path(path: str, namespace: str, kind: str, id: str) -> str | None:
     ``own_path`` column), else ``None``: the generated ``path`` column gives it."""
     return None if path == f"{namespace}/{kind}/{id}.md" else path
 
+
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"')
+"""A quoted phrase of an FTS5 match expression (the words a search highlights)."""
 
 _HANDOFF_COLUMNS = (
     "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
@@ -270,11 +288,10 @@ class IndexDamaged(Exception):
 
 
 def is_damage(exc: sqlite3.DatabaseError) -> bool:
-    """True when ``exc`` means the index file itself is damaged (rebuild), not busy."""
-    if isinstance(exc, sqlite3.OperationalError):
-        text = str(exc)
-        return "malformed" in text or "no such table" in text or "not a database" in text
-    return True
+    """True when ``exc`` means the index file itself is damaged (rebuild it): never for
+    a full disk, an I/O error or a lock, which a rebuild would meet again (and which
+    must not cost the index its rows). See ``core.disk``."""
+    return disk.is_damage(exc)
 
 
 def _handoff_row(h: Handoff, packed: str | bytes | None = None) -> tuple[Any, ...]:
@@ -393,34 +410,45 @@ def _handoff(row: Sequence[Any]) -> Handoff:
 class Index:
     """One connection to a vault's index. Not shared between threads without a lock."""
 
-    def __init__(self, db_path: Path, *, in_memory: bool = False, copy: bool = True) -> None:
+    def __init__(
+        self, db_path: Path, *, in_memory: bool = False, copy: bool = True, scratch: bool = False
+    ) -> None:
         """The index file at ``db_path``; with ``in_memory``, a copy of it in this
         process's memory (empty if the file cannot be read, or without ``copy``): the
         index of a vault this user may read but not write, brought up to date from the
-        notes like any other, and gone with the process."""
+        notes like any other, and gone with the process. ``scratch``: a file being
+        built from nothing and swapped in when complete (``IndexUpkeep.rebuild``), so
+        it keeps no journal at all.
+
+        ``IndexDamaged`` if the file is not a sound database; any other SQLite error
+        (a full disk, an I/O error) is raised as it is, for the caller to report: the
+        file is not to be rebuilt for it."""
         self.db_path = db_path
         self.freed: set[str] = set()
         """Ids of handoffs and memories removed, for ``freed_duplicates``."""
+        self.conn = sqlite3.connect(
+            ":memory:" if in_memory else db_path,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=10.0,
+        )
         try:
-            self.conn = sqlite3.connect(
-                ":memory:" if in_memory else db_path,
-                isolation_level=None,
-                check_same_thread=False,
-                timeout=10.0,
-            )
             self.conn.create_function("amv_text", 1, _unpack, deterministic=True)
             # Takes effect only on a new file (before WAL is set); see MIGRATIONS.
             self.conn.execute("PRAGMA page_size=8192")
             if in_memory and copy:
                 _copy_into(db_path, self.conn)
-            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(f"PRAGMA journal_mode={'OFF' if scratch else 'WAL'}")
             # The index is derived: after a power cut it is checked against the
             # notes' sizes and mtimes, so it does not pay for its own fsyncs.
             self.conn.execute("PRAGMA synchronous=OFF")
             self.conn.execute("PRAGMA temp_store=MEMORY")
             self.conn.execute("PRAGMA cache_size=-32000")
         except sqlite3.DatabaseError as exc:
-            raise IndexDamaged(str(exc)) from exc
+            self.conn.close()
+            if is_damage(exc):
+                raise IndexDamaged(str(exc)) from exc
+            raise
 
     def close(self) -> None:
         self.conn.close()
@@ -437,7 +465,9 @@ class Index:
             if has_table:
                 applied = {r[0] for r in self.conn.execute("SELECT name FROM migrations")}
         except sqlite3.DatabaseError as exc:
-            raise IndexDamaged(str(exc)) from exc
+            if is_damage(exc):
+                raise IndexDamaged(str(exc)) from exc
+            raise
         if applied & RETIRED:
             raise IndexDamaged(f"index has an old layout {sorted(applied & RETIRED)}")
         known = {name for name, _ in MIGRATIONS}
@@ -466,9 +496,19 @@ class Index:
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk, an I/O error): the
+            # error that ended the body is the one to report, not "no transaction".
+            if self.conn.in_transaction:
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            if self.conn.in_transaction:  # a failed COMMIT leaves it open
+                with suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            raise
 
     # -- meta ----------------------------------------------------------------------
 
@@ -915,20 +955,24 @@ class Index:
             total = self.count_matches(match, namespace, kind=kind, tags=tags) if offset else 0
             return total, []
         rowids = [r[0] for r in top]
+        # The excerpt is cut here (``snippets.py``), not by FTS5's snippet(), whose cost
+        # grows with the square of the matches in a note: one pasted log could make a
+        # search take minutes.
         rows = self.conn.execute(
-            "SELECT f.rowid, m.id, m.namespace, m.title, f.content, m.kind, m.created_at, "
-            "m.tags, m.agent, m.path, m.supersedes, m.superseded_by, m.forgotten_at, "
-            "snippet(memories_fts, -1, '[', ']', '…', 12) "
-            "FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE memories_fts MATCH ? AND f.rowid IN ({','.join('?' * len(rowids))})",
-            [match, *rowids],
+            "SELECT rowid, id, namespace, title, amv_text(body), kind, created_at, tags, "
+            "agent, path, supersedes, superseded_by, forgotten_at "
+            f"FROM memories WHERE rowid IN ({','.join('?' * len(rowids))})",
+            rowids,
         ).fetchall()
         by_rowid = {r[0]: r for r in rows}
+        words = [phrase.replace('""', '"') for phrase in _PHRASE.findall(match)]
         out = []
         for rowid, score, _total in top:
             row = by_rowid.get(rowid)
             if row is not None:
-                out.append((_memory(row[1:13]), -float(score), str(row[13])))
+                memory = _memory(row[1:13])
+                excerpt = snippet(words, memory.content, memory.title, " ".join(memory.tags))
+                out.append((memory, -float(score), excerpt))
         return int(top[0][2]), out
 
     def count_matches(
@@ -956,6 +1000,16 @@ class Index:
         return [
             BrokenNote(path=_join(d, name), problem=problem or "unreadable")
             for d, name, problem in rows
+        ]
+
+    def skipped(self) -> list[SkippedNote]:
+        """Files left out on purpose (empty, or over ``records.MAX_NOTE_BYTES``)."""
+        rows = self.conn.execute(
+            "SELECT dir, name, size, problem FROM files WHERE kind='skipped' ORDER BY dir, name"
+        ).fetchall()
+        return [
+            SkippedNote(path=_join(d, name), reason=problem or "skipped", size=int(size))
+            for d, name, size, problem in rows
         ]
 
     def handoffs_with_supersedes(self) -> list[tuple[str, str]]:

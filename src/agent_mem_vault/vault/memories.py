@@ -43,8 +43,9 @@ PENDING_BUDGET = 2.0
 
 
 def _excerpt(content: str, words: int = 24) -> str:
-    """The start of a memory found by meaning only (no matched words to show)."""
-    parts = content.split()
+    """The start of a memory found by meaning only (no matched words to show); only the
+    start is looked at, whatever the memory's size."""
+    parts = content[: words * 40].split(maxsplit=words)
     return " ".join(parts[:words]) + (" …" if len(parts) > words else "")
 
 

@@ -21,9 +21,11 @@ __all__ = [
     "MemoryPage",
     "MemoryStatus",
     "ReindexReport",
+    "Repair",
     "SearchHit",
     "SearchHits",
     "SearchPage",
+    "SkippedNote",
 ]
 
 HandoffStatus = Literal["pending", "read"]
@@ -275,6 +277,38 @@ class FilledNote:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedNote:
+    """A file the index leaves out on purpose (empty, or too large to read at every
+    search); it stays as it is, and ``doctor`` names it."""
+
+    path: str
+    reason: str
+    """Why, in words: ``empty file``, or the size and the limit."""
+    size: int
+    """Its size in bytes when it was looked at."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "reason": self.reason, "size": self.size}
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """Something the vault repaired by itself: an index rebuilt from the notes, the temp
+    file of a writer that was killed removed (``repairs.py`` keeps the record)."""
+
+    at: str
+    """When, RFC 3339."""
+    what: str
+    """``rebuilt`` (the index) or ``cleaned`` (a temp file removed)."""
+    path: str
+    """The file repaired or removed, relative to the vault."""
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "what": self.what, "path": self.path, "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
 class ReindexReport:
     """What a rescan or reindex found."""
 
@@ -317,6 +351,10 @@ class DoctorReport:
     information: tuple[str, ...] = ()
     """Other things worth knowing that are not problems: a dashboard changed by hand,
     a vault this user can only read."""
+    skipped: tuple[SkippedNote, ...] = ()
+    """Files the index leaves out on purpose; information, not problems."""
+    repairs: tuple[Repair, ...] = ()
+    """What the vault repaired by itself lately (``repairs.SHOWN_FOR``); information."""
 
     @property
     def ok(self) -> bool:
@@ -334,6 +372,8 @@ class DoctorReport:
             "filled": [f.to_dict() for f in self.filled],
             "information": list(self.information),
             "search": self.search,
+            "skipped": [s.to_dict() for s in self.skipped],
+            "repairs": [r.to_dict() for r in self.repairs],
         }
 
 

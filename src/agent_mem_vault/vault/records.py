@@ -1,9 +1,11 @@
 """Reading one note file into what the index stores about it.
 
 A file is one of: a handoff, a memory, a namespace brief, some other Markdown
-note (ignored), or broken (reported by ``doctor``, skipped by listings, never
-written over). A note's ``type`` says which; a note right inside a namespace's
-``handoffs/`` or ``memories/`` folder is a handoff or a memory whatever it says,
+note (ignored), broken (reported by ``doctor``, skipped by listings, never
+written over), or skipped on purpose: an empty file, or one larger than
+``MAX_NOTE_BYTES``, which is not even read (``doctor`` names it with its size).
+A note's ``type`` says which; a note right inside a namespace's ``handoffs/`` or
+``memories/`` folder is a handoff or a memory whatever it says,
 with what its properties lack taken from its file (``hand_notes.py``). Only a
 note that cannot be understood or read is broken (broken YAML, a binary file,
 one this user may not read): reported by name, and every other note still
@@ -21,7 +23,7 @@ import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, overload
 
 from ..core.clock import format_datetime
 from .hand_notes import FileFacts, folder_kind
@@ -39,9 +41,16 @@ from .notes import (
     render_note,
 )
 
-__all__ = ["FileRecord", "read_file", "read_record"]
+__all__ = ["MAX_NOTE_BYTES", "FileRecord", "read_file", "read_record"]
 
-Kind = Literal["handoff", "memory", "brief", "other", "broken"]
+Kind = Literal["handoff", "memory", "brief", "other", "broken", "skipped"]
+
+MAX_NOTE_BYTES = 1 << 20
+"""The largest note file the index reads (1 MiB). Every note the vault writes fits
+(a handoff's context or a memory's content is at most 200,000 characters); a larger
+file is one a person or a tool put there (a pasted log, say). Left out, it costs a
+scan one ``stat`` and a search nothing, where indexed whole it would make every call
+that touches it pay for its size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +67,7 @@ class FileRecord:
     namespace: str | None = None
     """For a brief: the namespace it describes."""
     problem: str | None = None
-    """For a broken note: what is wrong with it."""
+    """For a broken note: what is wrong with it; for a skipped one: why it was skipped."""
     repair: str | None = None
     """For a handoff whose lifecycle properties disagree (a ``read`` box ticked in
     Obsidian): the note's text with them made to agree, for the scanner to write."""
@@ -79,9 +88,22 @@ class FileRecord:
         return None
 
 
-def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
+@overload
+def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None: ...
+
+
+@overload
+def read_file(
+    root: Path, path: str, limit: int | None
+) -> tuple[os.stat_result, bytes | None] | None: ...
+
+
+def read_file(
+    root: Path, path: str, limit: int | None = None
+) -> tuple[os.stat_result, bytes | None] | None:
     """The bytes of ``root/path`` and the stat of the very file read; ``None`` if it has
-    gone or is not a regular file.
+    gone or is not a regular file. A file larger than ``limit`` bytes is not read: its
+    stat comes with ``None`` for the bytes.
 
     One open: the stamp (size, mtime) always belongs to the bytes, even when a
     writer renames a new version over the path meanwhile. A file watcher names
@@ -103,6 +125,8 @@ def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return None
+        if limit is not None and st.st_size > limit:
+            return st, None
         # os.read straight from the descriptor: a file object would stat and seek
         # it again (three system calls more for each note read).
         chunks: list[bytes] = []
@@ -116,19 +140,25 @@ def read_file(root: Path, path: str) -> tuple[os.stat_result, bytes] | None:
 def read_record(root: Path, path: str) -> FileRecord | None:
     """Read and classify ``root/path``; ``None`` if the file has gone."""
     try:
-        found = read_file(root, path)
+        found = read_file(root, path, MAX_NOTE_BYTES)
     except OSError as exc:
         return _unreadable(root, path, exc)
     if found is None:
         return None
     st, raw = found
     mtime, size = st.st_mtime_ns, st.st_size
+    if raw is None:
+        problem = f"{_size(size)}, over the {_size(MAX_NOTE_BYTES)} a note may have; not read"
+        return FileRecord(path, mtime, size, "skipped", problem=problem)
     if b"\0" in raw:
         return FileRecord(path, mtime, size, "broken", problem="a binary file, not a note")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileRecord(path, mtime, size, "broken", problem=f"not UTF-8 text ({exc.reason})")
+    if not text.strip() and path.rpartition("/")[2] != BRIEF_NAME:
+        # An empty brief is a brief with nothing in it yet; any other empty file says nothing.
+        return FileRecord(path, mtime, size, "skipped", problem="empty file")
     try:
         return classify(path, mtime, size, text)
     except NoteError as exc:
@@ -187,6 +217,21 @@ def _unreadable(root: Path, path: str, exc: OSError) -> FileRecord | None:
 
 
 BRIEF_NAME = "_brief.md"
+
+
+def _size(size: int) -> str:
+    """A file size as people read it: ``50.0 MB``, ``1 MiB`` for the exact limit.
+
+    >>> _size(52_428_800), _size(1 << 20), _size(900)
+    ('52.4 MB', '1 MiB', '900 bytes')
+    """
+    if size == MAX_NOTE_BYTES:
+        return "1 MiB"
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.1f} MB"
+    if size >= 1_000:
+        return f"{size / 1_000:.1f} kB"
+    return f"{size} bytes"
 
 
 def _plain(path: str, mtime: int, size: int) -> FileRecord:

@@ -30,6 +30,7 @@ import json
 import os
 import sqlite3
 
+from . import repairs
 from .base import (
     DOT_DIR,
     VaultBase,
@@ -39,9 +40,9 @@ from .base import (
     vault_not_found,
 )
 from .dashboard import DASHBOARD_PATH, dashboard_state
-from .files import TEMP_FILE
+from .files import CLEANED_WHY, TEMP_FILE
 from .handoffs import HandoffOps, StatusFilter
-from .index import Index
+from .index import Index, is_damage
 from .memories import MemoryOps
 from .memory_life import MemoryLifeOps
 from .models import DoctorReport, FilledNote, ReindexReport
@@ -120,14 +121,14 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
         """Rebuild the index from the notes alone; also clears temp files a crash left.
 
         ``progress`` is called as notes are read, with (done, total). The dashboard is
-        treated as by ``init``.
+        treated as by ``init``. The new index replaces the old one only once it is
+        complete: a reindex that fails (a full disk) leaves the index as it was.
         """
         with self._held():
             self._require_vault()
             self._refuse_if_read_only()
         with self._held(), self._locked():
-            for rel in self._temp_files():
-                (self.path / rel).unlink(missing_ok=True)
+            self._clean_temp_files()
             idx = self._upkeep.rebuild(progress)
             outcome, backup = self._ensure_dashboard(rewrite=rewrite_dashboard)
             report = self._report(idx, ScanStats(added=idx.count_handoffs() + idx.count_memories()))
@@ -137,11 +138,14 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
         return dataclasses.replace(report, vectors=vectors) if vectors else report
 
     def doctor(self) -> DoctorReport:
-        """Rescan, then report broken notes, dangling links and leftovers; changes no note
-        (but repairs, as every scan does, notes whose read box was ticked by hand).
+        """Rescan, then report broken notes, dangling links and leftovers, and tell what was
+        skipped (empty or oversized files) and what the vault repaired by itself lately.
 
-        Takes the vault lock (``lock_timeout``) to judge temp files, so a write in
-        flight in another process is never reported as damage."""
+        It changes no note (but repairs, as every scan does, notes whose read box was
+        ticked by hand); what is derived it mends and says so: the temp file of a
+        killed writer is removed, an index that fails its check is rebuilt. Takes the
+        vault lock (``lock_timeout``) to judge temp files, so a write in flight in
+        another process is never taken for a leftover."""
         self._require_vault()  # before the rescan, which would make the default vault
         if self._is_read_only():
             with self._held():  # a vault this user cannot write: its index is in memory
@@ -150,8 +154,10 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
             self._rescan(dashboard=False)  # a missing dashboard is reported, not written
         # Under the lock: a temp file seen then is a killed write's, never one in flight.
         with self._held(), self._locked():
-            idx = self._upkeep.handle()
-            problems = [*self._link_problems(idx), *self._leftover_problems(idx)]
+            if not self._is_read_only():  # nothing to remove where nothing can be written
+                self._clean_temp_files()
+            idx = self._checked_index()
+            problems = [*self._link_problems(idx), *self._leftover_problems()]
             filled = tuple(FilledNote(path, names) for path, names in idx.filled_notes())
             return DoctorReport(
                 path=str(self.path),
@@ -163,6 +169,8 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
                 search=self._search_status(idx),
                 filled=filled,
                 information=tuple(self._information()),
+                skipped=tuple(idx.skipped()),
+                repairs=tuple(repairs.recent(self.path, self.clock.now())),
             )
 
     def _information(self) -> list[str]:
@@ -182,6 +190,20 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
         if self._is_read_only():
             out.append(f"{read_only_error(self.path).message.partition(';')[0]}: reads work")
         return out
+
+    def _checked_index(self) -> Index:
+        """The index, rebuilt from the notes (and the rebuild recorded) if SQLite's own
+        check of it fails: it is derived, so mending it is safe (the lock is held)."""
+        idx = self._upkeep.handle()
+        try:
+            check = idx.conn.execute("PRAGMA quick_check").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            check = str(exc)
+        if check == "ok":
+            return idx
+        return self._upkeep.rebuild(why=f"its check failed ({' '.join(check.split())})")
 
     def _search_status(self, idx: Index) -> dict[str, object]:
         """Which search mode answers, with which model from where (the model is not loaded)."""
@@ -213,23 +235,30 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
                     )
         return problems
 
-    def _leftover_problems(self, idx: Index) -> list[str]:
-        """A missing dashboard, temp files of killed writes, a damaged index."""
+    def _leftover_problems(self) -> list[str]:
+        """A missing dashboard; temp files of killed writes where they cannot be removed
+        (a vault this user cannot write: elsewhere ``_clean_temp_files`` removed them)."""
         problems: list[str] = []
         if not (self.path / DASHBOARD_PATH).is_file():
             problems.append(f"{DASHBOARD_PATH} is missing; run 'agent-mem-vault init'")
-        for temp in self._temp_files():
-            problems.append(
-                f"{temp} is a temp file left by an interrupted write; "
-                "'agent-mem-vault reindex' removes it"
-            )
-        try:
-            check = idx.conn.execute("PRAGMA quick_check").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            check = str(exc)
-        if check != "ok":
-            problems.append(f"index check failed ({check}); run 'agent-mem-vault reindex'")
+        if self._is_read_only():
+            problems += [
+                f"{temp} is a temp file left by an interrupted write; the next write where "
+                "the vault can be written removes it"
+                for temp in self._temp_files()
+            ]
         return problems
+
+    def _clean_temp_files(self) -> None:
+        """Remove the temp files killed writers left that the lock's journal did not name
+        (a power cut, or a writer of an older version), and record each (the lock is
+        held, so none is a write in flight)."""
+        for rel in self._temp_files():
+            try:
+                (self.path / rel).unlink()
+            except FileNotFoundError:
+                continue
+            repairs.record(self.path, self.clock, "cleaned", rel, CLEANED_WHY)
 
     def _temp_files(self) -> list[str]:
         """Temp files ``atomic_write`` left behind; only ours, never in dot-folders."""

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..core.clock import Clock, format_datetime
+from . import repairs
 from .index import Index, IndexDamaged, is_damage
 from .keeper import ASK_FROM, START_FROM, KeeperLink, Told
 from .records import read_record
@@ -138,9 +139,9 @@ class IndexUpkeep:
                             self.mark_full_scan(idx)
         except (IndexDamaged, sqlite3.DatabaseError) as exc:
             if isinstance(exc, sqlite3.DatabaseError) and not is_damage(exc):
-                raise
+                raise  # a full disk, an I/O error: reported, and the index kept
             with self.locked():
-                return self.rebuild(), True
+                return self.rebuild(why=_why(exc)), True
         return idx, False
 
     def _opened(self, idx: Index, file_id: tuple[int, int] | None = None) -> None:
@@ -159,19 +160,51 @@ class IndexUpkeep:
         current = self._stat_file()
         return current is not None and current == self._file_id
 
-    def rebuild(self, progress: Progress | None = None) -> Index:
-        """Delete the index and build it again from the notes (the caller holds the lock)."""
+    def rebuild(self, progress: Progress | None = None, *, why: str | None = None) -> Index:
+        """Build the index again from the notes (the caller holds the lock).
+
+        It is built in a file of its own, ``index.sqlite3.new``, and renamed over the
+        index only once complete: a rebuild that fails (a full disk, a killed
+        process) leaves the index as it was, never empty. ``why`` (an automatic
+        rebuild: the index was damaged) is recorded for ``doctor``. Read-only: a new
+        index in memory, not a copy of the file (it may be what failed).
+        """
+        if self.read_only:
+            self.close()
+            idx = self._built(Index(self.db_path, in_memory=True, copy=False), progress)
+            self._opened(idx)
+            return idx
+        scratch = Path(f"{self.db_path}.new")
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            Path(f"{scratch}{suffix}").unlink(missing_ok=True)
+        try:
+            self._built(Index(scratch, scratch=True), progress).close()
+        except BaseException:
+            scratch.unlink(missing_ok=True)
+            raise
         self.close()
-        if not self.read_only:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
-        # Read-only: a new index in memory, not a copy of the file (it may be what failed).
-        idx = Index(self.db_path, in_memory=self.read_only, copy=False)
-        idx.migrate(format_datetime(self.clock.now()))
-        with idx.transaction():
-            rebuild_tree(self.root, idx, ScanStats(), progress)
-            self.mark_full_scan(idx)
+        # The old write-ahead log belongs to the old file: it goes first, so that no
+        # connection ever reads its pages into the new one.
+        for suffix in ("-wal", "-shm"):
+            Path(f"{self.db_path}{suffix}").unlink(missing_ok=True)
+        os.replace(scratch, self.db_path)
+        if why is not None:
+            rel = self.db_path.relative_to(self.root).as_posix()
+            repairs.record(self.root, self.clock, "rebuilt", rel, why)
+        idx = Index(self.db_path)
         self._opened(idx)
+        return idx
+
+    def _built(self, idx: Index, progress: Progress | None) -> Index:
+        """``idx`` (new and empty) migrated and filled from every note; closed if that fails."""
+        try:
+            idx.migrate(format_datetime(self.clock.now()))
+            with idx.transaction():
+                rebuild_tree(self.root, idx, ScanStats(), progress)
+                self.mark_full_scan(idx)
+        except BaseException:
+            idx.close()
+            raise
         return idx
 
     def query(self, run: Callable[[Index], _T], idx: Index | None = None) -> _T:
@@ -185,8 +218,9 @@ class IndexUpkeep:
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
+            why = _why(exc)
         with self.locked():
-            return run(self.rebuild())
+            return run(self.rebuild(why=why))
 
     def sync(self, scope: Sequence[Scope] = ()) -> Index:
         """Bring the index up to date for a call that reads the folders in ``scope``.
@@ -226,7 +260,7 @@ class IndexUpkeep:
             if not is_damage(exc):
                 raise
             with self.locked():
-                idx = self.rebuild()
+                idx = self.rebuild(why=_why(exc))
         return idx
 
     def wrote(self, temps: dict[str, str]) -> None:
@@ -439,3 +473,10 @@ class IndexUpkeep:
         with idx.transaction():
             reread(self.root, idx, path)
             reread_freed(self.root, idx)
+
+
+def _why(exc: BaseException) -> str:
+    """Why the index was rebuilt, for ``doctor``: what SQLite said of it."""
+    if isinstance(exc, IndexDamaged) and ("migrations" in str(exc) or "layout" in str(exc)):
+        return f"it was written by a newer or older version ({exc})"
+    return f"it was damaged ({' '.join(str(exc).split())})"
