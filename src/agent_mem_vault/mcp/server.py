@@ -11,8 +11,10 @@ own work on a busy machine. A write may wait up to the lock timeout for the
 vault's file lock (another process may hold it), which must not stall the loop:
 it runs here only if the lock can be had at once (``Vault.at_once``), and
 otherwise, untouched, goes to the worker, which waits. Either way one vault
-call runs at a time, and each call sees every write sent before it. A call the
-client cancels while it waits for the worker or for the lock is never run
+call runs at a time, and each call sees every write sent before it. A search
+that may run an embedding model (loaded at its first use, then embedding the
+query) always runs in the worker, so the server keeps answering meanwhile. A call
+the client cancels while it waits for the worker or for the lock is never run
 (``Vault.in_turn``): a write given up on is not written later behind the
 client's back.
 """
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -159,23 +160,27 @@ class _Runner:
         render: Callable[[T], tuple[str, dict[str, Any]]],
         *,
         read_only: bool = False,
+        slow: bool = False,
     ) -> CallToolResult:
-        value = await self.value(fn, read_only=read_only)
+        value = await self.value(fn, read_only=read_only, slow=slow)
         text, content = render(value)
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=content
         )
 
-    async def value(self, fn: Callable[[], T], *, read_only: bool = False) -> T:
+    async def value(self, fn: Callable[[], T], *, read_only: bool = False, slow: bool = False) -> T:
         """The raw value (for resources and prompts too); errors propagate.
+
+        ``slow``: a read that may take long (a search that may run an embedding
+        model) always runs in the worker, so the loop keeps answering meanwhile.
 
         A call given to the worker and then cancelled by the client (a
         ``notifications/cancelled``, or an HTTP client that went away) before it
         began is never run: a write waiting for another process's lock is not
-        written when the lock frees. One already running finishes, and what it
-        wrote stays.
+        written when the lock frees. A call already running finishes (what a
+        write wrote stays) and its answer is dropped.
         """
-        if self._queued == 0:
+        if self._queued == 0 and not slow:
             if read_only:
                 return fn()
             try:
@@ -186,12 +191,11 @@ class _Runner:
         answer: asyncio.Future[T] = loop.create_future()
         self._queued += 1
         done = functools.partial(self._finished, answer)
-        wanted = threading.Event()
-        wanted.set()
+        call = _WorkerCall()
         if read_only:
-            job: Callable[[], T] = functools.partial(_unless_cancelled, fn, wanted)
+            job: Callable[[], T] = functools.partial(call.read, fn)
         else:
-            job = functools.partial(self.vault.in_turn, fn, lambda: not wanted.is_set())
+            job = functools.partial(self.vault.in_turn, fn, call.given_up)
         # One wake-up of the loop per call, as ``run_in_executor`` costs: the count
         # goes down where the answer is delivered, so a read never starts while
         # the worker runs.
@@ -201,7 +205,7 @@ class _Runner:
         try:
             return await answer
         except asyncio.CancelledError:
-            wanted.clear()
+            call.wanted = False
             raise
 
     def _finished(self, answer: asyncio.Future[T], future: Future[T]) -> None:
@@ -215,11 +219,20 @@ class _Runner:
             answer.set_result(future.result())
 
 
-def _unless_cancelled(fn: Callable[[], T], wanted: threading.Event) -> T:
-    """``fn()``, unless the call was cancelled while it waited for the worker."""
-    if not wanted.is_set():
-        raise CallCancelled
-    return fn()
+class _WorkerCall:
+    """One call handed to the worker, and whether its client still waits for it."""
+
+    def __init__(self) -> None:
+        self.wanted = True
+
+    def given_up(self) -> bool:
+        return not self.wanted
+
+    def read(self, fn: Callable[[], T]) -> T:
+        """``fn()``, unless the client gave up on the call before the worker came to it."""
+        if not self.wanted:
+            raise CallCancelled
+        return fn()
 
 
 def _call_soon_threadsafe(
@@ -620,6 +633,7 @@ def _add_memory_tools(server: MCPServer[Any], run: _Runner) -> None:
             ),
             _search_text,
             read_only=True,
+            slow=vault.search_may_embed,
         )
 
     @tool(_READ_ONLY)

@@ -126,6 +126,13 @@ class MemoryOps(VaultBase):
             offset=page.offset,
         )
 
+    @property
+    def search_may_embed(self) -> bool:
+        """Whether a search may run an embedding model (load it, embed the query and
+        memories without a vector): milliseconds to seconds, where a search by
+        words alone takes about one. False once the model could not be had."""
+        return self.embeddings.backend != "off" and not self._semantic.failed
+
     def search_page(
         self,
         *,

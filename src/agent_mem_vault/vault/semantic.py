@@ -38,6 +38,11 @@ class SemanticState:
         """Not ``_lock``: that one is held while the model opens (or downloads)."""
         self.queries: OrderedDict[tuple[str, str], npt.NDArray[np.float32]] = OrderedDict()
 
+    @property
+    def failed(self) -> bool:
+        """The embedder was tried and could not be had: search is by words alone."""
+        return self._failure is not None
+
     def query_vector(self, embedder: Embedder, query: str) -> npt.NDArray[np.float32]:
         """The vector of ``query``, embedded once for the last ``QUERY_CACHE`` queries."""
         vector = self.cached_query(embedder, query)
