@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from agent_mem_vault.harness.index import list_entries
+from agent_mem_vault.server.schemas import MAX_TEXT
 from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, start_case
 
@@ -45,6 +46,24 @@ CASES: list[tuple[str, str, str, dict[str, str], bytes | None, int, str]] = [
         "invalid_body",
     ),
     ("empty text", "POST", f"{DESK}/messages", ADA, b'{"text": "  "}', 400, "invalid_body"),
+    (
+        "text one character past its limit",
+        "POST",
+        f"{DESK}/messages",
+        ADA,
+        b'{"text": "' + b"x" * (MAX_TEXT + 1) + b'"}',
+        400,
+        "invalid_body",
+    ),
+    (
+        "a handoff note one character past its limit",
+        "POST",
+        f"{DESK}/transfer",
+        OLGA,
+        b'{"to": "billing", "note": "' + b"x" * (MAX_TEXT + 1) + b'"}',
+        400,
+        "invalid_body",
+    ),
     (
         "share the owner role",
         "POST",
