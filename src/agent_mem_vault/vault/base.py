@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.errors import AccessDeniedError, DataError, InvalidInputError, NotFoundError
@@ -45,15 +45,20 @@ from .scan import Scope
 from .semantic import SemanticState
 from .upkeep import IndexUpkeep
 
+if TYPE_CHECKING:
+    from .sync.routes import Route
+
 __all__ = [
     "DEFAULT_VAULT",
     "DOT_DIR",
     "MAX_LIMIT",
     "MAX_OFFSET",
+    "SYNC_CONFIG",
     "NewNote",
     "VaultBase",
     "check_limit",
     "check_offset",
+    "flush_touched",
     "is_default_vault",
     "is_vault",
     "read_only_error",
@@ -181,6 +186,8 @@ class VaultBase:
         self._dashboard_checked = False
         self._read_only: bool | None = None
         """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
+        self._on_loop = False
+        """Inside ``at_once``: a call must not wait (for the network, say) here."""
         self._temps: dict[str, str] = {}
         """Notes written and not yet committed to the index: the temp file (``temp_path``,
         relative to the vault) each was renamed from."""
@@ -307,6 +314,10 @@ class VaultBase:
         pays for its fsyncs, and a read of the index waits for SQLite only if
         something outside this package writes it (every writer of the index
         holds the vault lock), for at most the index's busy timeout (10 s).
+
+        A call that would wait for the network (a read in a namespace that travels
+        with git, which needs the remote's answer: ``sync/claim.py``) raises
+        ``LockBusy`` too, before it changes anything (``_on_loop``).
         """
         if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
             raise LockBusy(self.path)
@@ -319,9 +330,11 @@ class VaultBase:
                 got = False  # the usual path meets the same refusal, and reports it in turn
             if not got:
                 raise LockBusy(self.path)
+            self._on_loop = True
             try:
                 return fn()
             finally:
+                self._on_loop = False
                 self._lock.release()
         finally:
             self._mutex.release()
@@ -373,7 +386,11 @@ class VaultBase:
     @contextmanager
     def _locked(self, *, checked: bool = False) -> Iterator[None]:
         """The vault's file lock (the caller is inside ``_held``); ``checked``: the
-        caller has just made sure the folder is a vault (``_require_vault``)."""
+        caller has just made sure the folder is a vault (``_require_vault``).
+
+        Before it is let go, the notes the index took in meanwhile (every write, and
+        every edit by hand a check found) are handed to the vault's sync, if it has
+        one (``flush_touched``): the one place every write passes."""
         if not checked:
             self._require_vault()
         if self._read_only:
@@ -383,7 +400,10 @@ class VaultBase:
         try:
             yield
         finally:
-            self._lock.release()
+            try:
+                flush_touched(self.path, self._upkeep.current)
+            finally:
+                self._lock.release()
 
     @contextmanager
     def _writing(
@@ -437,6 +457,16 @@ class VaultBase:
                     for path in stale:
                         self._upkeep.refresh(idx, path)
             return self._upkeep.query(run)
+
+    def _sync_route(self, namespace: str) -> Route | None:
+        """The route ``namespace``'s notes travel by (``sync/routes.py``), or None; a
+        vault that does not sync pays one ``stat`` and imports nothing for it."""
+        if not os.path.exists(f"{self.path}/{SYNC_CONFIG}"):
+            return None
+        from .sync.routes import load_config
+
+        config = load_config(self.path)
+        return None if config is None else config.route_for(namespace)
 
     # -- writing notes ---------------------------------------------------------------
 
@@ -521,12 +551,22 @@ class VaultBase:
         *,
         handoff: Handoff | None = None,
         memory: Memory | None = None,
+        problem: str | None = None,
     ) -> FileRecord:
-        """Write one note atomically; the record of it, for ``_commit``."""
+        """Write one note atomically; the record of it, for ``_commit`` (``problem``:
+        see ``FileRecord.problem``)."""
         token = secrets.token_hex(4)
         st = atomic_write(self.path / path, text, durable=self.durable, token=token)
         self._temps[path] = temp_path(path, token)
-        return FileRecord(path, st.st_mtime_ns, st.st_size, kind, handoff=handoff, memory=memory)
+        return FileRecord(
+            path,
+            st.st_mtime_ns,
+            st.st_size,
+            kind,
+            handoff=handoff,
+            memory=memory,
+            problem=problem,
+        )
 
     def _note_from_disk(self, idx: Index, path: str) -> tuple[FileRecord, ParsedNote] | None:
         """What the note at ``path`` is now, read from disk (the truth) for a change, with
@@ -621,6 +661,26 @@ class VaultBase:
         atomic_write(target, render_dashboard(), durable=self.durable)
         outcome = "written" if state == "missing" else "rewritten" if backup else "updated"
         return outcome, backup
+
+
+SYNC_CONFIG = ".agent-mem-vault-sync/config.json"
+"""The file whose presence makes a vault synced (``sync/routes.py``; relative to the
+vault). Looked for here, so that a vault without it imports no sync code."""
+
+
+def flush_touched(root: Path, idx: Index | None) -> None:
+    """Hand the notes ``idx`` stored or removed since the last call to the vault's sync
+    (its journal, then its background syncer), if the vault has one; the caller holds
+    the vault lock. A vault without sync pays one ``stat`` per locked section that
+    changed the index, and nothing more."""
+    if idx is None or not idx.touched:
+        return
+    touched, idx.touched = idx.touched, set()
+    if not os.path.exists(f"{root}/{SYNC_CONFIG}"):
+        return
+    from .sync.journal import note_changes
+
+    note_changes(root, touched)
 
 
 def check_limit(limit: object) -> int:

@@ -394,11 +394,17 @@ class _Keeper:
 
     @contextlib.contextmanager
     def _locked(self, wait: float | None = None) -> Iterator[None]:
+        from .base import flush_touched
+
         self.lock.acquire(wait)
         try:
             yield
         finally:
-            self.lock.release()
+            try:
+                # What the watch applied travels too, in a synced vault (base.py).
+                flush_touched(self.root, self.upkeep.current)
+            finally:
+                self.lock.release()
 
     @property
     def checked(self) -> bool:

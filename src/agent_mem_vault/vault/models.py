@@ -317,6 +317,9 @@ class DoctorReport:
     information: tuple[str, ...] = ()
     """Other things worth knowing that are not problems: a dashboard changed by hand,
     a vault this user can only read."""
+    sync: tuple[dict[str, Any], ...] = ()
+    """Each route the vault syncs by (``Vault.sync_status``): remote, ahead/behind, the
+    last error. Told, not a problem: the notes are safe here while a remote is away."""
 
     @property
     def ok(self) -> bool:
@@ -334,6 +337,7 @@ class DoctorReport:
             "filled": [f.to_dict() for f in self.filled],
             "information": list(self.information),
             "search": self.search,
+            "sync": list(self.sync),
         }
 
 

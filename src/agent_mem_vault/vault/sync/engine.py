@@ -1,0 +1,624 @@
+"""Commit, fetch, merge and push one route's notes, with plumbing ``git`` commands.
+
+The vault's folder is the work tree; each route has an index of its own
+(``<sync dir>/<route>.index``) and two refs in its git folder: ``local``, the
+last commit of this vault's notes, and ``fetched``, what the remote had when
+last asked. Nothing here checks out, resets or runs git's own merge: the notes
+are the truth, and git moves them.
+
+- **stage** (under the vault lock): the notes the journal names (or, at a
+  syncer's start and when a route is joined, every note of the route) go into
+  the route's index; ``update-index`` reads only files whose size or mtime
+  changed.
+- **commit** (under the vault lock and the route's turn): a tree from that
+  index, committed on ``local`` if it differs.
+- **fetch** / **push** (the route's turn, not the vault lock: writers go on):
+  ``push`` sends ``local`` to the remote's ref and is refused unless it
+  fast-forwards it, and the remote updates a ref only from the value the push
+  saw: that refusal is the compare-and-swap ``claim`` builds on.
+- **integrate** (under the vault lock): the fetched commit merged into the
+  notes, path by path: what only the remote changed is written, what both
+  changed is merged by fields (``merge.py``), then ``local`` moves to a commit
+  whose parents are both.
+
+The route's *turn* is a file lock per route (``<sync dir>/<route>.lock``):
+one process of this machine talks to a route's remote at a time, and only the
+holder commits, so ``local`` never moves under a push.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.clock import format_datetime, utc_now
+from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
+from ..files import VaultLock, atomic_write
+from ..merge import conflict_note, merge_notes
+from .gitcmd import Git, GitResult, remote_failure
+from .journal import take_changes
+from .routes import SYNC_DIR, Route, SyncConfig, namespace_of
+
+if TYPE_CHECKING:
+    from ..base import VaultBase
+    from ..index import Index
+
+__all__ = [
+    "NET_TIMEOUT_ENV",
+    "RouteReport",
+    "RouteSync",
+    "net_timeout",
+    "stage_journal",
+    "sync_route",
+]
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
+"""Seconds a fetch or a push may take before it is given up (default 20)."""
+TURN_WAIT = 30.0
+"""Seconds a process waits for its turn at a route's remote (another process of this
+machine is fetching or pushing) before it gives up (``sync_busy``)."""
+MAX_ROUNDS = 200
+"""Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
+_REGULAR = ("100644", "100755")
+
+
+def net_timeout() -> float:
+    raw = os.environ.get(NET_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else 20.0
+    except ValueError:
+        value = 20.0
+    return value if value > 0 else 20.0
+
+
+@dataclass(slots=True)
+class RouteReport:
+    """What one sync of a route did, for ``sync`` and the session hook."""
+
+    route: Route
+    pushed: bool = False
+    fetched: bool = False
+    arrived: list[str] = field(default_factory=list)
+    """Notes written or removed here because the remote had them so."""
+    merged: list[str] = field(default_factory=list)
+    """Notes both sides changed, merged by fields."""
+    kept: list[str] = field(default_factory=list)
+    """Conflict notes written: the side that lost a merge."""
+    twice: list[str] = field(default_factory=list)
+    """Handoffs found delivered on two machines (their notes now say so)."""
+    error: AgentMemVaultError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.route.url or self.route.remote,
+            "ref": self.route.ref,
+            "namespace": self.route.namespace,
+            "pushed": self.pushed,
+            "fetched": self.fetched,
+            "arrived": list(self.arrived),
+            "merged": list(self.merged),
+            "kept": list(self.kept),
+            "twice": list(self.twice),
+            "error": None if self.error is None else self.error.to_dict(),
+        }
+
+
+class RouteSync:
+    """One route of one vault: its git folder, index, refs and turn."""
+
+    def __init__(self, vault: VaultBase, config: SyncConfig, route: Route) -> None:
+        self.vault = vault
+        self.root = vault.path
+        self.config = config
+        self.route = route
+        folder = self.root / SYNC_DIR
+        if route.repo is None:
+            git_dir = folder / f"{route.key}.git"
+            self.local = "refs/heads/main"
+            self.fetched = "refs/remotes/origin/main"
+            self.remote = "origin"
+        else:
+            git_dir = Path(route.repo)
+            base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
+            self.local, self.fetched = f"{base}/head", f"{base}/fetched"
+            self.remote = route.remote
+        self.git = Git(git_dir, self.root, folder / f"{route.key}.index")
+        self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
+        self.state_file = folder / f"{route.key}.state.json"
+
+    # -- the route's turn -------------------------------------------------------------
+
+    @contextmanager
+    def network_turn(self, wait: float | None = None) -> Iterator[None]:
+        """This process's turn at the route's remote (and at committing it)."""
+        try:
+            self.turn.acquire(wait)
+        except UnavailableError:
+            raise UnavailableError(
+                f"another process of this machine has been talking to {self.route.label} "
+                f"for more than {self.turn.timeout if wait is None else wait:g} s; retry "
+                "('agent-mem-vault sync --status' shows what it last said)",
+                code="sync_busy",
+            ) from None
+        try:
+            yield
+        finally:
+            self.turn.release()
+
+    # -- local: stage and commit (the caller holds the vault lock) -------------------
+
+    def stage(self, paths: Sequence[str] | None) -> None:
+        """Put the notes at ``paths`` (None: every note of the route) into its index."""
+        if paths is None:
+            paths = sorted(set(self._notes_on_disk()) | set(self._staged()))
+        mine = [p for p in paths if self.config.covers(self.route, p)]
+        if mine:
+            self.git.run(
+                "update-index",
+                "--add",
+                "--remove",
+                "-z",
+                "--stdin",
+                input=_nul(mine),
+            )
+
+    def _notes_on_disk(self) -> list[str]:
+        """Every note of the route in the vault's folder (a walk: no stat per file)."""
+        tops = [""]
+        if self.route.namespace is not None:
+            tops = [f"{self.route.namespace}/handoffs", f"{self.route.namespace}/memories"]
+        out: list[str] = []
+        if self.route.namespace is not None:
+            brief = f"{self.route.namespace}/_brief.md"
+            if os.path.isfile(self.root / brief):
+                out.append(brief)
+        for top in tops:
+            stack = [top]
+            while stack:
+                folder = stack.pop()
+                try:
+                    entries = list(os.scandir(self.root / folder if folder else self.root))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for entry in entries:
+                    if entry.name[0] == ".":
+                        continue
+                    rel = f"{folder}/{entry.name}" if folder else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if rel != "_dashboards" and self.route.namespace is None:
+                            stack.append(rel)
+                    elif entry.name.endswith(".md") and self.config.covers(self.route, rel):
+                        out.append(rel)
+        return out
+
+    def _staged(self) -> list[str]:
+        raw = self.git.run("ls-files", "-z").out.decode("utf-8", "surrogateescape")
+        return [p for p in raw.split("\0") if p]
+
+    def heads(self) -> tuple[str | None, str | None]:
+        """(``local``, ``fetched``): the commits the two refs name, or None."""
+        result = self.git.run(
+            "for-each-ref", "--format=%(refname) %(objectname)", self.local, self.fetched
+        )
+        found = dict(line.split(" ", 1) for line in result.out.decode().splitlines() if " " in line)
+        return found.get(self.local), found.get(self.fetched)
+
+    def commit(self, message: str) -> str | None:
+        """Commit the route's index on ``local`` if it differs; the commit ``local`` names."""
+        tree = self.git.text("write-tree")
+        head, _fetched = self.heads()
+        if head is not None and self._tree(head) == tree:
+            return head
+        if head is None and tree == EMPTY_TREE:
+            return None
+        parents = ["-p", head] if head is not None else []
+        new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
+        self.git.run("update-ref", self.local, new, head or "")
+        return new
+
+    def _tree(self, commit: str) -> str:
+        return self.git.text("rev-parse", f"{commit}^{{tree}}")
+
+    # -- network (the caller has the route's turn) -------------------------------------
+
+    def fetch(self, timeout: float | None = None) -> str | None:
+        """The remote's commit for the route's ref, fetched into ``fetched`` (None: the
+        remote has none yet)."""
+        limit = net_timeout() if timeout is None else timeout
+        result = self._network(
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--quiet",
+            self.remote,
+            f"+{self.route.ref}:{self.fetched}",
+            timeout=limit,
+        )
+        if result.status != 0:
+            if "couldn't find remote ref" in result.err.lower():
+                self.git.run("update-ref", "-d", self.fetched)
+                self._remember(fetched=True)
+                return None
+            raise self._failed(result)
+        self._remember(fetched=True)
+        return self.heads()[1]
+
+    def push(self, commit: str, timeout: float | None = None) -> str | None:
+        """Send ``commit`` to the route's ref: None if the remote took it, else why it
+        refused (it did not fast-forward: another machine pushed first)."""
+        limit = net_timeout() if timeout is None else timeout
+        result = self._network(
+            "push",
+            "--no-verify",
+            "--porcelain",
+            "--quiet",
+            self.remote,
+            f"{commit}:{self.route.ref}",
+            timeout=limit,
+        )
+        refused = [
+            line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
+        ]
+        if result.status == 0 and not refused:
+            self.git.run("update-ref", self.fetched, commit)
+            self._remember(pushed=True)
+            return None
+        if refused:
+            return refused[0].rsplit("\t", 1)[-1]
+        raise self._failed(result)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
+
+    def refused(self, reason: str) -> RemoteError:
+        """The error for a push refused although the remote has nothing newer: a rule
+        there (a protected ref, a hook), not another machine."""
+        error = RemoteError(
+            f"{self.route.label} refused the push ({reason}) although nothing newer is "
+            f"there; a rule on the remote forbids it (a protected ref, a hook): allow the "
+            f"ref {self.route.ref} there",
+            code="push_refused",
+        )
+        self._remember(error=error)
+        return error
+
+    def _network(self, *args: str, timeout: float) -> GitResult:
+        try:
+            return self.git.run(*args, timeout=timeout, check=False)
+        except TimeoutError:
+            error = remote_failure(self.route.label, None, timeout=timeout)
+            self._remember(error=error)
+            raise error from None
+
+    def _failed(self, result: GitResult) -> AgentMemVaultError:
+        error = remote_failure(self.route.label, result)
+        self._remember(error=error)
+        return error
+
+    # -- merging what arrived (the caller holds the vault lock) ----------------------
+
+    def integrate(self, theirs: str | None, report: RouteReport) -> None:
+        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``."""
+        if theirs is None:
+            return
+        ours, _ = self.heads()
+        if ours == theirs:
+            return
+        base = self._merge_base(ours, theirs) if ours is not None else None
+        if base == theirs:
+            return  # the remote has nothing this vault lacks
+        incoming = self._changes(base, theirs)
+        if not incoming:
+            self._advance(ours, theirs, base)
+            return
+        # Edits by hand to the notes about to be written go in first, as ours.
+        self.stage(list(incoming))
+        ours = self.commit("notes changed here") or ours
+        mine = self._changes(base, ours) if ours is not None else {}
+        wanted: set[str] = set()
+        for path, (old, new) in incoming.items():
+            wanted.update(b for b in (old, new) if b)
+            if path in mine:
+                wanted.update(b for b in mine[path] if b)
+        blobs = self._blobs(sorted(wanted))
+        writes: dict[str, str] = {}
+        removes: list[str] = []
+        supersedes: list[tuple[str, str, str]] = []
+        for path, (old, new) in sorted(incoming.items()):
+            if path not in mine:
+                if new is None:
+                    removes.append(path)
+                else:
+                    writes[path] = blobs[new]
+                continue
+            my_new = mine[path][1]
+            if my_new == new or new is None:
+                continue  # the same on both sides, or removed there but changed here: kept
+            if my_new is None:
+                writes[path] = blobs[new]  # removed here but changed there: nothing lost
+                continue
+            merged = merge_notes(blobs[old] if old else _generated(path), blobs[my_new], blobs[new])
+            writes[path] = merged.text
+            report.merged.append(path)
+            if merged.kept is not None:
+                folder, _, name = path.rpartition("/")
+                kept_name, kept_text = conflict_note(merged.kept, name)
+                kept = f"{folder}/{kept_name}" if folder else kept_name
+                writes[kept] = kept_text
+                report.kept.append(kept)
+            if merged.twice:
+                report.twice.append(path)
+            if merged.superseded is not None:
+                supersedes.append((path, *merged.superseded))
+        for path, newer, other in supersedes:
+            _supersede_other(self.root, writes, path, newer, other)
+        changed = self._write(writes, removes)
+        done = {*report.merged, *report.kept}
+        report.arrived.extend(p for p in (*writes, *removes) if p not in done)
+        self.stage(changed)
+        self._advance(ours, theirs, base)
+
+    def _advance(self, ours: str | None, theirs: str, base: str | None) -> None:
+        """Move ``local`` past ``theirs``: to it when the notes now are exactly its tree
+        (a fast-forward), else to a merge commit of the two."""
+        tree = self.git.text("write-tree")
+        if (ours is None or base == ours) and tree == self._tree(theirs):
+            self.git.run("update-ref", self.local, theirs, ours or "")
+            return
+        parents = ["-p", ours] if ours is not None else []
+        merge = self.git.text(
+            "commit-tree", "--no-gpg-sign", tree, *parents, "-p", theirs, "-m", "merge"
+        )
+        self.git.run("update-ref", self.local, merge, ours or "")
+
+    def _merge_base(self, ours: str, theirs: str) -> str | None:
+        result = self.git.run("merge-base", ours, theirs, check=False)
+        return result.out.decode().strip() or None if result.status == 0 else None
+
+    def _changes(self, base: str | None, commit: str) -> dict[str, tuple[str | None, str | None]]:
+        """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
+        None where there was none (added, removed) or it is not a regular file."""
+        result = self.git.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", base or EMPTY_TREE, commit
+        )
+        parts = result.out.decode("utf-8", "surrogateescape").split("\0")
+        out: dict[str, tuple[str | None, str | None]] = {}
+        for i in range(0, len(parts) - 1, 2):
+            meta, path = parts[i], parts[i + 1]
+            fields = meta.lstrip(":").split(" ")
+            if len(fields) < 5 or not self.config.covers(self.route, path):
+                continue  # a remote's path that is no note of this route is never written
+            old_mode, new_mode, old, new = fields[0], fields[1], fields[2], fields[3]
+            out[path] = (
+                old if old_mode in _REGULAR else None,
+                new if new_mode in _REGULAR else None,
+            )
+        return out
+
+    def _blobs(self, ids: list[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
+        out: dict[str, str] = {}
+        pos = 0
+        for blob_id in ids:
+            end = raw.index(b"\n", pos)
+            header = raw[pos:end].decode().split(" ")
+            size = int(header[2]) if len(header) == 3 else 0
+            body = raw[end + 1 : end + 1 + size]
+            out[blob_id] = body.decode("utf-8", "replace")
+            pos = end + 1 + size + 1
+        return out
+
+    def _write(self, writes: dict[str, str], removes: list[str]) -> list[str]:
+        """Write what arrived into the vault's folder and index; the paths changed."""
+        vault = self.vault
+        made: set[str] = set()
+        touched_dirs: set[str] = set()
+        for path, text in writes.items():
+            folder = path.rpartition("/")[0]
+            made.update(_make_folders(self.root, folder))
+            atomic_write(self.root / path, text, durable=vault.durable)
+            touched_dirs.add(folder)
+        for path in removes:
+            with suppress(FileNotFoundError):
+                os.unlink(self.root / path)
+            touched_dirs.add(path.rpartition("/")[0])
+        idx = vault._upkeep.handle()
+        _record(self.root, idx, list(writes), removes, touched_dirs | made)
+        changed = [*writes, *removes]
+        # Staged by the caller as they arrived: not changes of this vault to send back.
+        idx.touched.difference_update(changed)
+        return changed
+
+    # -- what the route last said ---------------------------------------------------
+
+    def _remember(
+        self,
+        *,
+        fetched: bool = False,
+        pushed: bool = False,
+        error: AgentMemVaultError | None = None,
+    ) -> None:
+        state = self.state()
+        now = format_datetime(utc_now())
+        if fetched:
+            state["last_fetch"] = now
+        if pushed:
+            state["last_push"] = now
+        if fetched or pushed:
+            state["error"] = None
+        if error is not None:
+            state["error"] = {"code": error.code, "message": error.message, "at": now}
+        # A state that could not be kept only makes --status less precise.
+        with suppress(OSError):
+            atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
+
+    def state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.state_file.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def ahead_behind(self) -> tuple[int, int]:
+        """Commits ``local`` has that the remote lacked at the last fetch, and the other
+        way round."""
+        local, fetched = self.heads()
+        if local is None:
+            return 0, 0
+        if fetched is None:
+            return int(self.git.text("rev-list", "--count", local)), 0
+        counts = self.git.text("rev-list", "--left-right", "--count", f"{local}...{fetched}")
+        ahead, behind = counts.split()
+        return int(ahead), int(behind)
+
+
+def _nul(paths: Sequence[str]) -> bytes:
+    return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+
+
+def _generated(path: str) -> str | None:
+    """The text the vault itself writes at ``path`` on each machine (a namespace's new
+    brief), as the common version of two that have none."""
+    if path.endswith("/_brief.md"):
+        from ..brief import brief_template
+        from ..notes import render_note
+
+        namespace = namespace_of(path)
+        if namespace is not None:
+            return render_note({"type": "brief", "namespace": namespace}, brief_template(namespace))
+    return None
+
+
+def _make_folders(root: Path, folder: str) -> list[str]:
+    """Make ``folder`` and its parents; the ones made, and the parent of the first."""
+    made: list[str] = []
+    parts = folder.split("/") if folder else []
+    for depth in range(1, len(parts) + 1):
+        rel = "/".join(parts[:depth])
+        if not os.path.isdir(root / rel):
+            (root / rel).mkdir()
+            if not made:
+                made.append("/".join(parts[: depth - 1]))
+            made.append(rel)
+    return made
+
+
+def _record(root: Path, idx: Index, written: list[str], removed: list[str], dirs: set[str]) -> None:
+    """Tell the vault's index what arrived (the caller holds the vault lock)."""
+    from ..scan import reread
+
+    with idx.transaction():
+        for path in written:
+            reread(root, idx, path)
+        for path in removed:
+            idx.remove_file(path)
+        for rel in sorted(dirs):
+            try:
+                st = os.stat(root / rel if rel else root)
+            except FileNotFoundError:
+                continue
+            idx.set_dir(rel, st.st_mtime_ns)
+
+
+def _supersede_other(root: Path, writes: dict[str, str], path: str, newer: str, other: str) -> None:
+    """Both sides superseded the handoff at ``path``, by ``newer`` and by ``other``: the
+    newer one is the live thread, so ``other`` is superseded by it too (one live thread
+    per chain, whichever machine merges first)."""
+    from .. import lifecycle
+    from ..notes import NoteError, apply_handoff, handoff_from_note, parse_note, render_note
+
+    folder = path.rpartition("/")[0]
+    target, source = f"{folder}/{other}.md", f"{folder}/{newer}.md"
+    try:
+        text = writes.get(target) or (root / target).read_text(encoding="utf-8")
+        newer_text = writes.get(source) or (root / source).read_text(encoding="utf-8")
+        note, newer_note = parse_note(text), parse_note(newer_text)
+        if note is None or newer_note is None:
+            return
+        handoff = handoff_from_note(note, target)
+        when = str(newer_note.meta.get("created_at") or "")
+    except (OSError, UnicodeDecodeError, NoteError):
+        return  # not here (yet): the machine that has both notes makes the change
+    if handoff.superseded_by is not None or not when:
+        return
+    updated = lifecycle.supersede(handoff, newer, handoff.read_at or when)
+    writes[target] = render_note(apply_handoff(note.meta, updated), note.body)
+
+
+# -- a whole sync of one route -----------------------------------------------------------
+
+
+def stage_journal(vault: VaultBase, config: SyncConfig) -> None:
+    """Stage every change the journal holds into its route's index (the caller holds
+    the vault lock): taking the journal stages it for every route at once."""
+    changes = take_changes(vault.path)
+    if changes is not None and not changes:
+        return
+    for route in config.routes:
+        RouteSync(vault, config, route).stage(changes)
+
+
+def sync_route(
+    vault: VaultBase,
+    config: SyncConfig,
+    route: Route,
+    *,
+    fetch: bool = True,
+    full: bool = False,
+    wait: float | None = None,
+) -> RouteReport:
+    """Commit what changed, fetch (``fetch``, else only when a push is refused), merge,
+    push; errors are raised (the caller decides whether one is a report's line)."""
+    sync = RouteSync(vault, config, route)
+    report = RouteReport(route)
+    with sync.network_turn(wait):
+        with vault._held(), vault._locked():
+            stage_journal(vault, config)
+            if full:
+                sync.stage(None)
+            head = sync.commit("notes changed here")
+        known = sync.heads()[1]
+        if fetch:
+            known = sync.fetch()
+            report.fetched = True
+            with vault._held(), vault._locked():
+                sync.integrate(known, report)
+                head = sync.heads()[0]
+        for _ in range(MAX_ROUNDS):
+            if head is None or head == known:
+                return report
+            if known is not None and sync.is_ancestor(head, known):
+                return report  # the remote has it all already
+            refused = sync.push(head)
+            if refused is None:
+                report.pushed = True
+                return report
+            before = known
+            known = sync.fetch()
+            report.fetched = True
+            if known == before or (known is not None and sync.is_ancestor(known, head)):
+                raise sync.refused(refused)
+            with vault._held(), vault._locked():
+                sync.integrate(known, report)
+                head = sync.heads()[0]
+            time.sleep(random.uniform(0, 0.02))
+    raise _too_busy(route)
+
+
+def _too_busy(route: Route) -> UnavailableError:
+    return UnavailableError(
+        f"{route.label} kept moving: {MAX_ROUNDS} pushes in a row were overtaken by other "
+        "machines; retry in a moment",
+        code="sync_busy",
+    )
