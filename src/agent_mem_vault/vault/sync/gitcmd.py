@@ -151,9 +151,10 @@ elsewhere."""
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill git and what it started (ssh, a remote helper); its pipes are closed."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    proc.communicate()
 
 
 def _last_line(text: str) -> str:
@@ -215,7 +216,7 @@ def remote_failure(
     longer than ``timeout`` seconds): what happened, in one line, and what to do."""
     if result is None:
         return UnavailableError(
-            f"{label} did not answer within {timeout:g} s; check the network (the notes "
+            f"{label} did not answer within {timeout:.2g} s; check the network (the notes "
             "stay here and go out at the next sync: 'agent-mem-vault sync')",
             code="remote_unreachable",
         )

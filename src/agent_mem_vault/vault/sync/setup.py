@@ -87,6 +87,7 @@ class RouteStatus:
     def to_dict(self) -> dict[str, Any]:
         return {
             "remote": self.route.url or self.route.remote,
+            "remote_name": self.route.remote if self.route.repo else None,
             "ref": self.route.ref,
             "namespace": self.route.namespace,
             "repository": self.route.repo,
@@ -122,10 +123,15 @@ def join_remote(vault: VaultBase, remote: str) -> SyncReport:
     made = not folder.exists()
     if made:
         vault._require_vault()
-        folder.parent.mkdir(exist_ok=True)
+        sync_folder = folder.parent
+        if not sync_folder.exists():
+            sync_folder.mkdir()
+            cleanup = sync_folder  # a join that fails leaves no sync folder behind
+        else:
+            cleanup = folder
         _plain_git(vault.path, "init", "--quiet", "--bare", str(folder))
     _git(folder, "config", "remote.origin.url", url)
-    return _join(vault, config.with_route(route), route, cleanup=folder if made else None)
+    return _join(vault, config.with_route(route), route, cleanup=cleanup if made else None)
 
 
 def join_project(
@@ -191,6 +197,10 @@ def leave(vault: VaultBase, namespace: str | None = None) -> Route:
 def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | None) -> SyncReport:
     """The first sync of a new route: everything here is staged, the remote is fetched
     (if that fails, nothing was changed: the route is not kept), then merged and pushed."""
+    vault._require_vault()
+    folder = vault.path / SYNC_DIR
+    fresh = not folder.exists()
+    folder.mkdir(exist_ok=True)
     sync = RouteSync(vault, config, route)
     try:
         with sync.network_turn():
@@ -198,7 +208,10 @@ def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | No
     except BaseException:
         if cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
-        (vault.path / SYNC_DIR / f"{route.key}.state.json").unlink(missing_ok=True)
+        for name in (f"{route.key}.state.json", f"{route.key}.lock"):
+            (folder / name).unlink(missing_ok=True)
+        if fresh:
+            shutil.rmtree(folder, ignore_errors=True)
         raise
     with vault._held(), vault._locked():
         save_config(vault.path, config)
