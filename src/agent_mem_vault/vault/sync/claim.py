@@ -55,12 +55,13 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
     scope = [(namespace, "handoffs")]
     looked = False
     with sync.network_turn():
-        for _ in range(MAX_ROUNDS):
+        for attempt in range(MAX_ROUNDS):
             with vault._writing(scope=scope) as idx:
-                stage_journal(vault, config)
                 taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
-                if taken is not None:
-                    sync.stage([taken.handoff.path])
+                also = [taken.handoff.path] if taken is not None else []
+                idx.touched.difference_update(also)  # staged here, not through the journal
+                stage_journal(vault, config, also, syncs=[sync])
+                before, before_tree = sync.heads()[0], sync.local_tree()
                 head = sync.commit(f"read {taken.handoff.id}" if taken else "notes changed here")
             if taken is None:
                 if looked:
@@ -72,21 +73,26 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
             try:
                 refused = sync.push(head)
             except AgentMemVaultError as exc:
-                _put_back(vault, config, sync, taken)
+                # The remote may have taken it all the same (an answer lost on the way):
+                # the note goes back to pending in a commit of its own, which undoes the
+                # read wherever the claim landed.
+                _put_back(vault, sync, taken, commit=True)
                 raise _unconfirmed(route, taken, exc) from exc
             if refused is None:
                 return taken.handoff
-            _put_back(vault, config, sync, taken)
-            before = sync.heads()[1]
+            # Refused: the remote never had it, so the claim's commit is simply undone.
+            _put_back(vault, sync, taken, commit=False)
+            sync.retract(head, before, before_tree)
+            known = sync.heads()[1]
             try:
                 _catch_up(vault, sync)
             except AgentMemVaultError as exc:
                 raise _unconfirmed(route, taken, exc) from exc
-            after = sync.heads()[1]
-            if after == before:
+            if sync.heads()[1] == known:
                 raise sync.refused(refused)
             looked = True
-            time.sleep(random.uniform(0, 0.01))
+            # Eight machines after one handoff: a moment's random wait spreads them out.
+            time.sleep(random.uniform(0, 0.005 * min(attempt + 1, 10)))
     raise UnavailableError(
         f"{route.label} kept moving: {MAX_ROUNDS} claims in a row were overtaken by other "
         "machines; nothing was taken, retry in a moment",
@@ -101,12 +107,17 @@ def _catch_up(vault: HandoffOps, sync: RouteSync) -> None:
         sync.integrate(theirs, RouteReport(sync.route))
 
 
-def _put_back(vault: HandoffOps, config: object, sync: RouteSync, taken: Taken) -> None:
-    """The claim did not count: the note pending again, exactly as it was, committed."""
+def _put_back(vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool) -> None:
+    """The claim did not count: the note pending again, exactly as it was, staged (and
+    committed, with ``commit``)."""
     with vault._held(), vault._locked():
         if vault._put_back(taken):
             sync.stage([taken.handoff.path])
-        sync.commit(f"put back {taken.handoff.id}")
+            idx = vault._upkeep.current
+            if idx is not None:
+                idx.touched.discard(taken.handoff.path)
+        if commit:
+            sync.commit(f"put back {taken.handoff.id}")
 
 
 def _unconfirmed(route: Route, taken: Taken, cause: AgentMemVaultError) -> UnavailableError:

@@ -34,7 +34,7 @@ import random
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +133,9 @@ class RouteSync:
         self.git = Git(git_dir, self.root, folder / f"{route.key}.index")
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
         self.state_file = folder / f"{route.key}.state.json"
+        self._known: _Heads | None = None
+        """The refs, as this process last set or read them: only the holder of the turn
+        moves them, so while it is held they need not be read again."""
 
     # -- the route's turn -------------------------------------------------------------
 
@@ -148,9 +151,11 @@ class RouteSync:
                 "('agent-mem-vault sync --status' shows what it last said)",
                 code="sync_busy",
             ) from None
+        self._known = None
         try:
             yield
         finally:
+            self._known = None
             self.turn.release()
 
     # -- local: stage and commit (the caller holds the vault lock) -------------------
@@ -205,24 +210,64 @@ class RouteSync:
 
     def heads(self) -> tuple[str | None, str | None]:
         """(``local``, ``fetched``): the commits the two refs name, or None."""
+        known = self._refs()
+        return known.local, known.fetched
+
+    def _refs(self) -> _Heads:
+        if self._known is not None:
+            return self._known
         result = self.git.run(
-            "for-each-ref", "--format=%(refname) %(objectname)", self.local, self.fetched
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(tree)",
+            self.local,
+            self.fetched,
         )
-        found = dict(line.split(" ", 1) for line in result.out.decode().splitlines() if " " in line)
-        return found.get(self.local), found.get(self.fetched)
+        found = {}
+        for line in result.out.decode().splitlines():
+            name, commit, tree = line.split(" ")
+            found[name] = (commit, tree)
+        local = found.get(self.local)
+        known = _Heads(
+            local[0] if local else None,
+            local[1] if local else None,
+            found[self.fetched][0] if self.fetched in found else None,
+        )
+        if self.turn.held:
+            self._known = known
+        return known
+
+    def local_tree(self) -> str | None:
+        """The tree of the commit ``local`` names."""
+        return self._refs().local_tree
+
+    def _moved(self, **changes: str | None) -> None:
+        """Remember what this process just set a ref to (while it has the turn)."""
+        if self._known is not None:
+            self._known = replace(self._known, **changes)
 
     def commit(self, message: str) -> str | None:
         """Commit the route's index on ``local`` if it differs; the commit ``local`` names."""
         tree = self.git.text("write-tree")
-        head, _fetched = self.heads()
-        if head is not None and self._tree(head) == tree:
+        known = self._refs()
+        head = known.local
+        if head is not None and known.local_tree == tree:
             return head
         if head is None and tree == EMPTY_TREE:
             return None
         parents = ["-p", head] if head is not None else []
         new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
         self.git.run("update-ref", self.local, new, head or "")
+        self._moved(local=new, local_tree=tree)
         return new
+
+    def retract(self, commit: str, back_to: str | None, tree: str | None) -> None:
+        """``local`` back from ``commit`` (a claim the remote refused, so never sent on)
+        to ``back_to``; what ``commit`` staged stays staged for the next commit."""
+        if back_to is None:
+            self.git.run("update-ref", "-d", self.local, commit)
+        else:
+            self.git.run("update-ref", self.local, back_to, commit)
+        self._moved(local=back_to, local_tree=tree)
 
     def _tree(self, commit: str) -> str:
         return self.git.text("rev-parse", f"{commit}^{{tree}}")
@@ -246,11 +291,15 @@ class RouteSync:
         if result.status != 0:
             if "couldn't find remote ref" in result.err.lower():
                 self.git.run("update-ref", "-d", self.fetched)
+                self._moved(fetched=None)
                 self._remember(fetched=True)
                 return None
             raise self._failed(result)
         self._remember(fetched=True)
-        return self.heads()[1]
+        found = self.git.run("rev-parse", "--verify", "-q", self.fetched, check=False)
+        theirs = found.out.decode().strip() or None
+        self._moved(fetched=theirs)
+        return theirs
 
     def push(self, commit: str, timeout: float | None = None) -> str | None:
         """Send ``commit`` to the route's ref: None if the remote took it, else why it
@@ -269,7 +318,11 @@ class RouteSync:
             line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
         ]
         if result.status == 0 and not refused:
-            self.git.run("update-ref", self.fetched, commit)
+            if self.route.repo is not None:
+                # The vault's own git folder maps the ref to ``fetched`` (``setup.py``), so
+                # the push moved it; a project's repository is not configured so.
+                self.git.run("update-ref", self.fetched, commit)
+            self._moved(fetched=commit)
             self._remember(pushed=True)
             return None
         if refused:
@@ -323,7 +376,7 @@ class RouteSync:
         # Edits by hand to the notes about to be written go in first, as ours.
         self.stage(list(incoming))
         ours = self.commit("notes changed here") or ours
-        mine = self._changes(base, ours) if ours is not None else {}
+        mine = self._changes(base, ours) if ours is not None and ours != base else {}
         wanted: set[str] = set()
         for path, (old, new) in incoming.items():
             wanted.update(b for b in (old, new) if b)
@@ -373,12 +426,14 @@ class RouteSync:
         tree = self.git.text("write-tree")
         if (ours is None or base == ours) and tree == self._tree(theirs):
             self.git.run("update-ref", self.local, theirs, ours or "")
+            self._moved(local=theirs, local_tree=tree)
             return
         parents = ["-p", ours] if ours is not None else []
         merge = self.git.text(
             "commit-tree", "--no-gpg-sign", tree, *parents, "-p", theirs, "-m", "merge"
         )
         self.git.run("update-ref", self.local, merge, ours or "")
+        self._moved(local=merge, local_tree=tree)
 
     def _merge_base(self, ours: str, theirs: str) -> str | None:
         result = self.git.run("merge-base", ours, theirs, check=False)
@@ -483,6 +538,13 @@ class RouteSync:
         return int(ahead), int(behind)
 
 
+@dataclass(frozen=True, slots=True)
+class _Heads:
+    local: str | None
+    local_tree: str | None
+    fetched: str | None
+
+
 def _nul(paths: Sequence[str]) -> bytes:
     return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
 
@@ -559,14 +621,22 @@ def _supersede_other(root: Path, writes: dict[str, str], path: str, newer: str, 
 # -- a whole sync of one route -----------------------------------------------------------
 
 
-def stage_journal(vault: VaultBase, config: SyncConfig) -> None:
-    """Stage every change the journal holds into its route's index (the caller holds
-    the vault lock): taking the journal stages it for every route at once."""
+def stage_journal(
+    vault: VaultBase,
+    config: SyncConfig,
+    also: Sequence[str] = (),
+    syncs: Sequence[RouteSync] = (),
+) -> None:
+    """Stage every change the journal holds (and the notes ``also`` names) into its
+    route's index (the caller holds the vault lock): taking the journal stages it for
+    every route at once. ``syncs``: routes already at hand, used as they are."""
     changes = take_changes(vault.path)
-    if changes is not None and not changes:
+    if changes is not None and not changes and not also:
         return
+    at_hand = {s.route.key: s for s in syncs}
     for route in config.routes:
-        RouteSync(vault, config, route).stage(changes)
+        sync = at_hand.get(route.key) or RouteSync(vault, config, route)
+        sync.stage(None if changes is None else [*changes, *also])
 
 
 def sync_route(
@@ -584,7 +654,7 @@ def sync_route(
     report = RouteReport(route)
     with sync.network_turn(wait):
         with vault._held(), vault._locked():
-            stage_journal(vault, config)
+            stage_journal(vault, config, syncs=[sync])
             if full:
                 sync.stage(None)
             head = sync.commit("notes changed here")

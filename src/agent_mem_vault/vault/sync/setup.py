@@ -131,6 +131,8 @@ def join_remote(vault: VaultBase, remote: str) -> SyncReport:
             cleanup = folder
         _plain_git(vault.path, "init", "--quiet", "--bare", str(folder))
     _git(folder, "config", "remote.origin.url", url)
+    # A push then moves the remote-tracking ref itself (one git process less per push).
+    _git(folder, "config", "remote.origin.fetch", f"+{VAULT_REF}:refs/remotes/origin/main")
     return _join(vault, config.with_route(route), route, cleanup=cleanup if made else None)
 
 
