@@ -188,6 +188,9 @@ class VaultBase:
         """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
         self._on_loop = False
         """Inside ``at_once``: a call must not wait (for the network, say) here."""
+        self._cancelled: Callable[[], bool] | None = None
+        """Inside ``in_turn``, until the call's first locked section: whether its client
+        gave up on it (``_locked`` asks, once it has the lock)."""
         self._temps: dict[str, str] = {}
         """Notes written and not yet committed to the index: the temp file (``temp_path``,
         relative to the vault) each was renamed from."""
@@ -340,27 +343,30 @@ class VaultBase:
             self._mutex.release()
 
     def in_turn(self, fn: Callable[[], _T], cancelled: Callable[[], bool]) -> _T:
-        """``fn()`` with this process's turn and the vault's file lock taken first,
-        waiting for them as any write waits (at most ``lock_timeout``); if
-        ``cancelled()`` is true once they are had, ``fn`` does not start and
-        ``CallCancelled`` is raised: nothing was changed.
+        """``fn()`` in this process's turn, and in the vault's file lock as any write
+        waits for it (at most ``lock_timeout``); if ``cancelled()`` is true once they
+        are had, nothing is changed and ``CallCancelled`` is raised.
 
         For a caller whose client may give up while the call waits behind
         another writer: a call given up before its write began must not be
         written later, when the lock frees and nobody waits for its answer
-        (the client may already have sent it again). Once ``fn`` starts it
-        finishes, and what it wrote stays, as any write does. Inside ``fn`` both
-        locks are held already (both are re-entrant).
+        (the client may already have sent it again). Once the write has begun it
+        finishes, and what it wrote stays, as any write does.
+
+        The question is asked when ``fn``'s first locked section has the file lock
+        (every write takes it before it changes anything), not by holding the lock
+        across all of ``fn``: a call that waits for the network between its locked
+        sections (a read in a namespace that travels, ``sync/claim.py``) must not
+        hold up the other writers of this machine meanwhile.
         """
         with self._held():
             if cancelled():
                 raise CallCancelled
-            if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
-                return fn()  # the first write makes the vault (or says it is not one)
-            with self._locked(checked=True):
-                if cancelled():
-                    raise CallCancelled
+            outer, self._cancelled = self._cancelled, cancelled
+            try:
                 return fn()
+            finally:
+                self._cancelled = outer
 
     @contextmanager
     def one_look(self) -> Iterator[None]:
@@ -397,6 +403,11 @@ class VaultBase:
             yield  # the index is this process's own, in memory: nothing to share
             return
         self._lock.acquire(self._lock_budget)
+        # The first section of a call ``in_turn`` runs: given up on while it waited?
+        check, self._cancelled = self._cancelled, None
+        if check is not None and check():
+            self._lock.release()
+            raise CallCancelled
         try:
             yield
         finally:
