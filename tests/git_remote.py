@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["GitDaemon", "bare_repo", "git", "git_env", "remote_tree"]
+import pytest
+
+__all__ = ["GitDaemon", "bare_repo", "git", "git_env", "own_git_home", "remote_tree"]
 
 
 def git_env(home: Path) -> dict[str, str]:
@@ -29,6 +31,16 @@ def git_env(home: Path) -> dict[str, str]:
         GIT_COMMITTER_EMAIL="t@t",
     )
     return env
+
+
+def own_git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Give the git the vault runs in this process a HOME of its own (not the tester's
+    settings); the HOME."""
+    home = tmp_path / "git-home"
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home
 
 
 def git(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:

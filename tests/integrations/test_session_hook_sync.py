@@ -11,16 +11,14 @@ import pytest
 from agent_mem_vault.integrations.session_hook import HookInput, render_session_start
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.syncer import stop_syncer
-from tests.git_remote import bare_repo
+from tests.git_remote import bare_repo, own_git_home
 
 NS = "project/harbor-api"
 
 
 @pytest.fixture(autouse=True)
 def _own_git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "git-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
+    own_git_home(tmp_path, monkeypatch)
     monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_AUTO", "off")
 
 

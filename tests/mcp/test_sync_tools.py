@@ -14,14 +14,14 @@ import pytest
 from agent_mem_vault.mcp.errors import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.syncer import stop_syncer
-from tests.git_remote import bare_repo, remote_tree
+from tests.git_remote import bare_repo, own_git_home, remote_tree
 
 from .conftest import NS, in_process
 
 
 @pytest.fixture
 def synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Vault:
-    monkeypatch.setenv("HOME", str(tmp_path))
+    own_git_home(tmp_path, monkeypatch)
     monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_AUTO", "off")
     vault = Vault(tmp_path / "synced")
     vault.init()

@@ -9,18 +9,14 @@ import pytest
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.syncer import stop_syncer
-from tests.git_remote import bare_repo
+from tests.git_remote import bare_repo, own_git_home
 
 NS = "project/harbor-api"
 
 
 @pytest.fixture(autouse=True)
 def _own_git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """git run by the vault in this process reads this HOME, not the tester's."""
-    home = tmp_path / "git-home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    own_git_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

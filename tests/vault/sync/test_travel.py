@@ -341,3 +341,23 @@ def test_a_vault_that_joins_keeps_its_notes_and_the_remotes(machine: Machine, re
 
 def _vault_of(path: Path) -> Vault:
     return Vault(path, durable=False)
+
+
+def test_an_edit_in_obsidian_on_one_machine_and_a_read_on_the_other_both_stay(
+    machine: Machine, remote: Path
+) -> None:
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    h = a.create_handoff(to="codex", summary="S", context="first words", namespace=NS)
+    a.sync()
+    b.join_remote(str(remote))
+    assert b.read_handoff(agent="codex", namespace=NS).id == h.id  # type: ignore[union-attr]
+    note = a.path / h.path  # meanwhile, a person edits the note on a
+    note.write_text(note.read_text().replace("first words", "first words, and a person's"))
+    a.list_handoffs(namespace=NS)
+    a.sync()
+    b.sync()
+    for vault in (a, b):
+        got = vault.get_handoff(h.id)
+        assert got.status == "read" and "a person's" in got.context, vault
+        assert not list((vault.path / NS / "handoffs").glob("*.conflict-*"))

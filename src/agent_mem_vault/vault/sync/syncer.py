@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sys
 import time
 from pathlib import Path
 
-from ...core.runtime import runtime_dir
+from ...core.runtime import runtime_dir, start_detached
 from .routes import SYNC_DIR, config_file
 
 __all__ = ["AUTO_ENV", "IDLE_ENV", "ensure_syncer", "main", "stop_syncer", "syncer_running"]
@@ -79,25 +78,7 @@ def ensure_syncer(root: Path) -> bool:
     if now - _spawned.get(key, -10.0) < 1.0 or syncer_running(root) is not None:
         return False
     _spawned[key] = now
-    import subprocess
-
-    argv = [sys.executable, "-P", "-c", _ENTRY, str(root)]
-    try:
-        # As the keeper: ``sh`` puts it in the background and leaves, so the syncer is
-        # nobody's child, and it holds no working folder.
-        subprocess.run(
-            ["/bin/sh", "-c", '"$@" &', "sh", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            check=False,
-            timeout=10,
-            cwd="/",
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return True
+    return start_detached(_ENTRY, str(root))
 
 
 def stop_syncer(root: Path, wait: float = 10.0) -> bool:
