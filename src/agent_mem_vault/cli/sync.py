@@ -16,7 +16,7 @@ from .vault import _emit, open_vault, vault_options
 
 if TYPE_CHECKING:
     from ..vault.sync.engine import RouteReport
-    from ..vault.sync.setup import SyncReport
+    from ..vault.sync.operations import SyncReport
 
 
 @click.group(invoke_without_command=True)

@@ -16,7 +16,7 @@ from .namespaces import validate_agent, validate_namespace
 if TYPE_CHECKING:
     from .models import Handoff
     from .sync.routes import Route
-    from .sync.setup import RouteStatus, SyncReport
+    from .sync.operations import RouteStatus, SyncReport
 
 __all__ = ["SyncOps"]
 
@@ -30,7 +30,7 @@ class SyncOps(VaultBase):
 
         >>> vault.join_remote("git@git.example:me/vault.git")  # doctest: +SKIP
         """
-        from .sync.setup import join_remote
+        from .sync.operations import join_remote
 
         return join_remote(self, remote)
 
@@ -39,13 +39,13 @@ class SyncOps(VaultBase):
     ) -> SyncReport:
         """Send ``namespace`` through the project's own repository (a clone at ``repo``
         and its remote ``remote``), on a ref that is not a branch."""
-        from .sync.setup import join_project
+        from .sync.operations import join_project
 
         return join_project(self, namespace, repo, remote)
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""
-        from .sync.setup import leave
+        from .sync.operations import leave
 
         if namespace is not None:
             namespace = validate_namespace(namespace)
@@ -54,7 +54,7 @@ class SyncOps(VaultBase):
     def sync(self) -> SyncReport:
         """Commit, fetch, merge and push every route now; each route's failure is in its
         report (``SyncReport.ok``)."""
-        from .sync.setup import sync_all
+        from .sync.operations import sync_all
 
         self._require_vault()
         return sync_all(self)
@@ -65,7 +65,7 @@ class SyncOps(VaultBase):
         self._require_vault()
         if not os.path.exists(f"{self.path}/{SYNC_CONFIG}"):
             return ()
-        from .sync.setup import status
+        from .sync.operations import status
 
         return status(self)
 
@@ -75,7 +75,7 @@ class SyncOps(VaultBase):
         else one line saying why what is here is used (for the session hook)."""
         if not os.path.exists(f"{self.path}/{SYNC_CONFIG}"):
             return ""
-        from .sync.setup import catch_up
+        from .sync.operations import catch_up
 
         return catch_up(self, namespace, budget)
 

@@ -335,7 +335,7 @@ class RouteSync:
         ]
         if result.status == 0 and not refused:
             if self.route.repo is not None:
-                # The vault's own git folder maps the ref to ``fetched`` (``setup.py``), so
+                # The vault's own git folder maps the ref to ``fetched`` (``operations.py``), so
                 # the push moved it; a project's repository is not configured so.
                 self.git.run("update-ref", self.fetched, commit)
             self._moved(fetched=commit, fetched_tree=None)

@@ -1,8 +1,7 @@
-"""Joining a vault to a remote, leaving it, and what ``sync``, ``--status`` and the hook do.
+"""The vault's sync operations: join a remote, leave it, sync now, look, catch up.
 
-These are the vault's sync operations, one function each; ``Vault`` exposes
-them (``syncing.py``) and the CLI, the MCP server and the session hook call
-them from there.
+One function each; ``Vault`` exposes them (``syncing.py``), and the CLI and the
+session hook call them from there.
 """
 
 from __future__ import annotations
