@@ -15,8 +15,8 @@ from .namespaces import validate_agent, validate_namespace
 
 if TYPE_CHECKING:
     from .models import Handoff
-    from .sync.routes import Route
     from .sync.operations import RouteStatus, SyncReport
+    from .sync.routes import Route
 
 __all__ = ["SyncOps"]
 
