@@ -121,17 +121,21 @@ class RouteSync:
         self.config = config
         self.route = route
         folder = self.root / SYNC_DIR
+        extra: tuple[str, ...] = ()
         if route.repo is None:
             git_dir = folder / f"{route.key}.git"
             self.local = "refs/heads/main"
             self.fetched = "refs/remotes/origin/main"
             self.remote = "origin"
+            # The index of every note, split: a commit rewrites a small file, not one
+            # entry per note (the shared part lives in the route's own git folder).
+            extra = ("core.splitIndex=true",)
         else:
             git_dir = Path(route.repo)
             base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
             self.local, self.fetched = f"{base}/head", f"{base}/fetched"
             self.remote = route.remote
-        self.git = Git(git_dir, self.root, folder / f"{route.key}.index")
+        self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
         self.state_file = folder / f"{route.key}.state.json"
         self._known: _Heads | None = None

@@ -69,8 +69,11 @@ class Git:
     """``git`` bound to one git folder, with the vault as its work tree and an index of
     the route's own (so a project's repository keeps its own index untouched)."""
 
-    def __init__(self, git_dir: Path, work_tree: Path, index_file: Path) -> None:
+    def __init__(
+        self, git_dir: Path, work_tree: Path, index_file: Path, config: Sequence[str] = ()
+    ) -> None:
         self.git_dir = git_dir
+        self.config = (*_CONFIG, *config)
         env = {
             k: v
             for k, v in os.environ.items()
@@ -99,7 +102,7 @@ class Git:
         """Run ``git ARGS``; ``GitFailed`` on a non-zero status when ``check``;
         ``TimeoutError`` past ``timeout`` seconds (the command is killed)."""
         argv = ["git"]
-        for item in _CONFIG:
+        for item in self.config:
             argv += ["-c", item]
         argv += list(args)
         try:
