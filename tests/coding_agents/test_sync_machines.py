@@ -172,7 +172,10 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     assert SUMMARY in codex_first[0].text and handoff_id in codex_first[0].text, transcript
     assert BRIEF.strip() in codex_first[0].text, transcript
     assert len(outputs) == 1, transcript
-    assert _tool_output(outputs[0])["text"] == EXPECTED, transcript
+    result = _tool_output(outputs[0])
+    taken_one = result["handoff"]
+    heading = f"Handoff {handoff_id} from {taken_one['from']} to codex, {taken_one['created_at']}"
+    assert result["text"] == f"{heading}\n\n{EXPECTED}", transcript
     # The read counted once the remote took it: it is read there already.
     assert "status: read" in remote_tree(project, REF)[path]
 

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .links import link_id
 from .notes import NoteError, parse_note, render_note
 
 __all__ = ["CONFLICT_NOTE", "LIFECYCLE", "Merged", "conflict_note", "merge_notes", "merge_text"]
@@ -159,8 +160,11 @@ class _Life:
     read: bool
     read_at: str | None
     superseded_by: str | None
+    """The id of the handoff that superseded it (``links.link_id`` of the property)."""
     read_on: str | None
     also_read: tuple[str, ...]
+    superseded_link: Any = field(default=None, compare=False)
+    """The property as the note holds it (a wikilink), written back as it was."""
 
 
 def _life(meta: dict[str, Any]) -> _Life:
@@ -178,9 +182,10 @@ def _life(meta: dict[str, Any]) -> _Life:
     return _Life(
         read=is_read,
         read_at=_text(meta.get("read_at")) if is_read else None,
-        superseded_by=_text(meta.get("superseded_by")),
+        superseded_by=_text(link_id(meta.get("superseded_by"))),
         read_on=_text(meta.get("read_on")) if is_read else None,
         also_read=also_read,
+        superseded_link=meta.get("superseded_by"),
     )
 
 
@@ -203,6 +208,7 @@ def _merge_lifecycle(
     superseded = None
     by = {x for x in (la.superseded_by, lb.superseded_by) if x is not None}
     superseded_by = max(by) if by else None
+    link = next((x.superseded_link for x in (la, lb) if x.superseded_by == superseded_by), None)
     if len(by) == 2:
         superseded = (max(by), min(by))
     also = set(la.also_read) | set(lb.also_read)
@@ -219,7 +225,8 @@ def _merge_lifecycle(
             if later not in also:
                 twice = (later,)
                 also.add(later)
-    return _Life(read, read_at, superseded_by, read_on, tuple(sorted(also))), twice, superseded
+    life = _Life(read, read_at, superseded_by, read_on, tuple(sorted(also)), link)
+    return life, twice, superseded
 
 
 def _both_delivered(base: dict[str, Any] | None, a: _Life, b: _Life) -> bool:
@@ -244,7 +251,9 @@ def _with_lifecycle(meta: dict[str, Any], life: _Life, keys: list[str]) -> dict[
         "status": "read" if life.read else "pending",
         "read": life.read,
         "read_at": life.read_at if life.read else _MISSING,
-        "superseded_by": life.superseded_by if life.superseded_by else _MISSING,
+        "superseded_by": (life.superseded_link or life.superseded_by)
+        if life.superseded_by
+        else _MISSING,
         "read_on": life.read_on if life.read and life.read_on else _MISSING,
         "also_read": list(life.also_read) if life.also_read else _MISSING,
     }
