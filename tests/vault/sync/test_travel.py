@@ -361,3 +361,23 @@ def test_an_edit_in_obsidian_on_one_machine_and_a_read_on_the_other_both_stay(
         got = vault.get_handoff(h.id)
         assert got.status == "read" and "a person's" in got.context, vault
         assert not list((vault.path / NS / "handoffs").glob("*.conflict-*"))
+
+
+def test_a_memory_updated_forgotten_or_purged_on_one_machine_is_so_on_the_other(
+    machine: Machine, remote: Path
+) -> None:
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    kept = a.save_memory(namespace=NS, title="Batches", content="of 1000")
+    gone = a.save_memory(namespace=NS, title="A secret", content="hunter2")
+    a.sync()
+    b.join_remote(str(remote))
+    newer = a.update_memory(kept.id, content="of 500")
+    a.forget_memory(newer.id)
+    a.forget_memory(gone.id, purge=True)
+    a.sync()
+    b.sync()
+    assert b.get_memory(newer.id).status == "forgotten"
+    assert b.get_memory(kept.id).superseded_by == newer.id
+    assert not (b.path / gone.path).exists()
+    assert gone.path not in remote_tree(remote)
