@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -27,7 +26,16 @@ from tests.git_remote import GitDaemon, bare_repo, git, git_env, remote_tree
 
 from .conftest import BRIEF, NAMESPACE, World, client, make_world
 from .model_server import Reply, ScriptedModel, Seen
-from .test_claude_codex import CONTEXT, EXPECTED, SUMMARY, _namespaced, _tool_named, _tool_output
+from .test_claude_codex import (
+    CONTEXT,
+    EXPECTED,
+    SUMMARY,
+    _tool_named,
+    _tool_output,
+    codex_takes_a_handoff,
+    codex_uses,
+    run_claude,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -73,23 +81,6 @@ def machines(tmp_path: Path) -> Iterator[tuple[World, World, GitDaemon]]:
         shutil.rmtree(runtime, ignore_errors=True)
 
 
-def _claude(world: World, model: ScriptedModel) -> subprocess.CompletedProcess[str]:
-    return world.run(
-        client("claude"),
-        "-p",
-        "Hand the orders backfill to codex.",
-        "--allowedTools",
-        "mcp__agent-mem-vault__create_handoff",
-        env={
-            "ANTHROPIC_BASE_URL": model.url,
-            "ANTHROPIC_API_KEY": "sk-ant-scripted",
-            "DISABLE_AUTOUPDATER": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "ENABLE_TOOL_SEARCH": "false",
-        },
-    )
-
-
 def _wait_for(check: Any, what: str, limit: float = 120.0) -> None:
     deadline = time.monotonic() + limit
     while not check():
@@ -121,7 +112,7 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
 
     a.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_model) as model:
-        proc = _claude(a, model)
+        proc = run_claude(a, client("claude"), model)
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
     sent = a.handoffs()
@@ -134,29 +125,8 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     outputs: list[Any] = []
     codex_first: list[Seen] = []
 
-    def codex_model(seen: Seen) -> Reply:
-        found = _namespaced(seen.body.get("tools"), "read_handoff")
-        if found is None:
-            return Reply(text="ok")
-        namespace, tool = found
-        items = seen.body.get("input", [])
-        done = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
-        if done:
-            outputs.append(done[-1].get("output"))
-            return Reply(text="Took the handoff.")
-        codex_first.append(seen)
-        return Reply(
-            tool=tool, namespace=namespace, args={"agent": "codex", "namespace": NAMESPACE}
-        )
-
-    with ScriptedModel("responses", codex_model) as model:
-        codex_home = b.home / ".codex"
-        codex_home.mkdir()
-        (codex_home / "config.toml").write_text(
-            'model = "scripted"\nmodel_provider = "scripted"\n\n'
-            "[model_providers.scripted]\n"
-            f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
-        )
+    with ScriptedModel("responses", codex_takes_a_handoff(outputs, codex_first)) as model:
+        codex_uses(b, model)
         b.amv("install", "codex")
         proc = b.run(
             client("codex"),
@@ -181,7 +151,7 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
 
     # A's next session start fetches: A sees B's read.
     with ScriptedModel("anthropic", claude_model) as model:
-        proc = _claude(a, model)
+        proc = run_claude(a, client("claude"), model)
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
     taken = a.handoffs()
