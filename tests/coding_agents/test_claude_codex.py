@@ -9,6 +9,9 @@ and the model-provider settings a user of a local model would also have.
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,6 +79,60 @@ def _tool_output(output: Any) -> dict[str, Any]:
     return data
 
 
+def run_claude(
+    world: World, claude: Path, model: ScriptedModel
+) -> subprocess.CompletedProcess[str]:
+    """``claude -p`` asked to hand the backfill to codex, against the scripted ``model``."""
+    return world.run(
+        claude,
+        "-p",
+        "Hand the orders backfill to codex.",
+        "--allowedTools",
+        "mcp__agent-mem-vault__create_handoff",
+        env={
+            "ANTHROPIC_BASE_URL": model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-scripted",
+            "DISABLE_AUTOUPDATER": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "ENABLE_TOOL_SEARCH": "false",
+        },
+    )
+
+
+def codex_takes_a_handoff(outputs: list[Any], first: list[Seen]) -> Callable[[Seen], Reply]:
+    """The scripted model of a Codex session that takes the next handoff with
+    read_handoff: the first request that offers the tool is kept in ``first``, the
+    call's output in ``outputs``."""
+
+    def codex_model(seen: Seen) -> Reply:
+        found = _namespaced(seen.body.get("tools"), "read_handoff")
+        if found is None:
+            return Reply(text="ok")
+        namespace, tool = found
+        items = seen.body.get("input", [])
+        done = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        if done:
+            outputs.append(done[-1].get("output"))
+            return Reply(text="Took the handoff.")
+        first.append(seen)
+        return Reply(
+            tool=tool, namespace=namespace, args={"agent": "codex", "namespace": NAMESPACE}
+        )
+
+    return codex_model
+
+
+def codex_uses(world: World, model: ScriptedModel) -> None:
+    """Codex set up in ``world``'s HOME to talk to the scripted ``model``."""
+    codex_home = world.home / ".codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(
+        'model = "scripted"\nmodel_provider = "scripted"\n\n'
+        "[model_providers.scripted]\n"
+        f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
+    )
+
+
 def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: World) -> None:
     claude, codex = client("claude"), client("codex")
     first: list[Seen] = []
@@ -95,20 +152,7 @@ def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: 
 
     world.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_model) as model:
-        proc = world.run(
-            claude,
-            "-p",
-            "Hand the orders backfill to codex.",
-            "--allowedTools",
-            "mcp__agent-mem-vault__create_handoff",
-            env={
-                "ANTHROPIC_BASE_URL": model.url,
-                "ANTHROPIC_API_KEY": "sk-ant-scripted",
-                "DISABLE_AUTOUPDATER": "1",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "ENABLE_TOOL_SEARCH": "false",
-            },
-        )
+        proc = run_claude(world, claude, model)
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
     assert first, f"Claude Code never offered create_handoff to the model\n{transcript}"
@@ -123,29 +167,8 @@ def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: 
     outputs: list[Any] = []
     codex_first: list[Seen] = []
 
-    def codex_model(seen: Seen) -> Reply:
-        found = _namespaced(seen.body.get("tools"), "read_handoff")
-        if found is None:
-            return Reply(text="ok")
-        namespace, tool = found
-        items = seen.body.get("input", [])
-        done = [i for i in items if isinstance(i, dict) and i.get("type") == "function_call_output"]
-        if done:
-            outputs.append(done[-1].get("output"))
-            return Reply(text="Took the handoff.")
-        codex_first.append(seen)
-        return Reply(
-            tool=tool, namespace=namespace, args={"agent": "codex", "namespace": NAMESPACE}
-        )
-
-    with ScriptedModel("responses", codex_model) as model:
-        codex_home = world.home / ".codex"
-        codex_home.mkdir()
-        (codex_home / "config.toml").write_text(
-            'model = "scripted"\nmodel_provider = "scripted"\n\n'
-            "[model_providers.scripted]\n"
-            f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
-        )
+    with ScriptedModel("responses", codex_takes_a_handoff(outputs, codex_first)) as model:
+        codex_uses(world, model)
         world.amv("install", "codex")
         proc = world.run(
             codex,

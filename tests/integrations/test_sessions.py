@@ -329,3 +329,20 @@ def test_a_handoff_that_cannot_be_written_is_listed_as_failed_and_the_session_st
     # Settled: the next start does not try again.
     assert "## Automatic handoff" not in sessions.start("codex", "C")
     assert handoffs(run) == []
+
+
+def test_an_automatic_handoff_travels_to_the_remote_redacted(
+    sessions: Sessions, run: Run, tmp_path: Path
+) -> None:
+    from tests.git_remote import bare_repo, remote_tree
+
+    remote = bare_repo(tmp_path / "remote.git")
+    run("sync", "init", str(remote))
+    sessions.env["AGENT_MEM_VAULT_SYNC_AUTO"] = "off"  # the test's own sync, below
+    sessions.start("claude-code", "A", claude_transcript(tmp_path / "a.jsonl"))
+    sessions.start("codex", "B")
+    (auto,) = handoffs(run)
+    run("sync")
+    travelled = remote_tree(remote)[auto["path"]]
+    assert "Fix the orders health check" in travelled
+    assert "SECRETSECRET" not in travelled and "[redacted Anthropic key]" in travelled

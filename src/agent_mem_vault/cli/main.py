@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "reindex": "agent_mem_vault.cli.vault:reindex",
     "doctor": "agent_mem_vault.cli.vault:doctor",
     "keeper": "agent_mem_vault.cli.vault:keeper",
+    "sync": "agent_mem_vault.cli.sync:sync",
     # MCP server and agent set-up.
     "serve": "agent_mem_vault.cli.agents:serve",
     "install": "agent_mem_vault.cli.agents:install",

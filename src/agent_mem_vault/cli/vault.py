@@ -245,28 +245,50 @@ def _echo_dashboard(outcome: str, backup: str | None) -> None:
 
 
 @click.command()
+@click.option(
+    "--remote",
+    metavar="REMOTE",
+    help="Join this git remote (a URL or path): its notes arrive, and every write goes "
+    "there (see 'agent-mem-vault sync').",
+)
 @rewrite_dashboard_option
 @vault_options
-def init(vault_path: str, as_json: bool, rewrite_dashboard: bool) -> None:
+def init(vault_path: str, as_json: bool, rewrite_dashboard: bool, remote: str | None) -> None:
     """Create a vault (a folder Obsidian can open); safe to run again.
 
     A _dashboards/memory.base changed by hand (Obsidian saves view changes into
-    it) is left as it is, and the output says so.
+    it) is left as it is, and the output says so. With --remote, the vault joins
+    a git remote, as on a second machine.
 
     \b
-    Example:
+    Examples:
       agent-mem-vault init --vault ~/agent-mem-vault
+      agent-mem-vault init --vault ~/agent-mem-vault --remote git@git.example:me/vault.git
     """
     vault = open_vault(vault_path)
-    report = vault.init(rewrite_dashboard=rewrite_dashboard)
+    made = vault.init(rewrite_dashboard=rewrite_dashboard)
+    joined = vault.join_remote(remote) if remote is not None else None
+    # What arrived from the remote counts too.
+    report = vault.rescan() if joined is not None else made
     if as_json:
-        _emit({"path": str(vault.path), **report.to_dict()})
+        extra = {"sync": joined.to_dict()} if joined is not None else {}
+        _emit({"path": str(vault.path), **report.to_dict(), **extra})
     else:
         click.echo(
             f"Vault ready at {vault.path} ({counted(report.handoffs, 'handoff')}, "
             f"{counted(report.memories, 'memory')})."
         )
-        _echo_dashboard(report.dashboard, report.dashboard_backup)
+        _echo_dashboard(made.dashboard, made.dashboard_backup)
+        if joined is not None:
+            from .sync import report_lines
+
+            for route in joined.routes:
+                for line in report_lines(route):
+                    click.echo(line)
+    if joined is not None:
+        for route in joined.routes:
+            if route.error is not None:
+                raise route.error
 
 
 @click.command()
@@ -736,6 +758,11 @@ def doctor(vault_path: str, as_json: bool) -> None:
             f"{counted(report.memories, 'memory')}."
         )
         click.echo(_search_status_text(report.search))
+        if report.sync:
+            from .sync import status_lines
+
+            for line in status_lines(list(report.sync)):
+                click.echo(line)
         click.echo(_keeper_text(keeper))
         click.echo("watch: " + (unwatched or "serve can watch the vault."))
         click.echo(_fast_start_text(warm))

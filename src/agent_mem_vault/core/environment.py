@@ -22,7 +22,7 @@ class Variable:
     effect: str
     """What it changes, in one line (Markdown: backticks for names and values)."""
     area: str
-    """The part of the product that reads it: vault, search, agents, runs, harness."""
+    """The part of the product that reads it: vault, sync, search, agents, runs, harness."""
 
 
 VARIABLES: tuple[Variable, ...] = (
@@ -67,6 +67,33 @@ VARIABLES: tuple[Variable, ...] = (
         "The private folder where the warm process and the keeper keep their sockets "
         "and the warm process its log.",
         "vault",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_SYNC_AUTO",
+        "on",
+        "`0`, `off`, `no` or `false`: no background syncer; a synced vault's writes go out "
+        "only with `agent-mem-vault sync` (a read's claim still asks the remote).",
+        "sync",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_SYNC_BUDGET",
+        "`2`",
+        "Seconds the session-start hook waits for a synced vault's remote before it goes on "
+        "with the notes on this machine (and says so in one line).",
+        "sync",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_SYNC_TIMEOUT",
+        "`20`",
+        "Seconds a read's claim waits for a fetch or a push before it is refused "
+        "(`claim_unconfirmed`); `sync`, joining and the background syncer allow at least 300.",
+        "sync",
+    ),
+    Variable(
+        "AGENT_MEM_VAULT_SYNC_IDLE",
+        "`600`",
+        "Seconds the background syncer waits with nothing to push before it leaves.",
+        "sync",
     ),
     Variable(
         "AGENT_MEM_VAULT_EMBEDDINGS",

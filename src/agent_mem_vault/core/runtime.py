@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CALLER_ENV", "DIR_ENV", "process_alive", "runtime_dir"]
+__all__ = ["CALLER_ENV", "DIR_ENV", "process_alive", "runtime_dir", "start_detached"]
 
 CALLER_ENV = "AGENT_MEM_VAULT_CALLER_PID"
 """Set in a command the warm process runs: the pid of the process the client spawned
@@ -59,4 +59,33 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def start_detached(code: str, *args: str) -> bool:
+    """Start a helper process (Python running ``code`` with ``args``), detached; True if
+    it was started.
+
+    ``sh`` puts it in the background and leaves at once, so the helper is nobody's
+    child (no zombie in a long-lived caller) and this call costs a few milliseconds.
+    ``-P`` and ``/``: no module of the caller's working folder shadows one the helper
+    imports, and the helper does not hold that folder.
+    """
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-P", "-c", code, *args]
+    try:
+        subprocess.run(
+            ["/bin/sh", "-c", '"$@" &', "sh", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            check=False,
+            timeout=10,
+            cwd="/",
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
     return True

@@ -92,6 +92,8 @@ def render_session_start(
         return f"agent-mem-vault: no project memory loaded: {_describe(exc)}"
     if ns is None:
         return ""
+    # A vault that travels with git fetches first, within its budget (one line if not).
+    fetched = _catch_up(vault, ns)
     auto: tuple[Handoff, ...] = ()
     note = ""
     if client is not None and hook.session_id is not None and vault.path.is_dir():
@@ -105,12 +107,23 @@ def render_session_start(
             pending = vault.list_handoffs(
                 namespace=ns, status="pending", agent=agent, limit=MAX_LISTED + 1 + len(auto)
             )
+            twice = vault.delivered_twice(ns, agent)
     except Exception as exc:  # a failing hook can block the session
         return f"agent-mem-vault: could not load project memory for {ns}: {_describe(exc)}"
     # The brief without its own list of the namespace's pending handoffs: the hook
     # lists this agent's, once.
-    text = _frame(ns, agent, render_brief(brief, pending=False), pending, limit, auto)
-    return f"{note}\n{text}" if note else text
+    text = _frame(ns, agent, render_brief(brief, pending=False), pending, limit, auto, twice)
+    lines = [line for line in (fetched, note) if line]
+    return "\n".join([*lines, text])
+
+
+def _catch_up(vault: Vault, namespace: str) -> str:
+    """What the vault's remote has for ``namespace``, fetched and merged within the
+    sync budget; '' or one line saying why the session goes on with what is here."""
+    try:
+        return vault.catch_up(namespace)
+    except Exception as exc:  # a failing hook can block the session
+        return f"agent-mem-vault: the vault's remote was not asked: {_describe(exc)}"
 
 
 def _begin_session(
@@ -185,6 +198,7 @@ def _frame(
     pending: list[Handoff],
     limit: int,
     auto: Sequence[Handoff] = (),
+    twice: Sequence[tuple[Handoff, str]] = (),
 ) -> str:
     head = (
         f"agent-mem-vault: project memory for namespace {ns} (you are {agent}).\n"
@@ -203,6 +217,15 @@ def _frame(
         lines.append(f"- {h.id} from {h.sender} ({h.created_at}): {_one_line(h.summary)}")
     if len(pending) > MAX_LISTED:
         lines.append(f'- … and more: list_handoffs(agent="{agent}") shows all of them')
+    if twice:
+        # A merge found one of its handoffs taken on two machines: the work may be done twice.
+        lines.append("")
+        lines.append(f"## Handoffs to {agent} delivered more than once")
+        for h, what in twice[:MAX_LISTED]:
+            lines.append(
+                f"- {h.id} ({_one_line(h.summary, 80)}): {_one_line(what)}; make sure its work "
+                "is not done twice"
+            )
     listed = "\n".join(lines)
     # A session that died could not hand its work over: its handoff is shown
     # whole, since the session that picks the work up needs it at once, as long

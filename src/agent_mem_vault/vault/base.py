@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, Clock, format_datetime
 from ..core.disk import sqlite_failure
@@ -54,15 +54,20 @@ from .scan import Scope
 from .semantic import SemanticState
 from .upkeep import IndexUpkeep
 
+if TYPE_CHECKING:
+    from .sync.routes import Route
+
 __all__ = [
     "DEFAULT_VAULT",
     "DOT_DIR",
     "MAX_LIMIT",
     "MAX_OFFSET",
+    "SYNC_CONFIG",
     "NewNote",
     "VaultBase",
     "check_limit",
     "check_offset",
+    "flush_touched",
     "is_default_vault",
     "is_vault",
     "read_only_error",
@@ -194,6 +199,11 @@ class VaultBase:
         self._staged: list[tuple[str, Staged]] = []
         """Notes written to their temp files and not yet published (``_write``, ``_commit``):
         (the note's path relative to the vault, its temp file)."""
+        self._on_loop = False
+        """Inside ``at_once``: a call must not wait (for the network, say) here."""
+        self._cancelled: Callable[[], bool] | None = None
+        """Inside ``in_turn``, until the call's first locked section: whether its client
+        gave up on it (``_locked`` asks, once it has the lock)."""
         # Search by meaning (memories.py): settings from the environment unless given.
         self.embeddings = EmbeddingSettings.from_env() if embeddings is None else embeddings
         self._semantic = SemanticState()
@@ -321,6 +331,10 @@ class VaultBase:
         pays for its fsyncs, and a read of the index waits for SQLite only if
         something outside this package writes it (every writer of the index
         holds the vault lock), for at most the index's busy timeout (10 s).
+
+        A call that would wait for the network (a read in a namespace that travels
+        with git, which needs the remote's answer: ``sync/claim.py``) raises
+        ``LockBusy`` too, before it changes anything (``_on_loop``).
         """
         if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
             raise LockBusy(self.path)
@@ -333,35 +347,40 @@ class VaultBase:
                 got = False  # the usual path meets the same refusal, and reports it in turn
             if not got:
                 raise LockBusy(self.path)
+            self._on_loop = True
             try:
                 return fn()
             finally:
+                self._on_loop = False
                 self._lock.release()
         finally:
             self._mutex.release()
 
     def in_turn(self, fn: Callable[[], _T], cancelled: Callable[[], bool]) -> _T:
-        """``fn()`` with this process's turn and the vault's file lock taken first,
-        waiting for them as any write waits (at most ``lock_timeout``); if
-        ``cancelled()`` is true once they are had, ``fn`` does not start and
-        ``CallCancelled`` is raised: nothing was changed.
+        """``fn()`` in this process's turn, and in the vault's file lock as any write
+        waits for it (at most ``lock_timeout``); if ``cancelled()`` is true once they
+        are had, nothing is changed and ``CallCancelled`` is raised.
 
         For a caller whose client may give up while the call waits behind
         another writer: a call given up before its write began must not be
         written later, when the lock frees and nobody waits for its answer
-        (the client may already have sent it again). Once ``fn`` starts it
-        finishes, and what it wrote stays, as any write does. Inside ``fn`` both
-        locks are held already (both are re-entrant).
+        (the client may already have sent it again). Once the write has begun it
+        finishes, and what it wrote stays, as any write does.
+
+        The question is asked when ``fn``'s first locked section has the file lock
+        (every write takes it before it changes anything), not by holding the lock
+        across all of ``fn``: a call that waits for the network between its locked
+        sections (a read in a namespace that travels, ``sync/claim.py``) must not
+        hold up the other writers of this machine meanwhile.
         """
         with self._held():
             if cancelled():
                 raise CallCancelled
-            if not os.path.isdir(f"{self.path}/{DOT_DIR}"):
-                return fn()  # the first write makes the vault (or says it is not one)
-            with self._locked(checked=True):
-                if cancelled():
-                    raise CallCancelled
+            outer, self._cancelled = self._cancelled, cancelled
+            try:
                 return fn()
+            finally:
+                self._cancelled = outer
 
     @contextmanager
     def one_look(self) -> Iterator[None]:
@@ -387,17 +406,29 @@ class VaultBase:
     @contextmanager
     def _locked(self, *, checked: bool = False) -> Iterator[None]:
         """The vault's file lock (the caller is inside ``_held``); ``checked``: the
-        caller has just made sure the folder is a vault (``_require_vault``)."""
+        caller has just made sure the folder is a vault (``_require_vault``).
+
+        Before it is let go, the notes the index took in meanwhile (every write, and
+        every edit by hand a check found) are handed to the vault's sync, if it has
+        one (``flush_touched``): the one place every write passes."""
         if not checked:
             self._require_vault()
         if self._read_only:
             yield  # the index is this process's own, in memory: nothing to share
             return
         self._lock.acquire(self._lock_budget)
+        # The first section of a call ``in_turn`` runs: given up on while it waited?
+        check, self._cancelled = self._cancelled, None
+        if check is not None and check():
+            self._lock.release()
+            raise CallCancelled
         try:
             yield
         finally:
-            self._lock.release()
+            try:
+                flush_touched(self.path, self._upkeep.current)
+            finally:
+                self._lock.release()
 
     @contextmanager
     def _writing(
@@ -454,6 +485,16 @@ class VaultBase:
                     for path in stale:
                         self._upkeep.refresh(idx, path)
             return self._upkeep.query(run)
+
+    def _sync_route(self, namespace: str) -> Route | None:
+        """The route ``namespace``'s notes travel by (``sync/routes.py``), or None; a
+        vault that does not sync pays one ``stat`` and imports nothing for it."""
+        if not os.path.exists(f"{self.path}/{SYNC_CONFIG}"):
+            return None
+        from .sync.routes import load_config
+
+        config = load_config(self.path)
+        return None if config is None else config.route_for(namespace)
 
     # -- writing notes ---------------------------------------------------------------
 
@@ -539,9 +580,11 @@ class VaultBase:
         handoff: Handoff | None = None,
         memory: Memory | None = None,
         namespace: str | None = None,
+        problem: str | None = None,
     ) -> FileRecord:
         """Write one note to its temp file (``files.stage``); ``_commit`` renames it into
-        place with the others of the same change. The record of it, for ``_commit``.
+        place with the others of the same change. The record of it, for ``_commit``
+        (``problem``: see ``FileRecord.problem``).
 
         A change of several notes (a create that supersedes, with the namespace's
         first brief) is written whole before any of it is renamed: on a full disk
@@ -557,6 +600,7 @@ class VaultBase:
             handoff=handoff,
             memory=memory,
             namespace=namespace,
+            problem=problem,
         )
 
     def _publish(self) -> dict[str, str]:
@@ -676,6 +720,26 @@ class VaultBase:
         atomic_write(target, render_dashboard(), durable=self.durable)
         outcome = "written" if state == "missing" else "rewritten" if backup else "updated"
         return outcome, backup
+
+
+SYNC_CONFIG = ".agent-mem-vault-sync/config.json"
+"""The file whose presence makes a vault synced (``sync/routes.py``; relative to the
+vault). Looked for here, so that a vault without it imports no sync code."""
+
+
+def flush_touched(root: Path, idx: Index | None) -> None:
+    """Hand the notes ``idx`` stored or removed since the last call to the vault's sync
+    (its journal, then its background syncer), if the vault has one; the caller holds
+    the vault lock. A vault without sync pays one ``stat`` per locked section that
+    changed the index, and nothing more."""
+    if idx is None or not idx.touched:
+        return
+    touched, idx.touched = idx.touched, set()
+    if not os.path.exists(f"{root}/{SYNC_CONFIG}"):
+        return
+    from .sync.journal import note_changes
+
+    note_changes(root, touched)
 
 
 def check_limit(limit: object) -> int:

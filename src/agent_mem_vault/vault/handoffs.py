@@ -8,11 +8,13 @@ applies a rule and writes only what it returns, inside the vault lock.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.errors import DataError, InvalidInputError, NotFoundError
 from . import lifecycle
 from .base import VaultBase, check_limit, check_offset
+from .files import atomic_write
 from .index import Index
 from .models import Handoff, HandoffPage
 from .namespaces import (
@@ -30,10 +32,10 @@ from .notes import (
     render_body,
     render_note,
 )
-from .records import FileRecord
+from .records import FileRecord, read_file, twice_delivered
 from .scan import Scope
 
-__all__ = ["HandoffOps", "StatusFilter"]
+__all__ = ["HandoffOps", "StatusFilter", "Taken"]
 
 StatusFilter = Literal["pending", "read", "all"]
 
@@ -99,22 +101,20 @@ class HandoffOps(VaultBase):
         """Take the newest pending handoff for ``agent`` in ``namespace`` and mark it read.
 
         Returns ``None`` when nothing is pending. Two callers racing for the
-        same handoff: exactly one gets it.
+        same handoff: exactly one gets it. In a namespace that travels with git
+        (``vault/sync``), a read counts only once the remote took the claim, so
+        that two machines never both get it (``sync/claim.py``).
         """
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
+        route = self._sync_route(namespace)
+        if route is not None:
+            from .sync.claim import claim
+
+            return claim(self, route, agent=agent, namespace=namespace)
         with self._writing(scope=[(namespace, "handoffs")]) as idx:
-            skip: list[str] = []
-            while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
-                current = self._fresh_from_disk(idx, candidate)
-                if current is None or not _is_pending_for(current[0], agent, namespace):
-                    skip.append(candidate.id)
-                    continue
-                handoff, note = current
-                updated = lifecycle.mark_read(handoff, self._now())
-                self._commit(idx, [self._rewrite(handoff, note, updated)])
-                return updated
-        return None
+            taken = self._take(idx, agent, namespace)
+        return None if taken is None else taken.handoff
 
     def peek_handoff(self, *, agent: str, namespace: str) -> Handoff | None:
         """The handoff ``read_handoff`` would return, without marking it read."""
@@ -233,6 +233,46 @@ class HandoffOps(VaultBase):
                     self._upkeep.refresh(idx, found.path)
             return self._upkeep.query(query)
 
+    def _take(
+        self,
+        idx: Index,
+        agent: str,
+        namespace: str,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Taken | None:
+        """Mark the newest pending handoff for ``agent`` read, inside a locked section
+        (``extra``: properties the note gets as well); what it was, or None."""
+        skip: list[str] = []
+        while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
+            # A claim may have to put the note back as it was (``_put_back``).
+            found = read_file(self.path, candidate.path) if extra is not None else None
+            current = self._fresh_from_disk(idx, candidate)
+            if current is None or not _is_pending_for(current[0], agent, namespace):
+                skip.append(candidate.id)
+                continue
+            handoff, note = current
+            updated = lifecycle.mark_read(handoff, self._now())
+            record = self._rewrite(handoff, note, updated, extra)
+            self._commit(idx, [record])
+            before = found[1] if found is not None else b""
+            return Taken(updated, before, (record.mtime_ns, record.size))
+        return None
+
+    def _put_back(self, taken: Taken) -> bool:
+        """Make a handoff ``_take`` marked read pending again, exactly as it was, if its
+        note is still as ``_take`` wrote it (inside a locked section); True if so."""
+        path = taken.handoff.path
+        target = self.path / path
+        try:
+            st = target.stat()
+        except FileNotFoundError:
+            return False
+        if (st.st_mtime_ns, st.st_size) != taken.stamp:
+            return False  # changed since (an edit by hand): that is what stands now
+        atomic_write(target, taken.before.decode("utf-8"), durable=self.durable)
+        self._upkeep.refresh(self._upkeep.handle(), path)
+        return True
+
     def _change(self, id: str, rule: Callable[[Handoff], Handoff]) -> Handoff:
         """ack / reopen: apply ``rule`` to the note as it is on disk; write only a change."""
         with self._writing() as idx:
@@ -242,10 +282,20 @@ class HandoffOps(VaultBase):
                 self._commit(idx, [self._rewrite(handoff, note, updated)])
             return updated
 
-    def _rewrite(self, handoff: Handoff, note: ParsedNote, updated: Handoff) -> FileRecord:
-        """Write ``updated`` over ``handoff``'s note, keeping the body and added properties."""
-        text = render_note(apply_handoff(note.meta, updated), note.body)
-        return self._write(handoff.path, text, "handoff", handoff=updated)
+    def _rewrite(
+        self,
+        handoff: Handoff,
+        note: ParsedNote,
+        updated: Handoff,
+        extra: Mapping[str, Any] | None = None,
+    ) -> FileRecord:
+        """Write ``updated`` over ``handoff``'s note, keeping the body and added properties
+        (``extra``: properties to set as well)."""
+        meta = apply_handoff(note.meta, updated)
+        meta.update(extra or {})
+        text = render_note(meta, note.body)
+        problem = twice_delivered(meta)
+        return self._write(handoff.path, text, "handoff", handoff=updated, problem=problem)
 
     def _note_on_disk(self, idx: Index, path: str) -> tuple[Handoff, ParsedNote] | None:
         """The handoff its note holds now; None if gone. ``NoteError`` if it is damaged.
@@ -289,6 +339,16 @@ class HandoffOps(VaultBase):
         if found is None or found[0].id != id:
             raise _handoff_not_found(id)
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """A handoff ``_take`` marked read, with what its note held before (to put it back)."""
+
+    handoff: Handoff
+    before: bytes
+    stamp: tuple[int, int]
+    """(mtime, size) of the note as ``_take`` wrote it."""
 
 
 def _is_pending_for(handoff: Handoff, agent: str, namespace: str) -> bool:

@@ -426,6 +426,10 @@ class Index:
         self.db_path = db_path
         self.freed: set[str] = set()
         """Ids of handoffs and memories removed, for ``freed_duplicates``."""
+        self.touched: set[str] = set()
+        """Paths of the notes stored or removed since the owner last took them (``""``:
+        every note, after a rebuild): what a synced vault commits next
+        (``base.flush_touched``)."""
         self.conn = sqlite3.connect(
             ":memory:" if in_memory else db_path,
             isolation_level=None,
@@ -572,6 +576,7 @@ class Index:
 
     def _remove(self, path: str, row: tuple[str, str | None] | None) -> None:
         """``remove_file``, given what ``_known`` says of ``path``."""
+        self.touched.add(path)
         if row is None:
             return
         kind, note_id = row
@@ -613,6 +618,7 @@ class Index:
         A second note with an id already held by another file is stored as
         broken (a copied note), so the first keeps its place.
         """
+        self.touched.add(record.path)
         known = self._known(record.path)
         h = record.handoff
         if (
@@ -765,6 +771,7 @@ class Index:
         ).fetchall()
         for name, _sql in secondary:
             self.conn.execute(f"DROP INDEX {name}")
+        self.touched.add("")  # every note, as far as a commit of the changes goes
         loader = BulkLoader(self)
         yield loader
         loader.flush()
@@ -1011,6 +1018,17 @@ class Index:
             SkippedNote(path=_join(d, name), reason=problem or "skipped", size=int(size))
             for d, name, size, problem in rows
         ]
+
+    def delivered_twice(self, namespace: str | None = None) -> list[tuple[str, str]]:
+        """(path, what happened) of each handoff whose note records a second delivery
+        (``records.twice_delivered``), in one namespace or all."""
+        sql = "SELECT dir, name, problem FROM files WHERE kind='handoff' AND problem IS NOT NULL"
+        args: tuple[str, ...] = ()
+        if namespace is not None:
+            sql += " AND dir=?"
+            args = (f"{namespace}/handoffs",)
+        rows = self.conn.execute(sql + " ORDER BY dir, name", args).fetchall()
+        return [(_join(d, n), str(p)) for d, n, p in rows]
 
     def handoffs_with_supersedes(self) -> list[tuple[str, str]]:
         return [

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import InvalidInputError, UnavailableError
-from ..core.runtime import process_alive, runtime_dir
+from ..core.runtime import process_alive, runtime_dir, start_detached
 from .watch import watchable
 
 if TYPE_CHECKING:
@@ -297,28 +297,7 @@ class KeeperLink:
         self._started = True
         if not _lock_free(_dot(self.root) / LOCK_NAME) or not watchable(self.root):
             return False
-        import subprocess
-
-        # ``sh`` puts the keeper in the background and leaves at once, so the keeper
-        # is nobody's child (no zombie in a long-lived caller) and this call costs
-        # a few milliseconds.
-        # ``-P`` and ``/``: no module of the caller's working folder shadows one the
-        # keeper imports, and the keeper does not hold that folder.
-        argv = [sys.executable, "-P", "-c", _ENTRY, str(self.root)]
-        try:
-            subprocess.run(
-                ["/bin/sh", "-c", '"$@" &', "sh", *argv],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                check=False,
-                timeout=10,
-                cwd="/",
-            )
-        except (OSError, subprocess.SubprocessError):
-            return False
-        return True
+        return start_detached(_ENTRY, str(self.root))
 
 
 def keeper_status(root: Path) -> dict[str, Any]:
@@ -394,11 +373,17 @@ class _Keeper:
 
     @contextlib.contextmanager
     def _locked(self, wait: float | None = None) -> Iterator[None]:
+        from .base import flush_touched
+
         self.lock.acquire(wait)
         try:
             yield
         finally:
-            self.lock.release()
+            try:
+                # What the watch applied travels too, in a synced vault (base.py).
+                flush_touched(self.root, self.upkeep.current)
+            finally:
+                self.lock.release()
 
     @property
     def checked(self) -> bool:

@@ -355,6 +355,9 @@ class DoctorReport:
     """Files the index leaves out on purpose; information, not problems."""
     repairs: tuple[Repair, ...] = ()
     """What the vault repaired by itself lately (``repairs.SHOWN_FOR``); information."""
+    sync: tuple[dict[str, Any], ...] = ()
+    """Each route the vault syncs by (``Vault.sync_status``): remote, ahead/behind, the
+    last error. Told, not a problem: the notes are safe here while a remote is away."""
 
     @property
     def ok(self) -> bool:
@@ -374,6 +377,7 @@ class DoctorReport:
             "search": self.search,
             "skipped": [s.to_dict() for s in self.skipped],
             "repairs": [r.to_dict() for r in self.repairs],
+            "sync": list(self.sync),
         }
 
 

@@ -336,7 +336,10 @@ def apply_handoff(
     meta: dict[str, Any], handoff: Handoff, paths: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """``meta`` with the lifecycle properties of ``handoff``; properties a person added are kept."""
-    return _merged(meta, handoff_meta(handoff, paths), {"read_at", "superseded_by", "to"})
+    owned = {"read_at", "superseded_by", "to"}
+    if not handoff.read:
+        owned.add("read_on")  # the machine a synced vault's read took it on: a reading's
+    return _merged(meta, handoff_meta(handoff, paths), owned)
 
 
 def apply_memory(

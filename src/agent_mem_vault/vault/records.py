@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Literal, overload
 
 from ..core.clock import format_datetime
+from .copies import copy_of
 from .hand_notes import FileFacts, folder_kind
+from .merge import CONFLICT_NOTE
 from .models import Handoff, Memory
 from .notes import (
     NoteError,
@@ -41,7 +43,7 @@ from .notes import (
     render_note,
 )
 
-__all__ = ["MAX_NOTE_BYTES", "FileRecord", "read_file", "read_record"]
+__all__ = ["MAX_NOTE_BYTES", "TWICE", "FileRecord", "read_file", "read_record", "twice_delivered"]
 
 Kind = Literal["handoff", "memory", "brief", "other", "broken", "skipped"]
 
@@ -67,12 +69,16 @@ class FileRecord:
     namespace: str | None = None
     """For a brief: the namespace it describes."""
     problem: str | None = None
-    """For a broken note: what is wrong with it; for a skipped one: why it was skipped."""
+    """For a broken note: what is wrong with it; for a skipped one: why it was skipped.
+    For a handoff: that it was delivered more than once (``twice_delivered``), else None."""
     repair: str | None = None
     """For a handoff whose lifecycle properties disagree (a ``read`` box ticked in
     Obsidian): the note's text with them made to agree, for the scanner to write."""
     filled: tuple[str, ...] = ()
     """For a note written by hand: the properties taken from its file (``FileFacts``)."""
+    copy_of: str | None = None
+    """For a file-sync tool's conflict copy of a note beside it: that note's path, for
+    the scanner to merge the copy into (``copies.py``)."""
 
     @property
     def dir(self) -> str:
@@ -152,6 +158,12 @@ def read_record(root: Path, path: str) -> FileRecord | None:
         return FileRecord(path, mtime, size, "skipped", problem=problem)
     if b"\0" in raw:
         return FileRecord(path, mtime, size, "broken", problem="a binary file, not a note")
+    folder, _, name = path.rpartition("/")
+    original = copy_of(name)
+    if original is not None:
+        target = f"{folder}/{original}" if folder else original
+        if os.path.isfile(f"{root}/{target}"):
+            return FileRecord(path, mtime, size, "other", copy_of=target)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -167,6 +179,10 @@ def read_record(root: Path, path: str) -> FileRecord | None:
 
 def classify(path: str, mtime: int, size: int, text: str) -> FileRecord:
     """What the note at ``path`` with this text is; ``NoteError`` if it is broken."""
+    if CONFLICT_NOTE.fullmatch(path.rpartition("/")[2]):
+        # The side that lost a merge (``merge.conflict_note``), kept for a person: never
+        # a handoff or a memory, wherever it is.
+        return FileRecord(path, mtime, size, "other")
     place = folder_kind(path)
     note = parse_text(text) if place is not None else parse_note(text)
     if note is None or ("type" not in note.meta and place is None):
@@ -189,7 +205,14 @@ def classify(path: str, mtime: int, size: int, text: str) -> FileRecord:
             repair = render_note(apply_handoff(note.meta, handoff), note.body)
         filled = tuple(facts.filled)
         return FileRecord(
-            path, mtime, size, "handoff", handoff=handoff, repair=repair, filled=filled
+            path,
+            mtime,
+            size,
+            "handoff",
+            handoff=handoff,
+            repair=repair,
+            filled=filled,
+            problem=twice_delivered(note.meta),
         )
     if kind == "memory":
         memory = memory_from_note(note, path, facts=facts)
@@ -214,6 +237,23 @@ def _unreadable(root: Path, path: str, exc: OSError) -> FileRecord | None:
         problem=f"cannot be read ({reason}); fix its permissions, then save it again "
         "(or run 'agent-mem-vault reindex')",
     )
+
+
+TWICE = "delivered more than once"
+"""How a handoff's ``problem`` starts when its note records a second delivery."""
+
+
+def twice_delivered(meta: dict[str, object]) -> str | None:
+    """The ``problem`` of a handoff whose ``also_read`` property records readings after
+    the first one (a merge found it delivered on two machines, see ``merge.py``)."""
+    also = meta.get("also_read")
+    readings = [str(x) for x in also] if isinstance(also, list) else [str(also or "")]
+    readings = [r for r in readings if r]
+    if not readings:
+        return None
+    first = meta.get("read_at")
+    where = f" on {meta['read_on']}" if meta.get("read_on") else ""
+    return f"{TWICE}: read at {first}{where}, and again at {'; '.join(readings)}"
 
 
 BRIEF_NAME = "_brief.md"

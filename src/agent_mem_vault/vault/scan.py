@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from stat import S_ISREG
 
+from .copies import merge_copy
 from .files import atomic_write
 from .index import Index, pack
 from .records import FileRecord, read_record
@@ -41,6 +42,7 @@ __all__ = [
     "apply_told",
     "changed_dirs",
     "folder_signature",
+    "merged_copy",
     "rebuild_tree",
     "repaired",
     "reread",
@@ -295,6 +297,9 @@ def scan_dir(
         if old is not None and old == (mtime, size):
             continue
         record = read_record(root, path)
+        if record is not None and record.copy_of is not None:
+            record = merged_copy(root, index, record)
+            dir_mtime = os.stat(f"{root}/{directory}" if directory else str(root)).st_mtime_ns
         if record is not None and record.repair is not None:
             record = repaired(root, record)
             dir_mtime = os.stat(f"{root}/{directory}" if directory else str(root)).st_mtime_ns
@@ -452,6 +457,7 @@ def rebuild_tree(
     if total >= PARALLEL_FROM and _workers_can_start():
         workers = min(2 * (os.cpu_count() or 1), 8)
     records = _records(root, notes, workers)
+    copies: list[FileRecord] = []
     with closing(records), index.bulk() as loader:
         for directory, mtime, paths in folders:
             index.set_dir(directory, mtime)
@@ -461,7 +467,9 @@ def rebuild_tree(
                 done += 1
                 if progress is not None and done % 500 == 0:
                     progress(done, total)
-                if record is not None:
+                if record is not None and record.copy_of is not None:
+                    copies.append(record)  # merged once the notes are all in
+                elif record is not None:
                     if record.repair is not None:
                         record = repaired(root, record)
                         repairs = True
@@ -469,6 +477,12 @@ def rebuild_tree(
                     stats.added += 1
             if repairs:
                 index.set_dir(directory, os.stat(f"{root}/{directory}").st_mtime_ns)
+    for copy in copies:
+        kept = merged_copy(root, index, copy)
+        if kept is not None:
+            index.put(kept)
+        folder = copy.dir
+        index.set_dir(folder, os.stat(f"{root}/{folder}" if folder else str(root)).st_mtime_ns)
     if progress is not None:
         progress(total, total)
 
@@ -501,12 +515,27 @@ def reread(root: Path, index: Index, path: str) -> None:
     """Read one note again and store what it says now, repaired if it needs it (the
     caller holds the lock and a transaction)."""
     record = read_record(root, path)
+    if record is not None and record.copy_of is not None:
+        record = merged_copy(root, index, record)
     if record is not None and record.repair is not None:
         record = repaired(root, record)
     if record is None:
         index.remove_file(path)
     else:
         index.put(record)
+
+
+def merged_copy(root: Path, index: Index, record: FileRecord) -> FileRecord | None:
+    """Merge a file-sync tool's conflict copy into the note beside it (``copies.py``;
+    the caller holds the lock and a transaction): None once merged (the copy is gone,
+    the notes written are read again), else the file as a plain note that only looks
+    like a copy."""
+    written = merge_copy(root, record.path)
+    if written is None:
+        return replace(record, copy_of=None)
+    for path in written:
+        reread(root, index, path)
+    return None
 
 
 def apply_told(root: Path, index: Index, dirs: Iterable[str], files: Iterable[str]) -> None:

@@ -45,14 +45,16 @@ from .handoffs import HandoffOps, StatusFilter
 from .index import Index, is_damage
 from .memories import MemoryOps
 from .memory_life import MemoryLifeOps
+from .merge import CONFLICT_NOTE
 from .models import DoctorReport, FilledNote, ReindexReport
 from .scan import Progress, ScanStats
+from .syncing import SyncOps
 from .vectors import count_vectors
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
 
-class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
+class Vault(HandoffOps, MemoryOps, MemoryLifeOps, SyncOps, VaultBase):
     """A vault folder of Markdown notes, with a derived SQLite index.
 
     The handoff operations live in ``handoffs.py``, saving and searching memories
@@ -157,9 +159,14 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
             if not self._is_read_only():  # nothing to remove where nothing can be written
                 self._clean_temp_files()
             idx = self._checked_index()
-            problems = [*self._link_problems(idx), *self._leftover_problems()]
+            temps, kept = self._walk()
+            problems = [
+                *self._link_problems(idx),
+                *self._leftover_problems(temps),
+                *self._merge_problems(idx, kept),
+            ]
             filled = tuple(FilledNote(path, names) for path, names in idx.filled_notes())
-            return DoctorReport(
+            report = DoctorReport(
                 path=str(self.path),
                 handoffs=idx.count_handoffs(),
                 memories=idx.count_memories(),
@@ -172,6 +179,24 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
                 skipped=tuple(idx.skipped()),
                 repairs=tuple(repairs.recent(self.path, self.clock.now())),
             )
+        # Outside the lock: it asks git (and only in a vault that syncs).
+        routes = tuple(r.to_dict() for r in self.sync_status())
+        return dataclasses.replace(report, sync=routes) if routes else report
+
+    def _merge_problems(self, idx: Index, kept: list[str]) -> list[str]:
+        """What merges left for a person: a side that lost (``kept``: its conflict notes)
+        and a handoff delivered on two machines."""
+        problems = [
+            f"{path} keeps a version of {_conflict_of(path)} that lost a merge; merge what it "
+            "holds into that note by hand, then delete it"
+            for path in kept
+        ]
+        for path, what in idx.delivered_twice():
+            problems.append(
+                f"handoff {path} was {what}: make sure its work was not done twice, then "
+                "delete its also_read property"
+            )
+        return problems
 
     def _information(self) -> list[str]:
         """What doctor says that is not a problem: a dashboard a person changed (left
@@ -228,25 +253,27 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
                         f"pending (a write was interrupted); 'agent-mem-vault ack {older_id}' "
                         "closes it"
                     )
-                elif older.superseded_by not in (None, newer_id):
+                elif older.superseded_by not in (None, newer_id) and not _superseded_by(
+                    idx, newer_id, older.superseded_by
+                ):
                     problems.append(
                         f"handoff {newer_id} supersedes {older_id}, but {older_id} names "
                         f"{older.superseded_by} as its replacement; fix one of the two notes"
                     )
         return problems
 
-    def _leftover_problems(self) -> list[str]:
-        """A missing dashboard; temp files of killed writes where they cannot be removed
-        (a vault this user cannot write: elsewhere ``_clean_temp_files`` removed them)."""
+    def _leftover_problems(self, temps: list[str]) -> list[str]:
+        """A missing dashboard; temp files of killed writes (``temps``) still there where
+        they cannot be removed (a vault this user cannot write: elsewhere
+        ``_clean_temp_files`` removed them)."""
         problems: list[str] = []
         if not (self.path / DASHBOARD_PATH).is_file():
             problems.append(f"{DASHBOARD_PATH} is missing; run 'agent-mem-vault init'")
-        if self._is_read_only():
-            problems += [
-                f"{temp} is a temp file left by an interrupted write; the next write where "
-                "the vault can be written removes it"
-                for temp in self._temp_files()
-            ]
+        problems += [
+            f"{temp} is a temp file left by an interrupted write; the next write where "
+            "the vault can be written removes it"
+            for temp in temps
+        ]
         return problems
 
     def _clean_temp_files(self) -> None:
@@ -262,13 +289,20 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
 
     def _temp_files(self) -> list[str]:
         """Temp files ``atomic_write`` left behind; only ours, never in dot-folders."""
-        out: list[str] = []
+        return self._walk()[0]
+
+    def _walk(self) -> tuple[list[str], list[str]]:
+        """(temp files of killed writes, conflict notes kept by merges), one walk."""
+        temps: list[str] = []
+        kept: list[str] = []
         for dirpath, dirnames, filenames in os.walk(self.path):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             for name in filenames:
                 if TEMP_FILE.fullmatch(name):
-                    out.append(os.path.relpath(os.path.join(dirpath, name), self.path))
-        return sorted(out)
+                    temps.append(os.path.relpath(os.path.join(dirpath, name), self.path))
+                elif CONFLICT_NOTE.fullmatch(name):
+                    kept.append(os.path.relpath(os.path.join(dirpath, name), self.path))
+        return sorted(temps), sorted(kept)
 
     def _report(self, idx: Index, stats: ScanStats) -> ReindexReport:
         return ReindexReport(
@@ -279,3 +313,19 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, VaultBase):
             removed=stats.removed,
             broken=tuple(idx.broken()),
         )
+
+
+def _conflict_of(path: str) -> str:
+    """The note a conflict note kept a version of (``merge.conflict_note``'s names)."""
+    folder, _, name = path.rpartition("/")
+    found = CONFLICT_NOTE.fullmatch(name)
+    original = f"{found.group('stem')}.md" if found else name
+    return f"{folder}/{original}" if folder else original
+
+
+def _superseded_by(idx: Index, id: str, newer: str | None) -> bool:
+    """Whether handoff ``id`` was itself superseded by ``newer``: two handoffs that
+    superseded one older handoff on two machines at once, merged into one thread
+    (``merge.py``): the older names the newest, and the other names it too."""
+    found = idx.handoff(id)
+    return found is not None and newer is not None and found.superseded_by == newer

@@ -87,6 +87,11 @@ class IndexUpkeep:
         self.read_only = False
         """This user cannot write the vault: the index lives in memory (see above)."""
 
+    @property
+    def current(self) -> Index | None:
+        """The index this process has open, if any (not opened for asking)."""
+        return self._index
+
     def close(self) -> None:
         if self._index is not None:
             self._index.close()

@@ -1,0 +1,222 @@
+"""``agent-mem-vault sync``: the vault's notes through git, now; where each route stands.
+
+Each command parses its options, makes one ``Vault`` call and prints the result
+(``--json`` for scripts). The manual is docs/sync.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..core.words import counted
+from .vault import _emit, open_vault, vault_options
+
+if TYPE_CHECKING:
+    from ..vault.sync.engine import RouteReport
+    from ..vault.sync.operations import SyncReport
+
+
+@click.group(invoke_without_command=True)
+@click.option(
+    "--status",
+    "show_status",
+    is_flag=True,
+    help="Show each remote, ahead/behind as of the last fetch and the last error; asks no remote.",
+)
+@vault_options
+@click.pass_context
+def sync(ctx: click.Context, show_status: bool, vault_path: str, as_json: bool) -> None:
+    """Sync the vault's notes with its git remotes now, and say what happened.
+
+    Every write is committed and pushed in the background anyway, and each
+    session start fetches; this does it all at once: commit, fetch, merge by
+    fields, push. Exits 0 when every remote took part, else with the status of
+    the first failure (6: unreachable, 8: the remote refused).
+
+    \b
+    Examples:
+      agent-mem-vault sync init git@git.example:me/vault.git   # the whole vault
+      agent-mem-vault sync init --project                      # this project's namespace
+      agent-mem-vault sync
+      agent-mem-vault sync --status
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    vault = open_vault(vault_path)
+    if show_status:
+        routes = vault.sync_status()
+        if as_json:
+            _emit({"vault": str(vault.path), "routes": [r.to_dict() for r in routes]})
+        else:
+            for line in status_lines([r.to_dict() for r in routes]):
+                click.echo(line)
+        return
+    report = vault.sync()
+    _finish(report, as_json)
+
+
+@sync.command("init")
+@click.argument("remote", required=False)
+@click.option(
+    "--project",
+    is_flag=True,
+    help="Only this project's namespace, through the project's own repository, on the "
+    "ref refs/agent-mem-vault/<namespace> (no branch).",
+)
+@click.option(
+    "--namespace",
+    "-n",
+    metavar="NS",
+    help="With --project: the namespace (default: found from git).",
+)
+@click.option(
+    "--repo",
+    type=click.Path(file_okay=False),
+    help="With --project: the project's clone (default: the repository around this folder).",
+)
+@click.option(
+    "--remote-name",
+    default="origin",
+    show_default=True,
+    help="With --project: the remote of that clone to use.",
+)
+@vault_options
+def sync_init(
+    remote: str | None,
+    project: bool,
+    namespace: str | None,
+    repo: str | None,
+    remote_name: str,
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """Make the vault travel: through REMOTE (any URL or path git accepts), or with
+    --project through this project's repository.
+
+    The first sync runs at once: what the remote holds is merged with what is
+    here. A URL with a password is refused: let git's credential helper keep it.
+
+    \b
+    Examples:
+      agent-mem-vault sync init git@git.example:me/vault.git
+      agent-mem-vault sync init /mnt/backup/vault.git
+      agent-mem-vault sync init --project -n project/harbor-api
+    """
+    from ..core.errors import InvalidInputError
+
+    vault = open_vault(vault_path)
+    if project == (remote is not None):
+        raise InvalidInputError(
+            "give a REMOTE for the whole vault, or --project for this project's namespace "
+            "(not both)",
+            code="usage_error",
+        )
+    if project:
+        from ..integrations.namespace import discover_namespace, find_repo_root
+
+        root = Path(repo) if repo else find_repo_root(Path.cwd())
+        ns = namespace or (discover_namespace(root) if root is not None else None)
+        if root is None or ns is None:
+            raise InvalidInputError(
+                "no project here: run this inside a clone of the project, or pass --repo "
+                "PATH and -n NAMESPACE",
+                code="repo_not_found",
+            )
+        report = vault.join_project(ns, root, remote_name)
+    else:
+        assert remote is not None
+        report = vault.join_remote(remote)
+    _finish(report, as_json)
+
+
+@sync.command("remove")
+@click.option(
+    "--project",
+    "-n",
+    "namespace",
+    metavar="NS",
+    help="Stop the project route of this namespace (default: the vault's own remote).",
+)
+@vault_options
+def sync_remove(namespace: str | None, vault_path: str, as_json: bool) -> None:
+    """Stop syncing with a remote. The notes stay here, and on the remote.
+
+    \b
+    Example:
+      agent-mem-vault sync remove
+    """
+    route = open_vault(vault_path).leave_remote(namespace)
+    if as_json:
+        _emit({"removed": route.url or route.remote, "ref": route.ref})
+    else:
+        click.echo(f"No longer syncing with {route.label}.")
+
+
+def _finish(report: SyncReport, as_json: bool) -> None:
+    """Print a sync's report; raise the first route's error (after printing them all)."""
+    if as_json:
+        _emit(report.to_dict())
+    else:
+        for route in report.routes:
+            for line in report_lines(route):
+                click.echo(line)
+    for route in report.routes:
+        if route.error is not None:
+            raise route.error
+
+
+def report_lines(report: RouteReport) -> list[str]:
+    """What one sync of a route did, in lines for people."""
+    route = report.route
+    if report.error is not None:
+        return [f"{_name(route.namespace)}: not synced: {report.error.message}"]
+    parts = ["pushed" if report.pushed else "nothing to push"]
+    if report.arrived:
+        parts.append(f"{counted(len(report.arrived), 'note')} arrived")
+    if report.merged:
+        parts.append(f"{counted(len(report.merged), 'note')} merged by fields")
+    lines = [f"{_name(route.namespace)} ⇄ {route.url or route.remote}: {', '.join(parts)}."]
+    lines += [f"kept: {p} (a version that lost a merge; see doctor)" for p in report.kept]
+    lines += [f"delivered twice: {p} (see doctor)" for p in report.twice]
+    return lines
+
+
+def status_lines(routes: list[dict[str, Any]]) -> list[str]:
+    """Where each route stands (``RouteStatus.to_dict``), for ``sync --status`` and
+    ``doctor``."""
+    if not routes:
+        return [
+            "sync: none; the vault stays on this machine ('agent-mem-vault sync init REMOTE' "
+            "shares it)"
+        ]
+    out = []
+    for status in routes:
+        where = str(status["remote"])
+        if status.get("repository"):
+            where = (
+                f"{status['remote_name']} ({where}) of {status['repository']}, on {status['ref']}"
+            )
+        fetched = f" as of the last fetch ({status['last_fetch']})" if status["last_fetch"] else ""
+        line = (
+            f"sync: {_name(status['namespace'])} ⇄ {where}: {status['ahead']} ahead, "
+            f"{status['behind']} behind{fetched}"
+        )
+        if status["waiting"]:
+            line += f"; {counted(status['waiting'], 'change')} to commit"
+        line += f"; last push {status['last_push'] or 'never'}"
+        syncer = status.get("syncer")
+        line += f"; syncer running (pid {syncer})." if syncer else "."
+        out.append(line)
+        error = status.get("error")
+        if error:
+            out.append(
+                f"  last error ({error.get('at')}): {error.get('message')} [{error.get('code')}]"
+            )
+    return out
+
+
+def _name(namespace: str | None) -> str:
+    return "the vault" if namespace is None else namespace

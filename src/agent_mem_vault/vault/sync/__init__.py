@@ -1,0 +1,18 @@
+"""A vault that travels: its notes committed and pushed with the ``git`` command.
+
+A vault joins a remote in one of two ways (``routes.py``): the whole vault
+through a git remote of its own, or one project's namespace through that
+project's own repository, on a ref that is not a branch. What is configured
+lives in ``<vault>/.agent-mem-vault-sync/`` (``routes.SYNC_DIR``); a vault
+without it runs no git process and imports none of this package.
+
+- ``routes``: what is configured, and which notes go where.
+- ``gitcmd``: running ``git`` (timeouts, the user's credentials, errors that
+  name the remote and the fix).
+- ``journal``: the notes changed since the last commit, told by every write.
+- ``engine``: stage, commit, fetch, push; ``arrivals``: what a fetch brought, merged
+  by ``merge.py``'s rules; ``claim``: a read that counts once the remote took it.
+- ``syncer``: the background process that commits and pushes each write.
+
+docs/sync.md is the manual.
+"""

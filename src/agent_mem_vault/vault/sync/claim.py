@@ -1,0 +1,133 @@
+"""``read_handoff`` in a namespace that travels: a read counts once the remote took it.
+
+On one machine the vault lock makes a read exclusive. Across machines the
+remote's ref is the one place every machine writes, and a push that does not
+fast-forward it is refused; so a read is a compare-and-swap on that ref:
+
+1. under the vault lock, mark the newest pending handoff read (with
+   ``read_on``: this machine) and commit it;
+2. push that commit. Taken: the read counts, the handoff is returned.
+3. Refused (another machine pushed first): put the note back exactly as it
+   was, fetch, merge what arrived (a handoff the other machine read is now read
+   here too), and go back to 1 with what is still pending: the loser of a race
+   gets the next handoff, or none.
+
+When the remote cannot be reached, or does not answer within
+``AGENT_MEM_VAULT_SYNC_TIMEOUT`` seconds, the note is put back and the read is
+refused (``claim_unconfirmed``) with the way to look without taking
+(``peek_handoff``): no handoff is ever delivered without the remote's word, so
+none is ever delivered twice. That is the documented choice for working
+offline (docs/sync.md). A reader killed between its push and its answer may
+lose that one handoff (it counts as read, undelivered), never deliver it twice.
+
+Only this process of the machine talks to the route's remote meanwhile (the
+route's turn); the vault lock is held only for the local steps, so writers of
+other namespaces and of this one go on while the push is on the wire.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING
+
+from ...core.errors import AgentMemVaultError, UnavailableError
+from ..files import LockBusy
+from .engine import MAX_ROUNDS, RouteReport, RouteSync, stage_journal
+from .routes import Route, load_config
+
+if TYPE_CHECKING:
+    from ..handoffs import HandoffOps, Taken
+    from ..models import Handoff
+
+__all__ = ["claim"]
+
+
+def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Handoff | None:
+    """Take the newest pending handoff for ``agent`` once the remote accepted the claim;
+    None when none is pending here or on the remote."""
+    if vault._on_loop:
+        raise LockBusy(vault.path)  # it waits for the network: not on an event loop
+    config = load_config(vault.path)
+    if config is None:
+        return None
+    sync = RouteSync(vault, config, route)
+    scope = [(namespace, "handoffs")]
+    looked = False
+    with sync.network_turn():
+        for attempt in range(MAX_ROUNDS):
+            with vault._writing(scope=scope) as idx:
+                taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
+                also = [taken.handoff.path] if taken is not None else []
+                idx.touched.difference_update(also)  # staged here, not through the journal
+                stage_journal(vault, config, also, syncs=[sync])
+                before, before_tree = sync.heads()[0], sync.local_tree()
+                head = sync.commit(f"read {taken.handoff.id}" if taken else "notes changed here")
+            if taken is None:
+                if looked:
+                    return None
+                _catch_up(vault, sync)  # nothing here: the remote may have new ones
+                looked = True
+                continue
+            assert head is not None
+            try:
+                refused = sync.push(head)
+            except AgentMemVaultError as exc:
+                # The remote may have taken it all the same (an answer lost on the way):
+                # the note goes back to pending in a commit of its own, which undoes the
+                # read wherever the claim landed.
+                _put_back(vault, sync, taken, commit=True)
+                raise _unconfirmed(route, taken, exc) from exc
+            if refused is None:
+                return taken.handoff
+            # Refused: the remote never had it, so the claim's commit is simply undone.
+            _put_back(vault, sync, taken, commit=False)
+            sync.retract(head, before, before_tree)
+            known = sync.heads()[1]
+            try:
+                _catch_up(vault, sync)
+            except AgentMemVaultError as exc:
+                raise _unconfirmed(route, taken, exc) from exc
+            if sync.heads()[1] == known:
+                raise sync.refused(refused)
+            looked = True
+            # Eight machines after one handoff: a moment's random wait spreads them out.
+            time.sleep(random.uniform(0, 0.005 * min(attempt + 1, 10)))
+    raise UnavailableError(
+        f"{route.label} kept moving: {MAX_ROUNDS} claims in a row were overtaken by other "
+        "machines; nothing was taken, retry in a moment",
+        code="sync_busy",
+    )
+
+
+def _catch_up(vault: HandoffOps, sync: RouteSync) -> None:
+    """Fetch and merge what the remote has (the caller has the route's turn)."""
+    theirs = sync.fetch()
+    with vault._held(), vault._locked():
+        sync.integrate(theirs, RouteReport(sync.route))
+
+
+def _put_back(vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool) -> None:
+    """The claim did not count: the note pending again, exactly as it was, staged (and
+    committed, with ``commit``)."""
+    with vault._held(), vault._locked():
+        if vault._put_back(taken):
+            sync.stage([taken.handoff.path])
+            idx = vault._upkeep.current
+            if idx is not None:
+                idx.touched.discard(taken.handoff.path)
+        if commit:
+            sync.commit(f"put back {taken.handoff.id}")
+
+
+def _unconfirmed(route: Route, taken: Taken, cause: AgentMemVaultError) -> UnavailableError:
+    h = taken.handoff
+    return UnavailableError(
+        f"the read of handoff {h.id} could not be confirmed with {route.label} "
+        f"({cause.message.split('; ')[0]}), so it was not taken: a read counts only once "
+        f"the remote has it, or another machine could take it too; peek_handoff (or "
+        f"'agent-mem-vault peek') shows it without taking it, and read_handoff takes it "
+        "once the remote answers",
+        code="claim_unconfirmed",
+        id=h.id,
+    )

@@ -1,0 +1,587 @@
+"""Commit, fetch, merge and push one route's notes, with plumbing ``git`` commands.
+
+The vault's folder is the work tree; each route has an index of its own
+(``<sync dir>/<route>.index``) and two refs in its git folder: ``local``, the
+last commit of this vault's notes, and ``fetched``, what the remote had when
+last asked. Nothing here checks out, resets or runs git's own merge: the notes
+are the truth, and git moves them.
+
+- **stage** (under the vault lock): the notes the journal names (or, at a
+  syncer's start and when a route is joined, every note of the route) go into
+  the route's index; ``update-index`` reads only files whose size or mtime
+  changed.
+- **commit** (under the vault lock and the route's turn): a tree from that
+  index, committed on ``local`` if it differs.
+- **fetch** / **push** (the route's turn, not the vault lock: writers go on):
+  ``push`` sends ``local`` to the remote's ref and is refused unless it
+  fast-forwards it, and the remote updates a ref only from the value the push
+  saw: that refusal is the compare-and-swap ``claim`` builds on.
+- **integrate** (under the vault lock): the fetched commit merged into the
+  notes, path by path: what only the remote changed is written, what both
+  changed is merged by fields (``merge.py``), then ``local`` moves to a commit
+  whose parents are both.
+
+The route's *turn* is a file lock per route (``<sync dir>/<route>.lock``):
+one process of this machine talks to a route's remote at a time, and only the
+holder commits, so ``local`` never moves under a push.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.clock import format_datetime, utc_now
+from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
+from ..files import VaultLock, atomic_write
+from .gitcmd import Git, GitResult, remote_failure
+from .journal import take_changes
+from .routes import SYNC_DIR, Route, SyncConfig
+
+if TYPE_CHECKING:
+    from ..base import VaultBase
+
+__all__ = [
+    "NET_TIMEOUT_ENV",
+    "RouteReport",
+    "RouteSync",
+    "net_timeout",
+    "stage_journal",
+    "sync_route",
+]
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
+"""Seconds a fetch or a push may take before it is given up (default 20)."""
+PATIENT = 300.0
+"""Seconds a fetch or a push of a whole sync (``sync``, joining, the background syncer)
+may take: the first push of a large vault sends every note."""
+TURN_WAIT = 30.0
+"""Seconds a process waits for its turn at a route's remote (another process of this
+machine is fetching or pushing) before it gives up (``sync_busy``)."""
+MAX_ROUNDS = 200
+"""Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
+_REGULAR = ("100644", "100755")
+
+
+def net_timeout() -> float:
+    raw = os.environ.get(NET_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else 20.0
+    except ValueError:
+        value = 20.0
+    return value if value > 0 else 20.0
+
+
+@dataclass(slots=True)
+class RouteReport:
+    """What one sync of a route did, for ``sync`` and the session hook."""
+
+    route: Route
+    pushed: bool = False
+    fetched: bool = False
+    arrived: list[str] = field(default_factory=list)
+    """Notes written or removed here because the remote had them so."""
+    merged: list[str] = field(default_factory=list)
+    """Notes both sides changed, merged by fields."""
+    kept: list[str] = field(default_factory=list)
+    """Conflict notes written: the side that lost a merge."""
+    twice: list[str] = field(default_factory=list)
+    """Handoffs found delivered on two machines (their notes now say so)."""
+    error: AgentMemVaultError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.route.url or self.route.remote,
+            "ref": self.route.ref,
+            "namespace": self.route.namespace,
+            "pushed": self.pushed,
+            "fetched": self.fetched,
+            "arrived": list(self.arrived),
+            "merged": list(self.merged),
+            "kept": list(self.kept),
+            "twice": list(self.twice),
+            "error": None if self.error is None else self.error.to_dict(),
+        }
+
+
+class RouteSync:
+    """One route of one vault: its git folder, index, refs and turn."""
+
+    def __init__(self, vault: VaultBase, config: SyncConfig, route: Route) -> None:
+        self.vault = vault
+        self.root = vault.path
+        self.config = config
+        self.route = route
+        folder = self.root / SYNC_DIR
+        extra: tuple[str, ...] = ()
+        if route.repo is None:
+            git_dir = folder / f"{route.key}.git"
+            self.local = "refs/heads/main"
+            self.fetched = "refs/remotes/origin/main"
+            self.remote = "origin"
+            # The index of every note, split: a commit rewrites a small file, not one
+            # entry per note (the shared part lives in the route's own git folder).
+            extra = ("core.splitIndex=true",)
+        else:
+            git_dir = Path(route.repo)
+            base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
+            self.local, self.fetched = f"{base}/head", f"{base}/fetched"
+            self.remote = route.remote
+        self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
+        self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
+        self.state_file = folder / f"{route.key}.state.json"
+        self._known: _Heads | None = None
+        """The refs, as this process last set or read them: only the holder of the turn
+        moves them, so while it is held they need not be read again."""
+
+    # -- the route's turn -------------------------------------------------------------
+
+    @contextmanager
+    def network_turn(self, wait: float | None = None) -> Iterator[None]:
+        """This process's turn at the route's remote (and at committing it)."""
+        try:
+            self.turn.acquire(wait)
+        except UnavailableError:
+            raise UnavailableError(
+                f"another process of this machine has been talking to {self.route.label} "
+                f"for more than {self.turn.timeout if wait is None else wait:g} s; retry "
+                "('agent-mem-vault sync --status' shows what it last said)",
+                code="sync_busy",
+            ) from None
+        self._known = None
+        try:
+            yield
+        finally:
+            self._known = None
+            self.turn.release()
+
+    # -- local: stage and commit (the caller holds the vault lock) -------------------
+
+    def stage(self, paths: Sequence[str] | None) -> None:
+        """Put the notes at ``paths`` (None: every note of the route) into its index."""
+        if paths is None:
+            paths = sorted(set(self._notes_on_disk()) | set(self._staged()))
+        mine = [p for p in paths if self.config.covers(self.route, p)]
+        if mine:
+            self.git.run(
+                "update-index",
+                "--add",
+                "--remove",
+                "-z",
+                "--stdin",
+                input=_nul(mine),
+            )
+
+    def _notes_on_disk(self) -> list[str]:
+        """Every note of the route in the vault's folder (a walk: no stat per file)."""
+        tops = [""]
+        if self.route.namespace is not None:
+            tops = [f"{self.route.namespace}/handoffs", f"{self.route.namespace}/memories"]
+        out: list[str] = []
+        if self.route.namespace is not None:
+            brief = f"{self.route.namespace}/_brief.md"
+            if os.path.isfile(self.root / brief):
+                out.append(brief)
+        for top in tops:
+            stack = [top]
+            while stack:
+                folder = stack.pop()
+                try:
+                    entries = list(os.scandir(self.root / folder if folder else self.root))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for entry in entries:
+                    if entry.name[0] == ".":
+                        continue
+                    rel = f"{folder}/{entry.name}" if folder else entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if rel != "_dashboards" and self.route.namespace is None:
+                            stack.append(rel)
+                    elif entry.name.endswith(".md") and self.config.covers(self.route, rel):
+                        out.append(rel)
+        return out
+
+    def _staged(self) -> list[str]:
+        raw = self.git.run("ls-files", "-z").out.decode("utf-8", "surrogateescape")
+        return [p for p in raw.split("\0") if p]
+
+    def heads(self) -> tuple[str | None, str | None]:
+        """(``local``, ``fetched``): the commits the two refs name, or None."""
+        known = self._refs()
+        return known.local, known.fetched
+
+    def _refs(self) -> _Heads:
+        if self._known is not None:
+            return self._known
+        result = self.git.run(
+            "for-each-ref",
+            "--format=%(refname) %(objectname) %(tree)",
+            self.local,
+            self.fetched,
+        )
+        found = {}
+        for line in result.out.decode().splitlines():
+            name, commit, tree = line.split(" ")
+            found[name] = (commit, tree)
+        local, fetched = found.get(self.local), found.get(self.fetched)
+        known = _Heads(
+            local[0] if local else None,
+            local[1] if local else None,
+            fetched[0] if fetched else None,
+            fetched[1] if fetched else None,
+        )
+        if self.turn.held:
+            self._known = known
+        return known
+
+    def local_tree(self) -> str | None:
+        """The tree of the commit ``local`` names."""
+        return self._refs().local_tree
+
+    def _moved(self, **changes: str | None) -> None:
+        """Remember what this process just set a ref to (while it has the turn)."""
+        if self._known is not None:
+            self._known = replace(self._known, **changes)
+
+    def commit(self, message: str) -> str | None:
+        """Commit the route's index on ``local`` if it differs; the commit ``local`` names."""
+        tree = self._write_tree()
+        known = self._refs()
+        head = known.local
+        if head is not None and known.local_tree == tree:
+            return head
+        if head is None and tree == EMPTY_TREE:
+            return None
+        parents = ["-p", head] if head is not None else []
+        new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
+        self.git.run("update-ref", self.local, new, head or "")
+        self._moved(local=new, local_tree=tree)
+        return new
+
+    def _write_tree(self) -> str:
+        """The tree of the route's index: ``write-tree``, unless the index file is the
+        very one the last ``write-tree`` left (it reads every entry: 10 ms at 100,000
+        notes, for a sync with nothing new)."""
+        index = self.git.env["GIT_INDEX_FILE"]
+        state = self.state()
+        seen = state.get("index")
+        if isinstance(seen, list) and len(seen) == 4 and seen[:3] == _stamp(index):
+            return str(seen[3])
+        tree = self.git.text("write-tree")
+        stamp = _stamp(index)
+        if stamp is not None:
+            state["index"] = [*stamp, tree]
+            self._save(state)
+        return tree
+
+    def retract(self, commit: str, back_to: str | None, tree: str | None) -> None:
+        """``local`` back from ``commit`` (a claim the remote refused, so never sent on)
+        to ``back_to``; what ``commit`` staged stays staged for the next commit."""
+        if back_to is None:
+            self.git.run("update-ref", "-d", self.local, commit)
+        else:
+            self.git.run("update-ref", self.local, back_to, commit)
+        self._moved(local=back_to, local_tree=tree)
+
+    def _tree(self, commit: str) -> str:
+        return self.git.text("rev-parse", f"{commit}^{{tree}}")
+
+    # -- network (the caller has the route's turn) -------------------------------------
+
+    def fetch(self, timeout: float | None = None) -> str | None:
+        """The remote's commit for the route's ref, fetched into ``fetched`` (None: the
+        remote has none yet)."""
+        limit = net_timeout() if timeout is None else timeout
+        result = self._network(
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--quiet",
+            self.remote,
+            f"+{self.route.ref}:{self.fetched}",
+            timeout=limit,
+        )
+        if result.status != 0:
+            if "couldn't find remote ref" in result.err.lower():
+                self.git.run("update-ref", "-d", self.fetched)
+                self._moved(fetched=None, fetched_tree=None)
+                self._remember(fetched=True)
+                return None
+            raise self._failed(result)
+        self._remember(fetched=True)
+        self._known = None  # read again, with the fetched commit's tree
+        return self._refs().fetched
+
+    def push(self, commit: str, timeout: float | None = None) -> str | None:
+        """Send ``commit`` to the route's ref: None if the remote took it, else why it
+        refused (it did not fast-forward: another machine pushed first)."""
+        limit = net_timeout() if timeout is None else timeout
+        result = self._network(
+            "push",
+            "--no-verify",
+            "--porcelain",
+            "--quiet",
+            self.remote,
+            f"{commit}:{self.route.ref}",
+            timeout=limit,
+        )
+        refused = [
+            line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
+        ]
+        if result.status == 0 and not refused:
+            if self.route.repo is not None:
+                # The vault's own git folder maps the ref to ``fetched`` (``operations.py``), so
+                # the push moved it; a project's repository is not configured so.
+                self.git.run("update-ref", self.fetched, commit)
+            self._moved(fetched=commit, fetched_tree=None)
+            self._remember(pushed=True)
+            return None
+        if refused:
+            return refused[0].rsplit("\t", 1)[-1]
+        raise self._failed(result)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
+
+    def refused(self, reason: str) -> RemoteError:
+        """The error for a push refused although the remote has nothing newer: a rule
+        there (a protected ref, a hook), not another machine."""
+        error = RemoteError(
+            f"{self.route.label} refused the push ({reason}) although nothing newer is "
+            f"there; a rule on the remote forbids it (a protected ref, a hook): allow the "
+            f"ref {self.route.ref} there",
+            code="push_refused",
+        )
+        self._remember(error=error)
+        return error
+
+    def _network(self, *args: str, timeout: float) -> GitResult:
+        try:
+            return self.git.run(*args, timeout=timeout, check=False)
+        except TimeoutError:
+            error = remote_failure(self.route.label, None, timeout=timeout)
+            self._remember(error=error)
+            raise error from None
+
+    def _failed(self, result: GitResult) -> AgentMemVaultError:
+        error = remote_failure(self.route.label, result)
+        self._remember(error=error)
+        return error
+
+    # -- merging what arrived (the caller holds the vault lock) ----------------------
+
+    def integrate(self, theirs: str | None, report: RouteReport) -> None:
+        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
+        (``arrivals.py``; the caller holds the vault lock)."""
+        from .arrivals import integrate
+
+        integrate(self, theirs, report)
+
+    def advance(self, ours: str | None, theirs: str, base: str | None) -> None:
+        """Move ``local`` past ``theirs``: to it when the route's index now holds exactly
+        its tree (a fast-forward), else to a merge commit of the two."""
+        tree = self._write_tree()
+        known = self._refs()
+        theirs_tree = known.fetched_tree if known.fetched == theirs else None
+        if (ours is None or base == ours) and tree == (theirs_tree or self._tree(theirs)):
+            self.git.run("update-ref", self.local, theirs, ours or "")
+            self._moved(local=theirs, local_tree=tree)
+            return
+        parents = ["-p", ours] if ours is not None else []
+        merge = self.git.text(
+            "commit-tree", "--no-gpg-sign", tree, *parents, "-p", theirs, "-m", "merge"
+        )
+        self.git.run("update-ref", self.local, merge, ours or "")
+        self._moved(local=merge, local_tree=tree)
+
+    def merge_base(self, ours: str, theirs: str) -> str | None:
+        result = self.git.run("merge-base", ours, theirs, check=False)
+        return result.out.decode().strip() or None if result.status == 0 else None
+
+    def changes(self, base: str | None, commit: str) -> dict[str, tuple[str | None, str | None]]:
+        """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
+        None where there was none (added, removed) or it is not a regular file."""
+        result = self.git.run(
+            "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", base or EMPTY_TREE, commit
+        )
+        parts = result.out.decode("utf-8", "surrogateescape").split("\0")
+        out: dict[str, tuple[str | None, str | None]] = {}
+        for i in range(0, len(parts) - 1, 2):
+            meta, path = parts[i], parts[i + 1]
+            fields = meta.lstrip(":").split(" ")
+            if len(fields) < 5 or not self.config.covers(self.route, path):
+                continue  # a remote's path that is no note of this route is never written
+            old_mode, new_mode, old, new = fields[0], fields[1], fields[2], fields[3]
+            out[path] = (
+                old if old_mode in _REGULAR else None,
+                new if new_mode in _REGULAR else None,
+            )
+        return out
+
+    def blobs(self, ids: list[str]) -> dict[str, str]:
+        """The text of each blob ``ids`` names (one ``cat-file`` for all)."""
+        if not ids:
+            return {}
+        raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
+        out: dict[str, str] = {}
+        pos = 0
+        for blob_id in ids:
+            end = raw.index(b"\n", pos)
+            header = raw[pos:end].decode().split(" ")
+            size = int(header[2]) if len(header) == 3 else 0
+            body = raw[end + 1 : end + 1 + size]
+            out[blob_id] = body.decode("utf-8", "replace")
+            pos = end + 1 + size + 1
+        return out
+
+    # -- what the route last said ---------------------------------------------------
+
+    def _remember(
+        self,
+        *,
+        fetched: bool = False,
+        pushed: bool = False,
+        error: AgentMemVaultError | None = None,
+    ) -> None:
+        state = self.state()
+        now = format_datetime(utc_now())
+        if fetched:
+            state["last_fetch"] = now
+        if pushed:
+            state["last_push"] = now
+        if fetched or pushed:
+            state["error"] = None
+        if error is not None:
+            state["error"] = {"code": error.code, "message": error.message, "at": now}
+        self._save(state)
+
+    def _save(self, state: dict[str, Any]) -> None:
+        # A state that could not be kept only makes --status less precise.
+        with suppress(OSError):
+            atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
+
+    def state(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.state_file.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def ahead_behind(self) -> tuple[int, int]:
+        """Commits ``local`` has that the remote lacked at the last fetch, and the other
+        way round."""
+        local, fetched = self.heads()
+        if local is None:
+            return 0, 0
+        if fetched is None:
+            return int(self.git.text("rev-list", "--count", local)), 0
+        counts = self.git.text("rev-list", "--left-right", "--count", f"{local}...{fetched}")
+        ahead, behind = counts.split()
+        return int(ahead), int(behind)
+
+
+@dataclass(frozen=True, slots=True)
+class _Heads:
+    local: str | None
+    local_tree: str | None
+    fetched: str | None
+    fetched_tree: str | None = None
+
+
+def _stamp(path: str) -> list[int] | None:
+    """Which file ``path`` is now: git replaces its index with a new file at each write."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_ino, st.st_mtime_ns, st.st_size]
+
+
+def _nul(paths: Sequence[str]) -> bytes:
+    return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
+
+
+# -- a whole sync of one route -----------------------------------------------------------
+
+
+def stage_journal(
+    vault: VaultBase,
+    config: SyncConfig,
+    also: Sequence[str] = (),
+    syncs: Sequence[RouteSync] = (),
+) -> None:
+    """Stage every change the journal holds (and the notes ``also`` names) into its
+    route's index (the caller holds the vault lock): taking the journal stages it for
+    every route at once. ``syncs``: routes already at hand, used as they are."""
+    changes = take_changes(vault.path)
+    if changes is not None and not changes and not also:
+        return
+    at_hand = {s.route.key: s for s in syncs}
+    for route in config.routes:
+        sync = at_hand.get(route.key) or RouteSync(vault, config, route)
+        sync.stage(None if changes is None else [*changes, *also])
+
+
+def sync_route(
+    vault: VaultBase,
+    config: SyncConfig,
+    route: Route,
+    *,
+    fetch: bool = True,
+    full: bool = False,
+    wait: float | None = None,
+) -> RouteReport:
+    """Commit what changed, fetch (``fetch``, else only when a push is refused), merge,
+    push; errors are raised (the caller decides whether one is a report's line)."""
+    sync = RouteSync(vault, config, route)
+    report = RouteReport(route)
+    patience = max(net_timeout(), PATIENT)
+    with sync.network_turn(wait):
+        with vault._held(), vault._locked():
+            stage_journal(vault, config, syncs=[sync])
+            if full:
+                sync.stage(None)
+            head = sync.commit("notes changed here")
+        known = sync.heads()[1]
+        if fetch:
+            known = sync.fetch(patience)
+            report.fetched = True
+            with vault._held(), vault._locked():
+                sync.integrate(known, report)
+                head = sync.heads()[0]
+        for _ in range(MAX_ROUNDS):
+            if head is None or head == known:
+                return report
+            if known is not None and sync.is_ancestor(head, known):
+                return report  # the remote has it all already
+            refused = sync.push(head, patience)
+            if refused is None:
+                report.pushed = True
+                return report
+            before = known
+            known = sync.fetch(patience)
+            report.fetched = True
+            if known == before or (known is not None and sync.is_ancestor(known, head)):
+                raise sync.refused(refused)
+            with vault._held(), vault._locked():
+                sync.integrate(known, report)
+                head = sync.heads()[0]
+            time.sleep(random.uniform(0, 0.02))
+    raise _too_busy(route)
+
+
+def _too_busy(route: Route) -> UnavailableError:
+    return UnavailableError(
+        f"{route.label} kept moving: {MAX_ROUNDS} pushes in a row were overtaken by other "
+        "machines; retry in a moment",
+        code="sync_busy",
+    )

@@ -1,0 +1,377 @@
+"""The vault's sync operations: join a remote, leave it, sync now, look, catch up.
+
+One function each; ``Vault`` exposes them (``syncing.py``), and the CLI and the
+session hook call them from there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
+from .engine import PATIENT, RouteReport, RouteSync, net_timeout, sync_route
+from .gitcmd import Git
+from .journal import waiting
+from .routes import (
+    SYNC_DIR,
+    VAULT_REF,
+    Route,
+    SyncConfig,
+    check_url,
+    load_config,
+    new_config,
+    project_ref,
+    save_config,
+)
+from .syncer import ensure_syncer, syncer_running
+
+if TYPE_CHECKING:
+    from ..base import VaultBase
+
+__all__ = [
+    "BUDGET_ENV",
+    "RouteStatus",
+    "SyncReport",
+    "catch_up",
+    "join_project",
+    "join_remote",
+    "leave",
+    "status",
+    "sync_all",
+]
+
+BUDGET_ENV = "AGENT_MEM_VAULT_SYNC_BUDGET"
+"""Seconds the session-start hook waits for the remote before it goes on with what is
+here (default 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What a ``sync`` did, route by route."""
+
+    routes: tuple[RouteReport, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return all(r.error is None for r in self.routes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "routes": [r.to_dict() for r in self.routes]}
+
+
+@dataclass(frozen=True, slots=True)
+class RouteStatus:
+    """Where a route stands, without asking the remote (``sync --status``, ``doctor``)."""
+
+    route: Route
+    ahead: int
+    """Commits here the remote did not have at the last fetch or push."""
+    behind: int
+    """Commits the remote had at the last fetch that are not merged here."""
+    waiting: int
+    """Changes noted and not yet committed (of every route)."""
+    last_fetch: str | None
+    last_push: str | None
+    error: dict[str, Any] | None
+    """The last failure talking to the remote (code, message, at), if the last talk failed."""
+    syncer: int | None = field(default=None)
+    """The pid of the background syncer, if one runs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.route.url or self.route.remote,
+            "remote_name": self.route.remote if self.route.repo else None,
+            "ref": self.route.ref,
+            "namespace": self.route.namespace,
+            "repository": self.route.repo,
+            "ahead": self.ahead,
+            "behind": self.behind,
+            "waiting": self.waiting,
+            "last_fetch": self.last_fetch,
+            "last_push": self.last_push,
+            "error": self.error,
+            "syncer": self.syncer,
+        }
+
+
+# -- joining and leaving ------------------------------------------------------------------
+
+
+def join_remote(vault: VaultBase, remote: str) -> SyncReport:
+    """Send the whole vault through ``remote`` (a URL or path git accepts), on its
+    ``main`` branch: a remote with notes already is merged with this vault's."""
+    url = check_url(remote)
+    if "://" not in url and ":" not in url.split("/")[0] and not os.path.isabs(url):
+        url = str(Path(url).expanduser().absolute())  # a path: the same from any folder
+    config = load_config(vault.path) or new_config()
+    current = config.vault_route
+    if current is not None and current.remote != url:
+        raise ConflictError(
+            f"the vault already syncs with {current.remote}; to change the remote, leave it "
+            "first ('agent-mem-vault sync remove'), then join the new one",
+            code="sync_already",
+        )
+    route = Route(remote=url, ref=VAULT_REF, url=url)
+    folder = vault.path / SYNC_DIR / f"{route.key}.git"
+    made = not folder.exists()
+    if made:
+        vault._require_vault()
+        sync_folder = folder.parent
+        if not sync_folder.exists():
+            sync_folder.mkdir()
+            cleanup = sync_folder  # a join that fails leaves no sync folder behind
+        else:
+            cleanup = folder
+        _plain_git(vault.path, "init", "--quiet", "--bare", str(folder))
+    _git(folder, "config", "remote.origin.url", url)
+    # A push then moves the remote-tracking ref itself (one git process less per push).
+    _git(folder, "config", "remote.origin.fetch", f"+{VAULT_REF}:refs/remotes/origin/main")
+    return _join(vault, config.with_route(route), route, cleanup=cleanup if made else None)
+
+
+def join_project(
+    vault: VaultBase, namespace: str, repo: str | os.PathLike[str], remote: str = "origin"
+) -> SyncReport:
+    """Send ``namespace`` through the project's own repository (the clone at ``repo``,
+    its remote ``remote``), on ``refs/agent-mem-vault/<namespace>``."""
+    from ..namespaces import validate_namespace
+
+    namespace = validate_namespace(namespace)
+    work = Path(repo).expanduser().absolute()
+    git_dir = _common_git_dir(work)
+    probe = Git(git_dir, work, git_dir / "index")
+    found = probe.run("config", "--get", f"remote.{remote}.url", check=False)
+    url = found.out.decode("utf-8", "replace").strip()
+    if found.status != 0 or not url:
+        raise NotFoundError(
+            f"the repository at {work} has no remote {remote!r}; add it (git remote add "
+            f"{remote} URL) or name another with --remote",
+            code="remote_not_found",
+        )
+    shown = _masked(url)
+    ref = project_ref(namespace)
+    if probe.run("check-ref-format", ref, check=False).status != 0:
+        raise InvalidInputError(
+            f"the namespace {namespace!r} cannot name a git ref ({ref}); a project route "
+            "needs a namespace without '..' and with no segment ending in '.lock'",
+            code="invalid_namespace",
+            field="namespace",
+        )
+    config = load_config(vault.path) or new_config()
+    route = Route(remote=remote, ref=ref, namespace=namespace, repo=str(git_dir), url=shown)
+    return _join(vault, config.with_route(route), route, cleanup=None)
+
+
+def leave(vault: VaultBase, namespace: str | None = None) -> Route:
+    """Stop sending notes through a route (the vault's, or ``namespace``'s); the notes
+    stay, and so does the remote. The route that was left."""
+    config = load_config(vault.path)
+    route = None
+    if config is not None:
+        route = next((r for r in config.routes if r.namespace == namespace), None)
+    if config is None or route is None:
+        what = "the vault" if namespace is None else f"namespace {namespace}"
+        raise NotFoundError(
+            f"{what} syncs with no remote here; 'agent-mem-vault sync --status' lists the "
+            "routes there are",
+            code="no_sync_route",
+        )
+    with vault._held(), vault._locked():
+        rest = config.without(route)
+        if rest.routes:
+            save_config(vault.path, rest)
+        else:
+            (vault.path / SYNC_DIR / "config.json").unlink()
+        for name in (f"{route.key}.index", f"{route.key}.state.json", f"{route.key}.lock"):
+            (vault.path / SYNC_DIR / name).unlink(missing_ok=True)
+        if route.repo is None:
+            shutil.rmtree(vault.path / SYNC_DIR / f"{route.key}.git", ignore_errors=True)
+    return route
+
+
+def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | None) -> SyncReport:
+    """The first sync of a new route: everything here is staged, the remote is fetched
+    (if that fails, nothing was changed: the route is not kept), then merged and pushed."""
+    vault._require_vault()
+    folder = vault.path / SYNC_DIR
+    fresh = not folder.exists()
+    folder.mkdir(exist_ok=True)
+    sync = RouteSync(vault, config, route)
+    try:
+        with sync.network_turn():
+            theirs = sync.fetch(max(net_timeout(), PATIENT))  # a whole vault may arrive
+    except BaseException:
+        if cleanup is not None:
+            shutil.rmtree(cleanup, ignore_errors=True)
+        for name in (f"{route.key}.state.json", f"{route.key}.lock"):
+            (folder / name).unlink(missing_ok=True)
+        if fresh:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    with vault._held(), vault._locked():
+        save_config(vault.path, config)
+    report = RouteReport(route)
+    try:
+        with sync.network_turn(), vault._held(), vault._locked():
+            sync.stage(None)
+            sync.commit("notes of this vault")
+            sync.integrate(theirs, report)
+        pushed = sync_route(vault, config, route, fetch=False)
+        report.pushed = pushed.pushed
+        report.merged.extend(pushed.merged)
+        report.arrived.extend(pushed.arrived)
+    except AgentMemVaultError as exc:
+        report.error = exc
+        ensure_syncer(vault.path)
+    return SyncReport((report,))
+
+
+def _git(git_dir: Path, *args: str) -> None:
+    Git(git_dir, git_dir.parent, git_dir / "index").run(*args)
+
+
+def _plain_git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """``git ARGS`` in ``cwd`` with none of the caller's ``GIT_*`` settings; None if
+    ``cwd`` is no folder."""
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        )
+    except FileNotFoundError:
+        if not cwd.is_dir():
+            return None
+        from ...core.errors import UnavailableError
+
+        raise UnavailableError(
+            "the git command was not found on PATH; install git (2.29 or newer) to sync the vault",
+            code="git_missing",
+        ) from None
+    except NotADirectoryError:
+        return None
+
+
+def _common_git_dir(work: Path) -> Path:
+    """The git folder of the clone at ``work`` (shared by its worktrees)."""
+    out = _plain_git(work, "rev-parse", "--path-format=absolute", "--git-common-dir")
+    if out is None or out.returncode != 0 or not out.stdout.strip():
+        raise NotFoundError(
+            f"{work} is not a git repository; run this in a clone of the project (or pass "
+            "--repo PATH)",
+            code="repo_not_found",
+        )
+    return Path(out.stdout.strip())
+
+
+def _masked(url: str) -> str:
+    """``url`` as messages show it: a password in it (a CI runner's token) is hidden."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest.split("/", 1)[0]:
+        auth, _, host = rest.partition("@")
+        user = auth.split(":", 1)[0]
+        return f"{scheme}://{user}{':***' if ':' in auth else ''}@{host}"
+    return url
+
+
+# -- syncing ----------------------------------------------------------------------------
+
+
+def sync_all(vault: VaultBase) -> SyncReport:
+    """Sync every route now: commit, fetch, merge, push; each route's failure is its
+    report's ``error``."""
+    config = load_config(vault.path)
+    if config is None:
+        raise NotFoundError(
+            f"{vault.path} syncs with no remote; join one with 'agent-mem-vault sync init "
+            "REMOTE' (the whole vault) or 'agent-mem-vault sync init --project' (this "
+            "project's namespace, through its repository)",
+            code="no_sync_route",
+        )
+    reports = []
+    for route in config.routes:
+        try:
+            reports.append(sync_route(vault, config, route))
+        except AgentMemVaultError as exc:
+            reports.append(RouteReport(route, error=exc))
+    if not all(r.error is None for r in reports):
+        ensure_syncer(vault.path)  # it tries again until the remote answers
+    return SyncReport(tuple(reports))
+
+
+def catch_up(vault: VaultBase, namespace: str | None, budget: float | None = None) -> str:
+    """At a session start: what the remote has for ``namespace`` (or for the whole
+    vault), fetched and merged within ``budget`` seconds; '' when done, else one line
+    saying why the session goes on with what is here."""
+    config = load_config(vault.path)
+    if config is None:
+        return ""
+    route = config.route_for(namespace) if namespace is not None else config.vault_route
+    if route is None:
+        return ""
+    limit = budget if budget is not None else _budget()
+    started = time.monotonic()
+    sync = RouteSync(vault, config, route)
+    try:
+        with sync.network_turn(limit):
+            left = max(0.05, limit - (time.monotonic() - started))
+            theirs = sync.fetch(timeout=left)
+            with vault._held(), vault._locked():
+                sync.integrate(theirs, RouteReport(route))
+            local, fetched = sync.heads()
+    except AgentMemVaultError as exc:
+        ensure_syncer(vault.path)
+        return (
+            f"agent-mem-vault: {exc.message.split('; ')[0]}; this session starts with the "
+            "notes on this machine"
+        )
+    if local is not None and local != fetched:
+        ensure_syncer(vault.path)  # something of ours to send
+    return ""
+
+
+def _budget() -> float:
+    try:
+        value = float(os.environ.get(BUDGET_ENV, "") or 2.0)
+    except ValueError:
+        return 2.0
+    return value if value > 0 else 2.0
+
+
+def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
+    """Each route: remote, ahead/behind as of the last fetch, the last error."""
+    config = load_config(vault.path)
+    if config is None:
+        return ()
+    pid = syncer_running(vault.path)
+    out = []
+    for route in config.routes:
+        sync = RouteSync(vault, config, route)
+        try:
+            ahead, behind = sync.ahead_behind()
+        except Exception:  # a git folder gone or damaged: the state file still says why
+            ahead = behind = 0
+        state = sync.state()
+        out.append(
+            RouteStatus(
+                route=route,
+                ahead=ahead,
+                behind=behind,
+                waiting=waiting(vault.path),
+                last_fetch=state.get("last_fetch"),
+                last_push=state.get("last_push"),
+                error=state.get("error"),
+                syncer=pid,
+            )
+        )
+    return tuple(out)
