@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.cli.vault import DEFAULT_VAULT as CLI_DEFAULT_VAULT
+from agent_mem_vault.cli.options import DEFAULT_VAULT as CLI_DEFAULT_VAULT
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.base import DEFAULT_VAULT, is_vault
 

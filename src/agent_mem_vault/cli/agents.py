@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.ports import MCP_HTTP_PORT
-from .vault import DEFAULT_VAULT, checked_vault, open_vault, vault_option
+from .options import DEFAULT_VAULT, checked_vault, open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange

@@ -47,7 +47,7 @@ COMMANDS: dict[str, str] = {
     "show": "agent_mem_vault.cli.vault:show",
     "ack": "agent_mem_vault.cli.vault:ack",
     "reopen": "agent_mem_vault.cli.vault:reopen",
-    "memory": "agent_mem_vault.cli.vault:memory",
+    "memory": "agent_mem_vault.cli.memories:memory",
     "brief": "agent_mem_vault.cli.vault:brief",
     "reindex": "agent_mem_vault.cli.vault:reindex",
     "doctor": "agent_mem_vault.cli.vault:doctor",
@@ -135,7 +135,7 @@ def _global_vault(ctx: click.Context, param: click.Parameter, value: str | None)
     """
     if value is None:
         return
-    from .vault import VAULT_ENV, checked_vault
+    from .options import VAULT_ENV, checked_vault
 
     checked_vault(ctx, param, value)
     os.environ[VAULT_ENV] = value

@@ -1,4 +1,4 @@
-"""The memory commands after ``save`` and ``search``: list, get, update, forget, restore.
+"""The ``memory`` commands: save, search, list, get, update, forget, restore.
 
 Each is one ``Vault`` call with the name of the MCP tool and the Python method
 it stands for (``memory list`` is ``list_memories``, ``memory forget`` is
@@ -9,22 +9,136 @@ from __future__ import annotations
 
 import click
 
-from .vault import (
-    _echo_page_note,
-    _emit,
-    _memory_text,
-    _read_text,
-    _short_time,
+from .options import (
     all_namespaces_option,
+    echo_page_note,
+    emit_json,
     found_namespace,
+    memory_text,
     namespace_option,
     offset_option,
     open_vault,
+    read_text,
     render_table,
+    short_time,
     vault_options,
 )
 
-__all__ = ["add_memory_commands"]
+__all__ = ["memory"]
+
+
+@click.group()
+def memory() -> None:
+    """Save, search, list, show, update and forget memories: decisions, notes, tasks, risks."""
+
+
+@memory.command("save")
+@namespace_option()
+@click.option("--title", "-t", required=True, help="One line.")
+@click.option("--content", "-c", required=True, help="The text; '-' reads standard input.")
+@click.option(
+    "--kind", "-k", default="note", show_default=True, help="decision, note, task, risk, …"
+)
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--agent", "-a", help="Who is saving it.")
+@vault_options
+def memory_save(
+    namespace: str | None,
+    title: str,
+    content: str,
+    kind: str,
+    tags: tuple[str, ...],
+    agent: str | None,
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """Save a memory note.
+
+    \b
+    Example:
+      agent-mem-vault memory save -n project/harbor-api -k decision \\
+        -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
+    """
+    saved = open_vault(vault_path).save_memory(
+        namespace=found_namespace(namespace) or "",
+        title=title,
+        content=read_text(content),
+        kind=kind,
+        tags=tags,
+        agent=agent,
+    )
+    if as_json:
+        emit_json(saved.to_dict())
+    else:
+        click.echo(saved.id)
+
+
+@memory.command("search")
+@click.argument("query")
+@namespace_option(required=False)
+@all_namespaces_option
+@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "fts", "hybrid"]),
+    default="auto",
+    show_default=True,
+    help="fts: words only; hybrid: words and meaning; auto: hybrid when an embedder is set up.",
+)
+@click.option("--limit", default=10, show_default=True, help="At most this many results.")
+@offset_option
+@vault_options
+def memory_search(
+    query: str,
+    namespace: str | None,
+    everywhere: bool,
+    kind: str | None,
+    tags: tuple[str, ...],
+    mode: str,
+    limit: int,
+    offset: int,
+    vault_path: str,
+    as_json: bool,
+) -> None:
+    """Search memories by words and (with an embedder) by meaning, best match first.
+
+    Every match is ranked. A "search mode:" line (the JSON's "mode") says which
+    mode answered; when more match than --limit, the last line says how many
+    match and the --offset that gives the next page (--json: total, more,
+    next_offset).
+
+    \b
+    Example:
+      agent-mem-vault memory search "why are the backfill batches small" -n project/harbor-api
+    """
+    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
+    page = open_vault(vault_path).search_page(
+        query=query,
+        namespace=namespace,
+        kind=kind,
+        tags=tags,
+        mode=mode,
+        limit=limit,
+        offset=offset,
+    )
+    hits = page.hits
+    if as_json:
+        emit_json(page.to_dict())
+        return
+    if not hits:
+        more = f" from offset {offset} (there are {page.total})" if offset else ""
+        click.echo(f"No memories match{more}.")
+    else:
+        rows = [
+            [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
+            for h in hits
+        ]
+        click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
+    click.echo(f"search mode: {page.mode}" + (f" ({page.reason})" if page.reason else ""))
+    if hits:
+        # Last, as for every cut listing: how many match and the next page's --offset.
+        echo_page_note(len(hits), page.total, offset, page.next_offset, "memory")
 
 
 @click.command("list")
@@ -74,7 +188,7 @@ def memory_list(
     )
     found = page.memories
     if as_json:
-        _emit(page.to_dict())
+        emit_json(page.to_dict())
         return
     if not found:
         where = f" in {namespace}" if namespace else ""
@@ -82,13 +196,13 @@ def memory_list(
         more = f" from offset {offset} (there are {page.total})" if offset else ""
         click.echo(f"No {label}memories{where}{more}.")
         return
-    rows = [[m.id, _short_time(m.created_at), m.kind, m.status, m.title] for m in found]
+    rows = [[m.id, short_time(m.created_at), m.kind, m.status, m.title] for m in found]
     headers = ["ID", "CREATED", "KIND", "STATUS", "TITLE"]
     if namespace is None:
         rows = [[*r[:3], m.namespace, *r[3:]] for r, m in zip(rows, found, strict=True)]
         headers = ["ID", "CREATED", "KIND", "NAMESPACE", "STATUS", "TITLE"]
     click.echo(render_table(headers, rows))
-    _echo_page_note(len(found), page.total, offset, page.next_offset, "memory")
+    echo_page_note(len(found), page.total, offset, page.next_offset, "memory")
 
 
 @click.command("get")
@@ -103,9 +217,9 @@ def memory_get(id: str, vault_path: str, as_json: bool) -> None:
     """
     found = open_vault(vault_path).get_memory(id)
     if as_json:
-        _emit(found.to_dict())
+        emit_json(found.to_dict())
     else:
-        click.echo(_memory_text(found))
+        click.echo(memory_text(found))
 
 
 @click.command("update")
@@ -136,13 +250,13 @@ def memory_update(
     updated = open_vault(vault_path).update_memory(
         id,
         title=title,
-        content=None if content is None else _read_text(content),
+        content=None if content is None else read_text(content),
         kind=kind,
         tags=tags or None,
         agent=agent,
     )
     if as_json:
-        _emit(updated.to_dict())
+        emit_json(updated.to_dict())
     else:
         click.echo(updated.id)
 
@@ -166,7 +280,7 @@ def memory_forget(id: str, purge: bool, vault_path: str, as_json: bool) -> None:
     """
     forgotten = open_vault(vault_path).forget_memory(id, purge=purge)
     if as_json:
-        _emit({"memory": forgotten.to_dict(), "purged": purge})
+        emit_json({"memory": forgotten.to_dict(), "purged": purge})
     elif purge:
         click.echo(f"{forgotten.id} is purged: {forgotten.path} was deleted.")
     else:
@@ -188,12 +302,10 @@ def memory_restore(id: str, vault_path: str, as_json: bool) -> None:
     """
     restored = open_vault(vault_path).restore_memory(id)
     if as_json:
-        _emit(restored.to_dict())
+        emit_json(restored.to_dict())
     else:
         click.echo(f"{restored.id} is {restored.status}.")
 
 
-def add_memory_commands(group: click.Group) -> None:
-    """Put these commands in the ``memory`` group, after ``save`` and ``search``."""
-    for command in (memory_list, memory_get, memory_update, memory_forget, memory_restore):
-        group.add_command(command)
+for _command in (memory_list, memory_get, memory_update, memory_forget, memory_restore):
+    memory.add_command(_command)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..core.words import counted
-from .vault import vault_option
+from .options import vault_option
 
 if TYPE_CHECKING:
     from ..runs.service import RunsHome
@@ -45,7 +45,7 @@ def _home(vault_path: str, store_path: str | None, *, writes: bool = False) -> R
     """Where the runs are; the vault, which shows their notes, must be one (a command
     that ``writes`` makes the default vault on first use)."""
     from ..runs.service import RunsHome
-    from .vault import open_vault
+    from .options import open_vault
 
     open_vault(vault_path).require(make_default=writes)
     return RunsHome.at(vault_path, store_path)
@@ -57,7 +57,7 @@ def _run(coro: Coroutine[Any, Any, _T]) -> _T:
     return asyncio.run(coro)
 
 
-def _emit(data: Any) -> None:
+def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
@@ -146,7 +146,7 @@ def status(agent: str | None, vault_path: str, store_path: str | None, as_json: 
     """Show the current run of AGENT (or of every agent), and whether it is alive."""
     results = _run(_home(vault_path, store_path).status(agent))
     if as_json:
-        _emit([s.to_json() for s in results])
+        emit_json([s.to_json() for s in results])
         return
     if not results:
         click.echo("no runs yet: start one with `agent-mem-vault runs start AGENT`")
@@ -170,7 +170,7 @@ def list_(agent: str, vault_path: str, store_path: str | None, as_json: bool) ->
     """List every run of AGENT, oldest first, with what became of it."""
     states = _run(_home(vault_path, store_path).list_runs(agent))
     if as_json:
-        _emit(
+        emit_json(
             [
                 {
                     **s.info.to_json(),
@@ -201,7 +201,7 @@ def handoffs(agent: str, vault_path: str, store_path: str | None, as_json: bool)
     """List AGENT's handoff records (fromRun → toRun)."""
     entries = _run(_home(vault_path, store_path).handoffs(agent))
     if as_json:
-        _emit(
+        emit_json(
             [
                 {"rkey": e.rkey, "cid": e.cid, "writtenBy": e.written_by, "record": e.record}
                 for e in entries
@@ -306,7 +306,7 @@ def publish(
     )
     pending = _run(home.pending(agent))
     if as_json:
-        _emit(
+        emit_json(
             [
                 {
                     "rkey": p.entry.rkey,

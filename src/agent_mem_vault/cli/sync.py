@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.words import counted
-from .vault import _emit, open_vault, vault_options
+from .options import emit_json, open_vault, vault_options
 
 if TYPE_CHECKING:
     from ..vault.sync.engine import RouteReport
@@ -49,7 +49,7 @@ def sync(ctx: click.Context, show_status: bool, vault_path: str, as_json: bool) 
     if show_status:
         routes = vault.sync_status()
         if as_json:
-            _emit({"vault": str(vault.path), "routes": [r.to_dict() for r in routes]})
+            emit_json({"vault": str(vault.path), "routes": [r.to_dict() for r in routes]})
         else:
             for line in status_lines([r.to_dict() for r in routes]):
                 click.echo(line)
@@ -150,7 +150,7 @@ def sync_remove(namespace: str | None, vault_path: str, as_json: bool) -> None:
     """
     route = open_vault(vault_path).leave_remote(namespace)
     if as_json:
-        _emit({"removed": route.url or route.remote, "ref": route.ref})
+        emit_json({"removed": route.url or route.remote, "ref": route.ref})
     else:
         click.echo(f"No longer syncing with {route.label}.")
 
@@ -158,7 +158,7 @@ def sync_remove(namespace: str | None, vault_path: str, as_json: bool) -> None:
 def _finish(report: SyncReport, as_json: bool) -> None:
     """Print a sync's report; raise the first route's error (after printing them all)."""
     if as_json:
-        _emit(report.to_dict())
+        emit_json(report.to_dict())
     else:
         for route in report.routes:
             for line in report_lines(route):

@@ -1,4 +1,4 @@
-"""Vault commands: handoffs and memories in a Markdown vault.
+"""Vault commands: handoffs, the brief, and the vault itself (init, reindex, doctor, keeper).
 
 Each command parses its options, makes one ``Vault`` call and prints the
 result, as text for people or as JSON with ``--json`` for scripts. Errors
@@ -7,220 +7,30 @@ propagate to ``cli/main.py``, which turns them into exit statuses.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..core.words import counted
+from .options import (
+    all_namespaces_option,
+    echo_page_note,
+    emit_json,
+    found_namespace,
+    handoff_text,
+    memory_text,
+    namespace_option,
+    offset_option,
+    open_vault,
+    read_text,
+    render_table,
+    short_time,
+    vault_options,
+)
 
 if TYPE_CHECKING:
-    from ..vault import Handoff, Memory, Repair, Vault
-
-DEFAULT_VAULT = "~/agent-mem-vault"
-"""``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-VAULT_ENV = "AGENT_MEM_VAULT"
-
-
-def checked_vault(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuse an empty ``--vault`` or ``$AGENT_MEM_VAULT``: an empty path is the
-    current folder, which would quietly become (or be read as) the vault."""
-    if value is not None and not value.strip():
-        raise click.BadParameter(
-            "is empty; give the vault's folder, e.g. --vault ~/agent-mem-vault", param=param
-        )
-    source = ctx.get_parameter_source(param.name) if param.name else None
-    if source is click.core.ParameterSource.DEFAULT and os.environ.get(VAULT_ENV) == "":
-        raise click.UsageError(
-            f"{VAULT_ENV} is set but empty; unset it for the default vault "
-            f"({DEFAULT_VAULT}) or set it to the vault's folder",
-            ctx=ctx,
-        )
-    return value
-
-
-vault_option = click.option(
-    "--vault",
-    "vault_path",
-    envvar=VAULT_ENV,
-    default=DEFAULT_VAULT,
-    show_default=True,
-    metavar="PATH",
-    type=click.Path(file_okay=False),
-    callback=checked_vault,
-    help="The vault folder (or set AGENT_MEM_VAULT).",
-)
-"""``--vault PATH``: the one definition, shared by every command that opens a vault."""
-
-
-def vault_options(func: _F) -> _F:
-    """``--vault`` and ``--json``, on every vault command."""
-    func = click.option(
-        "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text."
-    )(func)
-    return vault_option(func)
-
-
-def namespace_option(required: bool = True) -> Callable[[_F], _F]:
-    """``--namespace/-n``: when it is not given, ``found_namespace`` finds it from the
-    working directory, as the session hook and the MCP server do."""
-    found = "found from git (or .agent-mem-vault.toml) when omitted"
-    return click.option(
-        "--namespace",
-        "-n",
-        metavar="NS",
-        help=f"Path-like namespace, e.g. project/harbor-api; {found}"
-        + ("." if required else ", else every namespace."),
-    )
-
-
-all_namespaces_option = click.option(
-    "--all-namespaces",
-    "-A",
-    "everywhere",
-    is_flag=True,
-    help="Every namespace, even inside a repository (whose own is the default).",
-)
-
-
-def found_namespace(
-    given: str | None, *, required: bool = True, everywhere: bool = False
-) -> str | None:
-    """``given``, else the namespace of the working directory, found the way the session
-    hook and the MCP server find it (``.agent-mem-vault.toml``, else the git
-    repository's name); the one found is said on standard error, so a person knows
-    which was used. Outside a repository: a usage error when ``required``, else None
-    (every namespace), as with ``everywhere``."""
-    if given or everywhere:
-        return given or None
-    from pathlib import Path
-
-    from ..integrations.namespace import CONFIG_FILE, discover_namespace, find_repo_root
-
-    here = Path.cwd()
-    namespace = discover_namespace(here)
-    if namespace is None:
-        if required:
-            raise click.UsageError(
-                "Missing option '--namespace' / '-n': not inside a git repository (nor "
-                f"under a {CONFIG_FILE}) here, so there is no default; pass one such as "
-                "-n project/harbor-api"
-            )
-        return None
-    root = find_repo_root(here) or here
-    source = root / CONFIG_FILE if (root / CONFIG_FILE).is_file() else f"the git repository {root}"
-    more = "" if required else "; --all-namespaces for every namespace"
-    click.echo(f"namespace: {namespace} (from {source}{more})", err=True)
-    return namespace
-
-
-offset_option = click.option(
-    "--offset",
-    default=0,
-    show_default=True,
-    type=click.IntRange(min=0),
-    help="Skip this many (the next page starts where the last one ended).",
-)
-
-
-def _echo_page_note(
-    shown: int, total: int, offset: int, next_offset: int | None, what: str
-) -> None:
-    """After a table: how many there are in all, and the --offset of the next page."""
-    if next_offset is None and offset == 0:
-        return
-    line = f"Showing {offset + 1}-{offset + shown} of {counted(total, what)}"
-    if next_offset is None:
-        click.echo(line + ".")
-    else:
-        click.echo(line + f"; the next page: --offset {next_offset}")
-
-
-def open_vault(path: str) -> Vault:
-    """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
-    from ..vault import Vault
-    from ..vault.files import lock_timeout_setting
-
-    return Vault(path, lock_timeout=lock_timeout_setting())
-
-
-def _emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-
-
-def _read_text(value: str) -> str:
-    """``-`` means: read the text from standard input."""
-    return sys.stdin.read() if value == "-" else value
-
-
-def _memory_text(m: Memory) -> str:
-    """One memory as ``memory get`` and ``show`` print it: its properties, then its text."""
-    lines = [
-        f"id:            {m.id}",
-        f"namespace:     {m.namespace}",
-        f"kind:          {m.kind}",
-        f"status:        {m.status}",
-        f"created_at:    {m.created_at}",
-    ]
-    if m.agent:
-        lines.append(f"agent:         {m.agent}")
-    if m.tags:
-        lines.append(f"tags:          {', '.join(m.tags)}")
-    if m.supersedes:
-        lines.append(f"supersedes:    {', '.join(m.supersedes)}")
-    if m.superseded_by:
-        lines.append(f"superseded_by: {m.superseded_by}")
-    if m.forgotten_at:
-        lines.append(f"forgotten_at:  {m.forgotten_at}")
-    lines.append(f"path:          {m.path}")
-    return "\n".join(lines) + f"\n\n# {m.title}\n\n{m.content}"
-
-
-def _handoff_text(h: Handoff) -> str:
-    lines = [
-        f"id:            {h.id}",
-        f"namespace:     {h.namespace}",
-        f"from:          {h.sender}",
-        f"to:            {h.recipient}",
-        f"status:        {h.status}",
-        f"created_at:    {h.created_at}",
-    ]
-    if h.read_at:
-        lines.append(f"read_at:       {h.read_at}")
-    if h.supersedes:
-        lines.append(f"supersedes:    {', '.join(h.supersedes)}")
-    if h.superseded_by:
-        lines.append(f"superseded_by: {h.superseded_by}")
-    lines.append(f"path:          {h.path}")
-    return "\n".join(lines) + "\n\n" + h.text
-
-
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:
-    """A plain text table; the last column is cut to keep lines within ``width``."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row[:-1]):
-            widths[i] = max(widths[i], len(cell))
-    room = max(20, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
-    out = []
-    for row in [list(headers), *[list(r) for r in rows]]:
-        last = " ".join(row[-1].split())
-        if len(last) > room:
-            last = last[: room - 1] + "…"
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [last]
-        out.append("  ".join(cells).rstrip())
-    return "\n".join(out)
-
-
-def _short_time(stamp: str) -> str:
-    return stamp[:16].replace("T", " ") if stamp else ""
-
+    from ..vault import Repair
 
 # -- commands ---------------------------------------------------------------------------
 
@@ -272,7 +82,7 @@ def init(vault_path: str, as_json: bool, rewrite_dashboard: bool, remote: str | 
     report = vault.rescan() if joined is not None else made
     if as_json:
         extra = {"sync": joined.to_dict()} if joined is not None else {}
-        _emit({"path": str(vault.path), **report.to_dict(), **extra})
+        emit_json({"path": str(vault.path), **report.to_dict(), **extra})
     else:
         click.echo(
             f"Vault ready at {vault.path} ({counted(report.handoffs, 'handoff')}, "
@@ -327,13 +137,13 @@ def create(
     handoff = open_vault(vault_path).create_handoff(
         to=to,
         summary=summary,
-        context=_read_text(context),
+        context=read_text(context),
         namespace=found_namespace(namespace) or "",
         supersedes=supersedes,
         from_=from_,
     )
     if as_json:
-        _emit(handoff.to_dict())
+        emit_json(handoff.to_dict())
     else:
         click.echo(handoff.id)
 
@@ -346,7 +156,7 @@ def _take(take: bool, agent: str, given: str | None, vault_path: str, as_json: b
     else:
         handoff = vault.peek_handoff(agent=agent, namespace=namespace)
     if as_json:
-        _emit(None if handoff is None else handoff.to_dict())
+        emit_json(None if handoff is None else handoff.to_dict())
     elif handoff is None:
         click.echo(f"No pending handoff for {agent} in {namespace}.", err=True)
     else:
@@ -433,7 +243,7 @@ def handoffs(
     )
     found = page.handoffs
     if as_json:
-        _emit(page.to_dict())
+        emit_json(page.to_dict())
         return
     if not found:
         where = f" in {namespace}" if namespace else ""
@@ -442,7 +252,7 @@ def handoffs(
         click.echo(f"No {label}handoffs{where}{more}.")
         return
     rows = [
-        [h.id, _short_time(h.created_at), h.sender, h.recipient or "*", h.status, h.summary]
+        [h.id, short_time(h.created_at), h.sender, h.recipient or "*", h.status, h.summary]
         for h in found
     ]
     if namespace is None:
@@ -451,7 +261,7 @@ def handoffs(
     else:
         headers = ["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"]
     click.echo(render_table(headers, rows))
-    _echo_page_note(len(found), page.total, offset, page.next_offset, "handoff")
+    echo_page_note(len(found), page.total, offset, page.next_offset, "handoff")
 
 
 @click.command()
@@ -468,11 +278,11 @@ def show(id: str, vault_path: str, as_json: bool) -> None:
 
     note = open_vault(vault_path).get_note(id)
     if as_json:
-        _emit(note.to_dict())
+        emit_json(note.to_dict())
     elif isinstance(note, Handoff):
-        click.echo(_handoff_text(note))
+        click.echo(handoff_text(note))
     else:
-        click.echo(_memory_text(note))
+        click.echo(memory_text(note))
 
 
 @click.command()
@@ -489,7 +299,7 @@ def ack(id: str, vault_path: str, as_json: bool) -> None:
     """
     handoff = open_vault(vault_path).ack_handoff(id)
     if as_json:
-        _emit(handoff.to_dict())
+        emit_json(handoff.to_dict())
     else:
         click.echo(f"{handoff.id} is read (read_at {handoff.read_at}).")
 
@@ -506,123 +316,9 @@ def reopen(id: str, vault_path: str, as_json: bool) -> None:
     """
     handoff = open_vault(vault_path).reopen_handoff(id)
     if as_json:
-        _emit(handoff.to_dict())
+        emit_json(handoff.to_dict())
     else:
         click.echo(f"{handoff.id} is pending again.")
-
-
-@click.group()
-def memory() -> None:
-    """Save, search, list, show, update and forget memories: decisions, notes, tasks, risks."""
-
-
-@memory.command("save")
-@namespace_option()
-@click.option("--title", "-t", required=True, help="One line.")
-@click.option("--content", "-c", required=True, help="The text; '-' reads standard input.")
-@click.option(
-    "--kind", "-k", default="note", show_default=True, help="decision, note, task, risk, …"
-)
-@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
-@click.option("--agent", "-a", help="Who is saving it.")
-@vault_options
-def memory_save(
-    namespace: str | None,
-    title: str,
-    content: str,
-    kind: str,
-    tags: tuple[str, ...],
-    agent: str | None,
-    vault_path: str,
-    as_json: bool,
-) -> None:
-    """Save a memory note.
-
-    \b
-    Example:
-      agent-mem-vault memory save -n project/harbor-api -k decision \\
-        -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
-    """
-    saved = open_vault(vault_path).save_memory(
-        namespace=found_namespace(namespace) or "",
-        title=title,
-        content=_read_text(content),
-        kind=kind,
-        tags=tags,
-        agent=agent,
-    )
-    if as_json:
-        _emit(saved.to_dict())
-    else:
-        click.echo(saved.id)
-
-
-@memory.command("search")
-@click.argument("query")
-@namespace_option(required=False)
-@all_namespaces_option
-@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
-@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
-@click.option(
-    "--mode",
-    type=click.Choice(["auto", "fts", "hybrid"]),
-    default="auto",
-    show_default=True,
-    help="fts: words only; hybrid: words and meaning; auto: hybrid when an embedder is set up.",
-)
-@click.option("--limit", default=10, show_default=True, help="At most this many results.")
-@offset_option
-@vault_options
-def memory_search(
-    query: str,
-    namespace: str | None,
-    everywhere: bool,
-    kind: str | None,
-    tags: tuple[str, ...],
-    mode: str,
-    limit: int,
-    offset: int,
-    vault_path: str,
-    as_json: bool,
-) -> None:
-    """Search memories by words and (with an embedder) by meaning, best match first.
-
-    Every match is ranked. A "search mode:" line (the JSON's "mode") says which
-    mode answered; when more match than --limit, the last line says how many
-    match and the --offset that gives the next page (--json: total, more,
-    next_offset).
-
-    \b
-    Example:
-      agent-mem-vault memory search "why are the backfill batches small" -n project/harbor-api
-    """
-    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
-    page = open_vault(vault_path).search_page(
-        query=query,
-        namespace=namespace,
-        kind=kind,
-        tags=tags,
-        mode=mode,
-        limit=limit,
-        offset=offset,
-    )
-    hits = page.hits
-    if as_json:
-        _emit(page.to_dict())
-        return
-    if not hits:
-        more = f" from offset {offset} (there are {page.total})" if offset else ""
-        click.echo(f"No memories match{more}.")
-    else:
-        rows = [
-            [h.memory.id, h.memory.kind, h.memory.namespace, f"{h.memory.title} — {h.snippet}"]
-            for h in hits
-        ]
-        click.echo(render_table(["ID", "KIND", "NAMESPACE", "TITLE — MATCH"], rows))
-    click.echo(f"search mode: {page.mode}" + (f" ({page.reason})" if page.reason else ""))
-    if hits:
-        # Last, as for every cut listing: how many match and the next page's --offset.
-        _echo_page_note(len(hits), page.total, offset, page.next_offset, "memory")
 
 
 def _search_status_text(status: dict[str, Any]) -> str:
@@ -653,7 +349,7 @@ def brief(namespace: str | None, vault_path: str, as_json: bool) -> None:
     ns = found_namespace(namespace) or ""
     result = open_vault(vault_path).get_project_brief(namespace=ns)
     if as_json:
-        _emit(result.to_dict())
+        emit_json(result.to_dict())
     else:
         click.echo(result.text)
 
@@ -692,7 +388,7 @@ def reindex(vault_path: str, as_json: bool, rewrite_dashboard: bool) -> None:
         if bar is not None:
             bar.__exit__(None, None, None)
     if as_json:
-        _emit(report.to_dict())
+        emit_json(report.to_dict())
     else:
         vectors = f" {counted(report.vectors, 'memory vector')} computed." if report.vectors else ""
         click.echo(
@@ -742,7 +438,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
     warm_failed = warm.get("state") == "failed"
     healthy = report.ok and not installs and not warm_failed
     if as_json:
-        _emit(
+        emit_json(
             {
                 **report.to_dict(),
                 "installs": installs,
@@ -861,7 +557,7 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
             time.sleep(0.1)
     status = keeper_status(root)
     if as_json:
-        _emit({"vault": str(root), **status})
+        emit_json({"vault": str(root), **status})
     else:
         click.echo(f"keeper of {root}: {_keeper_text(status).removeprefix('keeper: ')}")
 
@@ -900,8 +596,3 @@ def _keeper_text(status: dict[str, Any]) -> str:
     if not status["enabled"]:
         return "keeper: not running (turned off by AGENT_MEM_VAULT_KEEPER)."
     return "keeper: not running (a call that checks 2,000 notes or more starts one)."
-
-
-from .memories import add_memory_commands  # noqa: E402  (the group is defined above)
-
-add_memory_commands(memory)

@@ -1,0 +1,220 @@
+"""What the vault commands share: the ``--vault`` and ``--namespace`` options, opening
+the vault, and printing (JSON for scripts, text and tables for people).
+
+Imported by every command module (vault, memories, sync, agents, runs); it
+imports no vault code at import time, so ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ..core.words import counted
+
+if TYPE_CHECKING:
+    from ..vault import Handoff, Memory, Vault
+
+DEFAULT_VAULT = "~/agent-mem-vault"
+"""``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+VAULT_ENV = "AGENT_MEM_VAULT"
+
+
+def checked_vault(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse an empty ``--vault`` or ``$AGENT_MEM_VAULT``: an empty path is the
+    current folder, which would quietly become (or be read as) the vault."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "is empty; give the vault's folder, e.g. --vault ~/agent-mem-vault", param=param
+        )
+    source = ctx.get_parameter_source(param.name) if param.name else None
+    if source is click.core.ParameterSource.DEFAULT and os.environ.get(VAULT_ENV) == "":
+        raise click.UsageError(
+            f"{VAULT_ENV} is set but empty; unset it for the default vault "
+            f"({DEFAULT_VAULT}) or set it to the vault's folder",
+            ctx=ctx,
+        )
+    return value
+
+
+vault_option = click.option(
+    "--vault",
+    "vault_path",
+    envvar=VAULT_ENV,
+    default=DEFAULT_VAULT,
+    show_default=True,
+    metavar="PATH",
+    type=click.Path(file_okay=False),
+    callback=checked_vault,
+    help="The vault folder (or set AGENT_MEM_VAULT).",
+)
+"""``--vault PATH``: the one definition, shared by every command that opens a vault."""
+
+
+def vault_options(func: _F) -> _F:
+    """``--vault`` and ``--json``, on every vault command."""
+    func = click.option(
+        "--json", "as_json", is_flag=True, help="Print JSON for scripts instead of text."
+    )(func)
+    return vault_option(func)
+
+
+def namespace_option(required: bool = True) -> Callable[[_F], _F]:
+    """``--namespace/-n``: when it is not given, ``found_namespace`` finds it from the
+    working directory, as the session hook and the MCP server do."""
+    found = "found from git (or .agent-mem-vault.toml) when omitted"
+    return click.option(
+        "--namespace",
+        "-n",
+        metavar="NS",
+        help=f"Path-like namespace, e.g. project/harbor-api; {found}"
+        + ("." if required else ", else every namespace."),
+    )
+
+
+all_namespaces_option = click.option(
+    "--all-namespaces",
+    "-A",
+    "everywhere",
+    is_flag=True,
+    help="Every namespace, even inside a repository (whose own is the default).",
+)
+
+
+def found_namespace(
+    given: str | None, *, required: bool = True, everywhere: bool = False
+) -> str | None:
+    """``given``, else the namespace of the working directory, found the way the session
+    hook and the MCP server find it (``.agent-mem-vault.toml``, else the git
+    repository's name); the one found is said on standard error, so a person knows
+    which was used. Outside a repository: a usage error when ``required``, else None
+    (every namespace), as with ``everywhere``."""
+    if given or everywhere:
+        return given or None
+    from pathlib import Path
+
+    from ..integrations.namespace import CONFIG_FILE, discover_namespace, find_repo_root
+
+    here = Path.cwd()
+    namespace = discover_namespace(here)
+    if namespace is None:
+        if required:
+            raise click.UsageError(
+                "Missing option '--namespace' / '-n': not inside a git repository (nor "
+                f"under a {CONFIG_FILE}) here, so there is no default; pass one such as "
+                "-n project/harbor-api"
+            )
+        return None
+    root = find_repo_root(here) or here
+    source = root / CONFIG_FILE if (root / CONFIG_FILE).is_file() else f"the git repository {root}"
+    more = "" if required else "; --all-namespaces for every namespace"
+    click.echo(f"namespace: {namespace} (from {source}{more})", err=True)
+    return namespace
+
+
+offset_option = click.option(
+    "--offset",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Skip this many (the next page starts where the last one ended).",
+)
+
+
+def echo_page_note(shown: int, total: int, offset: int, next_offset: int | None, what: str) -> None:
+    """After a table: how many there are in all, and the --offset of the next page."""
+    if next_offset is None and offset == 0:
+        return
+    line = f"Showing {offset + 1}-{offset + shown} of {counted(total, what)}"
+    if next_offset is None:
+        click.echo(line + ".")
+    else:
+        click.echo(line + f"; the next page: --offset {next_offset}")
+
+
+def open_vault(path: str) -> Vault:
+    """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
+    from ..vault import Vault
+    from ..vault.files import lock_timeout_setting
+
+    return Vault(path, lock_timeout=lock_timeout_setting())
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def read_text(value: str) -> str:
+    """``-`` means: read the text from standard input."""
+    return sys.stdin.read() if value == "-" else value
+
+
+def memory_text(m: Memory) -> str:
+    """One memory as ``memory get`` and ``show`` print it: its properties, then its text."""
+    lines = [
+        f"id:            {m.id}",
+        f"namespace:     {m.namespace}",
+        f"kind:          {m.kind}",
+        f"status:        {m.status}",
+        f"created_at:    {m.created_at}",
+    ]
+    if m.agent:
+        lines.append(f"agent:         {m.agent}")
+    if m.tags:
+        lines.append(f"tags:          {', '.join(m.tags)}")
+    if m.supersedes:
+        lines.append(f"supersedes:    {', '.join(m.supersedes)}")
+    if m.superseded_by:
+        lines.append(f"superseded_by: {m.superseded_by}")
+    if m.forgotten_at:
+        lines.append(f"forgotten_at:  {m.forgotten_at}")
+    lines.append(f"path:          {m.path}")
+    return "\n".join(lines) + f"\n\n# {m.title}\n\n{m.content}"
+
+
+def handoff_text(h: Handoff) -> str:
+    lines = [
+        f"id:            {h.id}",
+        f"namespace:     {h.namespace}",
+        f"from:          {h.sender}",
+        f"to:            {h.recipient}",
+        f"status:        {h.status}",
+        f"created_at:    {h.created_at}",
+    ]
+    if h.read_at:
+        lines.append(f"read_at:       {h.read_at}")
+    if h.supersedes:
+        lines.append(f"supersedes:    {', '.join(h.supersedes)}")
+    if h.superseded_by:
+        lines.append(f"superseded_by: {h.superseded_by}")
+    lines.append(f"path:          {h.path}")
+    return "\n".join(lines) + "\n\n" + h.text
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:
+    """A plain text table; the last column is cut to keep lines within ``width``."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    room = max(20, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
+    out = []
+    for row in [list(headers), *[list(r) for r in rows]]:
+        last = " ".join(row[-1].split())
+        if len(last) > room:
+            last = last[: room - 1] + "…"
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [last]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def short_time(stamp: str) -> str:
+    return stamp[:16].replace("T", " ") if stamp else ""
