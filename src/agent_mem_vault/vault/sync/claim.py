@@ -35,6 +35,7 @@ from ...core.errors import AgentMemVaultError, UnavailableError
 from ..files import LockBusy
 from .engine import MAX_ROUNDS, RouteReport, RouteSync, stage_journal
 from .routes import Route, load_config
+from .syncer import ensure_syncer
 
 if TYPE_CHECKING:
     from ..handoffs import HandoffOps, Taken
@@ -58,11 +59,19 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
         for attempt in range(MAX_ROUNDS):
             with vault._writing(scope=scope) as idx:
                 taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
-                also = [taken.handoff.path] if taken is not None else []
-                idx.touched.difference_update(also)  # staged here, not through the journal
-                stage_journal(vault, config, also, syncs=[sync])
                 before, before_tree = sync.heads()[0], sync.local_tree()
-                head = sync.commit(f"read {taken.handoff.id}" if taken else "notes changed here")
+                head = staged = None
+                if taken is not None:
+                    # Not journaled: the syncer never sends a read that did not count.
+                    idx.touched.discard(taken.handoff.path)
+                    head = sync.commit_notes([taken.handoff.path], f"read {taken.handoff.id}")
+                if head is None:  # nothing taken, or no commit to build on yet
+                    also = [taken.handoff.path] if taken is not None else []
+                    stage_journal(vault, config, also, syncs=[sync])
+                    staged = also
+                    head = sync.commit(
+                        f"read {taken.handoff.id}" if taken else "notes changed here"
+                    )
             if taken is None:
                 if looked:
                     return None
@@ -76,12 +85,14 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 # The remote may have taken it all the same (an answer lost on the way):
                 # the note goes back to pending in a commit of its own, which undoes the
                 # read wherever the claim landed.
-                _put_back(vault, sync, taken, commit=True)
+                _put_back(vault, sync, taken, commit=True, staged=True)
                 raise _unconfirmed(route, taken, exc) from exc
             if refused is None:
+                if not staged:
+                    ensure_syncer(vault.path)  # it stages the note in the route's index
                 return taken.handoff
             # Refused: the remote never had it, so the claim's commit is simply undone.
-            _put_back(vault, sync, taken, commit=False)
+            _put_back(vault, sync, taken, commit=False, staged=bool(staged))
             sync.retract(head, before, before_tree)
             known = sync.heads()[1]
             try:
@@ -107,12 +118,15 @@ def _catch_up(vault: HandoffOps, sync: RouteSync) -> None:
         sync.integrate(theirs, RouteReport(sync.route))
 
 
-def _put_back(vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool) -> None:
-    """The claim did not count: the note pending again, exactly as it was, staged (and
-    committed, with ``commit``)."""
+def _put_back(
+    vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool, staged: bool
+) -> None:
+    """The claim did not count: the note pending again, exactly as it was, staged if the
+    claim had staged it (and committed, with ``commit``)."""
     with vault._held(), vault._locked():
         if vault._put_back(taken):
-            sync.stage([taken.handoff.path])
+            if staged or commit:
+                sync.stage([taken.handoff.path])
             idx = vault._upkeep.current
             if idx is not None:
                 idx.touched.discard(taken.handoff.path)

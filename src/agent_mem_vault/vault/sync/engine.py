@@ -246,6 +246,15 @@ class RouteSync:
         """The tree of the commit ``local`` names."""
         return self._refs().local_tree
 
+    def fetched_tree(self, commit: str) -> str:
+        """The tree of ``commit``, the one ``fetched`` names as a rule."""
+        known = self._refs()
+        return (
+            known.fetched_tree
+            if known.fetched == commit and known.fetched_tree
+            else self._tree(commit)
+        )
+
     def _moved(self, **changes: str | None) -> None:
         """Remember what this process just set a ref to (while it has the turn)."""
         if self._known is not None:
@@ -266,12 +275,66 @@ class RouteSync:
         self._moved(local=new, local_tree=tree)
         return new
 
+    def commit_notes(self, paths: Sequence[str], message: str) -> str | None:
+        """Commit the notes at ``paths`` as they are on disk on top of ``local``, without
+        the route's index (``trees.py``: the trees along their paths only); None when
+        there is no ``local`` yet (``commit`` then). The index catches up before it is
+        next read for a tree (``_later``)."""
+        known = self._refs()
+        if known.local is None or known.local_tree is None:
+            return None
+        from .trees import edited_tree
+
+        mine = [p for p in paths if self.config.covers(self.route, p)]
+        if not mine:
+            return known.local
+        if any("\n" in p for p in mine):
+            return None  # --stdin-paths reads a path per line
+        blobs = self.git.run(
+            "hash-object",
+            "-w",
+            "--stdin-paths",
+            input="".join(f"{self.root / p}\n" for p in mine).encode("utf-8", "surrogateescape"),
+        ).out.split()
+        ids = dict(zip(mine, (b.decode() for b in blobs), strict=True))
+        tree = edited_tree(self.git, known.local_tree, ids)
+        if tree == known.local_tree:
+            return known.local
+        new = self.git.text("commit-tree", "--no-gpg-sign", tree, "-p", known.local, "-m", message)
+        self._later(mine)
+        self.git.run("update-ref", self.local, new, known.local)
+        self._moved(local=new, local_tree=tree)
+        return new
+
+    def fast_forward(self, ours: str | None, theirs: str, paths: Sequence[str]) -> None:
+        """Move ``local`` from ``ours`` to ``theirs``, whose notes at ``paths`` are now
+        on disk, the rest unchanged since ``ours``: the index catches up with ``paths``
+        before it is next read for a tree (``_later``), not now."""
+        self._later(paths)
+        self.git.run("update-ref", self.local, theirs, ours or "")
+        self._moved(local=theirs, local_tree=self.fetched_tree(theirs))
+
+    def _later(self, paths: Sequence[str]) -> None:
+        """Note ``paths`` as committed but not staged in the route's index yet; staged
+        now if that cannot be written down (a tree made from an index without them
+        would undo them)."""
+        state = self.state()
+        state["unstaged"] = sorted({*state.get("unstaged", ()), *paths})
+        try:
+            atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
+        except OSError:
+            self.stage(paths)
+
     def _write_tree(self) -> str:
         """The tree of the route's index: ``write-tree``, unless the index file is the
         very one the last ``write-tree`` left (it reads every entry: 10 ms at 100,000
         notes, for a sync with nothing new)."""
         index = self.git.env["GIT_INDEX_FILE"]
         state = self.state()
+        unstaged = state.pop("unstaged", None)
+        if unstaged:
+            self.stage([str(p) for p in unstaged])
+            self._save(state)
         seen = state.get("index")
         if isinstance(seen, list) and len(seen) == 4 and seen[:3] == _stamp(index):
             return str(seen[3])
@@ -390,9 +453,7 @@ class RouteSync:
         """Move ``local`` past ``theirs``: to it when the route's index now holds exactly
         its tree (a fast-forward), else to a merge commit of the two."""
         tree = self._write_tree()
-        known = self._refs()
-        theirs_tree = known.fetched_tree if known.fetched == theirs else None
-        if (ours is None or base == ours) and tree == (theirs_tree or self._tree(theirs)):
+        if (ours is None or base == ours) and tree == self.fetched_tree(theirs):
             self.git.run("update-ref", self.local, theirs, ours or "")
             self._moved(local=theirs, local_tree=tree)
             return

@@ -32,7 +32,7 @@ def journal_file(root: Path) -> str:
 def note_changes(root: Path, paths: Iterable[str], *, nudge: bool = True) -> None:
     """Add ``paths`` (those that are notes) to the journal, and start the syncer if
     none runs. A journal that cannot be written loses nothing: the syncer stages
-    every note when it starts (``engine.commit_all``)."""
+    every note when it starts (``syncer.py``)."""
     entries = [p for p in paths if p == EVERYTHING or travels(p)]
     if not entries:
         return

@@ -1,0 +1,157 @@
+"""A commit's tree with a few notes changed, made without the route's index.
+
+The route's index holds one entry per note, and every git command that uses it
+reads all of it first: 11 ms at 100,000 notes, twice per commit (``update-index``
+then ``write-tree``). A claim changes one note, so its tree is made the way git
+itself would make it, along that note's path only: the trees from the root down
+to the note's folder are read (one ``cat-file``), the changed entries put in,
+and the new trees written (one ``mktree``), deepest first. What that costs grows
+with the size of the note's folder, not of the vault.
+
+The tree ids are worked out here as well (a parent names its child by id before
+git has written the child), and each one ``mktree`` answers is checked against
+them: a tree git would have written differently is never committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import TYPE_CHECKING
+
+from .gitcmd import GitFailed, GitResult
+
+if TYPE_CHECKING:
+    from .gitcmd import Git
+
+__all__ = ["edited_tree"]
+
+_TREE = b"40000"
+_REGULAR = b"100644"
+
+
+def edited_tree(git: Git, root: str, blobs: dict[str, str]) -> str:
+    """The id of the tree ``root`` with each path of ``blobs`` (``/``-separated,
+    relative) set to that blob as a regular file; its new trees written to the
+    repository. Folders a path needs that ``root`` lacks are made."""
+    width = len(root) // 2  # bytes of an object id: 20 (SHA-1) or 32 (SHA-256)
+    changes: dict[str, dict[bytes, tuple[bytes, bytes]]] = {"": {}}
+    for path, blob in blobs.items():
+        parts = path.split("/")
+        for depth in range(len(parts)):
+            changes.setdefault("/".join(parts[:depth]), {})
+        changes["/".join(parts[:-1])][_name(parts[-1])] = (_REGULAR, bytes.fromhex(blob))
+    ordered = sorted(changes, key=lambda f: (f.count("/") + (f != ""), f))
+    bodies = _read_trees(git, root, ordered)
+    written: list[tuple[bytes, str]] = []
+    for folder in reversed(ordered):  # the deepest first: a parent needs its child's id
+        body = _edited(bodies[folder], changes[folder], width)
+        tree_id = _id(body, width)
+        written.append((body, tree_id))
+        if folder:
+            parent, _, name = folder.rpartition("/")
+            changes[parent][_name(name)] = (_TREE, bytes.fromhex(tree_id))
+    _write(git, written)
+    return written[-1][1]
+
+
+def _name(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _read_trees(git: Git, root: str, folders: list[str]) -> dict[str, bytes]:
+    """Each folder's tree in ``root``, as git keeps it; empty where there is none."""
+    asked = b"".join(_name(f"{root}:{f}\n" if f else f"{root}\n") for f in folders)
+    raw = git.run("cat-file", "--batch", input=asked).out
+    out: dict[str, bytes] = {}
+    pos = 0
+    for folder in folders:
+        end = raw.index(b"\n", pos)
+        header = raw[pos:end].split(b" ")
+        pos = end + 1
+        if len(header) != 3:  # "<name> missing": a folder the root does not have yet
+            out[folder] = b""
+            continue
+        size = int(header[2])
+        out[folder] = raw[pos : pos + size] if header[1] == b"tree" else b""
+        pos += size + 1
+    return out
+
+
+def _edited(body: bytes, changes: dict[bytes, tuple[bytes, bytes]], width: int) -> bytes:
+    """``body`` (a tree) with ``changes`` (name → (mode, raw id)) put in. An entry that
+    is there with the same mode has its id replaced where it stands; anything else
+    (a new name) sorts the whole tree again."""
+    edited = bytearray(body)
+    rest = {}
+    for name, (mode, oid) in changes.items():
+        at = body.find(mode + b" " + name + b"\0")
+        if at < 0 or (at > 0 and _entry_start(body, at, width) != at):
+            rest[name] = (mode, oid)
+            continue
+        start = at + len(mode) + 1 + len(name) + 1
+        edited[start : start + width] = oid
+    if not rest:
+        return bytes(edited)
+    entries = _entries(bytes(edited), width)
+    entries.update(rest)
+    order = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == _TREE else n)
+    return b"".join(entries[n][0] + b" " + n + b"\0" + entries[n][1] for n in order)
+
+
+def _entry_start(body: bytes, at: int, width: int) -> int:
+    """Where the entry that holds byte ``at`` starts (a walk: only for a found name
+    that is not the first entry, to make sure it is a name and not bytes of an id)."""
+    pos = 0
+    while pos < at:
+        nul = body.index(b"\0", pos)
+        following = nul + 1 + width
+        if following > at:
+            return pos
+        pos = following
+    return pos
+
+
+def _entries(body: bytes, width: int) -> dict[bytes, tuple[bytes, bytes]]:
+    out: dict[bytes, tuple[bytes, bytes]] = {}
+    pos = 0
+    while pos < len(body):
+        space = body.index(b" ", pos)
+        nul = body.index(b"\0", space)
+        out[body[space + 1 : nul]] = (body[pos:space], body[nul + 1 : nul + 1 + width])
+        pos = nul + 1 + width
+    return out
+
+
+def _id(body: bytes, width: int) -> str:
+    algorithm = hashlib.sha256 if width == 32 else hashlib.sha1
+    return algorithm(b"tree %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
+
+
+def _write(git: Git, trees: list[tuple[bytes, str]]) -> None:
+    """Write the trees with one ``hash-object`` (which checks each is a well-formed
+    tree) and make sure git gave each the id worked out here."""
+    with tempfile.TemporaryDirectory(prefix="trees-", dir=git.git_dir) as folder:
+        paths = []
+        for i, (body, _tree_id) in enumerate(trees):
+            path = os.path.join(folder, str(i))
+            with open(path, "wb") as f:
+                f.write(body)
+            paths.append(path)
+        result = git.run(
+            "hash-object",
+            "-w",
+            "-t",
+            "tree",
+            "--stdin-paths",
+            "--no-filters",
+            input="".join(f"{p}\n" for p in paths).encode(),
+        )
+    made = result.out.decode().split()
+    expected = [tree_id for _body, tree_id in trees]
+    if made != expected:
+        raise GitFailed(
+            ("hash-object", "-t", "tree"),
+            GitResult(1, result.out, f"wrote {made}, expected {expected}"),
+        )
