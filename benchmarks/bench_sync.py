@@ -93,7 +93,8 @@ def env_of(vault: Path) -> dict[str, str]:
 
 
 def remote_head(remote: Path) -> str:
-    return (remote / "refs" / "heads" / "main").read_text().strip()
+    """The remote's log: every push moves it (docs/sync.md)."""
+    return (remote / "refs" / "agent-mem-vault-log" / "vault").read_text().strip()
 
 
 def setup(work: Path, n: int) -> tuple[Pair, list[tuple[str, str]]]:

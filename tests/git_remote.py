@@ -3,6 +3,7 @@ on loopback that a test starts, stops and starts again (a remote that goes away)
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -10,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import pytest
 
@@ -64,14 +66,52 @@ def bare_repo(path: Path) -> Path:
 
 
 def remote_tree(repo: Path, ref: str = "refs/heads/main") -> dict[str, str]:
-    """Every file on ``ref`` of the bare repository: path → text ({} if no ref yet)."""
+    """The notes a route keeps in the bare repository: path → text ({} if none yet).
+
+    Read the way docs/sync.md describes the layout, with plain git: the route's
+    checkpoint (``ref``), then each entry of its log after the point the
+    checkpoint names, oldest first: the files of the entry's tree set, the paths
+    its message lists as ``removed`` taken away, and an entry naming a checkpoint
+    starting again from that one."""
+    log = "refs/agent-mem-vault-log/" + (
+        "vault" if ref == "refs/heads/main" else ref.removeprefix("refs/agent-mem-vault/")
+    )
+    notes: dict[str, str] = {}
+    point = None
+    if _exists(repo, ref):
+        notes = _files(repo, ref)
+        point = _facts(git("log", "-1", "--format=%B", ref, cwd=repo)).get("log")
+    if not _exists(repo, log):
+        return notes
+    entries = git("rev-list", "--reverse", log, cwd=repo).split()
+    if point in entries:
+        entries = entries[entries.index(point) + 1 :]
+    for entry in entries:
+        facts = _facts(git("log", "-1", "--format=%B", entry, cwd=repo))
+        if "checkpoint" in facts:
+            notes = _files(repo, facts["checkpoint"])
+        for path in facts.get("removed", []):
+            notes.pop(path, None)
+        notes.update(_files(repo, entry))
+    return notes
+
+
+def _exists(repo: Path, ref: str) -> bool:
     found = subprocess.run(
         ["git", "rev-parse", "--verify", "-q", ref], cwd=repo, capture_output=True, check=False
     )
-    if found.returncode != 0:
-        return {}
-    names = git("ls-tree", "-r", "-z", "--name-only", ref, cwd=repo).split("\0")
-    return {n: git("show", f"{ref}:{n}", cwd=repo) for n in names if n}
+    return found.returncode == 0
+
+
+def _files(repo: Path, commit: str) -> dict[str, str]:
+    names = git("ls-tree", "-r", "-z", "--name-only", commit, cwd=repo).split("\0")
+    return {n: git("show", f"{commit}:{n}", cwd=repo) for n in names if n}
+
+
+def _facts(message: str) -> dict[str, Any]:
+    """The JSON line a log entry's or a checkpoint's message ends with ({} if none)."""
+    lines = [line for line in message.strip().splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
 
 
 def _free_port() -> int:

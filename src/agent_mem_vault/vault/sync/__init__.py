@@ -10,8 +10,10 @@ without it runs no git process and imports none of this package.
 - ``gitcmd``: running ``git`` (timeouts, the user's credentials, errors that
   name the remote and the fix).
 - ``journal``: the notes changed since the last commit, told by every write.
-- ``engine``: stage, commit, fetch, push; ``arrivals``: what a fetch brought, merged
-  by ``merge.py``'s rules; ``claim``: a read that counts once the remote took it.
+- ``engine``: stage, commit, fetch, push; ``log``: how a remote keeps the notes (a
+  log of small commits, and a checkpoint); ``trees``: a commit's tree made along
+  the changed paths; ``arrivals``: what a fetch brought, merged by ``merge.py``'s
+  rules; ``claim``: a read that counts once the remote took it.
 - ``syncer``: the background process that commits and pushes each write.
 
 docs/sync.md is the manual.

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError, UnavailableError
 from ..files import LockBusy
-from .engine import MAX_ROUNDS, RouteReport, RouteSync, stage_journal
+from .engine import FETCH_FIRST, MAX_ROUNDS, RouteReport, RouteSync, stage_journal
 from .routes import Route, load_config
 from .syncer import ensure_syncer
 
@@ -80,7 +80,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 continue
             assert head is not None
             try:
-                refused = sync.push(head)
+                refused = sync.push(head, title=f"read {taken.handoff.id}")
             except AgentMemVaultError as exc:
                 # The remote may have taken it all the same (an answer lost on the way):
                 # the note goes back to pending in a commit of its own, which undoes the
@@ -99,7 +99,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 _catch_up(vault, sync)
             except AgentMemVaultError as exc:
                 raise _unconfirmed(route, taken, exc) from exc
-            if sync.heads()[1] == known:
+            if sync.heads()[1] == known and refused != FETCH_FIRST:
                 raise sync.refused(refused)
             looked = True
             # Eight machines after one handoff: a moment's random wait spreads them out.

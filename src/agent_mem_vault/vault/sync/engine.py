@@ -1,10 +1,12 @@
 """Commit, fetch, merge and push one route's notes, with plumbing ``git`` commands.
 
 The vault's folder is the work tree; each route has an index of its own
-(``<sync dir>/<route>.index``) and two refs in its git folder: ``local``, the
-last commit of this vault's notes, and ``fetched``, what the remote had when
-last asked. Nothing here checks out, resets or runs git's own merge: the notes
-are the truth, and git moves them.
+(``<sync dir>/<route>.index``) and refs in its git folder: ``local``, the last
+commit of this vault's notes; ``fetched``, a commit of the notes the remote had
+when last asked, made here from the remote's checkpoint and log (``log.py``);
+``log`` and ``checkpoint``, the remote's two refs as last seen; ``applied``, the
+log entry ``fetched`` holds. Nothing here checks out, resets or runs git's own
+merge: the notes are the truth, and git moves them.
 
 - **stage** (under the vault lock): the notes the journal names (or, at a
   syncer's start and when a route is joined, every note of the route) go into
@@ -13,9 +15,10 @@ are the truth, and git moves them.
 - **commit** (under the vault lock and the route's turn): a tree from that
   index, committed on ``local`` if it differs.
 - **fetch** / **push** (the route's turn, not the vault lock: writers go on):
-  ``push`` sends ``local`` to the remote's ref and is refused unless it
-  fast-forwards it, and the remote updates a ref only from the value the push
-  saw: that refusal is the compare-and-swap ``claim`` builds on.
+  ``fetch`` applies the log's new entries to ``fetched``; ``push`` sends what
+  ``local`` changed since ``fetched`` as the log's next entry, refused unless it
+  fast-forwards the log, and the remote updates a ref only from the value the
+  push saw: that refusal is the compare-and-swap ``claim`` builds on.
 - **integrate** (under the vault lock): the fetched commit merged into the
   notes, path by path: what only the remote changed is written, what both
   changed is merged by fields (``merge.py``), then ``local`` moves to a commit
@@ -43,7 +46,10 @@ from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from ..files import VaultLock, atomic_write
 from .gitcmd import Git, GitResult, remote_failure
 from .journal import take_changes
+from .log import CHECKPOINT_FROM, Entry, checkpoint_message, entry_message, log_position
+from .log import entries as log_entries
 from .routes import SYNC_DIR, Route, SyncConfig
+from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
     from ..base import VaultBase
@@ -66,6 +72,8 @@ may take: the first push of a large vault sends every note."""
 TURN_WAIT = 30.0
 """Seconds a process waits for its turn at a route's remote (another process of this
 machine is fetching or pushing) before it gives up (``sync_busy``)."""
+FETCH_FIRST = "fetch first"
+"""Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 MAX_ROUNDS = 200
 """Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
 _REGULAR = ("100644", "100755")
@@ -125,7 +133,10 @@ class RouteSync:
         if route.repo is None:
             git_dir = folder / f"{route.key}.git"
             self.local = "refs/heads/main"
-            self.fetched = "refs/remotes/origin/main"
+            self.fetched = "refs/agent-mem-vault/fetched"
+            self.log = "refs/agent-mem-vault/log"
+            self.applied = "refs/agent-mem-vault/applied"
+            self.checkpoint = "refs/remotes/origin/main"  # a push moves it (operations.py)
             self.remote = "origin"
             # The index of every note, split: a commit rewrites a small file, not one
             # entry per note (the shared part lives in the route's own git folder).
@@ -134,6 +145,8 @@ class RouteSync:
             git_dir = Path(route.repo)
             base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
             self.local, self.fetched = f"{base}/head", f"{base}/fetched"
+            self.log, self.applied = f"{base}/log", f"{base}/applied"
+            self.checkpoint = f"{base}/checkpoint"
             self.remote = route.remote
         self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
@@ -226,6 +239,9 @@ class RouteSync:
             "--format=%(refname) %(objectname) %(tree)",
             self.local,
             self.fetched,
+            self.log,
+            self.applied,
+            self.checkpoint,
         )
         found = {}
         for line in result.out.decode().splitlines():
@@ -237,6 +253,9 @@ class RouteSync:
             local[1] if local else None,
             fetched[0] if fetched else None,
             fetched[1] if fetched else None,
+            (found.get(self.log) or (None,))[0],
+            (found.get(self.applied) or (None,))[0],
+            (found.get(self.checkpoint) or (None,))[0],
         )
         if self.turn.held:
             self._known = known
@@ -360,57 +379,208 @@ class RouteSync:
     # -- network (the caller has the route's turn) -------------------------------------
 
     def fetch(self, timeout: float | None = None) -> str | None:
-        """The remote's commit for the route's ref, fetched into ``fetched`` (None: the
-        remote has none yet)."""
+        """What the remote has for the route: its log's new entries fetched and applied
+        to ``fetched`` (``log.py``); None when the remote has nothing yet."""
         limit = net_timeout() if timeout is None else timeout
-        result = self._network(
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-            "--quiet",
-            self.remote,
-            f"+{self.route.ref}:{self.fetched}",
-            timeout=limit,
-        )
-        if result.status != 0:
-            if "couldn't find remote ref" in result.err.lower():
-                self.git.run("update-ref", "-d", self.fetched)
-                self._moved(fetched=None, fetched_tree=None)
-                self._remember(fetched=True)
-                return None
-            raise self._failed(result)
-        self._remember(fetched=True)
-        self._known = None  # read again, with the fetched commit's tree
-        return self._refs().fetched
+        before = self._refs()
+        whole = before.fetched is None
+        self._fetch_refs(whole, limit)
+        now = self._refs()
+        entries = []
+        if now.log is not None and not whole and now.log != before.applied:
+            entries = log_entries(self.git, before.applied, now.log)
+        if not whole and any(e.checkpoint for e in entries):
+            # Many notes changed at once: start again from the checkpoint they went to.
+            self._fetch_refs(True, limit)
+            now, whole = self._refs(), True
+        if whole:
+            return self._apply_whole(now)
+        if not entries:
+            return now.fetched
+        assert now.fetched is not None and now.fetched_tree is not None
+        return self._apply(now, now.fetched_tree, entries, [now.fetched])
 
-    def push(self, commit: str, timeout: float | None = None) -> str | None:
-        """Send ``commit`` to the route's ref: None if the remote took it, else why it
-        refused (it did not fast-forward: another machine pushed first)."""
+    def _fetch_refs(self, checkpoint: bool, limit: float) -> None:
+        """Fetch the route's log (and its checkpoint); a ref the remote does not have
+        (a remote with nothing yet, or written before the log) is left out."""
+        specs = {self.route.log_ref: f"+{self.route.log_ref}:{self.log}"}
+        if checkpoint:
+            specs[self.route.ref] = f"+{self.route.ref}:{self.checkpoint}"
+        while specs:
+            result = self._network(
+                "fetch",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--quiet",
+                self.remote,
+                *specs.values(),
+                timeout=limit,
+            )
+            if result.status == 0:
+                break
+            missing = [r for r in specs if f"couldn't find remote ref {r}" in result.err]
+            if not missing:
+                raise self._failed(result)
+            for ref in missing:
+                del specs[ref]
+                self._set_refs(
+                    {self.log if ref == self.route.log_ref else self.checkpoint: (None, None)}
+                )
+        self._remember(fetched=True)
+        self._known = None
+
+    def _apply_whole(self, now: _Heads) -> str | None:
+        """``fetched`` made from the checkpoint and the log's entries after the point
+        it names (all of them, for a checkpoint written before the log)."""
+        if now.checkpoint is None and now.log is None:
+            return now.fetched  # a remote with nothing yet
+        point = None
+        if now.checkpoint is None:
+            assert now.log is not None
+            tree, parents = self._empty_tree(len(now.log)), []
+        else:
+            tree, parents = self._tree(now.checkpoint), [now.checkpoint]
+            point = log_position(self.git, now.checkpoint)[1]
+        if now.fetched is not None:
+            parents.insert(0, now.fetched)
+        entries = log_entries(self.git, point, now.log) if now.log is not None else []
+        return self._apply(now, tree, entries, parents)
+
+    def _apply(self, now: _Heads, tree: str, entries: list[Entry], parents: list[str]) -> str:
+        """``fetched`` made ``tree`` with ``entries`` applied in order (a new commit, its
+        parents ``parents``), then ``applied`` moved to the log's tip: ``fetched`` first,
+        as applying an entry twice changes nothing."""
+        marks = [i for i, e in enumerate(entries) if e.checkpoint is not None]
+        if marks:  # many notes changed at once: what came before the last such push is in it
+            checkpoint = entries[marks[-1]].checkpoint
+            assert checkpoint is not None
+            if checkpoint != now.checkpoint:
+                raise RemoteError(
+                    f"{self.route.label} changed while it was read (its log points at a "
+                    f"checkpoint {checkpoint[:12]} it does not hold); run "
+                    "'agent-mem-vault sync' again",
+                    code="remote_moved",
+                )
+            tree, entries = self._tree(checkpoint), entries[marks[-1] + 1 :]
+            parents = [*parents, checkpoint]
+        changes: dict[str, str | None] = {}
+        for entry in entries:
+            for path in entry.removed:
+                changes[path] = None
+            changes.update(entry.changed)
+        mine = {p: b for p, b in changes.items() if self.config.covers(self.route, p)}
+        new_tree = edited_tree(self.git, tree, mine) if mine else tree
+        links = [a for p in dict.fromkeys(parents) for a in ("-p", p)]
+        commit = self.git.text(
+            "commit-tree", "--no-gpg-sign", new_tree, *links, "-m", f"the remote at {now.log}"
+        )
+        self._set_refs({self.fetched: (commit, now.fetched), self.applied: (now.log, now.applied)})
+        self._moved(fetched=commit, fetched_tree=new_tree, applied=now.log)
+        return commit
+
+    def _set_refs(self, moves: dict[str, tuple[str | None, str | None]]) -> None:
+        """Move refs in one transaction: name → (new value or None to delete, old value
+        or None for any)."""
+        lines = []
+        for name, (new, old) in moves.items():
+            if new is None:
+                lines.append(f"delete {name}\n")
+            else:
+                lines.append(f"update {name} {new}{' ' + old if old else ''}\n")
+        self.git.run("update-ref", "--stdin", input="".join(lines).encode())
+
+    def _empty_tree(self, digits: int) -> str:
+        """The empty tree, written (a marker's tree), in a repository whose ids have
+        ``digits`` hex digits."""
+        return edited_tree(self.git, empty_tree_id(digits), {})
+
+    def push(self, commit: str, timeout: float | None = None, title: str = "notes") -> str | None:
+        """Send what ``commit`` changed since ``fetched`` as one entry of the route's log:
+        None if the remote took it, else why it refused (it did not fast-forward the
+        log: another machine pushed first)."""
         limit = net_timeout() if timeout is None else timeout
+        known = self._refs()
+        if known.log != known.applied or (
+            known.fetched is not None and not self.is_ancestor(known.fetched, commit)
+        ):
+            return FETCH_FIRST
+        changes = self.changes(known.fetched, commit)
+        if not changes:
+            self._set_refs({self.fetched: (commit, known.fetched)})
+            self._moved(fetched=commit, fetched_tree=None)
+            return None
+        removed = [p for p, (_old, new) in changes.items() if new is None]
+        after = [("-p", known.log)] if known.log else []
+        parent = [a for pair in after for a in pair]
+        if len(changes) > CHECKPOINT_FROM or known.fetched is None:
+            return self._push_checkpoint(commit, known, parent, limit)
+        blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
+        tree = edited_tree(self.git, empty_tree_id(len(commit)), blobs)
+        entry = self.git.text(
+            "commit-tree", "--no-gpg-sign", tree, *parent, "-m", entry_message(title, removed)
+        )
+        refused = self._send(limit, f"{entry}:{self.route.log_ref}")
+        if refused is None:
+            self._pushed(commit, entry, known)
+        return refused
+
+    def _push_checkpoint(
+        self, commit: str, known: _Heads, parent: list[str], limit: float
+    ) -> str | None:
+        """Many notes at once: a checkpoint of every note, and a log entry pointing at it,
+        in one atomic push (the log's compare-and-swap decides for both)."""
+        tree = self._tree(commit)
+        checkpoint = self.git.text(
+            "commit-tree", "--no-gpg-sign", tree, "-m", checkpoint_message(known.log)
+        )
+        marker = self.git.text(
+            "commit-tree",
+            "--no-gpg-sign",
+            self._empty_tree(len(commit)),
+            *parent,
+            "-m",
+            entry_message("checkpoint", [], checkpoint),
+        )
+        refused = self._send(
+            limit, f"+{checkpoint}:{self.route.ref}", f"{marker}:{self.route.log_ref}", atomic=True
+        )
+        if refused is None:
+            self._set_refs({self.checkpoint: (checkpoint, None)})
+            self._pushed(commit, marker, known)
+        return refused
+
+    def _send(self, limit: float, *specs: str, atomic: bool = False) -> str | None:
         result = self._network(
             "push",
             "--no-verify",
             "--porcelain",
             "--quiet",
+            *(["--atomic"] if atomic else []),
             self.remote,
-            f"{commit}:{self.route.ref}",
+            *specs,
             timeout=limit,
         )
         refused = [
             line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
         ]
         if result.status == 0 and not refused:
-            if self.route.repo is not None:
-                # The vault's own git folder maps the ref to ``fetched`` (``operations.py``), so
-                # the push moved it; a project's repository is not configured so.
-                self.git.run("update-ref", self.fetched, commit)
-            self._moved(fetched=commit, fetched_tree=None)
             self._remember(pushed=True)
             return None
         if refused:
             return refused[0].rsplit("\t", 1)[-1]
         raise self._failed(result)
+
+    def _pushed(self, commit: str, entry: str, known: _Heads) -> None:
+        """The remote took ``entry``: it has the notes of ``commit`` now."""
+        self._set_refs(
+            {
+                self.fetched: (commit, known.fetched),
+                self.log: (entry, known.log),
+                self.applied: (entry, known.applied),
+            }
+        )
+        self._moved(fetched=commit, fetched_tree=None, log=entry, applied=entry)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
@@ -556,6 +726,11 @@ class _Heads:
     local_tree: str | None
     fetched: str | None
     fetched_tree: str | None = None
+    log: str | None = None
+    """The remote's log as last fetched or pushed."""
+    applied: str | None = None
+    """The log entry ``fetched`` holds the notes of (``log`` once they are applied)."""
+    checkpoint: str | None = None
 
 
 def _stamp(path: str) -> list[int] | None:
@@ -631,7 +806,9 @@ def sync_route(
             before = known
             known = sync.fetch(patience)
             report.fetched = True
-            if known == before or (known is not None and sync.is_ancestor(known, head)):
+            if refused != FETCH_FIRST and (
+                known == before or (known is not None and sync.is_ancestor(known, head))
+            ):
                 raise sync.refused(refused)
             with vault._held(), vault._locked():
                 sync.integrate(known, report)

@@ -1,15 +1,15 @@
 """Where a vault's notes travel: its routes, kept in ``.agent-mem-vault-sync/config.json``.
 
-A route is a git remote and a ref on it:
+A route is a git remote and two refs on it, a log and a checkpoint (``log.py``):
 
 - the **vault route**: the whole vault through a remote of its own (any URL
-  git accepts), on its branch ``main``; a plain clone of that remote shows the
-  notes;
+  git accepts), its checkpoint on the branch ``main`` (a plain clone of that
+  remote shows the notes as of the checkpoint);
 - a **project route**: one namespace through the project's own repository
-  (the remote ``origin`` of a clone on this machine), on the ref
-  ``refs/agent-mem-vault/<namespace>``: not a branch, so no branch list,
-  pull request or plain clone shows it, and only that namespace's notes go
-  there.
+  (the remote ``origin`` of a clone on this machine), on
+  ``refs/agent-mem-vault/<namespace>`` and ``refs/agent-mem-vault-log/<namespace>``:
+  not branches, so no branch list, pull request or plain clone shows them, and
+  only that namespace's notes go there.
 
 Each note travels by at most one route: the project route of its namespace if
 there is one, else the vault route. Only notes travel (``travels``): Markdown
@@ -52,8 +52,9 @@ changes waiting to be committed, each route's state. A dot-folder: Obsidian,
 the index and git leave it alone, and it never travels."""
 CONFIG = "config.json"
 VAULT_REF = "refs/heads/main"
-"""The branch the vault route keeps the notes on, in the vault's own remote."""
+"""The branch the vault route keeps its checkpoint on, in the vault's own remote."""
 PROJECT_REFS = "refs/agent-mem-vault/"
+LOG_REFS = "refs/agent-mem-vault-log/"
 _PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/@?#]*:[^/@?#]*@")
 _LEAVES = ("handoffs", "memories")
 
@@ -67,13 +68,20 @@ class Route:
     name of the remote in ``repo`` (``origin``), so that git uses that clone's own
     settings for it (its URL, credentials and extra headers, as in CI)."""
     ref: str
-    """The ref on the remote: ``VAULT_REF`` or ``project_ref(namespace)``."""
+    """The ref of the route's checkpoint on the remote: ``VAULT_REF`` or
+    ``project_ref(namespace)``."""
     namespace: str | None = None
     """None: the whole vault (but the namespaces that have a route of their own)."""
     repo: str | None = None
     """A project route: the clone whose git folder keeps the route's objects."""
     url: str = ""
     """What ``remote`` pointed at when the route was made, for people to read."""
+
+    @property
+    def log_ref(self) -> str:
+        """The ref on the remote of the route's log (``log.py``); ``ref`` holds its
+        checkpoint."""
+        return LOG_REFS + ("vault" if self.namespace is None else self.namespace)
 
     @property
     def key(self) -> str:

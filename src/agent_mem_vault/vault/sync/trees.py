@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .gitcmd import GitFailed, GitResult
@@ -25,35 +26,49 @@ from .gitcmd import GitFailed, GitResult
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["edited_tree"]
+__all__ = ["edited_tree", "empty_tree_id"]
 
+_Entry = tuple[bytes, bytes]
+"""A tree entry: its mode as git writes it, and the raw id it names."""
 _TREE = b"40000"
 _REGULAR = b"100644"
 
 
-def edited_tree(git: Git, root: str, blobs: dict[str, str]) -> str:
+def edited_tree(git: Git, root: str, blobs: Mapping[str, str | None]) -> str:
     """The id of the tree ``root`` with each path of ``blobs`` (``/``-separated,
-    relative) set to that blob as a regular file; its new trees written to the
-    repository. Folders a path needs that ``root`` lacks are made."""
+    relative) set to that blob as a regular file, or removed where it maps to None;
+    its new trees written to the repository. Folders a path needs that ``root``
+    lacks are made, and folders left empty go (as git never keeps an empty one)."""
     width = len(root) // 2  # bytes of an object id: 20 (SHA-1) or 32 (SHA-256)
-    changes: dict[str, dict[bytes, tuple[bytes, bytes]]] = {"": {}}
+    changes: dict[str, dict[bytes, _Entry | None]] = {"": {}}
     for path, blob in blobs.items():
         parts = path.split("/")
         for depth in range(len(parts)):
             changes.setdefault("/".join(parts[:depth]), {})
-        changes["/".join(parts[:-1])][_name(parts[-1])] = (_REGULAR, bytes.fromhex(blob))
+        entry = None if blob is None else (_REGULAR, bytes.fromhex(blob))
+        changes["/".join(parts[:-1])][_name(parts[-1])] = entry
     ordered = sorted(changes, key=lambda f: (f.count("/") + (f != ""), f))
-    bodies = _read_trees(git, root, ordered)
+    if root == empty_tree_id(len(root)):
+        bodies = dict.fromkeys(ordered, b"")  # nothing to read
+    else:
+        bodies = _read_trees(git, root, ordered)
     written: list[tuple[bytes, str]] = []
+    tree_id = root
     for folder in reversed(ordered):  # the deepest first: a parent needs its child's id
         body = _edited(bodies[folder], changes[folder], width)
         tree_id = _id(body, width)
-        written.append((body, tree_id))
         if folder:
             parent, _, name = folder.rpartition("/")
-            changes[parent][_name(name)] = (_TREE, bytes.fromhex(tree_id))
+            changes[parent][_name(name)] = (_TREE, bytes.fromhex(tree_id)) if body else None
+        if body or not folder:
+            written.append((body, tree_id))
     _write(git, written)
-    return written[-1][1]
+    return tree_id
+
+
+def empty_tree_id(digits: int) -> str:
+    """The id of the empty tree in a repository whose ids have ``digits`` hex digits."""
+    return _id(b"", digits // 2)
 
 
 def _name(text: str) -> bytes:
@@ -79,23 +94,27 @@ def _read_trees(git: Git, root: str, folders: list[str]) -> dict[str, bytes]:
     return out
 
 
-def _edited(body: bytes, changes: dict[bytes, tuple[bytes, bytes]], width: int) -> bytes:
-    """``body`` (a tree) with ``changes`` (name → (mode, raw id)) put in. An entry that
-    is there with the same mode has its id replaced where it stands; anything else
-    (a new name) sorts the whole tree again."""
+def _edited(body: bytes, changes: dict[bytes, _Entry | None], width: int) -> bytes:
+    """``body`` (a tree) with ``changes`` (name → (mode, raw id), or None: removed) put
+    in. An entry that is there with the same mode has its id replaced where it stands;
+    anything else (a new name, a removal) sorts the whole tree again."""
     edited = bytearray(body)
-    rest = {}
-    for name, (mode, oid) in changes.items():
-        at = body.find(mode + b" " + name + b"\0")
-        if at < 0 or (at > 0 and _entry_start(body, at, width) != at):
-            rest[name] = (mode, oid)
+    rest: dict[bytes, _Entry | None] = {}
+    for name, entry in changes.items():
+        at = -1 if entry is None else body.find(entry[0] + b" " + name + b"\0")
+        if entry is None or at < 0 or (at > 0 and _entry_start(body, at, width) != at):
+            rest[name] = entry
             continue
-        start = at + len(mode) + 1 + len(name) + 1
-        edited[start : start + width] = oid
+        start = at + len(entry[0]) + 1 + len(name) + 1
+        edited[start : start + width] = entry[1]
     if not rest:
         return bytes(edited)
     entries = _entries(bytes(edited), width)
-    entries.update(rest)
+    for name, entry in rest.items():
+        if entry is None:
+            entries.pop(name, None)
+        else:
+            entries[name] = entry
     order = sorted(entries, key=lambda n: n + b"/" if entries[n][0] == _TREE else n)
     return b"".join(entries[n][0] + b" " + n + b"\0" + entries[n][1] for n in order)
 
@@ -113,8 +132,8 @@ def _entry_start(body: bytes, at: int, width: int) -> int:
     return pos
 
 
-def _entries(body: bytes, width: int) -> dict[bytes, tuple[bytes, bytes]]:
-    out: dict[bytes, tuple[bytes, bytes]] = {}
+def _entries(body: bytes, width: int) -> dict[bytes, _Entry]:
+    out: dict[bytes, _Entry] = {}
     pos = 0
     while pos < len(body):
         space = body.index(b" ", pos)
