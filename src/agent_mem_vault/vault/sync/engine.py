@@ -151,6 +151,9 @@ class RouteSync:
         self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
         self.state_file = folder / f"{route.key}.state.json"
+        self._made: dict[str, tuple[str, ...]] = {}
+        """Commits this process made on ``local`` and ``fetched``, and their parents: what
+        ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
         self._known: _Heads | None = None
         """The refs, as this process last set or read them: only the holder of the turn
         moves them, so while it is held they need not be read again."""
@@ -320,6 +323,7 @@ class RouteSync:
         if tree == known.local_tree:
             return known.local
         new = self.git.text("commit-tree", "--no-gpg-sign", tree, "-p", known.local, "-m", message)
+        self._made[new] = (known.local,)
         self._later(mine)
         self.git.run("update-ref", self.local, new, known.local)
         self._moved(local=new, local_tree=tree)
@@ -475,6 +479,7 @@ class RouteSync:
         commit = self.git.text(
             "commit-tree", "--no-gpg-sign", new_tree, *links, "-m", f"the remote at {now.log}"
         )
+        self._made[commit] = tuple(dict.fromkeys(parents))
         self._set_refs({self.fetched: (commit, now.fetched), self.applied: (now.log, now.applied)})
         self._moved(fetched=commit, fetched_tree=new_tree, applied=now.log)
         return commit
@@ -583,6 +588,8 @@ class RouteSync:
         self._moved(fetched=commit, fetched_tree=None, log=entry, applied=entry)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
+        if older == newer or older in self._made.get(newer, ()):
+            return True
         return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
 
     def refused(self, reason: str) -> RemoteError:
@@ -635,6 +642,8 @@ class RouteSync:
         self._moved(local=merge, local_tree=tree)
 
     def merge_base(self, ours: str, theirs: str) -> str | None:
+        if self._made.get(theirs) == (ours,):
+            return ours  # the remote's new notes, made here on top of ours
         result = self.git.run("merge-base", ours, theirs, check=False)
         return result.out.decode().strip() or None if result.status == 0 else None
 
