@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_mem_vault.vault.sync import engine
 from agent_mem_vault.vault.sync.log import CHECKPOINT_FROM
 from tests.git_remote import bare_repo, git, remote_tree
 
@@ -109,3 +110,36 @@ def test_a_remote_that_holds_the_notes_on_its_branch_alone_is_read_as_a_checkpoi
     assert b.read_handoff(agent="codex", namespace=NS).id == h.id  # type: ignore[union-attr]
     assert "status: read" in remote_tree(remote)[h.path]
     assert _files(remote, LOG) == {h.path}
+
+
+def test_a_sync_writes_a_checkpoint_once_the_log_has_grown_and_a_new_machine_starts_there(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "CHECKPOINT_EVERY", 3)
+    a, b = machine("a"), machine("b")
+    a.create_handoff(to="codex", summary="first", context="C", namespace=NS)
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))  # knows the checkpoint of a's join, and no later one
+    joined = git("rev-parse", "refs/heads/main", cwd=remote).strip()
+    entries = []
+    while git("rev-parse", "refs/heads/main", cwd=remote).strip() == joined:
+        assert len(entries) < 3, "no checkpoint after 3 entries past the last"
+        a.create_handoff(to="codex", summary=f"S{len(entries)}", context="C", namespace=NS)
+        a.sync()
+        entries = git("rev-list", LOG, cwd=remote).split()
+    assert len(entries) == 3  # the join's entry and two more
+    main = git("rev-parse", "refs/heads/main", cwd=remote).strip()
+    assert _facts(remote, main) == {"log": entries[0]}
+    assert _files(remote, main) == set(remote_tree(remote))
+    # b's log has grown past the checkpoint it knows too; its own is never written over
+    # the newer one a wrote.
+    for i in range(3):
+        b.create_handoff(to="aider", summary=f"B{i}", context="C", namespace=NS)
+        assert b.sync().ok
+    assert git("rev-parse", "refs/heads/main", cwd=remote).strip() == main
+    c = machine("c")
+    assert c.join_remote(str(remote)).ok
+    assert len(c.list_handoffs(namespace=NS)) == 6
+    assert remote_tree(remote) == {
+        p: (c.path / p).read_text(encoding="utf-8") for p in remote_tree(remote)
+    }

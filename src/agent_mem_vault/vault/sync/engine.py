@@ -46,7 +46,14 @@ from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from ..files import VaultLock, atomic_write
 from .gitcmd import Git, GitResult, remote_failure
 from .journal import take_changes
-from .log import CHECKPOINT_FROM, Entry, checkpoint_message, entry_message, log_position
+from .log import (
+    CHECKPOINT_EVERY,
+    CHECKPOINT_FROM,
+    Entry,
+    checkpoint_message,
+    entry_message,
+    log_position,
+)
 from .log import entries as log_entries
 from .routes import SYNC_DIR, Route, SyncConfig
 from .trees import edited_tree, empty_tree_id
@@ -63,7 +70,6 @@ __all__ = [
     "sync_route",
 ]
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
 """Seconds a fetch or a push may take before it is given up (default 20)."""
 PATIENT = 300.0
@@ -289,7 +295,7 @@ class RouteSync:
         head = known.local
         if head is not None and known.local_tree == tree:
             return head
-        if head is None and tree == EMPTY_TREE:
+        if head is None and tree == empty_tree_id(len(tree)):
             return None
         parents = ["-p", head] if head is not None else []
         new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
@@ -305,8 +311,6 @@ class RouteSync:
         known = self._refs()
         if known.local is None or known.local_tree is None:
             return None
-        from .trees import edited_tree
-
         mine = [p for p in paths if self.config.covers(self.route, p)]
         if not mine:
             return known.local
@@ -555,13 +559,45 @@ class RouteSync:
             self._pushed(commit, marker, known)
         return refused
 
-    def _send(self, limit: float, *specs: str, atomic: bool = False) -> str | None:
+    def checkpoint_if_due(self, timeout: float | None = None) -> bool:
+        """A new checkpoint of the remote's notes, if its log has grown ``CHECKPOINT_EVERY``
+        entries past the one this machine knows (and it is still that one on the remote);
+        whether one was written. Only after this machine applied the whole log."""
+        known = self._refs()
+        if known.log is None or known.log != known.applied or known.fetched is None:
+            return False
+        state = self.state()
+        since = state.get("checkpoint_tried")
+        if not isinstance(since, str) or not since:
+            since = log_position(self.git, known.checkpoint)[1] if known.checkpoint else None
+        span = [f"{since}..{known.log}"] if since else [known.log]
+        if int(self.git.text("rev-list", "--count", *span)) < CHECKPOINT_EVERY:
+            return False
+        state["checkpoint_tried"] = known.log  # tried once per CHECKPOINT_EVERY entries
+        self._save(state)
+        tree = known.fetched_tree or self._tree(known.fetched)
+        checkpoint = self.git.text(
+            "commit-tree", "--no-gpg-sign", tree, "-m", checkpoint_message(known.log)
+        )
+        lease = f"--force-with-lease={self.route.ref}:{known.checkpoint or ''}"
+        limit = net_timeout() if timeout is None else timeout
+        # No "+": a forced refspec would override the lease.
+        if self._send(limit, f"{checkpoint}:{self.route.ref}", options=(lease,)) is not None:
+            return False  # another machine wrote one first: it stands
+        self._set_refs({self.checkpoint: (checkpoint, None)})
+        self._moved(checkpoint=checkpoint)
+        return True
+
+    def _send(
+        self, limit: float, *specs: str, atomic: bool = False, options: Sequence[str] = ()
+    ) -> str | None:
         result = self._network(
             "push",
             "--no-verify",
             "--porcelain",
             "--quiet",
             *(["--atomic"] if atomic else []),
+            *options,
             self.remote,
             *specs,
             timeout=limit,
@@ -651,7 +687,13 @@ class RouteSync:
         """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
         None where there was none (added, removed) or it is not a regular file."""
         result = self.git.run(
-            "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", base or EMPTY_TREE, commit
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--no-commit-id",
+            base or empty_tree_id(len(commit)),
+            commit,
         )
         parts = result.out.decode("utf-8", "surrogateescape").split("\0")
         out: dict[str, tuple[str | None, str | None]] = {}
@@ -811,6 +853,8 @@ def sync_route(
             refused = sync.push(head, patience)
             if refused is None:
                 report.pushed = True
+                with suppress(AgentMemVaultError):  # a checkpoint only makes joining quicker
+                    sync.checkpoint_if_due(patience)
                 return report
             before = known
             known = sync.fetch(patience)

@@ -13,7 +13,10 @@ at 100,000 notes, on every read's claim. So the notes travel on two refs:
   ``refs/agent-mem-vault/<namespace>``): every note as it was at one point of the
   log, for a machine that joins; its message names that point (``{"log": …}``).
   A push that changes many notes at once (a vault that joins with its notes) sends
-  a new checkpoint and, in the log, an entry that points at it, in one atomic push.
+  a new checkpoint and, in the log, an entry that points at it, in one atomic push;
+  a sync writes one, alone, once the log has grown ``CHECKPOINT_EVERY`` entries past
+  the last (only if the checkpoint is still the one it knows: any checkpoint is
+  the notes at the point it names, so whichever stands is right).
 
 What a remote has is then its checkpoint with the log's later entries applied,
 in order; each machine keeps that as a commit of its own (``fetched``), and
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from .gitcmd import Git
 
 __all__ = [
+    "CHECKPOINT_EVERY",
     "CHECKPOINT_FROM",
     "Entry",
     "checkpoint_message",
@@ -38,6 +42,10 @@ __all__ = [
     "log_position",
 ]
 
+CHECKPOINT_EVERY = 1000
+"""Log entries past the checkpoint from which a sync writes a new checkpoint (of
+the notes as they stand, nothing else): a machine that joins then reads at most
+about this many entries."""
 CHECKPOINT_FROM = 500
 """Notes changed by one push from which it goes as a checkpoint, not as a log entry:
 the log's entries stay small, so that no fetch or push of it walks a large tree."""
