@@ -158,6 +158,8 @@ class RouteSync:
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
         self.state_file = folder / f"{route.key}.state.json"
         self._made: dict[str, tuple[str, ...]] = {}
+        self._set_by: dict[str, dict[str, str]] = {}
+        """What ``commit_notes`` set in each commit it made: path → blob."""
         """Commits this process made on ``local`` and ``fetched``, and their parents: what
         ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
         self._known: _Heads | None = None
@@ -328,6 +330,7 @@ class RouteSync:
             return known.local
         new = self.git.text("commit-tree", "--no-gpg-sign", tree, "-p", known.local, "-m", message)
         self._made[new] = (known.local,)
+        self._set_by[new] = ids
         self._later(mine)
         self.git.run("update-ref", self.local, new, known.local)
         self._moved(local=new, local_tree=tree)
@@ -514,7 +517,11 @@ class RouteSync:
             known.fetched is not None and not self.is_ancestor(known.fetched, commit)
         ):
             return FETCH_FIRST
-        changes = self.changes(known.fetched, commit)
+        changes: dict[str, tuple[str | None, str | None]]
+        if self._made.get(commit) == (known.fetched,) and commit in self._set_by:
+            changes = {p: (None, b) for p, b in self._set_by[commit].items()}  # a claim's
+        else:
+            changes = self.changes(known.fetched, commit)
         if not changes:
             self._set_refs({self.fetched: (commit, known.fetched)})
             self._moved(fetched=commit, fetched_tree=None)
