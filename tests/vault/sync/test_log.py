@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault.sync import engine
 from agent_mem_vault.vault.sync.log import CHECKPOINT_FROM
 from tests.git_remote import bare_repo, git, remote_tree
@@ -143,3 +144,30 @@ def test_a_sync_writes_a_checkpoint_once_the_log_has_grown_and_a_new_machine_sta
     assert remote_tree(remote) == {
         p: (c.path / p).read_text(encoding="utf-8") for p in remote_tree(remote)
     }
+
+
+def test_a_claim_whose_answer_was_lost_is_undone_where_it_landed(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The remote took the read but its answer never came back: the read was refused
+    here, so it must not count there either; the handoff is pending again, for anyone."""
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
+    a.sync()
+    b.join_remote(str(remote))
+    hook = remote / "hooks" / "post-receive"  # runs once the log has moved
+    hook.write_text("#!/bin/sh\nsleep 4\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "1")
+    with pytest.raises(UnavailableError) as caught:
+        a.read_handoff(agent="codex", namespace=NS)
+    assert caught.value.code == "claim_unconfirmed"
+    assert "status: read" in remote_tree(remote)[h.path]  # it landed all the same
+    hook.unlink()
+    monkeypatch.delenv("AGENT_MEM_VAULT_SYNC_TIMEOUT")
+    assert a.sync().ok
+    assert "status: pending" in remote_tree(remote)[h.path]
+    taken = b.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == h.id
+    assert a.read_handoff(agent="codex", namespace=NS) is None

@@ -1,12 +1,14 @@
 """``read_handoff`` in a namespace that travels: a read counts once the remote took it.
 
 On one machine the vault lock makes a read exclusive. Across machines the
-remote's ref is the one place every machine writes, and a push that does not
+remote's log is the one ref every machine writes, and a push that does not
 fast-forward it is refused; so a read is a compare-and-swap on that ref:
 
 1. under the vault lock, mark the newest pending handoff read (with
-   ``read_on``: this machine) and commit it;
-2. push that commit. Taken: the read counts, the handoff is returned.
+   ``read_on``: this machine) and commit it (along the note's path only:
+   ``RouteSync.commit_notes``);
+2. push that change as the next entry of the route's log (``log.py``). Taken:
+   the read counts, the handoff is returned.
 3. Refused (another machine pushed first): put the note back exactly as it
    was, fetch, merge what arrived (a handoff the other machine read is now read
    here too), and go back to 1 with what is still pending: the loser of a race
@@ -17,8 +19,10 @@ When the remote cannot be reached, or does not answer within
 refused (``claim_unconfirmed``) with the way to look without taking
 (``peek_handoff``): no handoff is ever delivered without the remote's word, so
 none is ever delivered twice. That is the documented choice for working
-offline (docs/sync.md). A reader killed between its push and its answer may
-lose that one handoff (it counts as read, undelivered), never deliver it twice.
+offline (docs/sync.md). A read whose answer was lost but which landed is undone
+by the put back at the next sync (``RouteSync._send_entry``). A reader killed
+between its push and its answer may lose that one handoff (it counts as read,
+undelivered), never deliver it twice.
 
 Only this process of the machine talks to the route's remote meanwhile (the
 route's turn); the vault lock is held only for the local steps, so writers of

@@ -462,6 +462,10 @@ class RouteSync:
         """``fetched`` made ``tree`` with ``entries`` applied in order (a new commit, its
         parents ``parents``), then ``applied`` moved to the log's tip: ``fetched`` first,
         as applying an entry twice changes nothing."""
+        # An entry of this machine whose push went unanswered: the remote has that commit.
+        sent = self.state().get("sent")
+        found = [e.commit for e in entries if isinstance(sent, dict) and e.commit in sent]
+        ours = [sent[c] for c in found] if isinstance(sent, dict) else []
         marks = [i for i, e in enumerate(entries) if e.checkpoint is not None]
         if marks:  # many notes changed at once: what came before the last such push is in it
             checkpoint = entries[marks[-1]].checkpoint
@@ -475,6 +479,7 @@ class RouteSync:
                 )
             tree, entries = self._tree(checkpoint), entries[marks[-1] + 1 :]
             parents = [*parents, checkpoint]
+        parents = [*parents, *ours]
         changes: dict[str, str | None] = {}
         for entry in entries:
             for path in entry.removed:
@@ -488,6 +493,8 @@ class RouteSync:
         )
         self._made[commit] = tuple(dict.fromkeys(parents))
         self._set_refs({self.fetched: (commit, now.fetched), self.applied: (now.log, now.applied)})
+        if found:
+            self._unsent(*found)
         self._moved(fetched=commit, fetched_tree=new_tree, applied=now.log)
         return commit
 
@@ -536,10 +543,7 @@ class RouteSync:
         entry = self.git.text(
             "commit-tree", "--no-gpg-sign", tree, *parent, "-m", entry_message(title, removed)
         )
-        refused = self._send(limit, f"{entry}:{self.route.log_ref}")
-        if refused is None:
-            self._pushed(commit, entry, known)
-        return refused
+        return self._send_entry(commit, entry, known, limit, f"{entry}:{self.route.log_ref}")
 
     def _push_checkpoint(
         self, commit: str, known: _Heads, parent: list[str], limit: float
@@ -558,13 +562,42 @@ class RouteSync:
             "-m",
             entry_message("checkpoint", [], checkpoint),
         )
-        refused = self._send(
-            limit, f"+{checkpoint}:{self.route.ref}", f"{marker}:{self.route.log_ref}", atomic=True
+        refused = self._send_entry(
+            commit,
+            marker,
+            known,
+            limit,
+            f"+{checkpoint}:{self.route.ref}",
+            f"{marker}:{self.route.log_ref}",
         )
         if refused is None:
             self._set_refs({self.checkpoint: (checkpoint, None)})
-            self._pushed(commit, marker, known)
         return refused
+
+    def _send_entry(
+        self, commit: str, entry: str, known: _Heads, limit: float, *specs: str
+    ) -> str | None:
+        """Push ``entry`` (with ``specs``, atomically), the log entry of ``commit``. Until
+        the remote answers, the pair is written down (``sent``): if the answer is lost
+        but the entry landed, the fetch that brings it back makes ``commit`` a parent of
+        ``fetched``, so that what this machine did since (a claim put back) still
+        counts as its own change in the next merge."""
+        state = self.state()
+        sent = state.get("sent")
+        state["sent"] = {**(sent if isinstance(sent, dict) else {}), entry: commit}
+        self._save(state)
+        refused = self._send(limit, *specs, atomic=len(specs) > 1)  # raises: the pair stays
+        self._unsent(entry)
+        if refused is None:
+            self._pushed(commit, entry, known)
+        return refused
+
+    def _unsent(self, *entries: str) -> None:
+        state = self.state()
+        sent = state.get("sent")
+        if isinstance(sent, dict) and any(e in sent for e in entries):
+            state["sent"] = {e: c for e, c in sent.items() if e not in entries}
+            self._save(state)
 
     def checkpoint_if_due(self, timeout: float | None = None) -> bool:
         """A new checkpoint of the remote's notes, if its log has grown ``CHECKPOINT_EVERY``
