@@ -11,6 +11,7 @@ import click
 
 from .options import (
     all_namespaces_option,
+    echo_nothing_found,
     echo_page_note,
     emit_json,
     found_namespace,
@@ -191,10 +192,8 @@ def memory_list(
         emit_json(page.to_dict())
         return
     if not found:
-        where = f" in {namespace}" if namespace else ""
         label = "" if status in ("all", "live") else f"{status} "
-        more = f" from offset {offset} (there are {page.total})" if offset else ""
-        click.echo(f"No {label}memories{where}{more}.")
+        echo_nothing_found("memories", label, namespace, offset, page.total)
         return
     rows = [[m.id, short_time(m.created_at), m.kind, m.status, m.title] for m in found]
     headers = ["ID", "CREATED", "KIND", "STATUS", "TITLE"]

@@ -159,44 +159,56 @@ def read_text(value: str) -> str:
 
 def memory_text(m: Memory) -> str:
     """One memory as ``memory get`` and ``show`` print it: its properties, then its text."""
-    lines = [
-        f"id:            {m.id}",
-        f"namespace:     {m.namespace}",
-        f"kind:          {m.kind}",
-        f"status:        {m.status}",
-        f"created_at:    {m.created_at}",
-    ]
-    if m.agent:
-        lines.append(f"agent:         {m.agent}")
-    if m.tags:
-        lines.append(f"tags:          {', '.join(m.tags)}")
-    if m.supersedes:
-        lines.append(f"supersedes:    {', '.join(m.supersedes)}")
-    if m.superseded_by:
-        lines.append(f"superseded_by: {m.superseded_by}")
-    if m.forgotten_at:
-        lines.append(f"forgotten_at:  {m.forgotten_at}")
-    lines.append(f"path:          {m.path}")
-    return "\n".join(lines) + f"\n\n# {m.title}\n\n{m.content}"
+    head = _properties(
+        [
+            ("id", m.id),
+            ("namespace", m.namespace),
+            ("kind", m.kind),
+            ("status", m.status),
+            ("created_at", m.created_at),
+            ("agent", m.agent or None),
+            ("tags", ", ".join(m.tags) or None),
+            ("supersedes", ", ".join(m.supersedes) or None),
+            ("superseded_by", m.superseded_by or None),
+            ("forgotten_at", m.forgotten_at or None),
+            ("path", m.path),
+        ]
+    )
+    return f"{head}\n\n# {m.title}\n\n{m.content}"
 
 
 def handoff_text(h: Handoff) -> str:
-    lines = [
-        f"id:            {h.id}",
-        f"namespace:     {h.namespace}",
-        f"from:          {h.sender}",
-        f"to:            {h.recipient}",
-        f"status:        {h.status}",
-        f"created_at:    {h.created_at}",
-    ]
-    if h.read_at:
-        lines.append(f"read_at:       {h.read_at}")
-    if h.supersedes:
-        lines.append(f"supersedes:    {', '.join(h.supersedes)}")
-    if h.superseded_by:
-        lines.append(f"superseded_by: {h.superseded_by}")
-    lines.append(f"path:          {h.path}")
-    return "\n".join(lines) + "\n\n" + h.text
+    """One handoff as ``show`` prints it: its properties, then its note's text."""
+    head = _properties(
+        [
+            ("id", h.id),
+            ("namespace", h.namespace),
+            ("from", h.sender),
+            ("to", h.recipient or "*"),  # a handoff to any agent
+            ("status", h.status),
+            ("created_at", h.created_at),
+            ("read_at", h.read_at or None),
+            ("supersedes", ", ".join(h.supersedes) or None),
+            ("superseded_by", h.superseded_by or None),
+            ("path", h.path),
+        ]
+    )
+    return f"{head}\n\n{h.text}"
+
+
+def _properties(pairs: Sequence[tuple[str, object]]) -> str:
+    """``name: value`` lines, the values in one column; a property that is None is left
+    out."""
+    return "\n".join(f"{name + ':':<15}{value}" for name, value in pairs if value is not None)
+
+
+def echo_nothing_found(
+    plural: str, label: str, namespace: str | None, offset: int, total: int
+) -> None:
+    """The line a listing prints instead of an empty table."""
+    where = f" in {namespace}" if namespace else ""
+    more = f" from offset {offset} (there are {total})" if offset else ""
+    click.echo(f"No {label}{plural}{where}{more}.")
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:

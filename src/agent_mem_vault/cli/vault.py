@@ -15,6 +15,7 @@ import click
 from ..core.words import counted
 from .options import (
     all_namespaces_option,
+    echo_nothing_found,
     echo_page_note,
     emit_json,
     found_namespace,
@@ -246,10 +247,8 @@ def handoffs(
         emit_json(page.to_dict())
         return
     if not found:
-        where = f" in {namespace}" if namespace else ""
         label = "" if status == "all" else f"{status} "
-        more = f" from offset {offset} (there are {page.total})" if offset else ""
-        click.echo(f"No {label}handoffs{where}{more}.")
+        echo_nothing_found("handoffs", label, namespace, offset, page.total)
         return
     rows = [
         [h.id, short_time(h.created_at), h.sender, h.recipient or "*", h.status, h.summary]
