@@ -35,10 +35,11 @@ def test_each_push_sends_only_the_notes_it_changed(machine: Machine, remote: Pat
     a = machine("a")
     a.save_memory(namespace=NS, title="Old", content="kept")
     a.join_remote(str(remote))
+    joined = git("rev-parse", "refs/heads/main", cwd=remote)
     h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
     a.sync()
     assert _files(remote, LOG) == {h.path}
-    assert git("rev-parse", "refs/heads/main", cwd=remote) != ""  # the checkpoint stays
+    assert git("rev-parse", "refs/heads/main", cwd=remote) == joined  # the checkpoint stays
     gone = a.save_memory(namespace=NS, title="A secret", content="hunter2")
     a.sync()
     a.forget_memory(gone.id, purge=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ..files import atomic_write
 from ..merge import conflict_note, merge_notes
 from .routes import namespace_of
+from .trees import object_id
 
 if TYPE_CHECKING:
     from ..index import Index
@@ -115,15 +116,10 @@ def _as_they_are(
 ) -> bool:
     """Whether each note written is byte for byte the blob the remote has (a blob that
     is not UTF-8 was written with replacement characters)."""
-    import hashlib
-
     for path, text in writes.items():
         blob = incoming.get(path, (None, None))[1]
-        if blob is None:
-            return False
         data = text.encode("utf-8", "surrogateescape")
-        algorithm = hashlib.sha256 if len(blob) == 64 else hashlib.sha1
-        if algorithm(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest() != blob:
+        if blob is None or object_id(b"blob", data, len(blob)) != blob:
             return False
     return True
 
@@ -164,15 +160,12 @@ def _write(sync: RouteSync, writes: dict[str, str], removes: list[str]) -> list[
 
 def _blob_id(path: Path, digits: int) -> str | None:
     """The id git gives the file at ``path`` as a blob (None if there is none), in a
-    repository whose ids have ``digits`` hex digits (SHA-1: 40, SHA-256: 64)."""
-    import hashlib
-
+    repository whose ids have ``digits`` hex digits."""
     try:
         data = path.read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-    algorithm = hashlib.sha256 if digits == 64 else hashlib.sha1
-    return algorithm(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    return object_id(b"blob", data, digits)
 
 
 def _generated(path: str) -> str | None:

@@ -64,7 +64,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
             with vault._writing(scope=scope) as idx:
                 taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
                 before, before_tree = sync.heads()[0], sync.local_tree()
-                head = staged = None
+                head, staged = None, False
                 if taken is not None:
                     # Not journaled: the syncer never sends a read that did not count.
                     idx.touched.discard(taken.handoff.path)
@@ -72,7 +72,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 if head is None:  # nothing taken, or no commit to build on yet
                     also = [taken.handoff.path] if taken is not None else []
                     stage_journal(vault, config, also, syncs=[sync])
-                    staged = also
+                    staged = True
                     head = sync.commit(
                         f"read {taken.handoff.id}" if taken else "notes changed here"
                     )
@@ -89,14 +89,14 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 # The remote may have taken it all the same (an answer lost on the way):
                 # the note goes back to pending in a commit of its own, which undoes the
                 # read wherever the claim landed.
-                _put_back(vault, sync, taken, commit=True, staged=True)
+                _put_back(vault, sync, taken, commit=True)
                 raise _unconfirmed(route, taken, exc) from exc
             if refused is None:
                 if not staged:
                     ensure_syncer(vault.path)  # it stages the note in the route's index
                 return taken.handoff
             # Refused: the remote never had it, so the claim's commit is simply undone.
-            _put_back(vault, sync, taken, commit=False, staged=bool(staged))
+            _put_back(vault, sync, taken, commit=False, staged=staged)
             sync.retract(head, before, before_tree)
             known = sync.heads()[1]
             try:
@@ -123,10 +123,10 @@ def _catch_up(vault: HandoffOps, sync: RouteSync) -> None:
 
 
 def _put_back(
-    vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool, staged: bool
+    vault: HandoffOps, sync: RouteSync, taken: Taken, *, commit: bool, staged: bool = False
 ) -> None:
-    """The claim did not count: the note pending again, exactly as it was, staged if the
-    claim had staged it (and committed, with ``commit``)."""
+    """The claim did not count: the note pending again, exactly as it was; staged if the
+    claim had staged it, and committed (so staged) with ``commit``."""
     with vault._held(), vault._locked():
         if vault._put_back(taken):
             if staged or commit:

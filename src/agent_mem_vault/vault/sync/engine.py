@@ -452,7 +452,7 @@ class RouteSync:
             tree, parents = self._empty_tree(len(now.log)), []
         else:
             tree, parents = self._tree(now.checkpoint), [now.checkpoint]
-            point = log_position(self.git, now.checkpoint)[1]
+            point = log_position(self.git, now.checkpoint)
         if now.fetched is not None:
             parents.insert(0, now.fetched)
         entries = log_entries(self.git, point, now.log) if now.log is not None else []
@@ -586,10 +586,12 @@ class RouteSync:
         sent = state.get("sent")
         state["sent"] = {**(sent if isinstance(sent, dict) else {}), entry: commit}
         self._save(state)
-        refused = self._send(limit, *specs, atomic=len(specs) > 1)  # raises: the pair stays
-        self._unsent(entry)
+        # Raises if the remote did not answer: the pair stays written down.
+        refused = self._send(limit, *specs, atomic=len(specs) > 1, sent=entry)
         if refused is None:
             self._pushed(commit, entry, known)
+        else:
+            self._unsent(entry)  # refused: it never landed
         return refused
 
     def _unsent(self, *entries: str) -> None:
@@ -609,7 +611,7 @@ class RouteSync:
         state = self.state()
         since = state.get("checkpoint_tried")
         if not isinstance(since, str) or not since:
-            since = log_position(self.git, known.checkpoint)[1] if known.checkpoint else None
+            since = log_position(self.git, known.checkpoint) if known.checkpoint else None
         span = [f"{since}..{known.log}"] if since else [known.log]
         if int(self.git.text("rev-list", "--count", *span)) < CHECKPOINT_EVERY:
             return False
@@ -629,8 +631,15 @@ class RouteSync:
         return True
 
     def _send(
-        self, limit: float, *specs: str, atomic: bool = False, options: Sequence[str] = ()
+        self,
+        limit: float,
+        *specs: str,
+        atomic: bool = False,
+        options: Sequence[str] = (),
+        sent: str | None = None,
     ) -> str | None:
+        """Push ``specs``: None if the remote took them, else why it refused; ``sent``:
+        the log entry written down as sent, no longer so once the remote took it."""
         result = self._network(
             "push",
             "--no-verify",
@@ -646,7 +655,7 @@ class RouteSync:
             line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
         ]
         if result.status == 0 and not refused:
-            self._remember(pushed=True)
+            self._remember(pushed=True, unsent=sent)
             return None
         if refused:
             return refused[0].rsplit("\t", 1)[-1]
@@ -773,8 +782,12 @@ class RouteSync:
         fetched: bool = False,
         pushed: bool = False,
         error: AgentMemVaultError | None = None,
+        unsent: str | None = None,
     ) -> None:
         state = self.state()
+        sent = state.get("sent")
+        if unsent is not None and isinstance(sent, dict):
+            state["sent"] = {e: c for e, c in sent.items() if e != unsent}
         now = format_datetime(utc_now())
         if fetched:
             state["last_fetch"] = now
@@ -787,7 +800,9 @@ class RouteSync:
         self._save(state)
 
     def _save(self, state: dict[str, Any]) -> None:
-        # A state that could not be kept only makes --status less precise.
+        # Lost, the state costs only precision: --status's lines, the index's stamp (a
+        # write-tree more), ``sent`` (a merge that keeps the remote's side); ``unstaged``,
+        # which must not be lost, is written by ``_later``.
         with suppress(OSError):
             atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
 

@@ -91,14 +91,12 @@ def _facts(message: str) -> dict[str, Any]:
     return {}
 
 
-def log_position(git: Git, checkpoint: str) -> tuple[bool, str | None]:
-    """(whether ``checkpoint`` names a point of the log, the log entry it names)."""
+def log_position(git: Git, checkpoint: str) -> str | None:
+    """The log entry whose notes ``checkpoint`` holds; None when it holds the notes from
+    before the log's first entry (or was written before there was a log)."""
     message = git.run("cat-file", "commit", checkpoint).out.decode("utf-8", "replace")
-    facts = _facts(message.partition("\n\n")[2])
-    if "log" not in facts:
-        return False, None  # a checkpoint written before the log: it is the whole story
-    log = facts["log"]
-    return True, log if isinstance(log, str) and log else None
+    log = _facts(message.partition("\n\n")[2]).get("log")
+    return log if isinstance(log, str) and log else None
 
 
 def entries(git: Git, since: str | None, tip: str) -> list[Entry]:

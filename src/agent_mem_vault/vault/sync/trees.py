@@ -26,7 +26,7 @@ from .gitcmd import GitFailed, GitResult
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["edited_tree", "empty_tree_id"]
+__all__ = ["edited_tree", "empty_tree_id", "object_id"]
 
 _Entry = tuple[bytes, bytes]
 """A tree entry: its mode as git writes it, and the raw id it names."""
@@ -143,9 +143,15 @@ def _entries(body: bytes, width: int) -> dict[bytes, _Entry]:
     return out
 
 
+def object_id(kind: bytes, data: bytes, digits: int) -> str:
+    """The id git gives ``data`` as an object of ``kind`` (``b"blob"``, ``b"tree"``) in a
+    repository whose ids have ``digits`` hex digits (SHA-1: 40, SHA-256: 64)."""
+    algorithm = hashlib.sha256 if digits == 64 else hashlib.sha1
+    return algorithm(b"%s %d\0" % (kind, len(data)) + data, usedforsecurity=False).hexdigest()
+
+
 def _id(body: bytes, width: int) -> str:
-    algorithm = hashlib.sha256 if width == 32 else hashlib.sha1
-    return algorithm(b"tree %d\0" % len(body) + body, usedforsecurity=False).hexdigest()
+    return object_id(b"tree", body, width * 2)
 
 
 def _write(git: Git, trees: list[tuple[bytes, str]]) -> None:
