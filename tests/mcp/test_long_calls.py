@@ -22,7 +22,9 @@ from .conftest import NS
 
 pytestmark = pytest.mark.slow
 
-SEARCH = {"name": "search_memory", "arguments": {"query": "how big should a batch be"}}
+# "backfill" is in every memory's title: all forty match by words, so the total is
+# forty however many of them the model has embedded when the search answers.
+SEARCH = {"name": "search_memory", "arguments": {"query": "how big should a backfill batch be"}}
 
 
 @pytest.fixture

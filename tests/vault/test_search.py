@@ -394,6 +394,51 @@ def test_a_memory_saved_while_the_model_is_busy_is_found_by_words_at_once_then_b
     assert found[0].memory.id == saved.id and found[0].match == "meaning"
 
 
+QUERY = "how big should a backfill batch be"
+
+
+def test_a_search_counts_every_word_match_whether_its_vector_is_there_yet_or_not(
+    hybrid_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Forty memories alike, and a search that may embed one batch of them only
+    # (the budget spent at once): the rest still wait for their vectors.
+    from agent_mem_vault.vault import memories
+
+    monkeypatch.setattr(memories, "PENDING_BUDGET", 0.0)
+    # Not all its words are in any memory; "backfill" is in every title.
+    for i in range(40):
+        hybrid_vault.save_memory(
+            namespace=NS,
+            title=f"Backfill batches, run {i}",
+            content="Batches of 1000 rows keep the lock time under 50 ms.",
+        )
+    first = hybrid_vault.search_page(query=QUERY, limit=10)
+    assert first.mode == "hybrid"
+    assert hybrid_vault.embed_pending() > 0  # some were still waiting: the case is real
+    assert first.total == 40
+    # Every one of them can be paged to, from the first search's pages as it went on.
+    seen = {h.memory.id for h in first.hits}
+    offset = first.next_offset
+    while offset is not None:
+        page = hybrid_vault.search_page(query=QUERY, limit=10, offset=offset)
+        assert page.total == 40
+        seen |= {h.memory.id for h in page.hits}
+        offset = page.next_offset
+    assert len(seen) == 40
+    # With every vector there, the same count: meaning found nothing beyond the words.
+    assert hybrid_vault.search_page(query=QUERY, limit=10).total == 40
+
+
+def test_a_hybrid_total_counts_the_word_matches_and_those_found_by_meaning_alone(
+    hybrid_vault: Vault,
+) -> None:
+    answer = fill(hybrid_vault)
+    found = hybrid_vault.search_page(query=QUESTION, limit=10)
+    by_match = {h.memory.id: h.match for h in found.hits}
+    assert by_match[answer] in ("both", "meaning")
+    assert found.total == len(found.hits)
+
+
 # -- the CLI, doctor and MCP say which mode answered --------------------------------------------
 
 

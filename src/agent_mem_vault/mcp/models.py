@@ -220,7 +220,12 @@ class SearchResult(_Result):
         description="Matching memories, best first."
     )
     count: int = Field(description="Number of hits returned.")
-    total: int = Field(description="How many memories match in all (this page may be fewer).")
+    total: int = Field(
+        description=(
+            "How many memories match in all (this page may be fewer): every memory "
+            "that matches by its words, and in hybrid mode those found by meaning alone."
+        )
+    )
     offset: int = Field(description="Where this page starts among them (0 for the first).")
     more: bool = Field(description="True when the list was cut: more memories match.")
     next_offset: int | None = Field(

@@ -994,6 +994,17 @@ class Index:
         where, args = _search_filter(match, namespace, kind, tags)
         return int(self.conn.execute(f"SELECT count(*) FROM {where}", args).fetchone()[0])
 
+    def matching_rowids(self, match: str, rowids: Sequence[int]) -> set[int]:
+        """Which of these memories (by index rowid) an FTS5 ``match`` finds."""
+        if not rowids:
+            return set()
+        found = self.conn.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? "
+            f"AND rowid IN ({','.join('?' * len(rowids))})",
+            [match, *rowids],
+        ).fetchall()
+        return {int(r[0]) for r in found}
+
     def brief_path(self, namespace: str) -> str | None:
         row = self.conn.execute(
             "SELECT path FROM briefs WHERE namespace=?", (namespace,)

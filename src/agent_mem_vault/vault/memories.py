@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from ..core.errors import InvalidInputError
 from .base import VaultBase, check_limit, check_offset
@@ -40,6 +41,19 @@ CANDIDATES = 50
 EMBED_BATCH = 32
 PENDING_BUDGET = 2.0
 """Seconds a search spends embedding memories still waiting for a vector."""
+
+
+@dataclass(frozen=True)
+class _WordMatches:
+    """What a hybrid search found by words: the FTS5 ``match`` it settled on (all
+    the words, or any of them when no memory has all), how many memories match
+    it in all, the best-ranked ``rows``, and ``loose`` to rank them when only
+    some of the words matched (then ``rows`` is empty until it is called)."""
+
+    match: str
+    total: int
+    rows: list[tuple[Memory, float, str]]
+    loose: Callable[[], list[tuple[Memory, float, str]]] | None
 
 
 def _excerpt(content: str, words: int = 24) -> str:
@@ -147,8 +161,11 @@ class MemoryOps(VaultBase):
         """One page of ``search_memory``: the hits ranked from ``offset``, the total number
         of matching memories, the ``next_offset`` for the next page, and the mode.
 
-        In ``hybrid`` mode the total counts the fused candidates (the best
-        ``max(offset + limit, CANDIDATES)`` of each ranking)."""
+        In ``hybrid`` mode the total counts every memory that matches by its words
+        (all of them, or any when none has all) and, besides those, the ones found
+        by meaning. A memory still waiting for its vector counts by its words like
+        any other, so the total never depends on how far the model has got; only
+        where a hit ranks, and the hits found by meaning alone, do."""
         words = _WORD.findall(query) if isinstance(query, str) else []
         if not words:
             raise InvalidInputError(
@@ -235,15 +252,25 @@ class MemoryOps(VaultBase):
 
         # The namespace's notes are checked for edits by hand once per search
         # (one stat per note), before the first query, not again for the second.
-        rows = fts(" AND ".join(terms), scope)
+        match = " AND ".join(terms)
+        words, rows = self._query(
+            lambda idx: idx.search_page(match, namespace, pool, kind=kind, tags=tags), scope
+        )
         loose: Callable[[], list[tuple[Memory, float, str]]] | None = None
         if not rows and len(terms) > 1:
             # Memories with some of the words: in hybrid mode they only fill up
-            # behind the meaning ranking, so they are looked for only if needed.
-            def loose() -> list[tuple[Memory, float, str]]:
-                return fts(" OR ".join(terms), [])
+            # behind the meaning ranking, so they are ranked only if needed; but
+            # they are counted, whether they have a vector yet or not.
+            match = " OR ".join(terms)
+            words = self._query(
+                lambda idx: idx.count_matches(match, namespace, kind=kind, tags=tags)
+            )
 
-        return self._hybrid(embedder, query, rows, loose, namespace, kind, tags, limit, offset)
+            def loose() -> list[tuple[Memory, float, str]]:
+                return fts(match, [])
+
+        found = _WordMatches(match, words, rows, loose)
+        return self._hybrid(embedder, query, found, namespace, kind, tags, limit, offset)
 
     def embed_pending(self, *, budget: float | None = None) -> int:
         """Compute the vectors memories are waiting for, newest first; returns how many.
@@ -311,21 +338,23 @@ class MemoryOps(VaultBase):
         self,
         embedder: Embedder,
         query: str,
-        rows: list[tuple[Memory, float, str]],
-        loose: Callable[[], list[tuple[Memory, float, str]]] | None,
+        words: _WordMatches,
         namespace: str | None,
         kind: str | None,
         tags: tuple[str, ...],
         limit: int,
         offset: int = 0,
     ) -> SearchPage:
-        """BM25 ``rows`` fused with the nearest memories by meaning.
+        """The memories that match by ``words`` (ranked by BM25) fused with the
+        nearest memories by meaning.
 
-        When no memory has all the words, ``loose`` finds those with some of
-        them; measured on bench_search.py, fusing those drowns the meaning
+        When no memory has all the words, ``words.loose`` ranks those with some
+        of them; measured on bench_search.py, fusing those drowns the meaning
         ranking (recall@5 on paraphrased questions 0.22 vs 0.68), so they only
-        follow it, and are looked for only when meaning found too few.
+        follow it, and are ranked only when meaning found too few. The total is
+        every word match plus the memories found by meaning alone.
         """
+        rows, loose = words.rows, words.loose
         # Memories saved since the last search get their vectors first (bounded,
         # so a vault that was just reindexed answers while it catches up).
         self._embed_pending(embedder, PENDING_BUDGET, query)
@@ -345,6 +374,14 @@ class MemoryOps(VaultBase):
             return near, memories_by_rowid(idx.conn, [rowid for rowid, _s in near])
 
         near, near_memories = self._query(nearest)
+        # Which of the memories found by meaning match by words too: they are
+        # among ``words.total`` already.
+        also_words = self._query(
+            lambda idx: idx.matching_rowids(words.match, [rowid for rowid, _s in near])
+        )
+        meaning_only = sum(
+            1 for rowid, _s in near if rowid in near_memories and rowid not in also_words
+        )
         by_id: dict[str, tuple[Memory, str]] = {m.id: (m, snip) for m, _s, snip in rows}
         meaning: list[str] = []
         for rowid, _similarity in near:
@@ -374,7 +411,7 @@ class MemoryOps(VaultBase):
                 else "meaning"
             )
             hits.append(SearchHit(memory=memory, score=score, snippet=snippet, match=found))
-        return SearchPage(tuple(hits), len(fused), offset, mode="hybrid")
+        return SearchPage(tuple(hits), words.total + meaning_only, offset, mode="hybrid")
 
     def get_project_brief(self, *, namespace: str) -> Brief:
         """The brief note, recent decisions and pending handoffs of ``namespace``."""
