@@ -25,8 +25,7 @@ from .core.errors import (
     UnavailableError,
     UserError,
 )
-
-__version__ = "0.1.0"
+from .core.version import __version__
 
 if TYPE_CHECKING:
     from .vault import Vault

@@ -176,7 +176,7 @@ def _resolve() -> Any:
     if isinstance(provider, _otel.NoOpTracerProvider):
         _tracer = None  # a global provider is set once: this one records nothing, ever
         return None
-    from .. import __version__
+    from .version import __version__
 
     _tracer = provider.get_tracer("agent_mem_vault", __version__)
     return _tracer
@@ -216,7 +216,7 @@ def use_tracer_provider(provider: Any, *, off: bool = False) -> None:
     elif provider is None:
         _tracer = _UNKNOWN
     else:
-        from .. import __version__
+        from .version import __version__
 
         _load_api()
         _tracer = provider.get_tracer("agent_mem_vault", __version__)
