@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 from agent_mem_vault.vault import Vault
+from tests.cli_process import BIN
 
-from .test_vault_cli import BIN, NS, run
+from .test_vault_cli import NS, run
 
 
 def _vault_with_notes(path: Path, count: int) -> Path:
