@@ -16,11 +16,12 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message"]
+__all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message", "serving"]
 
 INIT: dict[str, Any] = {
     "protocolVersion": "2025-11-25",
@@ -124,3 +125,17 @@ class RawServer:
     def close(self) -> str:
         """Close stdin, wait for the server to end; its stderr."""
         return self.finish()[2].decode()
+
+
+@contextmanager
+def serving(vault_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[RawServer]:
+    """A :class:`RawServer` past its handshake (``initialize`` answered with a result, then
+    ``notifications/initialized``), for tests of what follows it; when the block ends its
+    stdin is closed, and it must have ended without a traceback."""
+    raw = RawServer(vault_path, *args, env=env)
+    init = raw.request(0, "initialize", INIT)
+    assert "result" in init, init
+    raw.write(message(None, "notifications/initialized"))
+    yield raw
+    stderr = raw.close()
+    assert "Traceback" not in stderr, stderr

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import pytest
 from agent_mem_vault.mcp import ServerSettings, build_server
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
+from tests.loopback import free_port
 from tests.mcp_wire import INIT
 
 NS = "project/harbor-api"
@@ -61,15 +61,28 @@ def serve_params(vault_path: Path, agent: str, *extra: str, cwd: Path | None = N
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # The warm-process folder of this test run (tests/conftest.py), for tests that build
 # their subprocess's environment from nothing.
 WARM_DIR = {"AGENT_MEM_VAULT_RUNTIME_DIR": os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"]}
+
+
+# The MCP clients written by others (the TypeScript SDK, the conformance suite), which
+# scripts/test-env.sh installs with npm into tests/mcp/clients/.
+CLIENTS = Path(__file__).parent / "clients"
+NODE = CLIENTS / "node_modules" / ".bin" / "node"
+
+
+def needs_clients(installed: Path, what: str) -> list[pytest.MarkDecorator]:
+    """The marks of a slow test module that runs ``what`` (found at ``installed``) from
+    tests/mcp/clients/: skipped, saying why, where npm has not installed it."""
+    return [
+        pytest.mark.slow,
+        pytest.mark.skipif(
+            not (NODE.exists() and installed.exists()),
+            reason=f"{what} is not installed in tests/mcp/clients/ "
+            "(scripts/test-env.sh installs it with npm ci; it needs npm)",
+        ),
+    ]
 
 
 TOKEN = "test-token-0123456789abcdef"

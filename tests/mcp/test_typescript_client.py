@@ -19,29 +19,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_mem_vault.vault import Vault
+from tests.cli_process import run_process
 
-from .conftest import NS, TOKEN, serve_http
+from .conftest import CLIENTS, NODE, NS, TOKEN, needs_clients, serve_http
 
-CLIENTS = Path(__file__).parent / "clients"
-NODE = CLIENTS / "node_modules" / ".bin" / "node"
 SDK = CLIENTS / "node_modules" / "@modelcontextprotocol" / "sdk"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NODE.exists() and SDK.is_dir()),
-        reason="the MCP TypeScript SDK is not installed in tests/mcp/clients/ "
-        "(scripts/test-env.sh installs it with npm ci; it needs npm)",
-    ),
-]
+pytestmark = needs_clients(SDK, "the MCP TypeScript SDK")
 
 # (tool, arguments, the code of the error it must answer, words of the message)
 ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
@@ -142,14 +132,7 @@ def successes(pending_id: str, memory_id: str) -> list[tuple[str, dict[str, Any]
 
 
 def run_client(spec: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(NODE), str(CLIENTS / "call_tools.mjs")],
-        input=json.dumps(spec),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_process([NODE, CLIENTS / "call_tools.mjs"], input=json.dumps(spec), timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
