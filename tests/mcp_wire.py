@@ -14,12 +14,13 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.cli_process import CLI, cli_env
 
 __all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message", "serving"]
 
@@ -30,7 +31,8 @@ INIT: dict[str, Any] = {
 }
 """The ``params`` of an ``initialize`` request."""
 
-SERVE = (sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex")
+SERVE = (*CLI, "serve", "--agent", "codex")
+"""``serve`` as Codex starts it (``--namespace`` and more options follow)."""
 
 NO_ANSWER_AFTER = 60.0
 """Only to end a test whose server never answers; no assertion is about time."""
@@ -66,7 +68,7 @@ class RawServer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **(env or {})},
+            env=cli_env(vault=vault_path, **(env or {})),
         )
         self.pending = b""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -19,8 +18,9 @@ import pytest
 from agent_mem_vault.mcp import ServerSettings, build_server
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
+from tests.cli_process import CLI, cli_env
 from tests.loopback import free_port
-from tests.mcp_wire import INIT
+from tests.mcp_wire import INIT, SERVE
 
 NS = "project/harbor-api"
 
@@ -52,10 +52,10 @@ async def in_process(
 
 def serve_params(vault_path: Path, agent: str, *extra: str, cwd: Path | None = None) -> Any:
     """Launch ``agent-mem-vault serve`` as a real subprocess, as Claude Code or Codex would."""
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
+    env = cli_env(vault=vault_path)
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "agent_mem_vault.cli.main", "serve", "--agent", agent, *extra],
+        command=CLI[0],
+        args=[*CLI[1:], "serve", "--agent", agent, *extra],
         env=env,
         cwd=str(cwd) if cwd else None,
     )
@@ -86,7 +86,6 @@ def needs_clients(installed: Path, what: str) -> list[pytest.MarkDecorator]:
 
 
 TOKEN = "test-token-0123456789abcdef"
-SERVE = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
 
 
 @dataclass
@@ -104,7 +103,7 @@ def serve_http(
 ) -> Iterator[ServedHttp]:
     """``agent-mem-vault serve --http`` on a free port, until the block ends."""
     port = free_port()
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path), **(env or {})}
+    env = cli_env(vault=vault_path, **(env or {}))
     env.pop("AGENT_MEM_VAULT_TOKEN", None)
     if token:
         env["AGENT_MEM_VAULT_TOKEN"] = token

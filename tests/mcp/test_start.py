@@ -13,7 +13,6 @@ import os
 import pty
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +23,8 @@ import pytest
 
 from agent_mem_vault.runs.process import parent_pid
 from mcp import Client
-from tests.mcp_wire import INIT, RawServer, message
+from tests.cli_process import CLI, cli_env, run_process
+from tests.mcp_wire import INIT, SERVE, RawServer, message
 from tests.warm_process import handed_over_commands, warm_listening, warm_lock_held
 
 from .conftest import NS, in_process, serve_params
@@ -233,11 +233,11 @@ def test_on_a_terminal_serve_says_it_waits_for_an_mcp_client(
 ) -> None:
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
+        SERVE,
         stdin=terminal,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **own_warm_dir},
+        env=cli_env(vault=vault_path, **own_warm_dir),
     )
     os.close(terminal)
     try:
@@ -307,13 +307,7 @@ def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here_and_is_
     # No second warm process was started: it would have written its own record.
     assert json.loads(failed.read_text()) == record
 
-    doctor = subprocess.run(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **env},
-        check=False,
-    )
+    doctor = run_process([*CLI, "doctor", "--json"], env=cli_env(vault=vault_path, **env))
     fast_start = json.loads(doctor.stdout)["fast_start"]
     assert fast_start["state"] == "failed"
     assert fast_start["reason"] == record["reason"] and fast_start["fix"] == record["fix"]

@@ -18,14 +18,13 @@ with no ``structuredContent``; each success must pass the client's check.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from typing import Any
 
 import pytest
 
 from agent_mem_vault.vault import Vault
-from tests.cli_process import run_process
+from tests.cli_process import cli_env, run_process
+from tests.mcp_wire import SERVE
 
 from .conftest import CLIENTS, NODE, NS, TOKEN, needs_clients, serve_http
 
@@ -183,13 +182,12 @@ def memory_id(vault: Vault) -> str:
 def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_stdio(
     vault: Vault, pending_id: str, memory_id: str
 ) -> None:
-    serve = ["-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex", "--namespace", NS]
     answers = run_client(
         {
             "transport": "stdio",
-            "command": sys.executable,
-            "args": serve,
-            "env": {**os.environ, "AGENT_MEM_VAULT": str(vault.path)},
+            "command": SERVE[0],
+            "args": [*SERVE[1:], "--namespace", NS],
+            "env": cli_env(vault=vault.path),
             "calls": spec_calls(pending_id, memory_id),
         }
     )
