@@ -31,11 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +41,34 @@ from agent_mem_vault.integrations.session_hook import HookInput, render_session_
 from agent_mem_vault.integrations.sessions import SessionBook, SessionStart
 from agent_mem_vault.integrations.transcripts import read_transcript
 from agent_mem_vault.vault import Vault
+from measure import wall_and_cpu_ms
 
 NS = "project/bench"
+
+
+def jsonl_file(
+    path: Path, megabytes: float, turn: Callable[[int], list[Any]], first: Sequence[Any] = ()
+) -> Path:
+    """A JSON-lines transcript at ``path``: the ``first`` records, then the records of
+    ``turn(0)``, ``turn(1)``, … until those turns come to about ``megabytes``."""
+    lines = [json.dumps(record) for record in first]
+    size, i = 0, 0
+    while size < megabytes * 1_000_000:
+        for record in turn(i):
+            line = json.dumps(record)
+            lines.append(line)
+            size += len(line) + 1
+        i += 1
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def transcript(path: Path, megabytes: float) -> Path:
     """A Claude Code JSONL transcript of about ``megabytes``: turns of edits and commands."""
     filler = "x" * 700
-    lines: list[str] = []
-    size, i = 0, 0
-    while size < megabytes * 1_000_000:
-        turn = [
+
+    def records_of_turn(i: int) -> list[Any]:
+        return [
             {"type": "user", "message": {"role": "user", "content": f"Step {i}: {filler}"}},
             {
                 "type": "assistant",
@@ -87,13 +102,8 @@ def transcript(path: Path, megabytes: float) -> Path:
                 },
             },
         ]
-        for record in turn:
-            line = json.dumps(record)
-            lines.append(line)
-            size += len(line) + 1
-        i += 1
-    path.write_text("\n".join(lines) + "\n")
-    return path
+
+    return jsonl_file(path, megabytes, records_of_turn)
 
 
 def rollouts(root: Path, count: int) -> Path:
@@ -119,19 +129,6 @@ def start(book: SessionBook, repo: Path, session: str, pid: int, file: Path | No
             pid=pid,
         )
     )
-
-
-def timed(runs: int, setup: Callable[[int], Callable[[], Any]]) -> tuple[float, float, float]:
-    """(wall p50, wall max, CPU p50) in ms; CPU time (all threads of this process) is
-    what a loaded machine disturbs least."""
-    wall, cpu = [], []
-    for i in range(runs):
-        op = setup(i)
-        began, began_cpu = time.perf_counter(), time.process_time()
-        op()
-        wall.append((time.perf_counter() - began) * 1000)
-        cpu.append((time.process_time() - began_cpu) * 1000)
-    return statistics.median(wall), max(wall), statistics.median(cpu)
 
 
 def main() -> None:
@@ -195,15 +192,20 @@ def main() -> None:
                 )
 
             rows = [
-                ("nothing to hand off", timed(runs, nothing)),
-                ("a dead session with no work", timed(runs, idle)),
-                (f"hand off a dead session ({mb:g} MB transcript)", timed(runs, dead)),
+                ("nothing to hand off", wall_and_cpu_ms(runs, nothing)),
+                ("a dead session with no work", wall_and_cpu_ms(runs, idle)),
+                (f"hand off a dead session ({mb:g} MB transcript)", wall_and_cpu_ms(runs, dead)),
                 (
                     f"read the transcript ({mb:g} MB)",
-                    timed(runs, lambda i: lambda: read_transcript("claude-code", str(file), "x")),
+                    wall_and_cpu_ms(
+                        runs, lambda i: lambda: read_transcript("claude-code", str(file), "x")
+                    ),
                 ),
-                (f"a start after 20 dead sessions ({mb:g} MB transcripts)", timed(runs, many)),
-                ("codex hook, 2,000 rollouts kept", timed(runs, codex)),
+                (
+                    f"a start after 20 dead sessions ({mb:g} MB transcripts)",
+                    wall_and_cpu_ms(runs, many),
+                ),
+                ("codex hook, 2,000 rollouts kept", wall_and_cpu_ms(runs, codex)),
             ]
         finally:
             holder.kill()

@@ -37,7 +37,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -49,16 +48,11 @@ os.environ.setdefault("AGENT_MEM_VAULT_EMBEDDINGS", "off")
 os.environ.setdefault("AGENT_MEM_VAULT_KEEPER", "off")
 
 from agent_mem_vault.vault import Vault  # noqa: E402
-from bench_vault import NAMESPACES, generate, load, timed_samples  # noqa: E402
+from bench_vault import NAMESPACES, generate  # noqa: E402
+from measure import call_times, elapsed, load, ms_p95  # noqa: E402
 
 LINE = "2030-01-01 INFO backfill zqxworker processed a batch of orders in 12 ms\n"
 WORDS = ("backfill", "zqxworker")
-
-
-def ms(samples: list[float]) -> str:
-    samples = sorted(samples)
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{statistics.median(samples):.2f} ms (p95 {p95:.2f})"
 
 
 def vault_of(cache: Path, memories: int) -> Path:
@@ -96,10 +90,10 @@ def giant_note(cache: Path, memories: int, calls: int) -> None:
         if size:
             log_note(note, size)
         for word in WORDS:
-            first = timed_samples(lambda w=word: vault.search_page(query=w, mode="fts"), 1)[0]
-            then = timed_samples(lambda w=word: vault.search_page(query=w, mode="fts"), calls)
+            first = elapsed(lambda w=word: vault.search_page(query=w, mode="fts"))
+            then = call_times(lambda _, w=word: vault.search_page(query=w, mode="fts"), calls)
             hits = vault.search_page(query=word, mode="fts").total
-            print(f"{label:<26} {word:<10} {hits:>5} {first:>7.1f} ms  {ms(then):<24}")
+            print(f"{label:<26} {word:<10} {hits:>5} {first:>7.1f} ms  {ms_p95(then, 2):<24}")
         note.unlink(missing_ok=True)
         vault.rescan()
 
@@ -179,11 +173,11 @@ def postgres(sends: int, restarts: int) -> None:
             waited, after = asyncio.run(restart_once(server, server.database(), 5.0))
             waits.append(waited)
             afters.append(after)
-        print(f"server back after 5 s down: the waiting send completes in {ms(waits)};")
-        print(f"  a new send then takes {ms(afters)}")
+        print(f"server back after 5 s down: the waiting send completes in {ms_p95(waits, 2)};")
+        print(f"  a new send then takes {ms_p95(afters, 2)}")
         for fault in ("connections killed", "server stopped"):
             took = [exit_once(server, server.database(), fault) for _ in range(3)]
-            print(f"process exit after main returns, {fault}: {ms(took)}")
+            print(f"process exit after main returns, {fault}: {ms_p95(took, 2)}")
     finally:
         server.close()
 

@@ -56,6 +56,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# measure.py sits beside this script, which is also run from elsewhere (runpy.run_path
+# from a test), where this folder is not on sys.path of itself.
+sys.path[:0] = [str(Path(__file__).resolve().parent)]
+
+from measure import load, quantile  # noqa: E402
+
 AGENTS = [f"a{i}" for i in range(1, 11)]
 USER_PLAIN = "Hello, what can you do?"
 USER_CHAIN = "I want a refund for order 42."
@@ -705,10 +711,9 @@ def scale(quick: bool) -> None:
         first = None
         for line in done.stdout.splitlines():
             p = json.loads(line)
-            samples = sorted(p["samples"])
-            median = statistics.median(samples) * 1000
+            median = statistics.median(p["samples"]) * 1000
             first = first or median
-            p90 = samples[int(len(samples) * 0.9)] * 1000
+            p90 = quantile(p["samples"], 0.9) * 1000
             print(
                 f"{backend:<8} {p['threads']:>8,} {median:>15.3f} {median / first:>8.2f}x "
                 f"{p90:>8.3f} {p['rss_mb']:>8.1f} {p['cached']:>7,} {p['leases']:>7,}"
@@ -717,9 +722,7 @@ def scale(quick: bool) -> None:
     print("cached: threads whose state the host keeps; leases: threads whose state it forgot")
     print("while it still holds their lease (a few bytes each, dropped when the lease lapses).")
     print("RSS on memory includes the in-memory store itself (every thread's log).")
-    load = Path("/proc/loadavg")
-    if load.exists():
-        print(f"load average at the end: {' '.join(load.read_text().split()[:3])}")
+    print(f"load average at the end: {load(3)}")
 
 
 # --------------------------------------------------------------------------- instructions
@@ -1003,9 +1006,7 @@ def report(rows: list[Row]) -> None:
     print("vs ours: the competitor's median divided by ours (higher means ours is faster);")
     print("for the tracing rows, divided by ours with tracing off (same backend and scenario).")
     print("CPU: this process's CPU time per turn (no waiting for the disk or for a core).")
-    load = Path("/proc/loadavg")
-    if load.exists():
-        print(f"load average at the end: {' '.join(load.read_text().split()[:3])}")
+    print(f"load average at the end: {load(3)}")
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

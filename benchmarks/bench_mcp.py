@@ -60,8 +60,8 @@ import anyio
 from agent_mem_vault.vault import Vault
 from bench_vault import NAMESPACES, generate
 from mcp import Client, StdioServerParameters
+from measure import EXE, acall_times, call_times, median_p95
 
-EXE = Path(sys.executable).with_name("agent-mem-vault")
 NS = NAMESPACES[0]
 CACHE = Path(__file__).resolve().parents[1] / ".benchmarks"
 PEER = "@modelcontextprotocol/server-memory"
@@ -83,18 +83,16 @@ def server(root: Path, agent: str = "codex") -> StdioServerParameters:
 
 
 async def timed(call: Callable[[int], Awaitable[Any]], n: int, warmup: int = 3) -> str:
-    for i in range(warmup):
-        await call(-1 - i)
-    samples = []
-    for i in range(n):
-        start = time.perf_counter()
+    """``median ms (p95)`` of ``n`` tool calls after ``warmup``; a timed call that answers
+    with a tool error stops the run (a warm-up call may: its index names nothing)."""
+
+    async def checked(i: int) -> None:
         result = await call(i)
-        samples.append((time.perf_counter() - start) * 1000)
-        if getattr(result, "is_error", False):
+        if i >= 0 and getattr(result, "is_error", False):
             raise RuntimeError(f"tool error: {result.content}")
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{statistics.median(samples):.2f} ms ({p95:.2f})"
+
+    median, p95 = median_p95(await acall_times(checked, n, warmup=warmup))
+    return f"{median:.2f} ms ({p95:.2f})"
 
 
 async def bench_calls(root: Path, calls: int) -> dict[str, str]:
@@ -143,12 +141,9 @@ async def bench_start(
 
 
 def import_floor(python: str, module: str, n: int = 5) -> str:
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        subprocess.run([python, "-c", f"import {module}"], check=True)
-        samples.append((time.perf_counter() - start) * 1000)
-    return f"{statistics.median(samples):.0f} ms"
+    argv = [python, "-c", f"import {module}"]
+    imports = call_times(lambda _: subprocess.run(argv, check=True), n)
+    return f"{statistics.median(imports):.0f} ms"
 
 
 class RawStdio:
@@ -219,16 +214,9 @@ class RawStdio:
 
 
 def raw_timed(call: Callable[[int], object], n: int, warmup: int = 3) -> str:
-    for i in range(warmup):
-        call(-1 - i)
-    samples = []
-    for i in range(n):
-        start = time.perf_counter()
-        call(i)
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{statistics.median(samples):.2f} ms ({p95:.2f})"
+    """As :func:`timed`, for the bare JSON-RPC driver."""
+    median, p95 = median_p95(call_times(call, n, warmup=warmup))
+    return f"{median:.2f} ms ({p95:.2f})"
 
 
 def bench_raw(root: Path, calls: int) -> dict[str, str]:
@@ -262,15 +250,15 @@ def bench_raw(root: Path, calls: int) -> dict[str, str]:
 
 
 def raw_start(params: StdioServerParameters, n: int) -> str:
-    samples = []
+    starts = []
     for _ in range(n):
         start = time.perf_counter()
         raw = RawStdio(params)
         raw.initialize()
         raw.call("peek_handoff", {})
-        samples.append((time.perf_counter() - start) * 1000)
+        starts.append((time.perf_counter() - start) * 1000)
         raw.close()
-    return f"{statistics.median(samples):.0f} ms"
+    return f"{statistics.median(starts):.0f} ms"
 
 
 # -- start-up ----------------------------------------------------------------------------
@@ -315,16 +303,24 @@ def peer_graph(size: int) -> Path:
     """server-memory's JSONL store holding ``2 * size`` entities (one per note)."""
     path = CACHE / f"server-memory-graph-{size}.jsonl"
     if not path.exists():
-        with path.open("w", encoding="utf-8") as out:
-            for i in range(2 * size):
-                entity = {
-                    "type": "entity",
-                    "name": f"note-{i}",
-                    "entityType": "handoff" if i < size else "memory",
-                    "observations": [f"Batch the orders backfill, part {i}; measure lock time."],
-                }
-                out.write(json.dumps(entity) + "\n")
+        write_graph(
+            path, size, lambda i: f"Batch the orders backfill, part {i}; measure lock time."
+        )
     return path
+
+
+def write_graph(path: Path, size: int, observation: Callable[[int], str]) -> None:
+    """server-memory's JSONL store at ``path``: ``size`` entities standing for handoffs,
+    ``size`` for memories, the ``i``-th observing ``observation(i)``."""
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(2 * size):
+            entity = {
+                "type": "entity",
+                "name": f"note-{i}",
+                "entityType": "handoff" if i < size else "memory",
+                "observations": [observation(i)],
+            }
+            out.write(json.dumps(entity) + "\n")
 
 
 def start_once(

@@ -45,7 +45,6 @@ import os
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -58,21 +57,12 @@ from agent_mem_vault.mcp import ServerSettings, build_server
 from agent_mem_vault.mcp.arguments import ArgumentCheck
 from agent_mem_vault.vault import Vault
 from bench_mcp import RawStdio
+from bench_mcp_peers import TEXT, TOOLS
 from bench_vault import NAMESPACES, generate
 from mcp import Client, StdioServerParameters
+from measure import EXE
 
 NS = NAMESPACES[0]
-TEXT = "Batch the orders backfill; start with 1000 rows and measure lock time."
-OPS: dict[str, tuple[str, Callable[[int], dict[str, Any]]]] = {
-    "create": (
-        "create_handoff",
-        lambda i: {"to": "reader", "summary": f"bench {i}", "context": TEXT},
-    ),
-    "peek": ("peek_handoff", lambda i: {"agent": "codex"}),
-    "read": ("read_handoff", lambda i: {"agent": "reader"}),
-    "search": ("search_memory", lambda i: {"query": "backfill lock", "limit": 10}),
-    "list 10": ("list_handoffs", lambda i: {"limit": 10}),
-}
 WRITES = {"create", "read"}
 """The operations that write a note durably."""
 
@@ -122,9 +112,8 @@ def _add(out: Timings, what: str, op: str, start: float) -> None:
 
 
 def _params(root: Path) -> StdioServerParameters:
-    exe = Path(sys.executable).with_name("agent-mem-vault")
     return StdioServerParameters(
-        command=str(exe),
+        command=str(EXE),
         args=["serve", "--agent", "codex", "--namespace", NS, "--vault", str(root)],
         env={**os.environ, "AGENT_MEM_VAULT_WARM": "0"},
     )
@@ -160,7 +149,7 @@ async def over_stdio(root: Path, twins: tuple[Path, Path], calls: int, out: Timi
                 # The order rotates: none always follows another's write (whose journal
                 # commit the next fsync may meet).
                 turn = drivers[r % 3 :] + drivers[: r % 3]
-                for op, (tool, make) in OPS.items():
+                for op, (tool, make) in TOOLS.items():
                     for what, driver, offset in turn:
                         start = time.perf_counter()
                         await driver(tool, make(r + offset))
@@ -180,7 +169,7 @@ async def in_process(root: Path, calls: int, out: Timings) -> None:
     tools = server._tool_manager
     folder = root / NS / "handoffs"
     steps: list[tuple[str, str, Callable[[int], Awaitable[object] | object]]] = []
-    for op, (tool_name, make) in OPS.items():
+    for op, (tool_name, make) in TOOLS.items():
         tool = tools.get_tool(tool_name)
         assert tool is not None
         meta = tool.fn_metadata
@@ -243,10 +232,10 @@ def breakdown(out: Timings) -> list[str]:
             lambda op: m("vault", op) - m("sync", op) - m("io", op),
         ),
     ]
-    lines = ["| median ms | " + " | ".join(OPS) + " |", "|---|" + "---:|" * len(OPS)]
+    lines = ["| median ms | " + " | ".join(TOOLS) + " |", "|---|" + "---:|" * len(TOOLS)]
     for label, value in rows:
         lines.append(
-            f"| {label} | " + " | ".join(f"{max(0.0, value(op)):.2f}" for op in OPS) + " |"
+            f"| {label} | " + " | ".join(f"{max(0.0, value(op)):.2f}" for op in TOOLS) + " |"
         )
     return lines
 

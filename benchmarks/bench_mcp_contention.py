@@ -36,6 +36,7 @@ from typing import Any
 
 from bench_mcp import cached_vault
 from bench_mcp_peers import BASELINE, NS, TEXT, install
+from measure import quantile
 
 AGENTS = ("claude-code", "codex", "gemini", "opencode", "aider", "cursor", "goose", "amp")
 
@@ -114,11 +115,6 @@ def phase(exe: Path, agents: int, calls: int) -> tuple[dict[str, list[float]], f
     return samples, 2 * agents * calls / elapsed
 
 
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, nargs="*", default=[4])
@@ -154,7 +150,7 @@ def main() -> None:
         print("|---|---:|---:|---:|")
         for name in builds:
             cells = [
-                f"{statistics.median(v):.1f} · {_quantile(v, 0.9):.1f} · {_quantile(v, 0.99):.1f}"
+                f"{statistics.median(v):.1f} · {quantile(v, 0.9):.1f} · {quantile(v, 0.99):.1f}"
                 for v in (samples[name]["create"], samples[name]["read"])
             ]
             cells.append(f"{statistics.median(rates[name]):.0f}")

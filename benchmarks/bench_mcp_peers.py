@@ -62,7 +62,7 @@ from typing import Any
 
 import anyio
 
-from bench_mcp import RawStdio
+from bench_mcp import RawStdio, write_graph
 from bench_vault import NAMESPACES, generate
 from mcp import Client, StdioServerParameters
 
@@ -75,10 +75,22 @@ MEMORY_SERVER = ("@modelcontextprotocol/server-memory", "2026.8.31")
 PY_PEERS = {"handoff-mcp": "0.4.1", "ai-handoff": "0.3.3"}
 HANDSHAKE = "agent-mem-vault (this checkout), handshake era"
 NS = NAMESPACES[0]
-OPS = ("create", "peek", "read", "search", "list 10")
 TEXT = "Batch the orders backfill; start with 1000 rows and measure lock time."
 
 Args = Callable[[int], dict[str, Any]]
+
+TOOLS: dict[str, tuple[str, Args]] = {
+    "create": (
+        "create_handoff",
+        lambda i: {"to": "reader", "summary": f"bench {i}", "context": TEXT},
+    ),
+    "peek": ("peek_handoff", lambda i: {"agent": "codex"}),
+    "read": ("read_handoff", lambda i: {"agent": "reader"}),
+    "search": ("search_memory", lambda i: {"query": "backfill lock", "limit": 10}),
+    "list 10": ("list_handoffs", lambda i: {"limit": 10}),
+}
+"""Our tool for each operation, and its arguments for the call numbered ``i``."""
+OPS = tuple(TOOLS)
 
 
 @dataclass
@@ -166,16 +178,7 @@ def _ours(name: str, venv: Path, root: Path, *, handshake: bool = False) -> Prof
         env={"AGENT_MEM_VAULT_WARM": "0"},
         mode="legacy" if handshake else "auto",
         modern=not handshake,
-        tools={
-            "create": (
-                "create_handoff",
-                lambda i: {"to": "reader", "summary": f"bench {i}", "context": TEXT},
-            ),
-            "peek": ("peek_handoff", lambda i: {"agent": "codex"}),
-            "read": ("read_handoff", lambda i: {"agent": "reader"}),
-            "search": ("search_memory", lambda i: {"query": "backfill lock", "limit": 10}),
-            "list 10": ("list_handoffs", lambda i: {"limit": 10}),
-        },
+        tools=TOOLS,
     )
 
 
@@ -196,15 +199,7 @@ def profiles(paths: dict[str, Path], work: Path, size: int) -> list[Profile]:
         _ours(HANDSHAKE, paths["this checkout"], root, handshake=True),
     )
     graph = work / "graph.jsonl"
-    with graph.open("w", encoding="utf-8") as out:
-        for i in range(2 * size):
-            entity = {
-                "type": "entity",
-                "name": f"note-{i}",
-                "entityType": "handoff" if i < size else "memory",
-                "observations": [f"{TEXT} Part {i}."],
-            }
-            out.write(json.dumps(entity) + "\n")
+    write_graph(graph, size, lambda i: f"{TEXT} Part {i}.")
     subjects.append(
         Profile(
             name=f"server-memory {MEMORY_SERVER[1]}",

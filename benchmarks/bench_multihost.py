@@ -51,6 +51,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from measure import cpu_seconds
+
 SELF = str(Path(__file__).resolve())
 RETRY_SECONDS = 0.02
 """How often host B retries a send that was refused while A's lease runs out."""
@@ -293,16 +295,6 @@ class Wire:
         return counts
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU of a process on this machine (the database backend), or None."""
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        fields = stat.read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def wire(dsn: str, quick: bool) -> None:
     import tempfile
 
@@ -333,14 +325,14 @@ async def wire(dsn: str, quick: bool) -> None:
                 await op(-1 - i)
             out.flush()
             wire.take()
-            cpu = _cpu_seconds(pid)
+            cpu = cpu_seconds(pid)
             start = time.perf_counter()
             for i in range(n):
                 await op(i)
             elapsed = time.perf_counter() - start
             out.flush()
             c = wire.take()
-            after = _cpu_seconds(pid)
+            after = cpu_seconds(pid)
             server = (
                 f"{(after - cpu) / n * 1e3:>10.3f}" if cpu is not None and after else "         -"
             )

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 from agent_mem_vault.atproto import record_cid, validate_record
 from agent_mem_vault.runs import RunRegistry
 from agent_mem_vault.store import Persistence, memory_persistence, sqlite_persistence
+from measure import US, acall_times, call_times, median_p95
 
 RECORD = {
     "$type": "garden.engram.agents.handoff",
@@ -36,27 +35,9 @@ RECORD = {
 }
 
 
-def _summary(samples: list[float]) -> tuple[float, float]:
-    samples.sort()
-    return statistics.median(samples), samples[max(int(len(samples) * 0.95) - 1, 0)]
-
-
 async def atimed(n: int, op: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
-    samples = []
-    for i in range(n):
-        start = time.perf_counter()
-        await op(i)
-        samples.append((time.perf_counter() - start) * 1e6)
-    return _summary(samples)
-
-
-def timed(n: int, op: Callable[[], Any]) -> tuple[float, float]:
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        op()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return _summary(samples)
+    """Median and 95th percentile of ``n`` calls, in microseconds."""
+    return median_p95(await acall_times(op, n, unit=US))
 
 
 async def registry_figures(store: Persistence, n: int) -> dict[str, tuple[float, float]]:
@@ -93,10 +74,9 @@ def main() -> None:
             figures = asyncio.run(registry_figures(store, n))
             rows += [(kind, name, value) for name, value in figures.items()]
     m = n * 20
-    rows.append(("-", "record_cid", timed(m, lambda: record_cid(RECORD))))
-    rows.append(
-        ("-", "validate_record", timed(m, lambda: validate_record(RECORD, "3kznmn7xqxl23")))
-    )
+    cid = call_times(lambda _: record_cid(RECORD), m, unit=US)
+    valid = call_times(lambda _: validate_record(RECORD, "3kznmn7xqxl23"), m, unit=US)
+    rows += [("-", "record_cid", median_p95(cid)), ("-", "validate_record", median_p95(valid))]
     print(f"runs benchmark, {n} calls per registry figure, {m} per record figure")
     print(f"| {'backend':<8} | {'operation':<22} | {'median µs':>10} | {'p95 µs':>10} |")
     print(f"|{'-' * 10}|{'-' * 24}|{'-' * 12}|{'-' * 12}|")

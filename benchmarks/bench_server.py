@@ -49,6 +49,8 @@ from typing import Any
 
 import httpx
 
+from measure import cpu_seconds, load, quantile
+
 HERE = Path(__file__).resolve()
 KEEP_ALIVE = 120
 """Seconds uvicorn keeps an idle connection (default 5): a busy machine can leave one of
@@ -188,15 +190,6 @@ def _cpus() -> tuple[set[int], set[int]] | None:
     return {cpus[0]}, set(cpus[1:])
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` and its threads (Linux), else 0."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class Server:
     url: str
@@ -276,11 +269,11 @@ async def send_rps(target: Server, workers: int, per_worker: int, round_no: int)
     try:
         # One untimed send per client (a thread of its own) warms each connection.
         await asyncio.gather(*(worker(-1 - w, 1) for w in range(workers)))
-        server_cpu, client_cpu = _cpu_seconds(target.pid), time.process_time()
+        server_cpu, client_cpu = (cpu_seconds(target.pid) or 0.0), time.process_time()
         start = time.perf_counter()
         await asyncio.gather(*(worker(w, per_worker) for w in range(workers)))
         elapsed = time.perf_counter() - start
-        server_cpu = _cpu_seconds(target.pid) - server_cpu
+        server_cpu = (cpu_seconds(target.pid) or 0.0) - server_cpu
         client_cpu = time.process_time() - client_cpu
     finally:
         for client in clients:
@@ -415,15 +408,13 @@ def main() -> None:
             with server("handoff", backend, server_cpus) as target:
                 for streams in (1, 100):
                     lat = asyncio.run(handoff_latency(target.url, streams, turns))
-                    ms = sorted(x * 1000 for x in lat)
-                    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+                    ms = [x * 1000 for x in lat]
+                    p99 = quantile(ms, 0.99)
                     print(
                         f"{backend:<8} {streams:>7} {statistics.median(ms):>8.1f} {p99:>8.1f}  "
                         f"{len(ms)}"
                     )
-    load = Path("/proc/loadavg")
-    if load.exists():
-        print(f"\nload average at the end: {' '.join(load.read_text().split()[:3])}")
+    print(f"\nload average at the end: {load(3)}")
 
 
 if __name__ == "__main__":

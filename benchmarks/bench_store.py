@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import os
-import statistics
 import tempfile
 import time
 import uuid
@@ -28,6 +27,7 @@ from typing import Any
 
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.store import Persistence, memory_persistence, sqlite_persistence
+from measure import US, acall_times, median_p95
 
 
 def open_store(kind: str, where: str) -> Persistence:
@@ -42,13 +42,7 @@ def open_store(kind: str, where: str) -> Persistence:
 
 async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
     """Median and 95th percentile of ``n`` calls, in microseconds."""
-    samples = []
-    for i in range(n):
-        start = time.perf_counter()
-        await op(i)
-        samples.append((time.perf_counter() - start) * 1e6)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+    return median_p95(await acall_times(op, n, unit=US))
 
 
 async def latencies(kind: str, where: str, n: int) -> dict[str, tuple[float, float]]:

@@ -35,12 +35,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,9 +46,9 @@ from agent_mem_vault.integrations.session_hook import HookInput, render_session_
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.keeper import stop_keeper
 from agent_mem_vault.vault.sync.syncer import stop_syncer
-from bench_vault import NAMESPACES, generate, load
+from bench_vault import NAMESPACES, generate
+from measure import EXE, elapsed, load, ms_p95
 
-EXE = Path(sys.executable).parent / "agent-mem-vault"
 NS = NAMESPACES[0]
 ROWS = (
     "`sync` with nothing new",
@@ -76,18 +74,6 @@ class Pair:
         self.samples.setdefault(row, []).append(ms)
 
 
-def timed(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000
-
-
-def stats(samples: list[float]) -> str:
-    samples = sorted(samples)
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{statistics.median(samples):.1f} ms (p95 {p95:.1f})"
-
-
 def env_of(vault: Path) -> dict[str, str]:
     return {**os.environ, "AGENT_MEM_VAULT": str(vault), "AGENT_MEM_VAULT_EMBEDDINGS": "off"}
 
@@ -105,10 +91,10 @@ def setup(work: Path, n: int) -> tuple[Pair, list[tuple[str, str]]]:
     generate(root / "a", n // 2, n // 2)
     a = Vault(root / "a")
     a.rescan()
-    joined = timed(lambda: a.join_remote(str(remote)))
+    joined = elapsed(lambda: a.join_remote(str(remote)))
     b = Vault(root / "b")
     b.init()
-    arrived = timed(lambda: b.join_remote(str(remote)))
+    arrived = elapsed(lambda: b.join_remote(str(remote)))
     for vault in (a, b):
         subprocess.run(
             [str(EXE), "keeper", "--start", "--vault", str(vault.path)],
@@ -125,28 +111,30 @@ def setup(work: Path, n: int) -> tuple[Pair, list[tuple[str, str]]]:
 
 def one_round(pair: Pair, i: int) -> None:
     a, b = pair.a, pair.b
-    pair.add(ROWS[0], timed(a.sync))
+    pair.add(ROWS[0], elapsed(a.sync))
     a.create_handoff(to="codex", summary=f"new {i}", context="C", namespace=NS)
     a.sync()
     fresh = Vault(b.path)
     hook = HookInput(cwd=str(b.path))
-    pair.add(ROWS[1], timed(lambda: render_session_start(fresh, hook, agent="codex", namespace=NS)))
+    pair.add(
+        ROWS[1], elapsed(lambda: render_session_start(fresh, hook, agent="codex", namespace=NS))
+    )
     fresh.close()
     a.create_handoff(to="codex", summary=f"spawned {i}", context="C", namespace=NS)
     a.sync()
     argv = [str(EXE), "hook", "session-start", "--agent", "codex", "--namespace", NS]
     pair.add(
         ROWS[2],
-        timed(
+        elapsed(
             lambda: subprocess.run(
                 argv, env=env_of(b.path), capture_output=True, check=True, input=""
             )
         ),
     )
-    pair.add(ROWS[3], timed(lambda: b.read_handoff(agent="codex", namespace=NS)))
+    pair.add(ROWS[3], elapsed(lambda: b.read_handoff(agent="codex", namespace=NS)))
     a.create_handoff(to="aider", summary=f"moves the remote {i}", context="C", namespace=NS)
     a.sync()  # B's next push is refused: it fetches, merges and claims again
-    pair.add(ROWS[4], timed(lambda: b.read_handoff(agent="codex", namespace=NS)))
+    pair.add(ROWS[4], elapsed(lambda: b.read_handoff(agent="codex", namespace=NS)))
     before = remote_head(pair.remote)
     start = time.perf_counter()
     a.create_handoff(to="codex", summary=f"in the background {i}", context="C", namespace=NS)
@@ -192,7 +180,7 @@ def main() -> None:
     for what, figures in joins.items():
         print(f"| {what} | " + " | ".join(figures.get(n, "–") for n in sizes) + " |")
     for row in ROWS:
-        cells = [stats(p.samples[row]) if row in p.samples else "–" for p in pairs]
+        cells = [ms_p95(p.samples[row]) if row in p.samples else "–" for p in pairs]
         print(f"| {row} | " + " | ".join(cells) + " |")
 
 

@@ -19,21 +19,20 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from agent_mem_vault.integrations.transcripts import Transcript, gemini_cli, opencode
+from bench_auto_handoff import jsonl_file
+from measure import wall_and_cpu_ms
 
 FILLER = "x" * 700
 
 
 def gemini_chat(path: Path, megabytes: float) -> Path:
-    lines = [json.dumps({"sessionId": "s-1", "projectHash": "p", "startTime": "t", "kind": "main"})]
-    size, i = 0, 0
-    while size < megabytes * 1_000_000:
+    def records_of_turn(i: int) -> list[Any]:
         user = {"id": f"u{i}", "type": "user", "content": [{"text": f"Step {i}: {FILLER}"}]}
         turn = {"id": f"g{i}", "type": "gemini", "content": "", "model": "m"}
         calls = [
@@ -54,13 +53,10 @@ def gemini_chat(path: Path, megabytes: float) -> Path:
                 ],
             },
         ]
-        for record in (user, turn, {**turn, "toolCalls": calls}, {"$set": {"lastUpdated": "t"}}):
-            line = json.dumps(record)
-            lines.append(line)
-            size += len(line) + 1
-        i += 1
-    path.write_text("\n".join(lines) + "\n")
-    return path
+        return [user, turn, {**turn, "toolCalls": calls}, {"$set": {"lastUpdated": "t"}}]
+
+    first = {"sessionId": "s-1", "projectHash": "p", "startTime": "t", "kind": "main"}
+    return jsonl_file(path, megabytes, records_of_turn, first=[first])
 
 
 def opencode_db(path: Path, megabytes: float, sessions: int = 21) -> Path:
@@ -129,17 +125,6 @@ def opencode_db(path: Path, megabytes: float, sessions: int = 21) -> Path:
     return path
 
 
-def timed(call: Callable[[], Transcript], runs: int) -> tuple[float, float, float]:
-    """Median and slowest wall time, and median CPU time (steadier on a busy machine), in ms."""
-    wall, cpu = [], []
-    for _ in range(runs):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        call()
-        wall.append((time.perf_counter() - start) * 1000)
-        cpu.append((time.process_time() - start_cpu) * 1000)
-    return statistics.median(wall), max(wall), statistics.median(cpu)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mb", type=float, default=10.0)
@@ -158,7 +143,7 @@ def main() -> None:
         print("|---|---|---|---|---|")
         for name, call in rows:
             entries = len(call().entries)
-            median, slowest, cpu = timed(call, runs)
+            median, slowest, cpu = wall_and_cpu_ms(runs, lambda _, call=call: call)
             print(f"| {name} | {entries} | {median:.1f} | {slowest:.1f} | {cpu:.1f} |")
 
 

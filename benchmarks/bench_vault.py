@@ -34,11 +34,9 @@ import multiprocessing
 import os
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -55,6 +53,7 @@ from agent_mem_vault.vault.notes import (
     render_body,
     render_note,
 )
+from measure import EXE, call_times, elapsed, load, ms_p95
 
 NAMESPACES = [f"project/service-{i}" for i in range(10)]
 AGENTS = ["codex", "claude-code", "gemini", "aider"]
@@ -213,17 +212,6 @@ def generate(root: Path, handoffs: int, memories: int, seed: int = 7) -> None:
         (root / ns / "memories" / f"{mid}.md").write_text(text, encoding="utf-8")
 
 
-def timed(fn: Callable[[], object], n: int) -> tuple[float, float]:
-    """(median, p95) in milliseconds over ``n`` calls."""
-    samples = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-
-
 def _writer(root: str, sender: str, count: int, barrier: Any, out: Any) -> None:
     vault = Vault(root)
     acknowledged, refused = [], 0
@@ -284,7 +272,6 @@ def concurrent_writes(root: Path, processes: int, per_process: int) -> dict[str,
 
 
 CACHE = Path(__file__).resolve().parents[1] / ".benchmarks"
-EXE = Path(sys.executable).with_name("agent-mem-vault")
 NS = NAMESPACES[3]
 SCRATCH = "bench/scratch"
 """Where the bench creates notes; removed at the end of each size."""
@@ -355,10 +342,6 @@ def keeper(root: Path, action: str) -> None:
     )
 
 
-def load() -> str:
-    return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-
-
 def cached_vault(cache: Path, size: int) -> Path:
     """The vault of ``size`` + ``size`` notes, generated once (notes only; the index is
     built by the reindex row)."""
@@ -379,17 +362,13 @@ def cached_vault(cache: Path, size: int) -> Path:
     return root
 
 
-def stats(samples: list[float]) -> str:
-    samples = sorted(samples)
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{statistics.median(samples):.1f} ms (p95 {p95:.1f})"
-
-
 def wall(argv: list[str], stdin: str | None = None, keeper: bool = True) -> float:
     """Spawn → exit of a command, in ms; it must succeed."""
-    start = time.perf_counter()
-    subprocess.run(argv, input=stdin, text=True, check=True, capture_output=True, env=env(keeper))
-    return (time.perf_counter() - start) * 1000
+    return elapsed(
+        lambda: subprocess.run(
+            argv, input=stdin, text=True, check=True, capture_output=True, env=env(keeper)
+        )
+    )
 
 
 def fresh(root: Path, what: str, ns: str = NS, keeper: bool = True) -> float:
@@ -562,13 +541,13 @@ def fresh_rows(
         rows.append(
             (
                 "fresh process: Python + CLI start-up (`--version`)",
-                stats([wall([*cli, "--version"]) for _ in range(runs)]),
+                ms_p95([wall([*cli, "--version"]) for _ in range(runs)]),
             )
         )
     rows.append(
         (
             f"{tag}fresh process, first call: CLI `peek` (spawn → exit)",
-            stats([wall([*cli, "peek", *ns_args], keeper=k) for _ in range(runs)]),
+            ms_p95([wall([*cli, "peek", *ns_args], keeper=k) for _ in range(runs)]),
         )
     )
     hook = [
@@ -585,7 +564,7 @@ def fresh_rows(
     rows.append(
         (
             f"{tag}fresh process, first call: session hook (spawn → exit)",
-            stats([wall(hook, stdin='{"cwd": "."}', keeper=k) for _ in range(runs)]),
+            ms_p95([wall(hook, stdin='{"cwd": "."}', keeper=k) for _ in range(runs)]),
         )
     )
     mcp = [mcp_first_call(root, keeper=k) for _ in range(runs)]
@@ -593,13 +572,13 @@ def fresh_rows(
         rows.append(
             (
                 "fresh process: MCP `serve`, spawn → `initialize` answered",
-                stats([m[0] for m in mcp]),
+                ms_p95([m[0] for m in mcp]),
             )
         )
     rows.append(
         (
             f"{tag}fresh process, first call: MCP `peek_handoff` (after `initialize`)",
-            stats([m[1] for m in mcp]),
+            ms_p95([m[1] for m in mcp]),
         )
     )
     for what, label in (
@@ -614,17 +593,17 @@ def fresh_rows(
         rows.append(
             (
                 f"{tag}fresh process, first call, the vault's part: {label}",
-                stats([fresh(root, what, keeper=k) for _ in range(runs)]),
+                ms_p95([fresh(root, what, keeper=k) for _ in range(runs)]),
             )
         )
-    samples = []
+    after_edit = []
     for i in range(runs):
         edit_by_hand(note, i)
-        samples.append(fresh(root, "peek", keeper=k))
+        after_edit.append(fresh(root, "peek", keeper=k))
     rows.append(
         (
             f"{tag}fresh process after a note was edited by hand, the vault's part: `peek`",
-            stats(samples),
+            ms_p95(after_edit),
         )
     )
     return rows
@@ -711,26 +690,15 @@ def one_process(
         ),
     ]
     for name, fn in figures:
-        rows.append((f"{label}: {name}", stats(timed_samples(fn, calls))))
-    samples = []
+        rows.append((f"{label}: {name}", ms_p95(call_times(lambda _, fn=fn: fn(), calls))))
+    after_edit = []
     for i in range(max(5, calls // 10)):
         edit_by_hand(note, 1000 + i)
         time.sleep(0.05)  # the watcher's events arrive within milliseconds
-        start = time.perf_counter()
-        vault.peek_handoff(agent="codex", namespace=NS)
-        samples.append((time.perf_counter() - start) * 1000)
-    rows.append((f"{label}: `peek` after a note was edited by hand", stats(samples)))
+        after_edit.append(elapsed(lambda: vault.peek_handoff(agent="codex", namespace=NS)))
+    rows.append((f"{label}: `peek` after a note was edited by hand", ms_p95(after_edit)))
     vault.close()
     return rows
-
-
-def timed_samples(fn: Callable[[], object], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def main() -> None:

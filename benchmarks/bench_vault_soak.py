@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_mem_vault.vault import Vault
-from bench_vault import CACHE, NS, cached_vault, edit_by_hand, env, load
+from bench_vault import CACHE, NS, cached_vault, edit_by_hand, env
+from measure import load, quantile
 
 QUERIES = ["backfill", "lock latency", "invoice refund customer", "shard", "flaky test"]
 
@@ -162,9 +163,8 @@ def main() -> None:
 
 
 def _row(values: list[float]) -> str:
-    values = sorted(values)
-    p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
-    return f"{statistics.median(values):.1f} ms | {p99:.1f} ms | {values[-1]:.1f} ms"
+    p99 = quantile(values, 0.99)
+    return f"{statistics.median(values):.1f} ms | {p99:.1f} ms | {max(values):.1f} ms"
 
 
 if __name__ == "__main__":

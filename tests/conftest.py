@@ -45,6 +45,15 @@ def _warm_processes_end_with_the_run() -> Iterator[None]:
     shutil.rmtree(os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"], ignore_errors=True)
 
 
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty HOME of the test's own, for a process whose files there the test reads
+    (the default vault, a client's configuration) and the tester's must not see."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
 def _postgres_dsn() -> str | None:
     return os.environ.get("AMV_TEST_POSTGRES_DSN")
 

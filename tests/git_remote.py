@@ -10,10 +10,12 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pytest
+
+from tests.cli_process import run_process
+from tests.loopback import free_port
 
 __all__ = ["GitDaemon", "bare_repo", "git", "git_env", "own_git_home", "remote_tree"]
 
@@ -46,15 +48,7 @@ def own_git_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def git(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run(
-        ["git", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    proc = run_process(["git", *args], cwd=cwd, env=env, timeout=60)
     assert proc.returncode == 0, f"git {args}: {proc.stderr}"
     return proc.stdout
 
@@ -114,19 +108,13 @@ def _facts(message: str) -> dict[str, Any]:
     return json.loads(lines[-1]) if lines else {}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class GitDaemon:
     """``git daemon`` serving the bare repositories under ``base`` (pushes allowed) on a
     loopback port; ``url(name)`` is what a clone or a vault is given."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     def url(self, name: str) -> str:
@@ -169,10 +157,5 @@ class GitDaemon:
     def __enter__(self) -> GitDaemon:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()

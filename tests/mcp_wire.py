@@ -14,13 +14,15 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message"]
+from tests.cli_process import CLI, cli_env
+
+__all__ = ["INIT", "NO_ANSWER_AFTER", "SERVE", "RawServer", "message", "serving"]
 
 INIT: dict[str, Any] = {
     "protocolVersion": "2025-11-25",
@@ -29,7 +31,8 @@ INIT: dict[str, Any] = {
 }
 """The ``params`` of an ``initialize`` request."""
 
-SERVE = (sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex")
+SERVE = (*CLI, "serve", "--agent", "codex")
+"""``serve`` as Codex starts it (``--namespace`` and more options follow)."""
 
 NO_ANSWER_AFTER = 60.0
 """Only to end a test whose server never answers; no assertion is about time."""
@@ -65,7 +68,7 @@ class RawServer:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **(env or {})},
+            env=cli_env(vault=vault_path, **(env or {})),
         )
         self.pending = b""
 
@@ -124,3 +127,17 @@ class RawServer:
     def close(self) -> str:
         """Close stdin, wait for the server to end; its stderr."""
         return self.finish()[2].decode()
+
+
+@contextmanager
+def serving(vault_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[RawServer]:
+    """A :class:`RawServer` past its handshake (``initialize`` answered with a result, then
+    ``notifications/initialized``), for tests of what follows it; when the block ends its
+    stdin is closed, and it must have ended without a traceback."""
+    raw = RawServer(vault_path, *args, env=env)
+    init = raw.request(0, "initialize", INIT)
+    assert "result" in init, init
+    raw.write(message(None, "notifications/initialized"))
+    yield raw
+    stderr = raw.close()
+    assert "Traceback" not in stderr, stderr

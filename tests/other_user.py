@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from tests.cli_process import Proc, cli_env, run_process
 
 __all__ = ["AS_NOBODY", "can_step_down", "open_folder", "run_as_nobody"]
 
@@ -42,19 +43,7 @@ def open_folder() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def run_as_nobody(
-    args: Sequence[str], *, home: Path, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_as_nobody(args: Sequence[str], *, home: Path, input: str | None = None) -> Proc:
     """``args`` run as nobody (``python -c ...`` when the first is ``-c``)."""
     argv = [sys.executable, *args] if args and args[0] == "-c" else list(args)
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("AGENT_MEM_VAULT", None)
-    return subprocess.run(
-        [*AS_NOBODY, *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=input,
-        timeout=120,
-        cwd=home,
-    )
+    return run_process([*AS_NOBODY, *argv], env=cli_env(home), input=input, cwd=home)

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli_process import CLI, run_process, succeeded
 from tests.server.support import OLGA, demo_process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,12 +46,7 @@ def test_operator_client_example_plays_customer_and_operator_against_the_demo(
 def test_the_operator_example_and_the_demo_share_one_default_port() -> None:
     from agent_mem_vault.client import DEMO_URL
 
-    shown = subprocess.run(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "demo", "support", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    shown = succeeded(run_process([*CLI, "demo", "support", "--help"])).stdout
     port = DEMO_URL.rsplit(":", 1)[1]
     assert f"[default: {port};" in " ".join(shown.split())
     assert "else DEMO_URL" in (EXAMPLES / "operator_client.py").read_text()

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import CLI, run_process
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 MANUAL = "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 
 # "agent-mem-vault memory save …" -> ("memory", "save"); flags and values end the path.
 _COMMAND = re.compile(r"agent-mem-vault((?: [a-z][a-z-]*)+)")
@@ -28,7 +27,7 @@ def _mentioned_commands() -> list[tuple[str, ...]]:
 
 
 def _help(words: tuple[str, ...]) -> str | None:
-    proc = subprocess.run([*CLI, *words, "--help"], capture_output=True, text=True)
+    proc = run_process([*CLI, *words, "--help"])
     return proc.stdout if proc.returncode == 0 else None
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import fcntl
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-__all__ = ["hold_vault_lock", "needs_proc_locks", "wait_for_lock_waiters"]
+__all__ = ["hold_vault_lock", "needs_proc_locks", "vault_lock_held", "wait_for_lock_waiters"]
 
 needs_proc_locks = pytest.mark.skipif(
     not Path("/proc/locks").exists(), reason="waiters are seen in Linux's /proc/locks"
@@ -25,6 +27,17 @@ def hold_vault_lock(vault_path: Path) -> int:
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return fd
+
+
+@contextmanager
+def vault_lock_held(vault_path: Path) -> Iterator[None]:
+    """The vault's file lock held from the test (:func:`hold_vault_lock`) for the block,
+    and let go when it ends, however it ends."""
+    fd = hold_vault_lock(vault_path)
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def wait_for_lock_waiters(vault_path: Path, count: int) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import socket
 from pathlib import Path
 
-__all__ = ["handed_over_commands", "warm_listening"]
+__all__ = ["handed_over_commands", "warm_listening", "warm_lock_held"]
 
 
 def warm_listening(runtime: Path) -> bool:
@@ -17,6 +18,18 @@ def warm_listening(runtime: Path) -> bool:
             except OSError:
                 continue
             return True
+    return False
+
+
+def warm_lock_held(runtime: Path) -> bool:
+    """True while a warm process holds its lock in the runtime folder ``runtime`` (from
+    its start, before it listens, until it has left)."""
+    for lock in runtime.glob("*.lock"):
+        with lock.open("rb") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
     return False
 
 

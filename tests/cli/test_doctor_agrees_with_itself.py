@@ -4,15 +4,13 @@ failure included, means no all-clear, a non-zero exit and ``ok: false``."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
+from tests.cli_process import CLI, Proc, cli_env, run_process
 
 
 @pytest.fixture
@@ -21,19 +19,13 @@ def env(tmp_path: Path) -> dict[str, str]:
     runtime.mkdir(mode=0o700)
     home = tmp_path / "home"
     home.mkdir()
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEM_VAULT")}
-    base.update(
-        HOME=str(home),
-        AGENT_MEM_VAULT=str(tmp_path / "vault"),
-        AGENT_MEM_VAULT_RUNTIME_DIR=str(runtime),
+    return cli_env(
+        home, tmp_path / "vault", keep_settings=False, AGENT_MEM_VAULT_RUNTIME_DIR=str(runtime)
     )
-    return base
 
 
-def doctor(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, "doctor", *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+def doctor(env: dict[str, str], cwd: Path, *args: str) -> Proc:
+    return run_process([*CLI, "doctor", *args], env=env, cwd=cwd)
 
 
 def _record_a_warm_failure(env: dict[str, str], cwd: Path) -> Path:

@@ -7,24 +7,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent / "agent-mem-vault"
+from tests.cli_process import BIN, Proc, cli_env, run_process
+
 NS = "project/harbor-api"
 
 
-def run(*args: str, vault: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT"}
-    if vault is not None:
-        env["AGENT_MEM_VAULT"] = str(vault)
-    return subprocess.run([str(BIN), *args], capture_output=True, text=True, env=env, timeout=60)
+def run(*args: str, vault: Path | None = None) -> Proc:
+    return run_process([BIN, *args], env=cli_env(vault=vault), timeout=60)
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], status: int, code: str) -> str:
+def one_line_error(proc: Proc, status: int, code: str) -> str:
     """The error line of ``proc``, after checking it is the only output and has ``code``."""
     assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr

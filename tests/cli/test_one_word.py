@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,11 +12,10 @@ import pytest
 from agent_mem_vault.cli.agents import serve
 from agent_mem_vault.cli.demo import support
 from agent_mem_vault.core.words import counted
+from tests.cli_process import CLI, Proc, cli_env, run_process
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 NS = "project/harbor-api"
 
-Proc = subprocess.CompletedProcess[str]
 Run = Callable[..., Proc]
 
 
@@ -27,29 +23,16 @@ Run = Callable[..., Proc]
 def run(tmp_path: Path) -> Run:
     """The CLI on the vault ``tmp_path/vault`` (made with init), HOME at ``tmp_path/home``."""
     (tmp_path / "home").mkdir()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("AGENT_MEM_VAULT") or k == "AGENT_MEM_VAULT_RUNTIME_DIR"
-    }
-    env.update(
-        HOME=str(tmp_path / "home"),
-        AGENT_MEM_VAULT=str(tmp_path / "vault"),
+    env = cli_env(
+        tmp_path / "home",
+        tmp_path / "vault",
+        keep_settings=False,
         AGENT_MEM_VAULT_EMBEDDINGS="off",
         AGENT_MEM_VAULT_KEEPER="off",
     )
 
     def run_cli(*args: str, stdin: str = "", extra: dict[str, str] | None = None) -> Proc:
-        proc = subprocess.run(
-            [*CLI, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env={**env, **(extra or {})},
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
+        proc = run_process([*CLI, *args], input=stdin, env={**env, **(extra or {})}, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         return proc
 

@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 
 from agent_mem_vault.vault import Vault
+from tests.cli_process import BIN, cli_env
 
-from .test_vault_cli import BIN, NS, run
+from .test_vault_cli import NS, run
 
 
 def _vault_with_notes(path: Path, count: int) -> Path:
@@ -24,7 +25,7 @@ def _vault_with_notes(path: Path, count: int) -> Path:
 def _run_on_a_terminal(vault: Path, *args: str) -> str:
     """Run the CLI with stdout and stderr on a pseudo-terminal; all it wrote."""
     leader, follower = pty.openpty()
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault), "COLUMNS": "100"}
+    env = cli_env(vault=vault, COLUMNS="100")
     proc = subprocess.Popen(
         [str(BIN), *args], stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env
     )

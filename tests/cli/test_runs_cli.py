@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,24 +11,28 @@ import pytest
 from agent_mem_vault.atproto import is_valid_tid, validate_record
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.base import is_vault
+from tests.cli_process import CLI, Proc, cli_env, run_process, succeeded
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
+
+def runs_env(vault: Path, **settings: str) -> dict[str, str]:
+    """The environment of a ``runs`` command on ``vault``: the runs store is the vault's
+    own (``.runs/`` inside it), never one the tester's environment names."""
+    env = cli_env(vault=vault, **settings)
+    env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
+    return env
 
 
-def _make_vault(vault: Path) -> None:
-    """The runs show their notes in a vault, which must be one (``init``)."""
+def runs_cli(*args: str, vault: Path, env: dict[str, str] | None = None) -> Proc:
+    """``agent-mem-vault runs ARGS`` on ``vault``, made a vault first: the runs show their
+    notes in a vault, which must be one (``init``)."""
     if not is_vault(vault):
         Vault(vault, durable=False).init()
+    return run_process([*CLI, "runs", *args], env=runs_env(vault, **(env or {})))
 
 
-def _cli(*args: str, vault: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    _make_vault(vault)
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault)}
-    env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
-    proc = subprocess.run([*CLI, "runs", *args], capture_output=True, text=True, env=env)
-    if ok:
-        assert proc.returncode == 0, proc.stderr
-    return proc
+def _cli(*args: str, vault: Path, ok: bool = True) -> Proc:
+    proc = runs_cli(*args, vault=vault)
+    return succeeded(proc) if ok else proc
 
 
 def test_runs_start_prints_the_new_runs_tid(tmp_path: Path) -> None:
@@ -147,7 +149,7 @@ def test_cli_help_imports_no_heavy_dependency(argv: list[str]) -> None:
         f"main({argv!r})\n"
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = run_process([sys.executable, "-c", code])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "[]"
 

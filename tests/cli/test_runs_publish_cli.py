@@ -26,34 +26,15 @@ from agent_mem_vault.atproto import record_cid
 from agent_mem_vault.core.clock import utc_now
 from agent_mem_vault.runs import RunRegistry, RunStopped, build_handoff_record
 from agent_mem_vault.store import sqlite_persistence
-from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.base import is_vault
 from tests.atproto.test_pds_publish import _account, pds_url
+from tests.cli.test_runs_cli import runs_cli, runs_env
+from tests.cli_process import run_process
 
 __all__ = ["pds_url"]  # the reference PDS fixture, shared with tests/atproto
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
-
-
-def _make_vault(vault: Path) -> None:
-    """The runs show their notes in a vault, which must be one (``init``)."""
-    if not is_vault(vault):
-        Vault(vault, durable=False).init()
-
-
-def _cli(
-    *args: str, vault: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    _make_vault(vault)
-    environ = {**os.environ, "AGENT_MEM_VAULT": str(vault), **(env or {})}
-    environ.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
-    return subprocess.run(
-        [*CLI, "runs", *args], capture_output=True, text=True, env=environ, timeout=120
-    )
-
 
 def _ok(*args: str, vault: Path, env: dict[str, str] | None = None) -> str:
-    proc = _cli(*args, vault=vault, env=env)
+    proc = runs_cli(*args, vault=vault, env=env)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
@@ -84,7 +65,7 @@ def test_runs_stop_of_a_run_already_taken_over_writes_its_record_now(tmp_path: P
 
 def test_runs_stop_of_an_unknown_run_exits_3(tmp_path: Path) -> None:
     _ok("start", "bot", vault=tmp_path)
-    proc = _cli("stop", "bot", "3n3l2ul2hzm5s", vault=tmp_path)
+    proc = runs_cli("stop", "bot", "3n3l2ul2hzm5s", vault=tmp_path)
     assert proc.returncode == 3 and "run_not_found" in proc.stderr
 
 
@@ -141,7 +122,7 @@ def test_publish_to_a_pds_that_hangs_says_it_timed_out_after_the_timeout(tmp_pat
         hang.bind(("127.0.0.1", 0))
         hang.listen()
         url = f"http://127.0.0.1:{hang.getsockname()[1]}"
-        proc = _cli(*PUBLISH, "--pds", url, "--timeout", "0.5", vault=tmp_path)
+        proc = runs_cli(*PUBLISH, "--pds", url, "--timeout", "0.5", vault=tmp_path)
     assert proc.returncode == 8, proc.stderr
     assert "timed out after 0.5 s" in proc.stderr and "[pds_unreachable]" in proc.stderr
 
@@ -150,20 +131,20 @@ def test_publish_to_a_refused_port_says_connection_refused(tmp_path: Path) -> No
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{closed.getsockname()[1]}"  # bound, not listening
-        proc = _cli(*PUBLISH, "--pds", url, vault=tmp_path)
+        proc = runs_cli(*PUBLISH, "--pds", url, vault=tmp_path)
     assert proc.returncode == 8, proc.stderr
     assert "connection refused" in proc.stderr
 
 
 def test_publish_to_an_unknown_host_says_it_does_not_resolve(tmp_path: Path) -> None:
-    proc = _cli(*PUBLISH, "--pds", "http://no-such-host.invalid", vault=tmp_path)
+    proc = runs_cli(*PUBLISH, "--pds", "http://no-such-host.invalid", vault=tmp_path)
     assert proc.returncode == 8, proc.stderr
     assert "does not resolve" in proc.stderr
 
 
 def test_publish_to_a_website_says_it_is_not_a_pds(tmp_path: Path) -> None:
     with _server(_Website) as url:
-        proc = _cli(*PUBLISH, "--pds", url, vault=tmp_path)
+        proc = runs_cli(*PUBLISH, "--pds", url, vault=tmp_path)
     assert proc.returncode == 8, proc.stderr
     assert "does not look like a PDS" in proc.stderr and "text/html" in proc.stderr
     assert "[not_a_pds]" in proc.stderr
@@ -179,6 +160,14 @@ def _pds_env(pds_url: str) -> dict[str, str]:
     }
 
 
+def _taken_over(vault: Path) -> tuple[str, str]:
+    """A run stopped, then another started: the handoff record between them is ready to
+    publish. The two runs' TIDs."""
+    first = _ok("start", "bot", vault=vault).strip()
+    _ok("stop", "bot", first, vault=vault)
+    return first, _ok("start", "bot", vault=vault).strip()
+
+
 @pytest.mark.slow
 def test_publish_lists_pending_records_and_publishes_stopped_runs_with_validation_status(
     tmp_path: Path, pds_url: str
@@ -186,13 +175,13 @@ def test_publish_lists_pending_records_and_publishes_stopped_runs_with_validatio
     env = _pds_env(pds_url)
     first = _ok("start", "bot", vault=tmp_path).strip()
     second = _ok("start", "bot", vault=tmp_path).strip()
-    proc = _cli("publish", "bot", "--json", vault=tmp_path, env=env)
+    proc = runs_cli("publish", "bot", "--json", vault=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == []
     assert f"pending: run {first} was taken over by {second}" in proc.stderr
     assert "when its lease lapses at" in proc.stderr
     _ok("stop", "bot", first, vault=tmp_path)
-    proc = _cli("publish", "bot", "--json", vault=tmp_path, env=env)
+    proc = runs_cli("publish", "bot", "--json", vault=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     (published,) = json.loads(proc.stdout)
     assert (published["rkey"], published["outcome"]) == (second, "created")
@@ -208,7 +197,7 @@ def test_publish_wait_waits_for_the_lapsed_lease_then_publishes(
     env = _pds_env(pds_url)
     _ok("start", "bot", "--lease", "1", vault=tmp_path)
     second = _ok("start", "bot", vault=tmp_path).strip()
-    proc = _cli("publish", "bot", "--json", "--wait", vault=tmp_path, env=env)
+    proc = runs_cli("publish", "bot", "--json", "--wait", vault=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     assert [p["rkey"] for p in json.loads(proc.stdout)] == [second]
 
@@ -217,11 +206,8 @@ def test_publish_wait_waits_for_the_lapsed_lease_then_publishes(
 def test_publish_validate_asks_the_pds_which_does_not_know_the_lexicon(
     tmp_path: Path, pds_url: str
 ) -> None:
-    env = _pds_env(pds_url)
-    first = _ok("start", "bot", vault=tmp_path).strip()
-    _ok("stop", "bot", first, vault=tmp_path)
-    _ok("start", "bot", vault=tmp_path)
-    proc = _cli("publish", "bot", "--validate", vault=tmp_path, env=env)
+    _taken_over(tmp_path)
+    proc = runs_cli("publish", "bot", "--validate", vault=tmp_path, env=_pds_env(pds_url))
     assert proc.returncode == 8, proc.stderr
     assert "publish_failed" in proc.stderr
 
@@ -231,9 +217,7 @@ def test_publish_of_a_taken_key_exits_4_with_our_cid_and_theirs(
     tmp_path: Path, pds_url: str
 ) -> None:
     env = _pds_env(pds_url)
-    first = _ok("start", "bot", vault=tmp_path).strip()
-    _ok("stop", "bot", first, vault=tmp_path)
-    second = _ok("start", "bot", vault=tmp_path).strip()
+    first, second = _taken_over(tmp_path)
     ours = json.loads(_ok("export", "bot", vault=tmp_path))
     # Another writer puts a different record under our key first.
     theirs = build_handoff_record(
@@ -257,7 +241,7 @@ def test_publish_of_a_taken_key_exits_4_with_our_cid_and_theirs(
             },
             headers={"Authorization": f"Bearer {session['accessJwt']}"},
         ).raise_for_status()
-    proc = _cli("publish", "bot", vault=tmp_path, env=env)
+    proc = runs_cli("publish", "bot", vault=tmp_path, env=env)
     assert proc.returncode == 4, proc.stderr
     assert f"ours {record_cid(ours)}, theirs {record_cid(theirs)}" in proc.stderr
     assert "[record_taken]" in proc.stderr
@@ -311,21 +295,9 @@ def test_the_manuals_runs_example_as_written_exports_and_publishes_a_record(
     block = text[text.index("## From the command line") :].split("```bash\n", 1)[1]
     block = block.split("```", 1)[0]
     bin_dir = str(Path(sys.executable).parent)
-    env = {
-        **os.environ,
-        **_pds_env(pds_url),
-        "AGENT_MEM_VAULT": str(tmp_path / "vault"),
-        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-    }
-    env.pop("AGENT_MEM_VAULT_RUNS_STORE", None)
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    path = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    env = runs_env(tmp_path / "vault", **_pds_env(pds_url), PATH=path)
+    proc = run_process(["bash", "-euo", "pipefail", "-c", block], env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     exported = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     (record,) = [json.loads(line) for line in exported]

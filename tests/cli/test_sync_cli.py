@@ -4,32 +4,24 @@ sync lines, as real processes, each machine with its own HOME."""
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.git_remote import bare_repo, git_env, remote_tree
+from tests.cli_process import BIN, Proc, cli_env, run_process, succeeded
+from tests.git_remote import bare_repo, git, git_env, remote_tree
 
-BIN = Path(sys.executable).parent / "agent-mem-vault"
 NS = "project/harbor-api"
 
 
-def run(
-    home: Path, vault: Path, *args: str, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **git_env(home)}
-    env["AGENT_MEM_VAULT"] = str(vault)
-    env["AGENT_MEM_VAULT_SYNC_AUTO"] = "off"  # each sync is the test's own
-    proc = subprocess.run(
-        [str(BIN), *args], capture_output=True, text=True, env=env, timeout=120, cwd=home
-    )
-    if check:
-        assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
-    return proc
+def run(home: Path, vault: Path, *args: str, check: bool = True, cwd: Path | None = None) -> Proc:
+    """``agent-mem-vault ARGS`` on ``vault``, as the machine whose HOME is ``home`` (its git
+    settings there), in ``cwd`` (``home`` unless given)."""
+    # Each sync is the test's own.
+    env = cli_env(vault=vault, **git_env(home), AGENT_MEM_VAULT_SYNC_AUTO="off")
+    proc = run_process([BIN, *args], env=env, cwd=cwd or home)
+    return succeeded(proc) if check else proc
 
 
 @pytest.fixture
@@ -125,25 +117,10 @@ def test_sync_init_project_finds_the_namespace_and_the_clone_from_git(tmp_path: 
     home, vault = tmp_path / "home", tmp_path / "v"
     project = bare_repo(tmp_path / "harbor-api.git")
     clone = tmp_path / "src" / "harbor-api"
-    subprocess.run(
-        ["git", "clone", "--quiet", str(project), str(clone)],
-        env=git_env(home),
-        check=True,
-        capture_output=True,
-    )
+    git("clone", "--quiet", project, clone, env=git_env(home))
     run(home, vault, "init")
     run(home, vault, "create", "--to", "codex", "-n", NS, "-s", "S", "-c", "C")
-    env = {**os.environ, **git_env(home), "AGENT_MEM_VAULT": str(vault)}
-    proc = subprocess.run(
-        [str(BIN), "sync", "init", "--project"],
-        cwd=clone,
-        env={**env, "AGENT_MEM_VAULT_SYNC_AUTO": "off"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc
+    proc = run(home, vault, "sync", "init", "--project", cwd=clone)
     assert f"{NS} ⇄" in proc.stdout
     assert any(
         p.startswith(f"{NS}/handoffs/") for p in remote_tree(project, f"refs/agent-mem-vault/{NS}")

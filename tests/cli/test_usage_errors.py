@@ -9,36 +9,21 @@ given or from the environment, is refused rather than read as the current folder
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
+from tests.cli_process import CLI, Proc, cli_env, run_process
+
 NS = "project/harbor-api"
 
 
-def run(
-    *args: str, cwd: Path, vault: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEM_VAULT")}
-    base.update(HOME=str(cwd), AGENT_MEM_VAULT_WARM="0")
-    if vault is not None:
-        base["AGENT_MEM_VAULT"] = vault
-    return subprocess.run(
-        [*CLI, *args],
-        cwd=cwd,
-        env={**base, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def run(*args: str, cwd: Path, vault: str | None = None, env: dict[str, str] | None = None) -> Proc:
+    base = cli_env(cwd, vault, keep_settings=False, AGENT_MEM_VAULT_WARM="0")
+    return run_process([*CLI, *args], cwd=cwd, env={**base, **(env or {})}, timeout=60)
 
 
-def one_usage_line(proc: subprocess.CompletedProcess[str]) -> str:
+def one_usage_line(proc: Proc) -> str:
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-BIN = Path(sys.executable).parent / "agent-mem-vault"
+from tests.cli_process import BIN, Proc, cli_env, run_process, succeeded
+
 NS = "project/harbor-api"
 VAULT_COMMANDS = [
     "init",
@@ -31,27 +30,12 @@ VAULT_COMMANDS = [
 ]
 
 
-def run(
-    vault: Path | None, *args: str, check: bool = True, input: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT"}
-    if vault is not None:
-        env["AGENT_MEM_VAULT"] = str(vault)
+def run(vault: Path | None, *args: str, check: bool = True, input: str | None = None) -> Proc:
     # Outside any repository (the vault's parent folder): a namespace is found from
     # git only where a test makes a repository for it.
     cwd = vault.parent if vault is not None and vault.parent.is_dir() else None
-    proc = subprocess.run(
-        [str(BIN), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=input,
-        timeout=60,
-        cwd=cwd,
-    )
-    if check:
-        assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
-    return proc
+    proc = run_process([BIN, *args], env=cli_env(vault=vault), input=input, timeout=60, cwd=cwd)
+    return succeeded(proc) if check else proc
 
 
 def run_json(vault: Path, *args: str) -> Any:
@@ -72,37 +56,16 @@ def test_the_seeds_typical_exchange_runs_end_to_end_from_the_cli(vault: Path) ->
         "Start with 1000 rows and measure lock time."
     )
     first = run(
-        vault,
-        "create",
-        "--from",
-        "claude-code",
-        "--to",
-        "codex",
-        "--summary",
-        "Batch the orders backfill",
-        "--context",
-        context,
-        "--namespace",
-        NS,
-    ).stdout.strip()
+        vault, "create", "--from", "claude-code", "--to", "codex",
+        "--summary", "Batch the orders backfill", "--context", context, "--namespace", NS,
+    ).stdout.strip()  # fmt: skip
     assert re.fullmatch(r"[2-7a-z]{13}", first)
     # The plan changes before anyone reads it: the author sends one that replaces it.
     second = run(
-        vault,
-        "create",
-        "--from",
-        "claude-code",
-        "--to",
-        "codex",
-        "--summary",
-        "Batch the orders backfill, 500 rows",
-        "--context",
-        context.replace("1000", "500"),
-        "--namespace",
-        NS,
-        "--supersedes",
-        first,
-    ).stdout.strip()
+        vault, "create", "--from", "claude-code", "--to", "codex",
+        "--summary", "Batch the orders backfill, 500 rows",
+        "--context", context.replace("1000", "500"), "--namespace", NS, "--supersedes", first,
+    ).stdout.strip()  # fmt: skip
     pending = run(vault, "handoffs", "--namespace", NS, "--status", "pending").stdout
     assert second in pending and first not in pending
     # Next morning Codex loads the brief and checks for handoffs.
@@ -176,20 +139,9 @@ def test_context_can_come_from_standard_input(vault: Path) -> None:
 
 def test_memory_save_search_and_brief_from_the_cli(vault: Path) -> None:
     mid = run(
-        vault,
-        "memory",
-        "save",
-        "-n",
-        NS,
-        "-k",
-        "decision",
-        "-t",
-        "Backfill in batches of 1000",
-        "-c",
-        "Lock time stayed under 50 ms.",
-        "--tag",
-        "db",
-    ).stdout.strip()
+        vault, "memory", "save", "-n", NS, "-k", "decision",
+        "-t", "Backfill in batches of 1000", "-c", "Lock time stayed under 50 ms.", "--tag", "db",
+    ).stdout.strip()  # fmt: skip
     found = run_json(vault, "memory", "search", "lock time", "-n", NS)
     assert [h["memory"]["id"] for h in found["hits"]] == [mid]
     assert (found["total"], found["more"]) == (1, False)

@@ -9,9 +9,6 @@ byte for byte as it was.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,12 +17,11 @@ import pytest
 from agent_mem_vault.cli.options import DEFAULT_VAULT as CLI_DEFAULT_VAULT
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.base import DEFAULT_VAULT, is_vault
+from tests.cli_process import CLI, Proc, cli_env, run_process
 
-CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 NS = "project/harbor-api"
 TID = "3l6qyvzp7ns2c"
 
-Proc = subprocess.CompletedProcess[str]
 Run = Callable[..., Proc]
 
 
@@ -38,13 +34,6 @@ def tree(root: Path) -> dict[str, bytes | None]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def run(home: Path, tmp_path: Path) -> Run:
     """The CLI with HOME set to ``home`` and no AGENT_MEM_VAULT (the default vault is
     ``home/agent-mem-vault``); runs in ``tmp_path/work``."""
@@ -52,22 +41,8 @@ def run(home: Path, tmp_path: Path) -> Run:
     work.mkdir()
 
     def run_cli(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Proc:
-        environ = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith("AGENT_MEM_VAULT") or k == "AGENT_MEM_VAULT_RUNTIME_DIR"
-        }
-        environ.update(HOME=str(home), AGENT_MEM_VAULT_KEEPER="off", **(env or {}))
-        return subprocess.run(
-            [*CLI, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            cwd=work,
-            env=environ,
-            timeout=120,
-            check=False,
-        )
+        environ = cli_env(home, keep_settings=False, AGENT_MEM_VAULT_KEEPER="off", **(env or {}))
+        return run_process([*CLI, *args], env=environ, cwd=work, input=stdin)
 
     return run_cli
 

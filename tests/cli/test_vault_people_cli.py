@@ -7,46 +7,30 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.cli_process import BIN, Proc, cli_env, run_process, succeeded
+from tests.git_remote import git
 from tests.other_user import needs_root, open_folder, run_as_nobody
 
-from .test_vault_cli import BIN, NS, run, run_json
+from .test_vault_cli import NS, run, run_json, vault
 
-__all__ = ["open_folder"]  # a fixture, used by name
-
-
-def in_repo(
-    cwd: Path, vault: Path, *args: str, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault)}
-    proc = subprocess.run(
-        [str(BIN), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60
-    )
-    if check:
-        assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
-    return proc
+__all__ = ["open_folder", "vault"]  # fixtures, used by name
 
 
-@pytest.fixture
-def vault(tmp_path: Path) -> Path:
-    path = tmp_path / "vault"
-    run(path, "init")
-    return path
+def in_repo(cwd: Path, vault: Path, *args: str, check: bool = True) -> Proc:
+    proc = run_process([BIN, *args], env=cli_env(vault=vault), cwd=cwd, timeout=60)
+    return succeeded(proc) if check else proc
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     path = tmp_path / "harbor-api"
     path.mkdir()
-    subprocess.run(["git", "init", "-q", str(path)], check=True)
-    subprocess.run(
-        ["git", "-C", str(path), "remote", "add", "origin", "git@example:acme/harbor-api.git"],
-        check=True,
-    )
+    git("init", "-q", path)
+    git("-C", path, "remote", "add", "origin", "git@example:acme/harbor-api.git")
     (path / "app").mkdir()
     return path / "app"
 
@@ -103,18 +87,9 @@ def test_a_non_ascii_namespace_on_the_command_line_says_ascii(vault: Path) -> No
 
 def test_memory_list_get_update_forget_restore_and_purge_from_the_cli(vault: Path) -> None:
     mid = run(
-        vault,
-        "memory",
-        "save",
-        "-n",
-        NS,
-        "-k",
-        "decision",
-        "-t",
-        "Batches of 1000",
-        "-c",
-        "Lock < 50 ms",
-    ).stdout.strip()
+        vault, "memory", "save", "-n", NS, "-k", "decision",
+        "-t", "Batches of 1000", "-c", "Lock < 50 ms",
+    ).stdout.strip()  # fmt: skip
     listed = run(vault, "memory", "list", "-n", NS).stdout
     assert mid in listed and "Batches of 1000" in listed and "live" in listed
     assert "Lock < 50 ms" in run(vault, "memory", "get", mid).stdout
@@ -189,17 +164,8 @@ def _filled_vault(root: Path) -> tuple[str, str]:
 def _unshare_ro() -> bool:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(
-        [
-            "unshare",
-            "-m",
-            "sh",
-            "-c",
-            "mount --bind -o ro / / 2>/dev/null || mount -o remount,bind,ro / /",
-        ],
-        capture_output=True,
-    )
-    return probe.returncode == 0
+    read_only = "mount --bind -o ro / / 2>/dev/null || mount -o remount,bind,ro / /"
+    return run_process(["unshare", "-m", "sh", "-c", read_only]).returncode == 0
 
 
 @pytest.mark.skipif(
@@ -222,12 +188,8 @@ def test_every_read_works_on_a_read_only_disk_and_a_write_fails_naming_the_folde
     ]
     write = f"'{BIN}' create --to codex -n {NS} -s s -c c --vault '{root}'; echo status=$?"
     search = f"'{BIN}' memory search later -n {NS} --json --vault '{root}'"
-    proc = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, "sh", str(root), *commands, write, search],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=root.parent,
+    proc = run_process(
+        ["unshare", "-m", "sh", "-c", script, "sh", root, *commands, write, search], cwd=root.parent
     )
     assert "FAILED" not in proc.stdout, (proc.stdout, proc.stderr)
     assert "status=5" in proc.stdout

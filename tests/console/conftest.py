@@ -66,3 +66,11 @@ def save_readme_picture(page: Any, artifacts: Path) -> Path:
     if os.environ.get(UPDATE_PICTURE_ENV) == "1":
         shutil.copyfile(shot, README_PICTURE)
     return shot
+
+
+def page_errors(page: Any) -> list[str]:
+    """The uncaught script errors of ``page`` from now on: a list that grows as they
+    happen, for the test to find empty at the end."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.console.conftest import page_errors
 from tests.server.support import demo_process
 
 pytestmark = pytest.mark.slow
@@ -24,8 +25,7 @@ def test_a_customer_handed_to_a_person_reads_so_on_the_chat_page(
 
     with demo_process(tmp_path / "desk.db") as (url, _):
         page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = page_errors(page)
         page.goto(f"{url}/console/chat.html?thread=case-9#token=token-ada")
         expect(page.get_by_test_id("whoami")).to_have_text("Signed in as ada")
         expect(page.get_by_test_id("with-person")).to_be_hidden()
@@ -52,8 +52,7 @@ def test_the_chat_page_with_a_token_that_is_not_valid_says_so_and_sends_nothing(
 
     with demo_process(tmp_path / "desk.db") as (url, _):
         page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        errors = page_errors(page)
         page.goto(f"{url}/console/chat.html#token=not-a-token")
         signed_out = page.get_by_test_id("signed-out")
         expect(signed_out).to_be_visible()

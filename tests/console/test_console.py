@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console.conftest import save_readme_picture
+from tests.console.conftest import page_errors, save_readme_picture
 from tests.server.support import ADA, OLGA, demo_process
 
 pytestmark = pytest.mark.slow
@@ -182,8 +182,7 @@ def test_console_shows_message_text_as_text_never_as_html(
     from playwright.sync_api import expect
 
     page = browser.new_page(viewport={"width": 1200, "height": 800})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = page_errors(page)
     page.goto(f"{waiting_case}/console/#token=token-olga")
     page.get_by_test_id("waiting").locator("button[data-thread='case-7']").click()
     first = page.get_by_test_id("transcript").locator(".msg .body").first
@@ -225,8 +224,7 @@ def test_console_without_a_valid_login_asks_for_one_and_shows_no_threads(
     from playwright.sync_api import expect
 
     page = browser.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = page_errors(page)
     page.goto(f"{waiting_case}/console/{fragment}")
     expect(page.get_by_test_id("empty-title")).to_have_text(title)
     expect(page.locator("#token")).to_be_visible()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+
+from tests.loopback import free_port
 
 __all__ = ["PrivatePostgres", "server_binaries"]
 
@@ -38,12 +39,6 @@ def server_binaries() -> Path | None:
         key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
     )
     return candidates[-1].parent if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class PrivatePostgres:
@@ -66,7 +61,7 @@ class PrivatePostgres:
             self._uid, self._gid = user.pw_uid, user.pw_gid
         self.home = Path(tempfile.mkdtemp(prefix="amv-faults-pg-"))
         self.data = self.home / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.dsn = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         if self.as_user:
             os.chown(self.home, self._uid, self._gid)

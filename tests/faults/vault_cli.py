@@ -10,29 +10,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from agent_mem_vault.vault.files import TEMP_FILE
+from tests.cli_process import CLI, Proc, run_process
 
 __all__ = ["ENV", "NS", "cli", "listed", "temp_files"]
 
 NS = "project/harbor-api"
-_CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]
 ENV = {**os.environ, "AGENT_MEM_VAULT_KEEPER": "off"}
 
 
-def cli(vault: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def cli(vault: Path, *args: str) -> Proc:
     """``agent-mem-vault ARGS --vault VAULT``, run in the vault's parent folder."""
-    return subprocess.run(
-        [*_CLI, *args, "--vault", str(vault)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-        cwd=vault.parent,
-    )
+    return run_process([*CLI, *args, "--vault", vault], env=ENV, cwd=vault.parent)
 
 
 def listed(vault: Path) -> list[str]:

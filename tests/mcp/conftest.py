@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,7 +18,9 @@ import pytest
 from agent_mem_vault.mcp import ServerSettings, build_server
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
-from tests.mcp_wire import INIT
+from tests.cli_process import CLI, cli_env
+from tests.loopback import free_port
+from tests.mcp_wire import INIT, SERVE
 
 NS = "project/harbor-api"
 
@@ -52,19 +52,13 @@ async def in_process(
 
 def serve_params(vault_path: Path, agent: str, *extra: str, cwd: Path | None = None) -> Any:
     """Launch ``agent-mem-vault serve`` as a real subprocess, as Claude Code or Codex would."""
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
+    env = cli_env(vault=vault_path)
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "agent_mem_vault.cli.main", "serve", "--agent", agent, *extra],
+        command=CLI[0],
+        args=[*CLI[1:], "serve", "--agent", agent, *extra],
         env=env,
         cwd=str(cwd) if cwd else None,
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # The warm-process folder of this test run (tests/conftest.py), for tests that build
@@ -72,8 +66,26 @@ def free_port() -> int:
 WARM_DIR = {"AGENT_MEM_VAULT_RUNTIME_DIR": os.environ["AGENT_MEM_VAULT_RUNTIME_DIR"]}
 
 
+# The MCP clients written by others (the TypeScript SDK, the conformance suite), which
+# scripts/test-env.sh installs with npm into tests/mcp/clients/.
+CLIENTS = Path(__file__).parent / "clients"
+NODE = CLIENTS / "node_modules" / ".bin" / "node"
+
+
+def needs_clients(installed: Path, what: str) -> list[pytest.MarkDecorator]:
+    """The marks of a slow test module that runs ``what`` (found at ``installed``) from
+    tests/mcp/clients/: skipped, saying why, where npm has not installed it."""
+    return [
+        pytest.mark.slow,
+        pytest.mark.skipif(
+            not (NODE.exists() and installed.exists()),
+            reason=f"{what} is not installed in tests/mcp/clients/ "
+            "(scripts/test-env.sh installs it with npm ci; it needs npm)",
+        ),
+    ]
+
+
 TOKEN = "test-token-0123456789abcdef"
-SERVE = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
 
 
 @dataclass
@@ -91,7 +103,7 @@ def serve_http(
 ) -> Iterator[ServedHttp]:
     """``agent-mem-vault serve --http`` on a free port, until the block ends."""
     port = free_port()
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path), **(env or {})}
+    env = cli_env(vault=vault_path, **(env or {}))
     env.pop("AGENT_MEM_VAULT_TOKEN", None)
     if token:
         env["AGENT_MEM_VAULT_TOKEN"] = token

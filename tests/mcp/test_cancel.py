@@ -12,7 +12,6 @@ on the same worker, shows what the vault holds.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +24,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from agent_mem_vault.vault import Vault
 from mcp import Client
-from tests.mcp_wire import INIT, RawServer, message
-from tests.vault_locks import hold_vault_lock, needs_proc_locks, wait_for_lock_waiters
+from tests.mcp_wire import RawServer, message, serving
+from tests.vault_locks import needs_proc_locks, vault_lock_held, wait_for_lock_waiters
 
 from .conftest import NS, TOKEN, HttpSession, serve_http
 
@@ -44,26 +43,25 @@ def handoff_notes(vault_path: Path) -> list[Path]:
 
 @pytest.fixture
 def stdio(vault: Vault) -> Iterator[RawServer]:
-    raw = RawServer(vault.path, "--namespace", NS, env=LONG_WAIT)
-    assert "result" in raw.request(0, "initialize", INIT)
-    raw.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    yield raw
-    stderr = raw.close()
-    assert "Traceback" not in stderr, stderr
+    with serving(vault.path, "--namespace", NS, env=LONG_WAIT) as raw:
+        yield raw
+
+
+def _create_waiting_for_the_lock(stdio: RawServer, vault: Vault) -> None:
+    """Send a create_handoff call (id 5) and return once it waits for the vault's lock,
+    which the test holds."""
+    stdio.write(message(5, "tools/call", CREATE))
+    wait_for_lock_waiters(vault.path, 1)
 
 
 def test_a_write_cancelled_while_it_waits_for_the_lock_is_never_written_over_stdio(
     stdio: RawServer, vault: Vault
 ) -> None:
-    fd = hold_vault_lock(vault.path)
-    try:
-        stdio.write(message(5, "tools/call", CREATE))
-        wait_for_lock_waiters(vault.path, 1)
+    with vault_lock_held(vault.path):
+        _create_waiting_for_the_lock(stdio, vault)
         stdio.write(message(None, "notifications/cancelled", {"requestId": 5, "reason": "Esc"}))
         # The server keeps answering while the cancelled call still holds the worker.
         assert stdio.request(6, "ping", {}) == {"jsonrpc": "2.0", "id": 6, "result": {}}
-    finally:
-        os.close(fd)
     listed = stdio.request(
         7, "tools/call", {"name": "list_handoffs", "arguments": {"status": "all"}}
     )
@@ -76,12 +74,8 @@ def test_a_write_cancelled_while_it_waits_for_the_lock_is_never_written_over_std
 def test_a_write_that_waited_for_the_lock_and_was_not_cancelled_is_written_over_stdio(
     stdio: RawServer, vault: Vault
 ) -> None:
-    fd = hold_vault_lock(vault.path)
-    try:
-        stdio.write(message(5, "tools/call", CREATE))
-        wait_for_lock_waiters(vault.path, 1)
-    finally:
-        os.close(fd)
+    with vault_lock_held(vault.path):
+        _create_waiting_for_the_lock(stdio, vault)
     created = stdio.answer()
     assert created["id"] == 5 and created["result"]["isError"] is False
     assert len(handoff_notes(vault.path)) == 1
@@ -105,9 +99,8 @@ def test_a_write_cancelled_while_it_waits_for_the_lock_is_never_written_over_htt
 ) -> None:
     with serve_http(vault_path, env=LONG_WAIT) as served:
         http = HttpSession(served)
-        fd = hold_vault_lock(vault_path)
         answered: list[httpx2.Response] = []
-        try:
+        with vault_lock_held(vault_path):
             call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": CREATE}
             caller = threading.Thread(target=lambda: answered.append(http.post(call)))
             caller.start()
@@ -121,8 +114,6 @@ def test_a_write_cancelled_while_it_waits_for_the_lock_is_never_written_over_htt
             caller.join(timeout=60)
             assert not caller.is_alive()
             assert http.answer({"jsonrpc": "2.0", "id": 6, "method": "ping"})["id"] == 6
-        finally:
-            os.close(fd)
         listed = http.answer(
             {
                 "jsonrpc": "2.0",
@@ -144,8 +135,7 @@ async def test_a_write_cancelled_by_closing_its_stream_is_never_written_over_htt
     with serve_http(vault_path, env=LONG_WAIT) as served:
         http = httpx2.AsyncClient(headers=headers, timeout=60)
         async with http, Client(streamable_http_client(served.url, http_client=http)) as client:
-            fd = hold_vault_lock(vault_path)
-            try:
+            with vault_lock_held(vault_path):
                 with anyio.CancelScope() as scope:
                     async with anyio.create_task_group() as tasks:
                         tasks.start_soon(client.call_tool, "create_handoff", HANDOFF)
@@ -156,8 +146,6 @@ async def test_a_write_cancelled_by_closing_its_stream_is_never_written_over_htt
                 # the call in a few turns of its event loop; a tools/list on another
                 # connection, sent after the close, takes many more turns to answer.
                 assert (await client.list_tools()).tools
-            finally:
-                os.close(fd)
             listed: Any = await client.call_tool("list_handoffs", {"status": "all"})
     assert listed.structured_content["count"] == 0
     assert handoff_notes(vault_path) == []

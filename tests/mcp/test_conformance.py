@@ -10,30 +10,20 @@ see that file for the rules this test holds it to.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from agent_mem_vault.vault import Vault
+from tests.cli_process import run_process
 
-from .conftest import serve_http
+from .conftest import CLIENTS, NODE, needs_clients, serve_http
 
-CLIENTS = Path(__file__).parent / "clients"
-NODE = CLIENTS / "node_modules" / ".bin" / "node"
 SUITE = CLIENTS / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 BASELINE = CLIENTS / "conformance-baseline.yml"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NODE.exists() and SUITE.exists()),
-        reason="the MCP conformance suite is not installed in tests/mcp/clients/ "
-        "(scripts/test-env.sh installs it with npm ci; it needs npm)",
-    ),
-]
+pytestmark = needs_clients(SUITE, "the MCP conformance suite")
 
 
 def baseline() -> dict[str, dict[str, str]]:
@@ -64,23 +54,11 @@ def test_the_official_conformance_suite_passes_but_for_its_baseline(
     results = tmp_path / "results"
     # The suite speaks to the server as an unauthenticated client on loopback.
     with serve_http(vault.path, token=None) as served:
-        run = subprocess.run(
-            [
-                str(NODE),
-                str(SUITE),
-                "server",
-                "--url",
-                served.url,
-                "--expected-failures",
-                str(expected),
-                "--output-dir",
-                str(results),
-            ],
-            capture_output=True,
-            text=True,
+        run = run_process(
+            [NODE, SUITE, "server", "--url", served.url,
+             "--expected-failures", expected, "--output-dir", results],
             timeout=600,
-            check=False,
-        )
+        )  # fmt: skip
     summary = run.stdout[run.stdout.find("=== SUMMARY") :]
     # Exit 0: every failure is in the baseline and every baseline entry still fails.
     assert run.returncode == 0, f"{summary}\n{run.stderr[-3000:]}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import httpx2
@@ -11,6 +9,7 @@ import pytest
 from mcp.client.streamable_http import streamable_http_client
 
 from mcp import Client
+from tests.cli_process import cli_env, run_process
 
 from .conftest import SERVE, TOKEN
 
@@ -49,27 +48,16 @@ def test_http_refuses_a_request_without_the_token_or_with_a_wrong_one(http_serve
 def test_serve_refuses_to_listen_beyond_loopback_without_a_token(
     vault_path: Path, host: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT_TOKEN"}
-    proc = subprocess.run(
-        [*SERVE, "--http", "--host", host],
-        env={**env, "AGENT_MEM_VAULT": str(vault_path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = cli_env(vault=vault_path)
+    env.pop("AGENT_MEM_VAULT_TOKEN", None)
+    proc = run_process([*SERVE, "--http", "--host", host], env=env, timeout=60)
     assert proc.returncode == 2
     assert f"listening on {host} needs a bearer token" in proc.stderr
 
 
 def test_serve_refuses_a_short_token(vault_path: Path) -> None:
-    proc = subprocess.run(
-        [*SERVE, "--http", "--token", "short"],
-        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    proc = run_process(
+        [*SERVE, "--http", "--token", "short"], env=cli_env(vault=vault_path), timeout=60
     )
     assert proc.returncode == 2
     assert "token is too short" in proc.stderr

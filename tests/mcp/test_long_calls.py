@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from tests.mcp_wire import INIT, RawServer, message
+from tests.mcp_wire import RawServer, message, serving
 from tests.vault.embedding_model import model_folder
 
 from .conftest import NS
@@ -41,12 +41,8 @@ def server(vault: Vault, tmp_path: Path) -> Iterator[RawServer]:
         "AGENT_MEM_VAULT_EMBEDDINGS": "local",
         "AGENT_MEM_VAULT_EMBEDDING_MODEL_DIR": str(model_folder(tmp_path / "model")),
     }
-    raw = RawServer(vault.path, "--namespace", NS, env=env)
-    assert "result" in raw.request(0, "initialize", INIT)
-    raw.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    yield raw
-    stderr = raw.close()
-    assert "Traceback" not in stderr, stderr
+    with serving(vault.path, "--namespace", NS, env=env) as raw:
+        yield raw
 
 
 def test_the_server_answers_a_ping_while_a_search_loads_its_model(server: RawServer) -> None:

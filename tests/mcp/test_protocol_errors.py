@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agent_mem_vault.vault import Vault
-from tests.mcp_wire import INIT, RawServer
+from tests.mcp_wire import RawServer, serving
 
 from .conftest import NS, HttpSession, serve_http
 
@@ -34,12 +34,8 @@ BAD_IDS = [None, True, 1.5]
 
 @pytest.fixture
 def stdio(vault: Vault) -> Iterator[RawServer]:
-    raw = RawServer(vault.path, "--namespace", NS)
-    assert "result" in raw.request(0, "initialize", INIT)
-    raw.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    yield raw
-    stderr = raw.close()
-    assert "Traceback" not in stderr, stderr
+    with serving(vault.path, "--namespace", NS) as raw:
+        yield raw
 
 
 @pytest.fixture
@@ -141,16 +137,17 @@ def test_an_id_that_is_not_a_string_or_integer_is_invalid_request_and_nothing_ru
 
 
 HANDOFF = {"to": "codex", "summary": "should never be written", "context": "c"}
+BATCH = [
+    request(1, "ping"),
+    request(2, "tools/call", {"name": "create_handoff", "arguments": HANDOFF}),
+]
+"""A JSON-RPC batch (which MCP does not take): a ping, and a write that must not happen."""
 
 
 def test_a_batch_is_refused_with_one_invalid_request_over_stdio(
     stdio: RawServer, vault: Vault
 ) -> None:
-    batch = [
-        request(1, "ping"),
-        request(2, "tools/call", {"name": "create_handoff", "arguments": HANDOFF}),
-    ]
-    stdio.write(json.dumps(batch).encode() + b"\n")
+    stdio.write(json.dumps(BATCH).encode() + b"\n")
     assert_error(stdio.answer(), INVALID_REQUEST, None, "batch", "its own line")
     assert stdio.request(3, "ping", {})["id"] == 3  # the next line is the next answer
     assert vault.list_handoffs(namespace=NS, status="all") == []
@@ -159,11 +156,7 @@ def test_a_batch_is_refused_with_one_invalid_request_over_stdio(
 def test_a_batch_is_refused_with_one_invalid_request_over_http(
     http: HttpSession, vault_path: Path
 ) -> None:
-    batch = [
-        request(1, "ping"),
-        request(2, "tools/call", {"name": "create_handoff", "arguments": HANDOFF}),
-    ]
-    response = http.post(batch)
+    response = http.post(BATCH)
     assert response.status_code == 400
     assert_error(response.json(), INVALID_REQUEST, None, "batch", "its own body")
     assert Vault(vault_path).list_handoffs(namespace=NS, status="all") == []

@@ -8,13 +8,11 @@ to the warm process once it listens.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import pty
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +23,9 @@ import pytest
 
 from agent_mem_vault.runs.process import parent_pid
 from mcp import Client
-from tests.mcp_wire import INIT, RawServer, message
-from tests.warm_process import handed_over_commands, warm_listening
+from tests.cli_process import CLI, cli_env, run_process
+from tests.mcp_wire import INIT, SERVE, RawServer, message
+from tests.warm_process import handed_over_commands, warm_listening, warm_lock_held
 
 from .conftest import NS, in_process, serve_params
 
@@ -59,24 +58,20 @@ MODES = {
 }
 
 
-@pytest.fixture
-def started(
+@pytest.fixture(params=MODES)
+def server(
     request: pytest.FixtureRequest, vault_path: Path, vault: Any, own_warm_dir: dict[str, str]
-) -> dict[str, str]:
-    """The environment for the test's mode, with the warm process listening where it should."""
-    mode = request.node.callspec.params["mode"]
-    env = {**own_warm_dir, **MODES[mode]}
-    if mode == "handed to a warm process":
+) -> RawServer:
+    """``serve`` started in each of the MODES, the warm process listening first where the
+    mode hands the start over to it."""
+    env = {**own_warm_dir, **MODES[request.param]}
+    if request.param == "handed to a warm process":
         start_warm(vault_path, env)
-    return env
+    return RawServer(vault_path, env=env)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", MODES)
-def test_requests_sent_before_the_server_has_loaded_are_all_answered(
-    vault_path: Path, started: dict[str, str], mode: str
-) -> None:
-    server = RawServer(vault_path, env=started)
+def test_requests_sent_before_the_server_has_loaded_are_all_answered(server: RawServer) -> None:
     # Everything at once, the moment the process exists: nothing may be lost.
     server.write(
         message(1, "initialize", INIT)
@@ -150,25 +145,10 @@ async def test_the_sdk_client_sees_the_same_server_through_the_warm_process(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", MODES)
-def test_a_server_whose_stdin_closes_at_once_exits_cleanly(
-    vault_path: Path, started: dict[str, str], mode: str
-) -> None:
-    server = RawServer(vault_path, env=started)
+def test_a_server_whose_stdin_closes_at_once_exits_cleanly(server: RawServer) -> None:
     status, stdout, stderr = server.finish()  # closes stdin before anything was sent
     assert (status, stdout) == (0, b"")
     assert b"Traceback" not in stderr, stderr.decode()
-
-
-def _lock_free(folder: Path) -> bool:
-    """True once no warm process holds a lock in ``folder`` (all have left)."""
-    for lock in folder.glob("*.lock"):
-        with lock.open("rb") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-    return True
 
 
 def _wait_until(condition: Any, timeout: float = 30) -> bool:
@@ -202,7 +182,7 @@ def test_a_first_start_runs_on_its_own_and_the_second_is_handed_to_the_warm_proc
     assert handed_over_commands(folder) == ["serve --agent"]
 
     [sock] = folder.glob("*.sock")
-    assert _wait_until(lambda: _lock_free(folder) and not sock.exists(), timeout=90)
+    assert _wait_until(lambda: not warm_lock_held(folder) and not sock.exists(), timeout=90)
 
 
 @pytest.mark.slow
@@ -236,11 +216,7 @@ def test_terminating_the_command_ends_the_server_it_handed_over_to(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", MODES)
-def test_ctrl_c_stops_a_stdio_server_at_once_with_status_130(
-    vault_path: Path, started: dict[str, str], mode: str
-) -> None:
-    server = RawServer(vault_path, env=started)
+def test_ctrl_c_stops_a_stdio_server_at_once_with_status_130(server: RawServer) -> None:
     server.write(message(1, "initialize", INIT))
     server.lines(1)
     server.proc.send_signal(signal.SIGINT)
@@ -257,11 +233,11 @@ def test_on_a_terminal_serve_says_it_waits_for_an_mcp_client(
 ) -> None:
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
+        SERVE,
         stdin=terminal,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **own_warm_dir},
+        env=cli_env(vault=vault_path, **own_warm_dir),
     )
     os.close(terminal)
     try:
@@ -331,13 +307,7 @@ def test_a_warm_process_that_cannot_start_leaves_the_command_to_run_here_and_is_
     # No second warm process was started: it would have written its own record.
     assert json.loads(failed.read_text()) == record
 
-    doctor = subprocess.run(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "doctor", "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AGENT_MEM_VAULT": str(vault_path), **env},
-        check=False,
-    )
+    doctor = run_process([*CLI, "doctor", "--json"], env=cli_env(vault=vault_path, **env))
     fast_start = json.loads(doctor.stdout)["fast_start"]
     assert fast_start["state"] == "failed"
     assert fast_start["reason"] == record["reason"] and fast_start["fix"] == record["fix"]

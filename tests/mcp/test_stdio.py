@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,8 @@ import pytest
 from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from mcp import Client, StdioServerParameters
-from tests.mcp_wire import INIT, message
+from tests.cli_process import CLI, cli_env, run_process
+from tests.mcp_wire import INIT, SERVE, message
 
 from .conftest import NS, WARM_DIR, serve_params
 
@@ -109,28 +108,15 @@ async def test_four_servers_started_together_each_writing_100_handoffs_store_all
 
 
 def test_serve_rejects_a_bad_agent_name_with_the_cli_message(vault_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "bad name"],
-        capture_output=True,
-        text=True,
-        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR},
-        timeout=60,
-        check=False,
-    )
+    env = {"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR}
+    proc = run_process([*CLI, "serve", "--agent", "bad name"], env=env, timeout=60)
     assert proc.returncode == 2
     assert "--agent 'bad name' is not a valid agent name" in proc.stderr
 
 
 @pytest.mark.slow
-async def test_serve_makes_the_default_vault_on_first_start(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "AGENT_MEM_VAULT"}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"],
-        env={**env, "HOME": str(home)},
-    )
+async def test_serve_makes_the_default_vault_on_first_start(home: Path) -> None:
+    params = StdioServerParameters(command=SERVE[0], args=list(SERVE[1:]), env=cli_env(home))
     async with Client(params) as client:
         result = await client.call_tool("list_handoffs", {"namespace": NS})
     assert not result.is_error, text_of(result)
@@ -153,15 +139,8 @@ def test_serve_refuses_a_vault_that_is_not_one_with_one_line_the_client_shows(
         typo.mkdir()
         (typo / "notes.md").write_text("mine\n")
     before = sorted(str(p) for p in tmp_path.rglob("*"))
-    proc = subprocess.run(
-        [*SERVE_CODEX, "--vault", str(typo)],
-        input=INITIALIZE,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "AGENT_MEM_VAULT_WARM": warm},
-        timeout=60,
-        check=False,
-    )
+    env = {**os.environ, "AGENT_MEM_VAULT_WARM": warm}
+    proc = run_process([*SERVE, "--vault", typo], input=INITIALIZE, env=env, timeout=60)
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout == ""  # no answer to initialize: the client reports the failed start
     [line] = proc.stderr.splitlines()
@@ -184,18 +163,9 @@ async def test_a_server_started_in_a_repository_defaults_to_its_namespace(
     assert created.structured_content["handoff"]["namespace"] == "project/harbor-api"
 
 
-SERVE_CODEX = [sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex"]
-
-
 def test_serve_rejects_an_invalid_namespace_at_start(vault_path: Path) -> None:
-    proc = subprocess.run(
-        [*SERVE_CODEX, "--namespace", "../etc"],
-        capture_output=True,
-        text=True,
-        env={"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR},
-        timeout=60,
-        check=False,
-    )
+    env = {"AGENT_MEM_VAULT": str(vault_path), "PATH": "/usr/bin:/bin", **WARM_DIR}
+    proc = run_process([*SERVE, "--namespace", "../etc"], env=env, timeout=60)
     assert proc.returncode == 2
     assert "--namespace '../etc' may not contain '.' or '..' segments" in proc.stderr
     assert "[invalid_namespace]" in proc.stderr

@@ -16,20 +16,15 @@ import pytest
 
 from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
-from tests.mcp_wire import INIT, RawServer
+from tests.mcp_wire import RawServer, serving
 
 from .conftest import NS
 
 
 @pytest.fixture
 def server(vault: Vault) -> Iterator[RawServer]:
-    raw = RawServer(vault.path, "--namespace", NS)
-    init = raw.request(0, "initialize", INIT)
-    assert "result" in init, init
-    raw.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
-    yield raw
-    stderr = raw.close()
-    assert "Traceback" not in stderr, stderr
+    with serving(vault.path, "--namespace", NS) as raw:
+        yield raw
 
 
 def still_serving(server: RawServer, id_: int) -> None:

@@ -11,18 +11,17 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from agent_mem_vault.mcp import ERROR_META_KEY
 from agent_mem_vault.vault.files import LOCK_FILE
-from tests.mcp_wire import message
+from tests.cli_process import cli_env
+from tests.mcp_wire import SERVE, message
 
 from .conftest import NS
 
-SERVE = (sys.executable, "-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex")
 INITIALIZE = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},
@@ -39,7 +38,7 @@ def call(id_: int, tool: str, arguments: dict[str, Any]) -> bytes:
 
 
 def start(vault_path: Path, **streams: Any) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "AGENT_MEM_VAULT": str(vault_path)}
+    env = cli_env(vault=vault_path)
     return subprocess.Popen([*SERVE, "--namespace", NS], env=env, **streams)
 
 

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from agent_mem_vault.mcp.errors import ERROR_META_KEY
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.syncer import stop_syncer
+from tests.cli_process import CLI, cli_env, run_process
 from tests.git_remote import bare_repo, own_git_home, remote_tree
 
 from .conftest import NS, in_process
@@ -74,12 +72,9 @@ async def test_a_read_waiting_for_the_remote_holds_up_no_writer_of_this_machine(
     )
     async with in_process(synced, agent="codex") as client:
         read = asyncio.ensure_future(client.call_tool("read_handoff", {}))
-        env = {**os.environ, "AGENT_MEM_VAULT": str(synced.path)}
-        create = [sys.executable, "-m", "agent_mem_vault.cli.main", "create", "--to", "x"]
-        create += ["-n", NS, "-s", "written meanwhile", "-c", "C"]
-        proc = await asyncio.to_thread(
-            subprocess.run, create, env=env, capture_output=True, text=True, timeout=60
-        )
+        env = cli_env(vault=synced.path)
+        create = [*CLI, "create", "--to", "x", "-n", NS, "-s", "written meanwhile", "-c", "C"]
+        proc = await asyncio.to_thread(run_process, create, env=env, timeout=60)
         assert proc.returncode == 0, proc.stderr
         assert not read.done()  # the read still waits for the remote
         silent.close()  # the remote goes: the read is refused, nothing taken

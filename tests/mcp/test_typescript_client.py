@@ -18,30 +18,19 @@ with no ``structuredContent``; each success must pass the client's check.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_mem_vault.vault import Vault
+from tests.cli_process import cli_env, run_process
+from tests.mcp_wire import SERVE
 
-from .conftest import NS, TOKEN, serve_http
+from .conftest import CLIENTS, NODE, NS, TOKEN, needs_clients, serve_http
 
-CLIENTS = Path(__file__).parent / "clients"
-NODE = CLIENTS / "node_modules" / ".bin" / "node"
 SDK = CLIENTS / "node_modules" / "@modelcontextprotocol" / "sdk"
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not (NODE.exists() and SDK.is_dir()),
-        reason="the MCP TypeScript SDK is not installed in tests/mcp/clients/ "
-        "(scripts/test-env.sh installs it with npm ci; it needs npm)",
-    ),
-]
+pytestmark = needs_clients(SDK, "the MCP TypeScript SDK")
 
 # (tool, arguments, the code of the error it must answer, words of the message)
 ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
@@ -142,14 +131,7 @@ def successes(pending_id: str, memory_id: str) -> list[tuple[str, dict[str, Any]
 
 
 def run_client(spec: dict[str, Any]) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(NODE), str(CLIENTS / "call_tools.mjs")],
-        input=json.dumps(spec),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_process([NODE, CLIENTS / "call_tools.mjs"], input=json.dumps(spec), timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
@@ -200,13 +182,12 @@ def memory_id(vault: Vault) -> str:
 def test_every_tools_errors_and_answers_through_the_typescript_sdk_over_stdio(
     vault: Vault, pending_id: str, memory_id: str
 ) -> None:
-    serve = ["-m", "agent_mem_vault.cli.main", "serve", "--agent", "codex", "--namespace", NS]
     answers = run_client(
         {
             "transport": "stdio",
-            "command": sys.executable,
-            "args": serve,
-            "env": {**os.environ, "AGENT_MEM_VAULT": str(vault.path)},
+            "command": SERVE[0],
+            "args": [*SERVE[1:], "--namespace", NS],
+            "env": cli_env(vault=vault.path),
             "calls": spec_calls(pending_id, memory_id),
         }
     )

@@ -21,8 +21,29 @@ import pytest
 from agent_mem_vault.store import LogRecord
 from tests.postgres_support import postgres_dsn
 
-WORKER = Path(__file__).with_name("host_worker.py")
 ROOT = Path(__file__).resolve().parents[2]
+
+
+async def start_worker(
+    worker: str, *args: str, ready: Any, stdin: bool = True
+) -> asyncio.subprocess.Process:
+    """``python tests/multihost/WORKER ARGS``, another host in its own OS process, once
+    the first line it prints (JSON) is ``ready``; its stdout (and stdin) are pipes.
+
+    It runs from the repository's root, so that it imports ``tests`` as this process does.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(Path(__file__).with_name(worker)),
+        *args,
+        stdin=asyncio.subprocess.PIPE if stdin else None,
+        stdout=asyncio.subprocess.PIPE,
+        cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.stdout is not None
+    assert json.loads(await asyncio.wait_for(proc.stdout.readline(), 30)) == ready
+    return proc
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -104,22 +125,9 @@ async def start_host(dsn: str) -> AsyncIterator[HostStarter]:
     started: list[HostProcess] = []
 
     async def start(host_id: str, spec: dict[str, Any], lease_ttl: float = 1.0) -> HostProcess:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(WORKER),
-            dsn,
-            host_id,
-            str(lease_ttl),
-            json.dumps(spec),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            cwd=str(ROOT),
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        assert proc.stdout is not None
-        ready = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
-        assert ready == {"ready": True, "host_id": host_id}
-        host = HostProcess(proc, host_id)
+        args = (dsn, host_id, str(lease_ttl), json.dumps(spec))
+        ready = {"ready": True, "host_id": host_id}
+        host = HostProcess(await start_worker("host_worker.py", *args, ready=ready), host_id)
         started.append(host)
         return host
 

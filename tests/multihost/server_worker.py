@@ -3,8 +3,8 @@
 ``python server_worker.py DSN HOST_ID PORT SPEC``: a ``HarnessHost`` on
 ``postgres_persistence(DSN)`` with the harness of ``host_worker.build_harness(SPEC)``
 under the key ``support``, served by uvicorn on 127.0.0.1:PORT; prints
-``ready`` once it listens. Runs until killed. Needs the project root on
-``PYTHONPATH`` (the test sets it).
+``"ready"`` (a JSON line, as the other workers) once it listens. Runs until killed.
+Needs the project root on ``PYTHONPATH`` (the test sets it).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ async def main() -> None:
         if task.done():
             task.result()
         await asyncio.sleep(0.01)
-    print("ready", flush=True)
+    print(json.dumps("ready"), flush=True)
     await task
 
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import socket
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,10 +12,11 @@ import pytest
 
 from agent_mem_vault.harness.log import stream_name
 from agent_mem_vault.store.postgres import postgres_persistence
+from tests.loopback import free_port
+
+from .conftest import start_worker
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
-WORKER = Path(__file__).with_name("server_worker.py")
-ROOT = Path(__file__).resolve().parents[2]
 SPEC: dict[str, Any] = {
     "main": [[["tool", "handoff", {"to": "billing"}]]],
     "billing": [
@@ -29,27 +26,10 @@ SPEC: dict[str, Any] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def start_server(dsn: str, host_id: str) -> tuple[asyncio.subprocess.Process, str]:
-    port = _free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        dsn,
-        host_id,
-        str(port),
-        json.dumps(SPEC),
-        stdout=asyncio.subprocess.PIPE,
-        cwd=str(ROOT),
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert proc.stdout is not None
-    assert (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"ready"
+    port = free_port()
+    args = (dsn, host_id, str(port), json.dumps(SPEC))
+    proc = await start_worker("server_worker.py", *args, ready="ready", stdin=False)
     return proc, f"http://127.0.0.1:{port}"
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cli_process import Proc, run_process, succeeded
 from tests.mcp_wire import INIT, message
 from tests.server.support import ADA, REFUND, running_demo
 from tests.warm_process import handed_over_commands, warm_listening
@@ -41,23 +41,14 @@ def plain_python() -> Path:
 
 
 @pytest.fixture
-def amv(plain_python: Path, tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+def amv(plain_python: Path, tmp_path: Path) -> Callable[..., Proc]:
     """``agent-mem-vault`` of the plain install, in a home and runtime folder of its own."""
     cli = plain_python.parent / "agent-mem-vault"
     env = _plain_environment(tmp_path)
     env["PATH"] = f"{cli.parent}{os.pathsep}{env.get('PATH', '')}"  # as once activated
 
     def run(*args: str, stdin: str = "", cwd: Path | None = None) -> Any:
-        return subprocess.run(
-            [str(cli), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=cwd or tmp_path,
-            timeout=120,
-            check=False,
-        )
+        return run_process([cli, *args], input=stdin, env=env, cwd=cwd or tmp_path)
 
     return run
 
@@ -83,9 +74,7 @@ def test_the_plain_install_has_none_of_the_extras(plain_python: Path) -> None:
         "['agent_mem_vault', 'rich', 'pytest', 'onnxruntime', 'opentelemetry.sdk', "
         "'openai', 'psycopg']}))"
     )
-    out = subprocess.run(
-        [str(plain_python), "-c", probe], capture_output=True, text=True, check=True
-    )
+    out = succeeded(run_process([plain_python, "-c", probe]))
     assert json.loads(out.stdout) == {
         "agent_mem_vault": True,
         "rich": False,
@@ -100,30 +89,23 @@ def test_the_plain_install_has_none_of_the_extras(plain_python: Path) -> None:
 INSTALL_STEP = "python3 -m venv .venv && source .venv/bin/activate && pip install -e . &&"
 
 
-def readme_first_block() -> str:
-    """The README's first bash block: install, then the main job."""
+def readme_first_script(*, activating: Path) -> str:
+    """The README's first bash block (install, then the main job), its install step
+    replaced by activating the environment whose scripts are in ``activating``."""
     readme = (Path(__file__).parents[2] / "README.md").read_text()
-    return readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert block.startswith(INSTALL_STEP), "the README's first command changed: update this test"
+    return block.replace(INSTALL_STEP, f"source {activating}/activate &&", 1)
 
 
 def test_the_readme_first_command_runs_in_a_plain_install(
     plain_python: Path, tmp_path: Path
 ) -> None:
-    block = readme_first_block()
-    assert block.startswith(INSTALL_STEP), "the README's first command changed: update this test"
     # scripts/test made the plain environment as that step does (without -e): activate it.
-    script = block.replace(INSTALL_STEP, f"source {plain_python.parent}/activate &&", 1)
+    script = readme_first_script(activating=plain_python.parent)
     env = _plain_environment(tmp_path)
     del env["AGENT_MEM_VAULT"]  # the block chooses its own vault
-    out = subprocess.run(
-        ["bash", "-c", script],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+    out = run_process(["bash", "-c", script], env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "needs batching" in out.stdout
     assert "Traceback" not in out.stderr
@@ -149,14 +131,8 @@ def test_the_main_job_runs_in_a_plain_install(amv: Any) -> None:
 
 def _initialize(plain_python: Path, env: dict[str, str]) -> dict[str, Any]:
     cli = plain_python.parent / "agent-mem-vault"
-    proc = subprocess.run(
-        [str(cli), "serve", "--agent", "codex"],
-        input=message(1, "initialize", INIT).decode(),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
+    proc = run_process(
+        [cli, "serve", "--agent", "codex"], input=message(1, "initialize", INIT).decode(), env=env
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.plain.test_plain_install import INSTALL_STEP, readme_first_block
+from tests.cli_process import Proc, home_env, run_process
+from tests.plain.test_plain_install import readme_first_script
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "ship"
@@ -31,16 +32,9 @@ pytestmark = pytest.mark.slow
 
 def _run(
     args: list[str | Path], *, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(a) for a in args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+) -> Proc:
+    """A build or install step: minutes on a cold package cache."""
+    return run_process(args, env=env, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="session")
@@ -74,14 +68,7 @@ def _tool_env(home: Path | None = None) -> dict[str, str]:
     )
     env.pop("VIRTUAL_ENV", None)
     if home is not None:
-        env.update(
-            HOME=str(home),
-            XDG_CONFIG_HOME=str(home / ".config"),
-            XDG_DATA_HOME=str(home / ".local" / "share"),
-            XDG_STATE_HOME=str(home / ".local" / "state"),
-            XDG_CACHE_HOME=str(home / ".cache"),
-            AGENT_MEM_VAULT_WARM="0",
-        )
+        env.update(home_env(home), AGENT_MEM_VAULT_WARM="0")
     return env
 
 
@@ -145,13 +132,9 @@ def test_version_matches_the_wheel_metadata(clean_venv: Path, dists: dict[str, P
 
 
 def test_the_readme_first_block_runs_against_the_wheel_in_a_clean_venv(
-    clean_venv: Path, tmp_path: Path
+    clean_venv: Path, home: Path, tmp_path: Path
 ) -> None:
-    block = readme_first_block()
-    assert block.startswith(INSTALL_STEP), "the README's first command changed: update this test"
-    script = block.replace(INSTALL_STEP, f"source {clean_venv}/activate &&", 1)
-    home = tmp_path / "home"
-    home.mkdir()
+    script = readme_first_script(activating=clean_venv)
     out = _run(["bash", "-e", "-c", script], env=_tool_env(home), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "needs batching" in out.stdout and "Traceback" not in out.stderr
@@ -199,6 +182,14 @@ def test_a_harness_user_without_the_extras_gets_one_clear_error_naming_them(
     )
 
 
+def _installed_command(home: Path, env: dict[str, str], wheel: Path) -> Path:
+    """The command a tool installed on the user's PATH, after checking it is the wheel's."""
+    exe = home / ".local" / "bin" / "agent-mem-vault"
+    shown = _run([exe, "--version"], env=env)
+    assert shown.stdout.split()[-1] == _metadata(wheel)["Version"]
+    return exe
+
+
 def _main_job(exe: Path, home: Path) -> None:
     env = {**_tool_env(home), "AGENT_MEM_VAULT": str(home / "vault")}
     for args in (
@@ -211,27 +202,19 @@ def _main_job(exe: Path, home: Path) -> None:
     assert read.returncode == 0 and "ctx" in read.stdout, read.stderr
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
+def _uv_tool_env(home: Path) -> dict[str, str]:
+    """The tool environment (:func:`_tool_env`) with uv's tool folders inside ``home``."""
+    bin_dir = str(home / ".local" / "bin")
+    return {**_tool_env(home), "UV_TOOL_DIR": str(home / "uv-tools"), "UV_TOOL_BIN_DIR": bin_dir}
 
 
 def test_uv_tool_install_from_the_wheel_gives_a_working_command(
     tools: Path, dists: dict[str, Path], home: Path
 ) -> None:
-    env = {
-        **_tool_env(home),
-        "UV_TOOL_DIR": str(home / "uv-tools"),
-        "UV_TOOL_BIN_DIR": str(home / ".local" / "bin"),
-    }
+    env = _uv_tool_env(home)
     got = _run([tools / "uv", "tool", "install", dists["wheel"]], env=env)
     assert got.returncode == 0, got.stderr[-3000:]
-    exe = home / ".local" / "bin" / "agent-mem-vault"
-    shown = _run([exe, "--version"], env=env)
-    assert shown.stdout.split()[-1] == _metadata(dists["wheel"])["Version"]
-    _main_job(exe, home)
+    _main_job(_installed_command(home, env, dists["wheel"]), home)
 
 
 def test_pipx_install_from_the_wheel_gives_a_working_command(
@@ -245,10 +228,7 @@ def test_pipx_install_from_the_wheel_gives_a_working_command(
     }
     got = _run([tools / "pipx", "install", dists["wheel"]], env=env)
     assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:]
-    exe = home / ".local" / "bin" / "agent-mem-vault"
-    shown = _run([exe, "--version"], env=env)
-    assert shown.stdout.split()[-1] == _metadata(dists["wheel"])["Version"]
-    _main_job(exe, home)
+    _main_job(_installed_command(home, env, dists["wheel"]), home)
 
 
 def test_the_readme_install_lines_work_as_written_from_the_clone(
@@ -261,12 +241,7 @@ def test_the_readme_install_lines_work_as_written_from_the_clone(
     shutil.copytree(
         ROOT, clone, ignore=shutil.ignore_patterns(".venv*", ".cache", ".git", "node_modules")
     )
-    env = {
-        **_tool_env(home),
-        "UV_TOOL_DIR": str(home / "uv-tools"),
-        "UV_TOOL_BIN_DIR": str(home / ".local" / "bin"),
-        "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
+    env = {**_uv_tool_env(home), "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
     got = _run(["uv", "tool", "install", "."], env=env, cwd=clone)
     assert got.returncode == 0, got.stderr[-3000:]
     _main_job(home / ".local" / "bin" / "agent-mem-vault", home)

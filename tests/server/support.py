@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,6 +14,9 @@ from typing import Any
 
 import httpx
 import uvicorn
+
+from tests.cli_process import BIN
+from tests.loopback import free_port
 
 ADA = {"authorization": "Bearer token-ada"}
 OLGA = {"authorization": "Bearer token-olga"}
@@ -62,12 +63,6 @@ async def serve(app: Any, port: int = 0) -> AsyncIterator[str]:
         await asyncio.wait_for(task, 10)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @dataclass
 class Demo:
     """A running ``demo support`` process: where it listens, its banner, the process."""
@@ -78,18 +73,9 @@ class Demo:
 
 
 @contextlib.contextmanager
-def demo_process(
-    db: Path,
-    env: dict[str, str | None] | None = None,
-    bind: str | None = None,
-    args: Sequence[str] = (),
-) -> Iterator[tuple[str, str]]:
-    """Run ``agent-mem-vault demo support`` as a real process; yields (url, its output so far).
-
-    ``env`` adds variables to this process's environment; a None value removes one.
-    ``bind`` is passed as ``--host`` (the demo's default when None).
-    """
-    with running_demo(db, env, bind, args) as demo:
+def demo_process(db: Path, **options: Any) -> Iterator[tuple[str, str]]:
+    """As :func:`running_demo` (``options`` are its own); yields (url, its output so far)."""
+    with running_demo(db, **options) as demo:
         yield demo.url, demo.banner
 
 
@@ -99,11 +85,14 @@ def running_demo(
     env: dict[str, str | None] | None = None,
     bind: str | None = None,
     args: Sequence[str] = (),
-    cli: Path | None = None,
+    cli: Path = BIN,
 ) -> Iterator[Demo]:
-    """As :func:`demo_process`, with the process itself; ``cli`` is the command to run."""
+    """Run ``agent-mem-vault demo support`` (``cli``) as a real process, until the block ends.
+
+    ``env`` adds variables to this process's environment; a None value removes one.
+    ``bind`` is passed as ``--host`` (the demo's default when None).
+    """
     port = free_port()
-    cli = cli or Path(sys.executable).parent / "agent-mem-vault"
     environ = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for name, value in (env or {}).items():
         if value is None:
@@ -151,6 +140,15 @@ def running_demo(
             proc.wait()
         if proc.stdout:
             proc.stdout.close()
+
+
+def say_hello(url: str) -> str:
+    """Ada's "Hello" on a new desk thread of the demo at ``url``: the text of the answer."""
+    r = httpx.post(
+        f"{url}/api/desk/threads/hi/messages", json={"text": "Hello"}, headers=ADA, timeout=30
+    )
+    assert r.status_code == 200, r.text
+    return str(r.json()["text"])
 
 
 async def start_case(client: httpx.AsyncClient, thread_id: str = "case-42") -> str:

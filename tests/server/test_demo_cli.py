@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,8 +12,18 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli_process import BIN, run_process, succeeded
 from tests.harness.openai_wire_server import WireServer, text_reply
-from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, demo_process, running_demo
+from tests.server.support import (
+    ADA,
+    BOB,
+    OLGA,
+    PERSON,
+    REFUND,
+    demo_process,
+    running_demo,
+    say_hello,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -112,10 +120,8 @@ def test_demo_uses_an_openai_compatible_endpoint_when_configured(
     }
     with demo_process(tmp_path / "desk.db", env=env) as (url, banner):
         assert "local-model" in banner
-        r = httpx.post(
-            f"{url}/api/desk/threads/hi/messages", json={"text": "Hello"}, headers=ADA, timeout=30
-        )
-    assert r.json()["text"] == "Hello from the configured model."
+        said = say_hello(url)
+    assert said == "Hello from the configured model."
     (request,) = wire.requests
     assert request.body["model"] == "local-model"
     assert request.headers["authorization"] == "Bearer sk-local-test"
@@ -159,20 +165,7 @@ def test_demo_start_up_failure_is_reported_before_any_banner_with_exit_9(
         busy.listen()
         port = str(busy.getsockname()[1])
         argv = [a.replace("{busy}", port) for a in args]
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "agent-mem-vault"),
-                "demo",
-                "support",
-                *argv,
-                "--db",
-                str(tmp_path / "d.db"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        proc = run_process([BIN, "demo", "support", *argv, "--db", tmp_path / "d.db"], timeout=60)
     assert proc.returncode == 9, proc.stderr
     assert proc.stdout == ""  # no banner, no links, no "Press Ctrl+C"
     assert f"[{code}]" in proc.stderr and says.replace("{busy}", port) in proc.stderr
@@ -183,37 +176,13 @@ def test_demo_start_up_failure_is_reported_before_any_banner_with_exit_9(
 def test_serve_http_port_in_use_is_reported_before_the_banner_with_exit_9(
     tmp_path: Path,
 ) -> None:
-    subprocess.run(
-        [
-            str(Path(sys.executable).parent / "agent-mem-vault"),
-            "init",
-            "--vault",
-            str(tmp_path / "v"),
-        ],
-        capture_output=True,
-        check=True,
-    )
+    succeeded(run_process([BIN, "init", "--vault", tmp_path / "v"]))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = str(busy.getsockname()[1])
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "agent-mem-vault"),
-                "serve",
-                "--agent",
-                "x",
-                "--http",
-                "--port",
-                port,
-                "--vault",
-                str(tmp_path / "v"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        serve = [BIN, "serve", "--agent", "x", "--http", "--port", port]
+        proc = run_process([*serve, "--vault", tmp_path / "v"], timeout=60)
     assert proc.returncode == 9, proc.stderr
     assert proc.stderr == (
         f"error: cannot listen on 127.0.0.1:{port}: port {port} is in use (another server "

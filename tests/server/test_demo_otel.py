@@ -11,8 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.cli_process import BIN, run_process
 from tests.harness.anthropic_wire_server import AnthropicWireServer, text_reply
-from tests.server.support import ADA, REFUND, demo_process
+from tests.server.support import ADA, REFUND, demo_process, say_hello
 
 pytestmark = pytest.mark.slow
 
@@ -91,16 +92,8 @@ def test_demo_support_sends_spans_to_the_otlp_endpoint(
 
 
 def test_demo_support_refuses_an_otlp_value_that_is_not_a_url(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    cli = Path(sys.executable).parent / "agent-mem-vault"
-    done = subprocess.run(
-        [str(cli), "demo", "support", "--otlp", "localhost:4318", "--db", str(tmp_path / "d.db")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    demo = [BIN, "demo", "support", "--otlp", "localhost:4318"]
+    done = run_process([*demo, "--db", tmp_path / "d.db"], timeout=60)
     assert done.returncode == 2
     assert "--otlp" in done.stderr and "http(s) URL" in done.stderr
     assert not (tmp_path / "d.db").exists()
@@ -117,15 +110,10 @@ def test_demo_uses_anthropic_for_a_claude_model(tmp_path: Path) -> None:
         }
         with demo_process(tmp_path / "desk.db", env=env) as (url, banner):
             assert "claude-wire-test" in banner
-            r = httpx.post(
-                f"{url}/api/desk/threads/hi/messages",
-                json={"text": "Hello"},
-                headers=ADA,
-                timeout=30,
-            )
+            said = say_hello(url)
     finally:
         wire.stop()
-    assert r.json()["text"] == "Hello from Claude."
+    assert said == "Hello from Claude."
     (request,) = wire.requests
     assert request.body["model"] == "claude-wire-test"
     assert "sk-ant-demo" in (

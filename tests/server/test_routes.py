@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 from starlette.applications import Starlette
 from starlette.routing import Mount, Route
@@ -10,6 +12,12 @@ from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, start_case
 
 DESK = "/api/desk/threads/case-42"
+
+
+async def answer_the_wait(http: httpx.AsyncClient, wait_id: str, value: Any) -> httpx.Response:
+    """Olga, the operator, answers the person's wait ``wait_id`` with ``value``."""
+    answer = {"questionId": wait_id, "value": value}
+    return await http.post(f"{DESK}/answer", json=answer, headers=OLGA)
 
 
 async def test_send_runs_a_turn_and_billing_answers_in_the_same_turn(
@@ -77,11 +85,7 @@ async def test_the_user_who_waits_cannot_reply_as_the_operator(http: httpx.Async
 
 async def test_answer_hand_back_gives_the_thread_to_that_agent(http: httpx.AsyncClient) -> None:
     wait_id = await start_case(http)
-    r = await http.post(
-        f"{DESK}/answer",
-        json={"questionId": wait_id, "value": {"handBack": "main"}},
-        headers=OLGA,
-    )
+    r = await answer_the_wait(http, wait_id, {"handBack": "main"})
     assert r.status_code == 200, r.text
     snap = (await http.get(DESK, headers=OLGA)).json()
     assert snap["pendingWaits"] == []
@@ -92,28 +96,20 @@ async def test_answer_resume_gives_the_thread_back_to_the_agent_before(
     http: httpx.AsyncClient,
 ) -> None:
     wait_id = await start_case(http)
-    r = await http.post(
-        f"{DESK}/answer", json={"questionId": wait_id, "value": {"resume": True}}, headers=OLGA
-    )
+    r = await answer_the_wait(http, wait_id, {"resume": True})
     assert r.status_code == 200
     assert (await http.get(DESK, headers=OLGA)).json()["activeAgent"] == "billing"
 
 
 async def test_answer_with_another_value_is_400_invalid_answer(http: httpx.AsyncClient) -> None:
     wait_id = await start_case(http)
-    r = await http.post(
-        f"{DESK}/answer", json={"questionId": wait_id, "value": {"yes": 1}}, headers=OLGA
-    )
+    r = await answer_the_wait(http, wait_id, {"yes": 1})
     assert (r.status_code, r.json()["code"]) == (400, "invalid_answer")
 
 
 async def test_answer_with_an_unknown_agent_is_404_unknown_agent(http: httpx.AsyncClient) -> None:
     wait_id = await start_case(http)
-    r = await http.post(
-        f"{DESK}/answer",
-        json={"questionId": wait_id, "value": {"handBack": "nobody"}},
-        headers=OLGA,
-    )
+    r = await answer_the_wait(http, wait_id, {"handBack": "nobody"})
     assert (r.status_code, r.json()["code"]) == (404, "unknown_agent")
 
 
@@ -136,11 +132,7 @@ async def test_held_message_waits_for_continue(http: httpx.AsyncClient) -> None:
     wait_id = await start_case(http)
     held = await http.post(f"{DESK}/messages", json={"text": "Hello?"}, headers=ADA)
     assert held.json()["status"] == "held"
-    await http.post(
-        f"{DESK}/answer",
-        json={"questionId": wait_id, "value": {"handBack": "billing"}},
-        headers=OLGA,
-    )
+    await answer_the_wait(http, wait_id, {"handBack": "billing"})
 
     turn = await http.post(f"{DESK}/continue", json={"inputId": "go-on-1"}, headers=ADA)
     assert turn.status_code == 200, turn.text
