@@ -27,7 +27,7 @@ from agent_mem_vault.core.clock import utc_now
 from agent_mem_vault.runs import RunRegistry, RunStopped, build_handoff_record
 from agent_mem_vault.store import sqlite_persistence
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.base import is_vault
+from agent_mem_vault.vault.folder.layout import is_vault
 from tests.atproto.test_pds_publish import _account, pds_url
 
 __all__ = ["pds_url"]  # the reference PDS fixture, shared with tests/atproto

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_mem_vault.vault.files import TEMP_FILE
+from agent_mem_vault.vault.folder.files import TEMP_FILE
 
 __all__ = ["ENV", "NS", "cli", "listed", "temp_files"]
 

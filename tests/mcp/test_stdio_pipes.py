@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_mem_vault.mcp import ERROR_META_KEY
-from agent_mem_vault.vault.files import LOCK_FILE
+from agent_mem_vault.vault.folder.files import LOCK_FILE
 from tests.mcp_wire import message
 
 from .conftest import NS
