@@ -77,6 +77,14 @@ def net_timeout() -> float:
 class RouteSync(LocalRoute):
     """One route of one vault, with the network half: fetch, push and checkpoints."""
 
+    def integrate(self, theirs: str | None, report: RouteReport) -> None:
+        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
+        (``arrivals.py``, loaded by the first fetch that brought something; the caller
+        holds the vault lock)."""
+        from .arrivals import integrate
+
+        integrate(self, theirs, report)
+
     # -- network (the caller has the route's turn) -------------------------------------
 
     def fetch(self, timeout: float | None = None) -> str | None:

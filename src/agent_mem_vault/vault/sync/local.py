@@ -350,13 +350,6 @@ class LocalRoute:
 
     # -- merging what arrived (the caller holds the vault lock) ----------------------
 
-    def integrate(self, theirs: str | None, report: RouteReport) -> None:
-        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
-        (``arrivals.py``; the caller holds the vault lock)."""
-        from .arrivals import integrate
-
-        integrate(self, theirs, report)
-
     def advance(self, ours: str | None, theirs: str, base: str | None) -> None:
         """Move ``local`` past ``theirs``: to it when the route's index now holds exactly
         its tree (a fast-forward), else to a merge commit of the two."""
