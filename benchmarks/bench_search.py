@@ -35,9 +35,9 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from agent_mem_vault.vault import EmbeddingSettings, Vault  # noqa: E402
-from agent_mem_vault.vault.embeddings import find_model_files, open_embedder  # noqa: E402
-from agent_mem_vault.vault.index import Index  # noqa: E402
-from agent_mem_vault.vault.vectors import (  # noqa: E402
+from agent_mem_vault.vault.index.db import Index  # noqa: E402
+from agent_mem_vault.vault.index.embeddings import find_model_files, open_embedder  # noqa: E402
+from agent_mem_vault.vault.index.vectors import (  # noqa: E402
     VectorCache,
     ensure_vector_schema,
     memories_by_rowid,

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from agent_mem_vault.integrations.session_hook import HookInput, render_session_start
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.keeper import stop_keeper
+from agent_mem_vault.vault.index.keeper_link import stop_keeper
 from agent_mem_vault.vault.sync.syncer import stop_syncer
 from bench_vault import NAMESPACES, generate
 from measure import EXE, elapsed, load, ms_p95

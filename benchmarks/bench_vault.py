@@ -45,14 +45,14 @@ from agent_mem_vault.core.clock import format_datetime
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.core.ids import TidGenerator
 from agent_mem_vault.vault import Handoff, Memory, Vault
-from agent_mem_vault.vault.keeper import keeper_status
-from agent_mem_vault.vault.notes import (
+from agent_mem_vault.vault.format.notes import (
     handoff_meta,
     memory_meta,
     parse_note,
     render_body,
     render_note,
 )
+from agent_mem_vault.vault.index.keeper_link import keeper_status
 from measure import EXE, call_times, elapsed, load, ms_p95
 
 NAMESPACES = [f"project/service-{i}" for i in range(10)]

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from agent_mem_vault.vault import Handoff
-from agent_mem_vault.vault.notes import handoff_meta, render_body, render_note
+from agent_mem_vault.vault.format.notes import handoff_meta, render_body, render_note
 
 
 def save_in_place(note: Path, text: str) -> None:

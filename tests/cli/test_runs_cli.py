@@ -10,7 +10,7 @@ import pytest
 
 from agent_mem_vault.atproto import is_valid_tid, validate_record
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.base import is_vault
+from agent_mem_vault.vault.folder.layout import is_vault
 from tests.cli_process import CLI, Proc, cli_env, run_process, succeeded
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from agent_mem_vault.cli.options import DEFAULT_VAULT as CLI_DEFAULT_VAULT
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.base import DEFAULT_VAULT, is_vault
+from agent_mem_vault.vault.folder.layout import DEFAULT_VAULT, is_vault
 from tests.cli_process import CLI, Proc, cli_env, run_process
 
 NS = "project/harbor-api"

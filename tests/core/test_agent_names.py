@@ -11,7 +11,8 @@ from agent_mem_vault import runs
 from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.core.names import validate_agent
 from agent_mem_vault.runs.service import RunsHome
-from agent_mem_vault.vault import Vault, namespaces
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.format import namespaces
 
 NS = "project/harbor-api"
 # Every kind of name either face accepted, where it is safe in a folder name, a

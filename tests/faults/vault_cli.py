@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from agent_mem_vault.vault.files import TEMP_FILE
+from agent_mem_vault.vault.folder.files import TEMP_FILE
 from tests.cli_process import CLI, Proc, run_process
 
 __all__ = ["ENV", "NS", "cli", "listed", "temp_files"]

@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_mem_vault.vault.base import is_vault
+from agent_mem_vault.vault.folder.layout import is_vault
 from mcp import Client, StdioServerParameters
 
 CLI = [sys.executable, "-m", "agent_mem_vault.cli.main"]

@@ -105,7 +105,7 @@ def test_instructions_prints_the_line_for_agents_md(run: Run) -> None:
 def test_any_repository_folder_name_gives_a_valid_namespace(
     tmp_path: Path, folder: str, namespace: str
 ) -> None:
-    from agent_mem_vault.vault.namespaces import validate_namespace
+    from agent_mem_vault.vault.format.namespaces import validate_namespace
 
     repo = tmp_path / folder
     (repo / ".git").mkdir(parents=True)
@@ -148,7 +148,7 @@ def _with_remote(root: Path, name: str, url: str) -> Path:
 
 
 def test_remotes_with_nothing_readable_never_share_a_namespace(tmp_path: Path) -> None:
-    from agent_mem_vault.vault.namespaces import validate_namespace
+    from agent_mem_vault.vault.format.namespaces import validate_namespace
 
     first = discover_namespace(_with_remote(tmp_path, "a", "git@h:acme/___.git"))
     second = discover_namespace(_with_remote(tmp_path, "b", "git@h:acme/---.git"))
@@ -166,7 +166,7 @@ def test_emoji_remotes_of_unrelated_repositories_get_different_namespaces(tmp_pa
 
 
 def test_a_non_ascii_namespace_given_by_hand_is_refused_with_ascii_in_the_error() -> None:
-    from agent_mem_vault.vault.namespaces import validate_namespace
+    from agent_mem_vault.vault.format.namespaces import validate_namespace
 
     with pytest.raises(InvalidInputError) as info:
         validate_namespace("project/Café")

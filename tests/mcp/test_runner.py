@@ -15,7 +15,7 @@ import pytest
 
 from agent_mem_vault.mcp.server import ServerSettings, _Runner
 from agent_mem_vault.vault import Handoff, Vault
-from agent_mem_vault.vault.files import LOCK_FILE, LockBusy
+from agent_mem_vault.vault.folder.files import LOCK_FILE, LockBusy
 
 from .conftest import NS
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_mem_vault.mcp import ERROR_META_KEY
-from agent_mem_vault.vault.files import LOCK_FILE
+from agent_mem_vault.vault.folder.files import LOCK_FILE
 from tests.cli_process import cli_env
 from tests.mcp_wire import SERVE, message
 

@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agent_mem_vault.core.clock import ManualClock
-from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault import Handoff, Vault
 
 NS = "project/harbor-api"
+
+HANDOFF = Handoff(
+    id="3kzzzzzzzzzz2",
+    namespace=NS,
+    sender="claude-code",
+    recipient="codex",
+    summary="Batch the orders backfill",
+    context="Start with 1000 rows.\n\nThen measure lock time.",
+    status="pending",
+    created_at="2026-01-01T00:00:00.000Z",
+)
+"""A pending handoff as a value, for the tests of the pure rules and the note format."""
+
+
+def a_handoff(**changes: object) -> Handoff:
+    """``HANDOFF`` with ``changes``."""
+    return replace(HANDOFF, **changes)  # type: ignore[arg-type]
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether ``check()`` comes true within ``seconds``: a watcher, a keeper or a syncer
+    answers within tens of milliseconds, and a busy machine may take longer."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
 
 
 class TickingClock(ManualClock):

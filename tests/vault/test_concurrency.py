@@ -15,7 +15,7 @@ import pytest
 
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.notes import handoff_from_note, parse_note
+from agent_mem_vault.vault.format.notes import handoff_from_note, parse_note
 from tests.vault_locks import hold_vault_lock, wait_for_lock_waiters
 
 from .conftest import NS, snapshot

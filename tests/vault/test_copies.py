@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.copies import copy_of
-from agent_mem_vault.vault.notes import apply_handoff, parse_note, render_note
+from agent_mem_vault.vault.folder.copies import copy_of
+from agent_mem_vault.vault.format.notes import apply_handoff, parse_note, render_note
 
 from .conftest import NS
 

@@ -8,8 +8,8 @@ from typing import Any
 import yaml
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.dashboard import DASHBOARD_PATH, render_dashboard
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.format.dashboard import DASHBOARD_PATH, render_dashboard
+from agent_mem_vault.vault.format.notes import parse_note
 
 from .conftest import NS
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.hand_notes import path_id
+from agent_mem_vault.vault.format.hand_notes import path_id
 from tests.other_user import needs_root, open_folder, run_as_nobody
 
 from .conftest import NS, snapshot

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.index import MIGRATIONS
+from agent_mem_vault.vault.index.schema import MIGRATIONS
 from tests.by_hand import save_in_place, write_handoff
 
 from .conftest import NS, TickingClock
@@ -264,9 +264,9 @@ def test_reads_in_one_look_check_each_namespace_once(
 ) -> None:
     # The session hook reads the brief, then the pending handoffs: one check of
     # the namespace's notes, not two. An edit made during the look is seen after it.
-    from agent_mem_vault.vault import scan, upkeep
-    from agent_mem_vault.vault.index import Index
-    from agent_mem_vault.vault.scan import Stamps
+    from agent_mem_vault.vault.index import scan, upkeep
+    from agent_mem_vault.vault.index.db import Index
+    from agent_mem_vault.vault.index.scan import Stamps
 
     h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
     assert vault.read_handoff(agent="codex", namespace=NS) is not None

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.vault import Vault, scan
-from agent_mem_vault.vault.index import MIGRATIONS, RETIRED, pack
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.index import scan
+from agent_mem_vault.vault.index.rows import pack
+from agent_mem_vault.vault.index.schema import MIGRATIONS, RETIRED
 
 from .conftest import NS, TickingClock
 
@@ -269,7 +271,8 @@ def test_a_script_without_a_main_guard_reindexes_without_running_twice(
     ran = tmp_path / "ran.txt"
     script = tmp_path / "script.py"
     script.write_text(
-        "from agent_mem_vault.vault import Vault, scan\n"
+        "from agent_mem_vault.vault import Vault\n"
+        "from agent_mem_vault.vault.index import scan\n"
         f"with open({str(ran)!r}, 'a') as f:\n"
         "    f.write('ran\\n')\n"
         "scan.PARALLEL_FROM = 10\n"
@@ -310,8 +313,8 @@ def test_a_handoff_changed_in_place_is_indexed_as_a_reindex_would(
 ) -> None:
     """Read, ack, reopen and supersede update the handoff's rows where they are; the
     index then holds exactly what a rebuild from the notes gives."""
-    from agent_mem_vault.vault.index import Index
-    from agent_mem_vault.vault.records import FileRecord
+    from agent_mem_vault.vault.folder.records import FileRecord
+    from agent_mem_vault.vault.index.db import Index
 
     restated: list[bool] = []
     restate = Index._restate

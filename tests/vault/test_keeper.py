@@ -21,26 +21,25 @@ import pytest
 
 from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.vault import Handoff, Vault
-from agent_mem_vault.vault.files import VaultLock
-from agent_mem_vault.vault.keeper import (
+from agent_mem_vault.vault.folder.files import VaultLock
+from agent_mem_vault.vault.index.keeper import BURST, IDLE_ENV
+from agent_mem_vault.vault.index.keeper_link import (
     _ENTRY,
-    BURST,
-    IDLE_ENV,
     START_FROM,
     SWITCH_ENV,
     KeeperLink,
     keeper_mode,
     keeper_status,
-    run_keeper,
     socket_for,
     stop_keeper,
 )
-from agent_mem_vault.vault.watch import LOCAL_FILESYSTEMS, filesystem_of
+from agent_mem_vault.vault.index.watch import LOCAL_FILESYSTEMS, filesystem_of
+from agent_mem_vault.vault.service.plug import run_keeper
 from tests.by_hand import save_in_place, write_handoff
 from tests.cli.test_vault_cli import run
 
-from .conftest import NS, snapshot
-from .test_watch import _eventually, _same_stamp_edit
+from .conftest import NS, eventually, snapshot
+from .test_watch import _same_stamp_edit
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the keeper needs Unix sockets")
 
@@ -56,7 +55,7 @@ def _always_asked(monkeypatch: pytest.MonkeyPatch) -> None:
 def _start(root: Path, idle: float = 600) -> subprocess.Popen[bytes]:
     env = {**os.environ, IDLE_ENV: str(idle)}
     proc = subprocess.Popen([sys.executable, "-c", _ENTRY, str(root)], env=env)
-    if not _eventually(lambda: keeper_status(root).get("ready") is True):
+    if not eventually(lambda: keeper_status(root).get("ready") is True):
         proc.kill()
         proc.wait()
         pytest.fail(f"the keeper was not ready: {keeper_status(root)}")
@@ -169,7 +168,7 @@ def test_the_keeper_applies_edits_to_the_index_as_they_happen(
             conn.close()
         return row is not None and row[0] == "indexed"
 
-    assert _eventually(indexed)
+    assert eventually(indexed)
 
 
 def test_when_the_vault_is_locked_the_keeper_tells_what_to_apply(
@@ -208,7 +207,7 @@ def test_a_new_namespace_made_by_hand_is_seen_through_the_keeper(
     peeked = _peek(vault.path, other)
     assert peeked is not None and peeked["summary"] == "by hand"
     # The keeper vouches again once the new folder is watched (and applied).
-    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    assert eventually(lambda: keeper_status(vault.path).get("ready") is True)
     note = vault.path / other / "handoffs" / "3zzzzzzzzzzz2.md"
     _same_stamp_edit(note, "## Summary\nby hand", "## Summary\nby pen!")
     peeked = _peek(vault.path, other)
@@ -232,7 +231,7 @@ def test_a_burst_of_changes_makes_the_keeper_check_everything_again(
         status = keeper_status(vault.path)
         return status.get("checks", checks) > checks and status.get("ready") is True
 
-    assert _eventually(checked_again, seconds=120)
+    assert eventually(checked_again, seconds=120)
     peeked = _peek(vault.path)
     assert peeked is not None and peeked["summary"] == f"burst {BURST + 99}"
 
@@ -285,7 +284,7 @@ def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> 
         assert _keeper_processes(root) == []  # switched off: none started
         assert _peek(root) is not None
         assert len(_keeper_processes(root)) == 1
-        assert _eventually(lambda: keeper_status(root).get("ready") is True)
+        assert eventually(lambda: keeper_status(root).get("ready") is True)
         before = _answered(root)
         assert _peek(root) is not None
         assert _answered(root) == before + 1
@@ -383,7 +382,7 @@ def test_a_keeper_is_only_for_vaults_on_a_local_filesystem(
 def test_a_keeper_of_another_version_is_not_trusted_and_asked_to_leave(
     vault: Vault, keeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agent_mem_vault.vault.keeper as keeper_module
+    import agent_mem_vault.vault.index.keeper_link as keeper_module
 
     assert KeeperLink(vault.path).ask() is not None
     monkeypatch.setattr(keeper_module, "code_key", lambda: "9.9.9/9999_future")
@@ -414,12 +413,12 @@ def test_the_keeper_stays_ready_across_a_new_namespace(
     again, and an edit made in an old folder meanwhile (one no ``stat`` can see) is
     not lost."""
     h = _abc(vault)
-    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    assert eventually(lambda: keeper_status(vault.path).get("ready") is True)
     checks = keeper_status(vault.path)["checks"]
     other = "project/made-by-hand"
     write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "by hand", namespace=other)
     _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
-    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    assert eventually(lambda: keeper_status(vault.path).get("ready") is True)
     before = _answered(vault.path)
     peeked = _peek(vault.path, other)
     assert peeked is not None and peeked["summary"] == "by hand"
@@ -437,7 +436,7 @@ def test_a_namespace_moved_by_hand_is_seen_and_watched_through_the_keeper(
     checks = keeper_status(vault.path)["checks"]
     moved = "project/moved"
     (vault.path / NS).rename(vault.path / moved)
-    assert _eventually(lambda: keeper_status(vault.path).get("ready") is True)
+    assert eventually(lambda: keeper_status(vault.path).get("ready") is True)
     note = f"{moved}/handoffs/{h.id}.md"
     peeked = _peek(vault.path)  # the namespace is the note's, wherever it lies
     assert peeked is not None and peeked["path"] == note
@@ -450,7 +449,7 @@ def test_a_namespace_moved_by_hand_is_seen_and_watched_through_the_keeper(
 
 
 def test_reading_a_named_path_skips_what_is_not_a_regular_file(tmp_path: Path) -> None:
-    from agent_mem_vault.vault.records import read_file
+    from agent_mem_vault.vault.folder.records import read_file
 
     (tmp_path / "folder.md").mkdir()
     os.mkfifo(tmp_path / "fifo.md")
@@ -482,7 +481,7 @@ def test_a_namespace_of_many_notes_is_vouched_for_by_the_keeper(
 ) -> None:
     """From ``ASK_FROM`` stat calls (folders and the namespace's notes) the keeper is
     asked, and it sees what a stat cannot."""
-    import agent_mem_vault.vault.upkeep as upkeep
+    import agent_mem_vault.vault.index.upkeep as upkeep
 
     monkeypatch.setenv(SWITCH_ENV, "on")
     h = _abc(vault)

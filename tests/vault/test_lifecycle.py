@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.core.errors import ConflictError, InvalidInputError, NotFoundError
-from agent_mem_vault.vault import Handoff, Vault, lifecycle
-from agent_mem_vault.vault.notes import handoff_meta, parse_note, render_body, render_note
+from agent_mem_vault.vault import Handoff, Vault
+from agent_mem_vault.vault.format import lifecycle
+from agent_mem_vault.vault.format.notes import handoff_meta, parse_note, render_body, render_note
 
-from .conftest import NS, snapshot
+from .conftest import NS, a_handoff, snapshot
 
 
 def _create(vault: Vault, summary: str = "Batch the orders backfill", **kw: object) -> Handoff:
@@ -250,16 +251,7 @@ def test_lifecycle_survives_a_new_vault_object_on_the_same_folder(
 
 # -- the pure rules, on values --------------------------------------------------------
 
-_PENDING = Handoff(
-    id="3kzzzzzzzzzz2",
-    namespace=NS,
-    sender="a",
-    recipient="b",
-    summary="s",
-    context="c",
-    status="pending",
-    created_at="2026-01-01T00:00:00.000Z",
-)
+_PENDING = a_handoff(sender="a", recipient="b", summary="s", context="c")
 
 
 def test_rule_mark_read_sets_read_at_once() -> None:

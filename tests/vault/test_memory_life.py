@@ -6,7 +6,7 @@ import pytest
 
 from agent_mem_vault.core.errors import ConflictError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.format.notes import parse_note
 
 from .conftest import NS, snapshot
 

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_mem_vault.vault import Handoff
-from agent_mem_vault.vault.merge import conflict_note, merge_notes, merge_text
-from agent_mem_vault.vault.notes import (
+from agent_mem_vault.vault.folder.records import twice_delivered
+from agent_mem_vault.vault.format.merge import conflict_note, merge_notes, merge_text
+from agent_mem_vault.vault.format.notes import (
     apply_handoff,
     handoff_from_note,
     handoff_meta,
@@ -17,18 +18,10 @@ from agent_mem_vault.vault.notes import (
     render_body,
     render_note,
 )
-from agent_mem_vault.vault.records import twice_delivered
 
-H = Handoff(
-    id="3kzzzzzzzzzz2",
-    namespace="project/harbor-api",
-    sender="claude-code",
-    recipient="codex",
-    summary="Batch the orders backfill",
-    context="Start with 1000 rows.\n\nThen measure lock time.",
-    status="pending",
-    created_at="2026-01-01T00:00:00.000Z",
-)
+from .conftest import a_handoff
+
+H = a_handoff()
 BODY = render_body(H.summary, H.context)
 
 

@@ -9,8 +9,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent_mem_vault.vault import Handoff
-from agent_mem_vault.vault.notes import (
+from agent_mem_vault.vault.format.notes import (
     NoteError,
     apply_handoff,
     handoff_from_note,
@@ -22,16 +21,10 @@ from agent_mem_vault.vault.notes import (
     split_body,
 )
 
-H = Handoff(
-    id="3kzzzzzzzzzz2",
-    namespace="project/harbor-api",
-    sender="claude-code",
-    recipient="codex",
-    summary="Batch the orders backfill",
-    context="Start with 1000 rows.\n\nThen measure: `lock time`.",
-    status="pending",
-    created_at="2026-01-01T00:00:00.000Z",
-    supersedes=("3kzzzzzzzzzz3",),
+from .conftest import a_handoff
+
+H = a_handoff(
+    context="Start with 1000 rows.\n\nThen measure: `lock time`.", supersedes=("3kzzzzzzzzzz3",)
 )
 
 

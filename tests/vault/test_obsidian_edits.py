@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.format.notes import parse_note
 from tests.by_hand import save_in_place
 
 from .conftest import NS

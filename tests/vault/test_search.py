@@ -24,8 +24,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.vault import EmbeddingSettings, Vault
-from agent_mem_vault.vault.embeddings import OnnxEmbedder
-from agent_mem_vault.vault.vectors import rrf_fuse
+from agent_mem_vault.vault.index.embeddings import OnnxEmbedder
+from agent_mem_vault.vault.index.vectors import rrf_fuse
 from mcp import Client
 
 from .conftest import NS
@@ -402,7 +402,7 @@ def test_a_search_counts_every_word_match_whether_its_vector_is_there_yet_or_not
 ) -> None:
     # Forty memories alike, and a search that may embed one batch of them only
     # (the budget spent at once): the rest still wait for their vectors.
-    from agent_mem_vault.vault import memories
+    from agent_mem_vault.vault.ops import memories
 
     monkeypatch.setattr(memories, "PENDING_BUDGET", 0.0)
     # Not all its words are in any memory; "backfill" is in every title.
@@ -555,7 +555,7 @@ def test_a_model_download_fails_at_once_where_the_hub_does_not_resolve(
     # no five retries with backoff, one clear refusal, remembered like any other.
     from huggingface_hub import constants
 
-    from agent_mem_vault.vault.embeddings import EmbeddingUnavailable, download_default_model
+    from agent_mem_vault.vault.index.embeddings import EmbeddingUnavailable, download_default_model
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(constants, "ENDPOINT", "http://hub.invalid")
@@ -584,7 +584,7 @@ def test_nearest_is_exact_with_and_without_filters(vault_path: Path) -> None:
     filter keeping few rows (gathered first) and one keeping most (picked after)."""
     import numpy as np
 
-    from agent_mem_vault.vault.vectors import VectorCache, ensure_vector_schema, store_vectors
+    from agent_mem_vault.vault.index.vectors import VectorCache, ensure_vector_schema, store_vectors
 
     vault = Vault(vault_path, durable=False, embeddings=EmbeddingSettings(backend="off"))
     vault.init()

@@ -12,9 +12,9 @@ import agent_mem_vault
 import agent_mem_vault.vault as vault_pkg
 from agent_mem_vault.core.errors import DataError, InvalidInputError, NotFoundError
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.files import temp_path
-from agent_mem_vault.vault.namespaces import MAX_CONTENT, MAX_SUMMARY
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.folder.files import temp_path
+from agent_mem_vault.vault.format.namespaces import MAX_CONTENT, MAX_SUMMARY
+from agent_mem_vault.vault.format.notes import parse_note
 
 from .conftest import NS, snapshot
 
@@ -342,7 +342,7 @@ def test_the_vault_lock_is_released_after_every_refused_write(vault: Vault) -> N
 def test_a_folder_is_a_vault_by_its_index_folder_or_its_dashboard_and_nothing_else(
     tmp_path: Path,
 ) -> None:
-    from agent_mem_vault.vault.base import is_vault
+    from agent_mem_vault.vault.folder.layout import is_vault
 
     plain, by_dot, by_dashboard = tmp_path / "plain", tmp_path / "dot", tmp_path / "dash"
     (plain / "project").mkdir(parents=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_mem_vault.vault.snippets import fold, snippet
+from agent_mem_vault.vault.format.snippets import fold, snippet
 
 
 def test_matched_words_are_bracketed_whatever_their_case_or_accents() -> None:

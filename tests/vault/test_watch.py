@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 import watchfiles._rust_notify
 
-import agent_mem_vault.vault.watch as watch_module
+import agent_mem_vault.vault.index.watch as watch_module
 from agent_mem_vault.core.errors import UnavailableError
-from agent_mem_vault.vault import Vault, inotify
-from agent_mem_vault.vault.files import TEMP_FILE, temp_path, vault_lock
-from agent_mem_vault.vault.watch import NoteWatcher
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.folder.files import TEMP_FILE, temp_path, vault_lock
+from agent_mem_vault.vault.index import inotify
+from agent_mem_vault.vault.index.watch import NoteWatcher
 from tests.by_hand import save_in_place, write_handoff
 
-from .conftest import NS
+from .conftest import NS, eventually
 
 
 @pytest.fixture(autouse=True, params=["inotify", "watchfiles"])
@@ -33,16 +34,6 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     elif not inotify.available():
         pytest.skip("inotify is Linux's")
     return str(request.param)
-
-
-def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """The watcher reports within tens of milliseconds; a busy machine may take longer."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 @contextmanager
@@ -86,7 +77,7 @@ def test_a_watched_vault_sees_an_edit_that_a_stat_cannot(vault: Vault) -> None:
             got = vault.get_handoff(h.id)
             return got.summary == "xyz"
 
-        assert _eventually(seen)
+        assert eventually(seen)
 
 
 def test_an_unwatched_vault_does_not_see_that_edit(vault: Vault) -> None:
@@ -102,16 +93,16 @@ def test_a_watched_vault_sees_notes_added_edited_and_deleted_by_hand(vault: Vaul
         vault.peek_handoff(agent="codex", namespace=NS)
         other = Vault(vault.path)  # another process's writes arrive as events too
         second = other.create_handoff(to="codex", summary="t", context="c", namespace=NS)
-        assert _eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) == second)
+        assert eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) == second)
         (vault.path / second.path).unlink()
-        assert _eventually(lambda: [x.id for x in vault.list_handoffs(namespace=NS)] == [first.id])
+        assert eventually(lambda: [x.id for x in vault.list_handoffs(namespace=NS)] == [first.id])
         note = vault.path / first.path
         note.write_text(note.read_text().replace("read: false", "read: true"))
-        assert _eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) is None)
+        assert eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) is None)
         folder = vault.path / "team" / "new" / "handoffs"
         folder.mkdir(parents=True)
         (folder / "x.md").write_text(note.read_text().replace(first.id, "3zzzzzzzzzzz2"))
-        assert _eventually(
+        assert eventually(
             lambda: vault.list_handoffs(status="read", limit=10)[0].path == "team/new/handoffs/x.md"
         )
 
@@ -137,11 +128,11 @@ def test_a_folder_made_after_the_watch_began_is_watched_too(vault: Vault) -> Non
             to="codex", summary="abc", context="c", namespace="team/new", from_="a"
         )
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, "team/new"))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, "team/new"))
         assert watcher.generation == started  # no gap: nothing to check again by stat
         vault.peek_handoff(agent="codex", namespace="team/new")
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
 def _after_first_listing(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> None:
@@ -185,11 +176,11 @@ def test_a_folder_made_while_the_watch_restarts_is_watched(
         )
         (vault.path / "project" / "other").mkdir()  # a new folder: the watch restarts
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, NS))
         assert hand, "the folder was made during the restart's listing"
         assert [h.id for h in vault.list_handoffs(namespace="team/late")] == ["3latezzzzzzz2"]
         _same_stamp_edit(hand[0], "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff("3latezzzzzzz2").summary == "xyz")
+        assert eventually(lambda: vault.get_handoff("3latezzzzzzz2").summary == "xyz")
 
 
 def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
@@ -202,7 +193,7 @@ def test_a_folder_removed_while_the_watch_is_set_up_does_not_switch_it_off(
     with _watching(vault):
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
 @pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
@@ -230,7 +221,7 @@ def test_a_watchfiles_that_raises_for_a_removed_folder_is_retried(
         assert refused == [str(gone)]
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
 def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> None:
@@ -245,7 +236,7 @@ def test_touching_a_watched_folder_does_not_restart_the_watch(vault: Vault) -> N
         os.utime(folder.parent)
         # Reported after the touches, so seen only once they were taken too.
         _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
         assert watcher.active and watcher.generation == started
 
 
@@ -261,10 +252,10 @@ def test_a_watched_folder_removed_and_made_again_is_watched_again(vault: Vault) 
         source.parent.mkdir()
         source.write_text(text)
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, NS))
         vault.peek_handoff(agent="codex", namespace=NS)
         _same_stamp_edit(source, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(first.id).summary == "xyz")
 
 
 def test_a_new_namespace_made_by_hand_is_watched_without_a_check_by_stat(vault: Vault) -> None:
@@ -277,11 +268,11 @@ def test_a_new_namespace_made_by_hand_is_watched_without_a_check_by_stat(vault: 
             vault.path / other / "handoffs", "3zzzzzzzzzzz2", "abc", namespace=other
         )
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, other))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, other))
         assert [h.id for h in vault.list_handoffs(namespace=other)] == ["3zzzzzzzzzzz2"]
         assert watcher.generation == started
         _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff("3zzzzzzzzzzz2").summary == "xyz")
+        assert eventually(lambda: vault.get_handoff("3zzzzzzzzzzz2").summary == "xyz")
 
 
 def test_an_edit_in_an_old_folder_while_the_watch_restarts_is_seen(
@@ -306,7 +297,7 @@ def test_an_edit_in_an_old_folder_while_the_watch_restarts_is_seen(
         other = "team/new"
         write_handoff(vault.path / other / "handoffs", "3zzzzzzzzzzz2", "new", namespace=other)
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, NS))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, NS))
         assert edited, "the edit was made during the restart's listing"
         assert watcher.generation == started
         assert vault.get_handoff(h.id).summary == "xyz"
@@ -321,12 +312,12 @@ def test_a_folder_renamed_by_hand_is_watched_under_its_new_name(vault: Vault) ->
         moved = "project/moved"
         (vault.path / NS).rename(vault.path / moved)
 
-        assert _eventually(lambda: _restarted(vault, watcher, handovers, moved))
+        assert eventually(lambda: _restarted(vault, watcher, handovers, moved))
         assert watcher.generation == started
         assert [x.path for x in vault.list_handoffs(limit=10)] == [h.path.replace(NS, moved, 1)]
         note = vault.path / h.path.replace(NS, moved, 1)
         _same_stamp_edit(note, "## Summary\nabc", "## Summary\nxyz")
-        assert _eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
+        assert eventually(lambda: vault.get_handoff(h.id).summary == "xyz")
 
 
 @pytest.mark.parametrize("backend", ["watchfiles"], indirect=True)
@@ -378,7 +369,7 @@ def test_a_folder_named_like_a_note_is_a_folder_to_the_watch(vault: Vault) -> No
         odd = vault.path / NS / "handoffs" / "odd.md"
         odd.mkdir()
         write_handoff(odd, "3zzzzzzzzzzz2", "inside a folder named odd.md", namespace=NS)
-        assert _eventually(lambda: _restarted(vault, watcher, 0, NS) and watcher.settled)
+        assert eventually(lambda: _restarted(vault, watcher, 0, NS) and watcher.settled)
         found = vault.get_handoff("3zzzzzzzzzzz2")
         assert found.path == f"{NS}/handoffs/odd.md/3zzzzzzzzzzz2.md"
 
@@ -408,7 +399,7 @@ def test_a_folder_swapped_in_by_hand_is_read_with_its_subfolders(vault: Vault) -
         ns_folder = vault.path / NS
         ns_folder.rename(vault.path / "project" / "old")
         stage.rename(ns_folder)
-        assert _eventually(lambda: _restarted(vault, watcher, 0, NS))
+        assert eventually(lambda: _restarted(vault, watcher, 0, NS))
         ids = [h.id for h in vault.list_handoffs(namespace=NS, status="all")]
         assert "3zzzzzzzzzzz2" in ids
 
@@ -431,7 +422,7 @@ def test_a_broken_watch_is_set_up_again(
             vault.peek_handoff(agent="codex", namespace=NS)
             return watcher.active and watcher.generation > generation
 
-        assert _eventually(again)
+        assert eventually(again)
         _same_stamp_edit(vault.path / h.path, "## Summary\nabc", "## Summary\nxyz")
         assert vault.get_handoff(h.id).summary == "xyz"
 
@@ -480,7 +471,7 @@ def test_an_overflowed_queue_breaks_the_watch_and_nothing_is_missed(
             vault.peek_handoff(agent="codex", namespace=NS)
             return watcher.active and watcher.generation > generation
 
-        assert _eventually(again)
+        assert eventually(again)
         h = vault.peek_handoff(agent="codex", namespace=NS)
         assert h is not None
         _same_stamp_edit(vault.path / h.path, f"## Summary\n{h.summary}", "## Summary\nxyzxyzxyzx")
@@ -618,7 +609,7 @@ def test_a_settled_watch_answers_for_listed_notes_without_a_stat_each(
     vault.list_handoffs(namespace=NS)
     assert len(stats) == 3  # without a watch, each listed note is checked
     with _watching(vault) as watcher:
-        assert _eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) is not None)
+        assert eventually(lambda: vault.peek_handoff(agent="codex", namespace=NS) is not None)
         assert watcher.settled
         stats.clear()
         note = vault.path / made[0].path

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.vault import Vault, inotify
+from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault.index import inotify
 from tests.by_hand import write_handoff
 from tests.mcp_wire import INIT, NO_ANSWER_AFTER, RawServer, message
 
@@ -137,7 +138,7 @@ def test_a_process_out_of_open_files_is_told_to_raise_its_own_limit() -> None:
     than inotify's: then the message names ``ulimit -n``, not the sysctl."""
     script = (
         "import os, resource\n"
-        "from agent_mem_vault.vault import inotify\n"
+        "from agent_mem_vault.vault.index import inotify\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit("
         "resource.RLIMIT_NOFILE)[1]))\n"
         "held = []\n"

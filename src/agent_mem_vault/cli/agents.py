@@ -74,7 +74,7 @@ def serve(
       AGENT_MEM_VAULT_TOKEN=... agent-mem-vault serve --agent codex --http --host 0.0.0.0
     """
     from ..integrations.namespace import discover_namespace
-    from ..vault.namespaces import validate_agent, validate_namespace
+    from ..vault.format.namespaces import validate_agent, validate_namespace
 
     validate_agent(agent, field="--agent")
     if namespace is not None:
@@ -222,7 +222,7 @@ def _plan(
         plan_gemini,
         plan_opencode,
     )
-    from ..vault.namespaces import validate_agent
+    from ..vault.format.namespaces import validate_agent
 
     name = validate_agent(agent or tool, field="--agent")
     user_wide = tool == "codex" or scope == "user"
@@ -587,7 +587,7 @@ def sessions(namespace: str | None, vault_path: str, store_path: str | None, as_
 
     from ..integrations.namespace import discover_namespace
     from ..integrations.sessions import SessionBook, slot_agent
-    from ..vault.namespaces import validate_namespace
+    from ..vault.format.namespaces import validate_namespace
 
     ns = namespace or discover_namespace(os.getcwd())
     if ns is None:

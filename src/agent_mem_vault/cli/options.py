@@ -143,7 +143,7 @@ def echo_page_note(shown: int, total: int, offset: int, next_offset: int | None,
 def open_vault(path: str) -> Vault:
     """The vault at ``--vault PATH`` (imported lazily: ``--help`` stays fast)."""
     from ..vault import Vault
-    from ..vault.files import lock_timeout_setting
+    from ..vault.folder.files import lock_timeout_setting
 
     return Vault(path, lock_timeout=lock_timeout_setting())
 

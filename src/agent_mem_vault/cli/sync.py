@@ -15,7 +15,7 @@ from ..core.words import counted
 from .options import emit_json, open_vault, vault_options
 
 if TYPE_CHECKING:
-    from ..vault.sync.engine import RouteReport
+    from ..vault.sync.local import RouteReport
     from ..vault.sync.operations import SyncReport
 
 

@@ -422,8 +422,8 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from ..core.errors import DataError
     from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
-    from ..vault.keeper import keeper_status
-    from ..vault.watch import watch_problem
+    from ..vault.index.keeper_link import keeper_status
+    from ..vault.index.watch import watch_problem
     from .warm import warm_status
 
     report = open_vault(vault_path).doctor()
@@ -530,8 +530,9 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
     import time
 
     from ..core.errors import UnavailableError
-    from ..vault.base import is_vault, vault_not_found
-    from ..vault.keeper import KeeperLink, keeper_status, run_keeper, stop_keeper
+    from ..vault.folder.layout import is_vault, vault_not_found
+    from ..vault.index.keeper_link import KeeperLink, keeper_status, stop_keeper
+    from ..vault.service.plug import run_keeper
 
     root = open_vault(vault_path).path
     if not is_vault(root):

@@ -59,7 +59,7 @@ PRELOAD = (
     "agent_mem_vault.runs",
     "agent_mem_vault.runs.notes",
     "agent_mem_vault.store.sqlite",
-    "agent_mem_vault.vault.service",
+    "agent_mem_vault.vault.service.vault",
     "agent_mem_vault.mcp.server",
     "agent_mem_vault.mcp.transport",
     "agent_mem_vault.mcp.stdio_loop",

@@ -1,6 +1,6 @@
 """The private folder where this user's helper processes keep their sockets.
 
-The warm process (``cli/warm.py``) and the vault keeper (``vault/keeper.py``)
+The warm process (``cli/warm.py``) and the vault keeper (``vault/index/keeper.py``)
 listen on Unix sockets. A socket path is limited to about 100 bytes, so they
 live in a short per-user folder rather than beside the vault, and the folder
 must be private: whoever can connect can ask the process to act for its user.

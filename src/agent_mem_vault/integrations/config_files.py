@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConflictError, DataError
-from ..vault.files import atomic_write
+from ..vault.folder.files import atomic_write
 from .jsonc import STRICT, Dialect, JsoncError
 
 __all__ = ["FileChange", "apply_changes", "dump_json", "json_change", "load_json", "read_text"]

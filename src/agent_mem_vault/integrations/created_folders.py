@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..vault.files import atomic_write
+from ..vault.folder.files import atomic_write
 
 __all__ = ["forget_empty", "missing_folders", "record_file", "remember"]
 

@@ -123,7 +123,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
 def _vault_problem(item: Installed, path: str | None = None) -> str | None:
     """A pinned ``--vault`` that is not a vault: the server would refuse to start (and
     the hook load nothing), so a typo in a settings file is caught here first."""
-    from ..vault.base import is_vault
+    from ..vault.folder.layout import is_vault
 
     words = list(item.words)
     if "--vault" not in words[:-1]:

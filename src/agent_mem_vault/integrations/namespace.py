@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 from ..core.errors import InvalidInputError
-from ..vault.namespaces import ascii_segment, validate_namespace
+from ..vault.format.namespaces import ascii_segment, validate_namespace
 
 __all__ = ["CONFIG_FILE", "discover_namespace", "find_repo_root"]
 

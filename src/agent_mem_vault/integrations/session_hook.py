@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import AgentMemVaultError
 from ..core.runtime import CALLER_ENV
-from ..vault.brief import render_brief
+from ..vault.format.models import render_brief
 from .namespace import discover_namespace
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault.models import Handoff
+    from ..vault.format.models import Handoff
 
 RUNS_STORE_ENV = "AGENT_MEM_VAULT_RUNS_STORE"
 

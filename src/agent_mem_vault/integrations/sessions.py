@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, format_datetime
 from ..core.errors import InvalidInputError, UnavailableError
-from ..vault.files import VaultLock
+from ..vault.folder.files import VaultLock
 from .auto_handoff import Stopped, build_auto_handoff, max_bytes_from_env, work_after_last_handoff
 from .transcripts import CLIENTS, find_transcript, read_transcript
 
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from ..runs.models import RunInfo
     from ..store.base import Persistence
     from ..vault import Vault
-    from ..vault.models import Handoff
+    from ..vault.format.models import Handoff
 
 __all__ = [
     "OFF_ENV",

@@ -37,7 +37,7 @@ from .. import __version__
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, InvalidInputError, from_os_error
 from ..core.words import counted
-from ..vault.files import CallCancelled, LockBusy
+from ..vault.folder.files import CallCancelled, LockBusy
 from .arguments import ArgumentCheck
 from .errors import tool_error
 from .models import (
@@ -56,7 +56,7 @@ from .protocol import ProtocolCheck
 
 if TYPE_CHECKING:
     from ..vault import Vault
-    from ..vault.models import Brief, Handoff, HandoffPage, Memory, MemoryPage, SearchPage
+    from ..vault.format.models import Brief, Handoff, HandoffPage, Memory, MemoryPage, SearchPage
 
 __all__ = ["SERVER_INSTRUCTIONS", "ServerSettings", "build_server"]
 

@@ -16,8 +16,8 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..vault.files import atomic_write, vault_lock
-from ..vault.notes import render_note
+from ..vault.folder.files import atomic_write, vault_lock
+from ..vault.format.notes import render_note
 from .models import HandoffEntry
 
 __all__ = ["HandoffNotes", "render_handoff_note"]

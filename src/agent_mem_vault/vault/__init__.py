@@ -1,12 +1,21 @@
 """The vault face: handoffs and memories as Markdown notes, with a derived index.
 
 >>> from agent_mem_vault.vault import Vault, Handoff  # doctest: +SKIP
+
+The code sits in layers, each a subpackage that imports only those below it
+(checked by import-linter: ``pyproject.toml``, contract ``vault-layers``)::
+
+    sync      the notes travelling with git; implements the operations' port
+    service   Vault, the one entry point; plug.py wires sync in
+    ops       handoffs, memories and their life; the port to sync
+    index     the SQLite index, scan, watch, keeper, vectors
+    folder    the lock, atomic writes, note files, conflict copies
+    format    note text, values and rules; pure, no I/O
 """
 
 from __future__ import annotations
 
-from .embeddings import EmbeddingSettings
-from .models import (
+from .format.models import (
     Brief,
     BrokenNote,
     DoctorReport,
@@ -24,7 +33,8 @@ from .models import (
     SearchPage,
     SkippedNote,
 )
-from .service import Vault
+from .index.embeddings import EmbeddingSettings
+from .service.vault import Vault
 
 __all__ = [
     "Brief",

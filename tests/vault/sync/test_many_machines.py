@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.format.notes import parse_note
 from tests.git_remote import GitDaemon, bare_repo, git_env, remote_tree
 
 from .conftest import NS

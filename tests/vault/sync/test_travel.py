@@ -12,7 +12,7 @@ import pytest
 
 from agent_mem_vault.core.errors import InvalidInputError, RemoteError, UnavailableError
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.notes import parse_note
+from agent_mem_vault.vault.format.notes import parse_note
 from agent_mem_vault.vault.sync.routes import SYNC_DIR
 from tests.git_remote import git, remote_tree
 
@@ -291,7 +291,7 @@ def test_a_vault_without_a_remote_imports_no_sync_code(tmp_path: Path) -> None:
         "h = v.create_handoff(to='codex', summary='S', context='C', namespace='p/x')\n"
         "v.read_handoff(agent='codex', namespace='p/x')\n"
         "v.doctor()\n"
-        "print(sorted(m for m in sys.modules if m.startswith('agent_mem_vault.vault.sync.')))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agent_mem_vault.vault.sync')))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -9,12 +9,21 @@ without it runs no git process and imports none of this package.
 - ``routes``: what is configured, and which notes go where.
 - ``gitcmd``: running ``git`` (timeouts, the user's credentials, errors that
   name the remote and the fix).
+- ``port``: sync's side of the operations' port (``ops/port.py``), which the
+  composition point (``service/plug.py``) hands a vault with a route.
 - ``journal``: the notes changed since the last commit, told by every write.
-- ``engine``: stage, commit, fetch, push; ``log``: how a remote keeps the notes (a
-  log of small commits, and a checkpoint); ``trees``: a commit's tree made along
-  the changed paths; ``arrivals``: what a fetch brought, merged by ``merge.py``'s
+- ``local``: stage, commit and merge on this machine; ``engine``: fetch, push
+  and checkpoints; ``log``: how a remote keeps the notes (a log of small
+  commits, and a checkpoint); ``trees``: a commit's tree made along the changed
+  paths; ``arrivals``: what a fetch brought, merged by ``format/merge.py``'s
   rules; ``claim``: a read that counts once the remote took it.
-- ``syncer``: the background process that commits and pushes each write.
+- ``syncer``: finding, starting and stopping the background syncer;
+  ``background``: its life, committing and pushing each write.
+- ``operations``: the sync commands of ``Vault`` (join, leave, sync, status).
+
+The top layer of the vault: it may import every layer below (``vault.service``
+excepted: it drives the vault it is handed, a ``VaultBase``), and nothing below
+imports it but the composition point.
 
 docs/sync.md is the manual.
 """

@@ -20,14 +20,14 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import atomic_write
-from ..merge import conflict_note, merge_notes
+from ..folder.files import atomic_write
+from ..format.merge import conflict_note, merge_notes
 from .routes import namespace_of
 from .trees import object_id
 
 if TYPE_CHECKING:
-    from ..index import Index
-    from .engine import RouteReport, RouteSync
+    from ..index.db import Index
+    from .local import LocalRoute, RouteReport
 
 __all__ = ["BULK", "integrate"]
 
@@ -35,7 +35,7 @@ BULK = 500
 """Notes arriving at once from which they are written as a batch (see ``_write``)."""
 
 
-def integrate(sync: RouteSync, theirs: str | None, report: RouteReport) -> None:
+def integrate(sync: LocalRoute, theirs: str | None, report: RouteReport) -> None:
     """Merge the fetched commit ``theirs`` into the vault's notes and ``local`` (the
     caller holds the vault lock and the route's turn)."""
     if theirs is None:
@@ -124,7 +124,7 @@ def _as_they_are(
     return True
 
 
-def _write(sync: RouteSync, writes: dict[str, str], removes: list[str]) -> list[str]:
+def _write(sync: LocalRoute, writes: dict[str, str], removes: list[str]) -> list[str]:
     """Write what arrived into the vault's folder and index; the paths changed.
 
     Many notes at once (a vault joining a remote that has a whole vault) are
@@ -172,8 +172,8 @@ def _generated(path: str) -> str | None:
     """The text the vault itself writes at ``path`` on each machine (a namespace's new
     brief), as the common version of two that have none."""
     if path.endswith("/_brief.md"):
-        from ..brief import brief_template
-        from ..notes import render_note
+        from ..format.brief import brief_template
+        from ..format.notes import render_note
 
         namespace = namespace_of(path)
         if namespace is not None:
@@ -197,7 +197,7 @@ def _make_folders(root: Path, folder: str) -> list[str]:
 
 def _record(root: Path, idx: Index, written: list[str], removed: list[str], dirs: set[str]) -> None:
     """Tell the vault's index what arrived (the caller holds the vault lock)."""
-    from ..scan import reread
+    from ..index.scan import reread
 
     with idx.transaction():
         for path in written:
@@ -216,8 +216,8 @@ def _supersede_other(root: Path, writes: dict[str, str], path: str, newer: str, 
     """Both sides superseded the handoff at ``path``, by ``newer`` and by ``other``: the
     newer one is the live thread, so ``other`` is superseded by it too (one live thread
     per chain, whichever machine merges first)."""
-    from .. import lifecycle
-    from ..notes import NoteError, apply_handoff, handoff_from_note, parse_note, render_note
+    from ..format import lifecycle
+    from ..format.notes import NoteError, apply_handoff, handoff_from_note, parse_note, render_note
 
     folder = path.rpartition("/")[0]
     target, source = f"{folder}/{other}.md", f"{folder}/{newer}.md"

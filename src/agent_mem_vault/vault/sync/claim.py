@@ -36,14 +36,15 @@ import time
 from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError, UnavailableError
-from ..files import LockBusy
-from .engine import FETCH_FIRST, MAX_ROUNDS, RouteReport, RouteSync, stage_journal
+from ..folder.files import LockBusy
+from .engine import FETCH_FIRST, MAX_ROUNDS, RouteSync, stage_journal
+from .local import RouteReport
 from .routes import Route, load_config
 from .syncer import ensure_syncer
 
 if TYPE_CHECKING:
-    from ..handoffs import HandoffOps, Taken
-    from ..models import Handoff
+    from ..format.models import Handoff
+    from ..ops.handoffs import HandoffOps, Taken
 
 __all__ = ["claim"]
 

@@ -1,51 +1,36 @@
-"""Commit, fetch, merge and push one route's notes, with plumbing ``git`` commands.
+"""The network half of a route: fetch, push and checkpoints, and a whole sync of one route.
 
-The vault's folder is the work tree; each route has an index of its own
-(``<sync dir>/<route>.index``) and refs in its git folder: ``local``, the last
-commit of this vault's notes; ``fetched``, a commit of the notes the remote had
-when last asked, made here from the remote's checkpoint and log (``log.py``);
-``log`` and ``checkpoint``, the remote's two refs as last seen; ``applied``, the
-log entry ``fetched`` holds. Nothing here checks out, resets or runs git's own
-merge: the notes are the truth, and git moves them.
+``RouteSync`` is a ``local.LocalRoute`` (the route's git folder, index, refs,
+turn, and the local steps: stage, commit, merge what arrived) that also talks
+to the remote, holding the route's turn but not the vault lock, so writers go
+on meanwhile:
 
-- **stage** (under the vault lock): the notes the journal names (or, at a
-  syncer's start and when a route is joined, every note of the route) go into
-  the route's index; ``update-index`` reads only files whose size or mtime
-  changed.
-- **commit** (under the vault lock and the route's turn): a tree from that
-  index, committed on ``local`` if it differs.
-- **fetch** / **push** (the route's turn, not the vault lock: writers go on):
-  ``fetch`` applies the log's new entries to ``fetched``; ``push`` sends what
-  ``local`` changed since ``fetched`` as the log's next entry, refused unless it
-  fast-forwards the log, and the remote updates a ref only from the value the
-  push saw: that refusal is the compare-and-swap ``claim`` builds on.
-- **integrate** (under the vault lock): the fetched commit merged into the
-  notes, path by path: what only the remote changed is written, what both
-  changed is merged by fields (``merge.py``), then ``local`` moves to a commit
-  whose parents are both.
+- **fetch**: the log's new entries (``log.py``) applied to ``fetched``, from the
+  remote's checkpoint when the log was folded into one;
+- **push**: what ``local`` changed since ``fetched``, sent as the log's next
+  entry, refused unless it fast-forwards the log, and the remote updates a ref
+  only from the value the push saw: that refusal is the compare-and-swap
+  ``claim`` builds on;
+- **checkpoint**: now and then, every note in one commit, so that a new
+  machine need not read the whole log.
 
-The route's *turn* is a file lock per route (``<sync dir>/<route>.lock``):
-one process of this machine talks to a route's remote at a time, and only the
-holder commits, so ``local`` never moves under a push.
+``sync_route`` is one whole sync of a route: stage, commit, fetch if asked,
+merge, push until the remote takes it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING
 
-from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from ..files import VaultLock, atomic_write
-from .gitcmd import Git, GitResult, remote_failure
+from .gitcmd import GitResult, remote_failure
 from .journal import take_changes
+from .local import Heads, LocalRoute, RouteReport
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,
@@ -55,15 +40,14 @@ from .log import (
     log_position,
 )
 from .log import entries as log_entries
-from .routes import SYNC_DIR, Route, SyncConfig
+from .routes import Route, SyncConfig
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
-    from ..base import VaultBase
+    from ..ops.base import VaultBase
 
 __all__ = [
     "NET_TIMEOUT_ENV",
-    "RouteReport",
     "RouteSync",
     "net_timeout",
     "stage_journal",
@@ -75,14 +59,10 @@ NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
 PATIENT = 300.0
 """Seconds a fetch or a push of a whole sync (``sync``, joining, the background syncer)
 may take: the first push of a large vault sends every note."""
-TURN_WAIT = 30.0
-"""Seconds a process waits for its turn at a route's remote (another process of this
-machine is fetching or pushing) before it gives up (``sync_busy``)."""
 FETCH_FIRST = "fetch first"
 """Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 MAX_ROUNDS = 200
 """Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
-_REGULAR = ("100644", "100755")
 
 
 def net_timeout() -> float:
@@ -94,298 +74,16 @@ def net_timeout() -> float:
     return value if value > 0 else 20.0
 
 
-@dataclass(slots=True)
-class RouteReport:
-    """What one sync of a route did, for ``sync`` and the session hook."""
+class RouteSync(LocalRoute):
+    """One route of one vault, with the network half: fetch, push and checkpoints."""
 
-    route: Route
-    pushed: bool = False
-    fetched: bool = False
-    arrived: list[str] = field(default_factory=list)
-    """Notes written or removed here because the remote had them so."""
-    merged: list[str] = field(default_factory=list)
-    """Notes both sides changed, merged by fields."""
-    kept: list[str] = field(default_factory=list)
-    """Conflict notes written: the side that lost a merge."""
-    twice: list[str] = field(default_factory=list)
-    """Handoffs found delivered on two machines (their notes now say so)."""
-    error: AgentMemVaultError | None = None
+    def integrate(self, theirs: str | None, report: RouteReport) -> None:
+        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
+        (``arrivals.py``, loaded by the first fetch that brought something; the caller
+        holds the vault lock)."""
+        from .arrivals import integrate
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "remote": self.route.url or self.route.remote,
-            "ref": self.route.ref,
-            "namespace": self.route.namespace,
-            "pushed": self.pushed,
-            "fetched": self.fetched,
-            "arrived": list(self.arrived),
-            "merged": list(self.merged),
-            "kept": list(self.kept),
-            "twice": list(self.twice),
-            "error": None if self.error is None else self.error.to_dict(),
-        }
-
-
-class RouteSync:
-    """One route of one vault: its git folder, index, refs and turn."""
-
-    def __init__(self, vault: VaultBase, config: SyncConfig, route: Route) -> None:
-        self.vault = vault
-        self.root = vault.path
-        self.config = config
-        self.route = route
-        folder = self.root / SYNC_DIR
-        extra: tuple[str, ...] = ()
-        if route.repo is None:
-            git_dir = folder / f"{route.key}.git"
-            self.local = "refs/heads/main"
-            self.fetched = "refs/agent-mem-vault/fetched"
-            self.log = "refs/agent-mem-vault/log"
-            self.applied = "refs/agent-mem-vault/applied"
-            self.checkpoint = "refs/remotes/origin/main"  # a push moves it (operations.py)
-            self.remote = "origin"
-            # The index of every note, split: a commit rewrites a small file, not one
-            # entry per note (the shared part lives in the route's own git folder).
-            extra = ("core.splitIndex=true",)
-        else:
-            git_dir = Path(route.repo)
-            base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
-            self.local, self.fetched = f"{base}/head", f"{base}/fetched"
-            self.log, self.applied = f"{base}/log", f"{base}/applied"
-            self.checkpoint = f"{base}/checkpoint"
-            self.remote = route.remote
-        self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
-        self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
-        self.state_file = folder / f"{route.key}.state.json"
-        self._made: dict[str, tuple[str, ...]] = {}
-        self._set_by: dict[str, dict[str, str]] = {}
-        """What ``commit_notes`` set in each commit it made: path → blob."""
-        """Commits this process made on ``local`` and ``fetched``, and their parents: what
-        ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
-        self._known: _Heads | None = None
-        """The refs, as this process last set or read them: only the holder of the turn
-        moves them, so while it is held they need not be read again."""
-
-    # -- the route's turn -------------------------------------------------------------
-
-    @contextmanager
-    def network_turn(self, wait: float | None = None) -> Iterator[None]:
-        """This process's turn at the route's remote (and at committing it)."""
-        try:
-            self.turn.acquire(wait)
-        except UnavailableError:
-            raise UnavailableError(
-                f"another process of this machine has been talking to {self.route.label} "
-                f"for more than {self.turn.timeout if wait is None else wait:g} s; retry "
-                "('agent-mem-vault sync --status' shows what it last said)",
-                code="sync_busy",
-            ) from None
-        self._known = None
-        try:
-            yield
-        finally:
-            self._known = None
-            self.turn.release()
-
-    # -- local: stage and commit (the caller holds the vault lock) -------------------
-
-    def stage(self, paths: Sequence[str] | None) -> None:
-        """Put the notes at ``paths`` (None: every note of the route) into its index."""
-        if paths is None:
-            paths = sorted(set(self._notes_on_disk()) | set(self._staged()))
-        mine = [p for p in paths if self.config.covers(self.route, p)]
-        if mine:
-            self.git.run(
-                "update-index",
-                "--add",
-                "--remove",
-                "-z",
-                "--stdin",
-                input=_nul(mine),
-            )
-
-    def _notes_on_disk(self) -> list[str]:
-        """Every note of the route in the vault's folder (a walk: no stat per file)."""
-        tops = [""]
-        if self.route.namespace is not None:
-            tops = [f"{self.route.namespace}/handoffs", f"{self.route.namespace}/memories"]
-        out: list[str] = []
-        if self.route.namespace is not None:
-            brief = f"{self.route.namespace}/_brief.md"
-            if os.path.isfile(self.root / brief):
-                out.append(brief)
-        for top in tops:
-            stack = [top]
-            while stack:
-                folder = stack.pop()
-                try:
-                    entries = list(os.scandir(self.root / folder if folder else self.root))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                for entry in entries:
-                    if entry.name[0] == ".":
-                        continue
-                    rel = f"{folder}/{entry.name}" if folder else entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        if rel != "_dashboards" and self.route.namespace is None:
-                            stack.append(rel)
-                    elif entry.name.endswith(".md") and self.config.covers(self.route, rel):
-                        out.append(rel)
-        return out
-
-    def _staged(self) -> list[str]:
-        raw = self.git.run("ls-files", "-z").out.decode("utf-8", "surrogateescape")
-        return [p for p in raw.split("\0") if p]
-
-    def heads(self) -> tuple[str | None, str | None]:
-        """(``local``, ``fetched``): the commits the two refs name, or None."""
-        known = self._refs()
-        return known.local, known.fetched
-
-    def _refs(self) -> _Heads:
-        if self._known is not None:
-            return self._known
-        result = self.git.run(
-            "for-each-ref",
-            "--format=%(refname) %(objectname) %(tree)",
-            self.local,
-            self.fetched,
-            self.log,
-            self.applied,
-            self.checkpoint,
-        )
-        found = {}
-        for line in result.out.decode().splitlines():
-            name, commit, tree = line.split(" ")
-            found[name] = (commit, tree)
-        local, fetched = found.get(self.local), found.get(self.fetched)
-        known = _Heads(
-            local[0] if local else None,
-            local[1] if local else None,
-            fetched[0] if fetched else None,
-            fetched[1] if fetched else None,
-            (found.get(self.log) or (None,))[0],
-            (found.get(self.applied) or (None,))[0],
-            (found.get(self.checkpoint) or (None,))[0],
-        )
-        if self.turn.held:
-            self._known = known
-        return known
-
-    def local_tree(self) -> str | None:
-        """The tree of the commit ``local`` names."""
-        return self._refs().local_tree
-
-    def fetched_tree(self, commit: str) -> str:
-        """The tree of ``commit``, the one ``fetched`` names as a rule."""
-        known = self._refs()
-        return (
-            known.fetched_tree
-            if known.fetched == commit and known.fetched_tree
-            else self._tree(commit)
-        )
-
-    def _moved(self, **changes: str | None) -> None:
-        """Remember what this process just set a ref to (while it has the turn)."""
-        if self._known is not None:
-            self._known = replace(self._known, **changes)
-
-    def commit(self, message: str) -> str | None:
-        """Commit the route's index on ``local`` if it differs; the commit ``local`` names."""
-        tree = self._write_tree()
-        known = self._refs()
-        head = known.local
-        if head is not None and known.local_tree == tree:
-            return head
-        if head is None and tree == empty_tree_id(len(tree)):
-            return None
-        parents = ["-p", head] if head is not None else []
-        new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
-        self.git.run("update-ref", self.local, new, head or "")
-        self._moved(local=new, local_tree=tree)
-        return new
-
-    def commit_notes(self, paths: Sequence[str], message: str) -> str | None:
-        """Commit the notes at ``paths`` as they are on disk on top of ``local``, without
-        the route's index (``trees.py``: the trees along their paths only); None when
-        there is no ``local`` yet (``commit`` then). The index catches up before it is
-        next read for a tree (``_later``)."""
-        known = self._refs()
-        if known.local is None or known.local_tree is None:
-            return None
-        mine = [p for p in paths if self.config.covers(self.route, p)]
-        if not mine:
-            return known.local
-        if any("\n" in p for p in mine):
-            return None  # --stdin-paths reads a path per line
-        blobs = self.git.run(
-            "hash-object",
-            "-w",
-            "--stdin-paths",
-            input="".join(f"{self.root / p}\n" for p in mine).encode("utf-8", "surrogateescape"),
-        ).out.split()
-        ids = dict(zip(mine, (b.decode() for b in blobs), strict=True))
-        tree = edited_tree(self.git, known.local_tree, ids)
-        if tree == known.local_tree:
-            return known.local
-        new = self.git.text("commit-tree", "--no-gpg-sign", tree, "-p", known.local, "-m", message)
-        self._made[new] = (known.local,)
-        self._set_by[new] = ids
-        self._later(mine)
-        self.git.run("update-ref", self.local, new, known.local)
-        self._moved(local=new, local_tree=tree)
-        return new
-
-    def fast_forward(self, ours: str | None, theirs: str, paths: Sequence[str]) -> None:
-        """Move ``local`` from ``ours`` to ``theirs``, whose notes at ``paths`` are now
-        on disk, the rest unchanged since ``ours``: the index catches up with ``paths``
-        before it is next read for a tree (``_later``), not now."""
-        self._later(paths)
-        self.git.run("update-ref", self.local, theirs, ours or "")
-        self._moved(local=theirs, local_tree=self.fetched_tree(theirs))
-
-    def _later(self, paths: Sequence[str]) -> None:
-        """Note ``paths`` as committed but not staged in the route's index yet; staged
-        now if that cannot be written down (a tree made from an index without them
-        would undo them)."""
-        state = self.state()
-        state["unstaged"] = sorted({*state.get("unstaged", ()), *paths})
-        try:
-            atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
-        except OSError:
-            self.stage(paths)
-
-    def _write_tree(self) -> str:
-        """The tree of the route's index: ``write-tree``, unless the index file is the
-        very one the last ``write-tree`` left (it reads every entry: 10 ms at 100,000
-        notes, for a sync with nothing new)."""
-        index = self.git.env["GIT_INDEX_FILE"]
-        state = self.state()
-        unstaged = state.pop("unstaged", None)
-        if unstaged:
-            self.stage([str(p) for p in unstaged])
-            self._save(state)
-        seen = state.get("index")
-        if isinstance(seen, list) and len(seen) == 4 and seen[:3] == _stamp(index):
-            return str(seen[3])
-        tree = self.git.text("write-tree")
-        stamp = _stamp(index)
-        if stamp is not None:
-            state["index"] = [*stamp, tree]
-            self._save(state)
-        return tree
-
-    def retract(self, commit: str, back_to: str | None, tree: str | None) -> None:
-        """``local`` back from ``commit`` (a claim the remote refused, so never sent on)
-        to ``back_to``; what ``commit`` staged stays staged for the next commit."""
-        if back_to is None:
-            self.git.run("update-ref", "-d", self.local, commit)
-        else:
-            self.git.run("update-ref", self.local, back_to, commit)
-        self._moved(local=back_to, local_tree=tree)
-
-    def _tree(self, commit: str) -> str:
-        return self.git.text("rev-parse", f"{commit}^{{tree}}")
+        integrate(self, theirs, report)
 
     # -- network (the caller has the route's turn) -------------------------------------
 
@@ -441,7 +139,7 @@ class RouteSync:
         self._remember(fetched=True)
         self._known = None
 
-    def _apply_whole(self, now: _Heads) -> str | None:
+    def _apply_whole(self, now: Heads) -> str | None:
         """``fetched`` made from the checkpoint and the log's entries after the point
         it names (all of them, for a checkpoint written before the log)."""
         if now.checkpoint is None and now.log is None:
@@ -458,7 +156,7 @@ class RouteSync:
         entries = log_entries(self.git, point, now.log) if now.log is not None else []
         return self._apply(now, tree, entries, parents)
 
-    def _apply(self, now: _Heads, tree: str, entries: list[Entry], parents: list[str]) -> str:
+    def _apply(self, now: Heads, tree: str, entries: list[Entry], parents: list[str]) -> str:
         """``fetched`` made ``tree`` with ``entries`` applied in order (a new commit, its
         parents ``parents``), then ``applied`` moved to the log's tip: ``fetched`` first,
         as applying an entry twice changes nothing."""
@@ -546,7 +244,7 @@ class RouteSync:
         return self._send_entry(commit, entry, known, limit, f"{entry}:{self.route.log_ref}")
 
     def _push_checkpoint(
-        self, commit: str, known: _Heads, parent: list[str], limit: float
+        self, commit: str, known: Heads, parent: list[str], limit: float
     ) -> str | None:
         """Many notes at once: a checkpoint of every note, and a log entry pointing at it,
         in one atomic push (the log's compare-and-swap decides for both)."""
@@ -575,7 +273,7 @@ class RouteSync:
         return refused
 
     def _send_entry(
-        self, commit: str, entry: str, known: _Heads, limit: float, *specs: str
+        self, commit: str, entry: str, known: Heads, limit: float, *specs: str
     ) -> str | None:
         """Push ``entry`` (with ``specs``, atomically), the log entry of ``commit``. Until
         the remote answers, the pair is written down (``sent``): if the answer is lost
@@ -661,7 +359,7 @@ class RouteSync:
             return refused[0].rsplit("\t", 1)[-1]
         raise self._failed(result)
 
-    def _pushed(self, commit: str, entry: str, known: _Heads) -> None:
+    def _pushed(self, commit: str, entry: str, known: Heads) -> None:
         """The remote took ``entry``: it has the notes of ``commit`` now."""
         self._set_refs(
             {
@@ -701,155 +399,6 @@ class RouteSync:
         error = remote_failure(self.route.label, result)
         self._remember(error=error)
         return error
-
-    # -- merging what arrived (the caller holds the vault lock) ----------------------
-
-    def integrate(self, theirs: str | None, report: RouteReport) -> None:
-        """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
-        (``arrivals.py``; the caller holds the vault lock)."""
-        from .arrivals import integrate
-
-        integrate(self, theirs, report)
-
-    def advance(self, ours: str | None, theirs: str, base: str | None) -> None:
-        """Move ``local`` past ``theirs``: to it when the route's index now holds exactly
-        its tree (a fast-forward), else to a merge commit of the two."""
-        tree = self._write_tree()
-        if (ours is None or base == ours) and tree == self.fetched_tree(theirs):
-            self.git.run("update-ref", self.local, theirs, ours or "")
-            self._moved(local=theirs, local_tree=tree)
-            return
-        parents = ["-p", ours] if ours is not None else []
-        merge = self.git.text(
-            "commit-tree", "--no-gpg-sign", tree, *parents, "-p", theirs, "-m", "merge"
-        )
-        self.git.run("update-ref", self.local, merge, ours or "")
-        self._moved(local=merge, local_tree=tree)
-
-    def merge_base(self, ours: str, theirs: str) -> str | None:
-        if self._made.get(theirs) == (ours,):
-            return ours  # the remote's new notes, made here on top of ours
-        result = self.git.run("merge-base", ours, theirs, check=False)
-        return result.out.decode().strip() or None if result.status == 0 else None
-
-    def changes(self, base: str | None, commit: str) -> dict[str, tuple[str | None, str | None]]:
-        """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
-        None where there was none (added, removed) or it is not a regular file."""
-        result = self.git.run(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--no-commit-id",
-            base or empty_tree_id(len(commit)),
-            commit,
-        )
-        parts = result.out.decode("utf-8", "surrogateescape").split("\0")
-        out: dict[str, tuple[str | None, str | None]] = {}
-        for i in range(0, len(parts) - 1, 2):
-            meta, path = parts[i], parts[i + 1]
-            fields = meta.lstrip(":").split(" ")
-            if len(fields) < 5 or not self.config.covers(self.route, path):
-                continue  # a remote's path that is no note of this route is never written
-            old_mode, new_mode, old, new = fields[0], fields[1], fields[2], fields[3]
-            out[path] = (
-                old if old_mode in _REGULAR else None,
-                new if new_mode in _REGULAR else None,
-            )
-        return out
-
-    def blobs(self, ids: list[str]) -> dict[str, str]:
-        """The text of each blob ``ids`` names (one ``cat-file`` for all)."""
-        if not ids:
-            return {}
-        raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
-        out: dict[str, str] = {}
-        pos = 0
-        for blob_id in ids:
-            end = raw.index(b"\n", pos)
-            header = raw[pos:end].decode().split(" ")
-            size = int(header[2]) if len(header) == 3 else 0
-            body = raw[end + 1 : end + 1 + size]
-            out[blob_id] = body.decode("utf-8", "replace")
-            pos = end + 1 + size + 1
-        return out
-
-    # -- what the route last said ---------------------------------------------------
-
-    def _remember(
-        self,
-        *,
-        fetched: bool = False,
-        pushed: bool = False,
-        error: AgentMemVaultError | None = None,
-        unsent: str | None = None,
-    ) -> None:
-        state = self.state()
-        sent = state.get("sent")
-        if unsent is not None and isinstance(sent, dict):
-            state["sent"] = {e: c for e, c in sent.items() if e != unsent}
-        now = format_datetime(utc_now())
-        if fetched:
-            state["last_fetch"] = now
-        if pushed:
-            state["last_push"] = now
-        if fetched or pushed:
-            state["error"] = None
-        if error is not None:
-            state["error"] = {"code": error.code, "message": error.message, "at": now}
-        self._save(state)
-
-    def _save(self, state: dict[str, Any]) -> None:
-        # Lost, the state costs only precision: --status's lines, the index's stamp (a
-        # write-tree more), ``sent`` (a merge that keeps the remote's side); ``unstaged``,
-        # which must not be lost, is written by ``_later``.
-        with suppress(OSError):
-            atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
-
-    def state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.state_file.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def ahead_behind(self) -> tuple[int, int]:
-        """Commits ``local`` has that the remote lacked at the last fetch, and the other
-        way round."""
-        local, fetched = self.heads()
-        if local is None:
-            return 0, 0
-        if fetched is None:
-            return int(self.git.text("rev-list", "--count", local)), 0
-        counts = self.git.text("rev-list", "--left-right", "--count", f"{local}...{fetched}")
-        ahead, behind = counts.split()
-        return int(ahead), int(behind)
-
-
-@dataclass(frozen=True, slots=True)
-class _Heads:
-    local: str | None
-    local_tree: str | None
-    fetched: str | None
-    fetched_tree: str | None = None
-    log: str | None = None
-    """The remote's log as last fetched or pushed."""
-    applied: str | None = None
-    """The log entry ``fetched`` holds the notes of (``log`` once they are applied)."""
-    checkpoint: str | None = None
-
-
-def _stamp(path: str) -> list[int] | None:
-    """Which file ``path`` is now: git replaces its index with a new file at each write."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return [st.st_ino, st.st_mtime_ns, st.st_size]
-
-
-def _nul(paths: Sequence[str]) -> bytes:
-    return "".join(f"{p}\0" for p in paths).encode("utf-8", "surrogateescape")
 
 
 # -- a whole sync of one route -----------------------------------------------------------

@@ -1,8 +1,9 @@
-"""The notes changed since a synced vault's last commit, and the nudge to its syncer.
+"""The notes changed since a synced vault's last commit.
 
 Every locked section that changed the index (a write, or an edit by hand that a
-check found) appends the paths it touched here (``base.flush_touched``), under
-the vault lock, and makes sure the background syncer runs (``syncer.py``). The
+check found) appends the paths it touched here, under the vault lock, through
+the operations' port (``port.GitSync.changed``), which then makes sure the
+background syncer runs (``syncer.py``). The
 next commit, also under the lock, takes the list and stages exactly those
 paths: a commit costs what changed, not what the vault holds. An empty path
 means every note (the index was rebuilt, so what changed is not known).
@@ -29,13 +30,13 @@ def journal_file(root: Path) -> str:
     return f"{root}/{SYNC_DIR}/{JOURNAL}"
 
 
-def note_changes(root: Path, paths: Iterable[str], *, nudge: bool = True) -> None:
-    """Add ``paths`` (those that are notes) to the journal, and start the syncer if
-    none runs. A journal that cannot be written loses nothing: the syncer stages
-    every note when it starts (``syncer.py``)."""
+def note_changes(root: Path, paths: Iterable[str]) -> bool:
+    """Add ``paths`` (those that are notes) to the journal; whether there were any. A
+    journal that cannot be written loses nothing: the syncer stages every note when
+    it starts (``syncer.py``)."""
     entries = [p for p in paths if p == EVERYTHING or travels(p)]
     if not entries:
-        return
+        return False
     try:
         fd = os.open(journal_file(root), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
@@ -44,10 +45,7 @@ def note_changes(root: Path, paths: Iterable[str], *, nudge: bool = True) -> Non
             os.close(fd)
     except OSError:
         pass  # the next start of the syncer stages every note
-    if nudge:
-        from .syncer import ensure_syncer
-
-        ensure_syncer(root)
+    return True
 
 
 def take_changes(root: Path) -> list[str] | None:

@@ -1,6 +1,6 @@
 """The vault's sync operations: join a remote, leave it, sync now, look, catch up.
 
-One function each; ``Vault`` exposes them (``syncing.py``), and the CLI and the
+One function each; ``Vault`` exposes them (``service/syncing.py``), and the CLI and the
 session hook call them from there.
 """
 
@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
-from .engine import PATIENT, RouteReport, RouteSync, net_timeout, sync_route
+from .engine import PATIENT, RouteSync, net_timeout, sync_route
 from .gitcmd import Git
 from .journal import waiting
+from .local import RouteReport
 from .routes import (
     SYNC_DIR,
     VAULT_REF,
@@ -32,7 +33,7 @@ from .routes import (
 from .syncer import ensure_syncer, syncer_running
 
 if TYPE_CHECKING:
-    from ..base import VaultBase
+    from ..ops.base import VaultBase
 
 __all__ = [
     "BUDGET_ENV",
@@ -140,7 +141,7 @@ def join_project(
 ) -> SyncReport:
     """Send ``namespace`` through the project's own repository (the clone at ``repo``,
     its remote ``remote``), on ``refs/agent-mem-vault/<namespace>``."""
-    from ..namespaces import validate_namespace
+    from ..format.namespaces import validate_namespace
 
     namespace = validate_namespace(namespace)
     work = Path(repo).expanduser().absolute()

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import DataError, InvalidInputError
-from ..copies import copy_of
-from ..files import atomic_write
+from ..folder.copies import copy_of
+from ..folder.files import atomic_write
 
 __all__ = [
     "CONFIG",

@@ -1,0 +1,108 @@
+"""The port through which the operations reach a vault's sync, without knowing it.
+
+The operations (``handoffs.py``, ``memories.py``, ``base.py``) never import
+``vault.sync``: the service hands them a ``SyncPort`` (``VaultBase._port``), and
+sync implements it (``sync/port.py``). A vault with no route gets ``NO_SYNC``,
+which answers every question at once and imports nothing.
+
+The port asks sync synchronously only where the answer changes what the
+operation does:
+
+- ``travels`` and ``claim``: a read of a handoff in a namespace that travels
+  counts only once the remote took the claim, so the operation hands the whole
+  read to sync;
+- ``hold_back``: a note that must not leave the machine (a secret in it, a note
+  or namespace marked private) is named before it is committed for a remote;
+- ``origin`` and ``view_age``: what a view of a note adds (who wrote its text and
+  whether that is verified; how old this machine's view of the remote is).
+
+Everything else flows one way, as a feed: ``changed`` is told, under the vault
+lock, the notes each locked section stored or removed, and sync commits and
+pushes them later in its own time (today through its journal and its syncer).
+
+The shape leaves room for what sync grows into: a log per machine and claims
+shared out among many machines change only what ``claim`` does behind the
+port; signatures, authors and secrets held back fill in ``origin`` and
+``hold_back``; a remote fetched by a background process fills in ``view_age``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ..format.models import Handoff
+    from .handoffs import HandoffOps
+
+__all__ = ["NO_SYNC", "NoSync", "Origin", "SyncPort"]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who wrote a note's text, as far as this machine knows; all None when unknown."""
+
+    author: str | None = None
+    """The person (their git identity, ``Name <email>``) whose change last set the text."""
+    machine: str | None = None
+    """The machine that change was made on."""
+    verified: bool | None = None
+    """Whether a listed key signed that change; None where nobody checks."""
+
+
+class SyncPort(Protocol):
+    """What the operations ask of a vault's sync, and tell it (see the module)."""
+
+    def travels(self, namespace: str) -> bool:
+        """Whether ``namespace``'s notes go to a remote (then ``claim`` takes its reads)."""
+        ...
+
+    def claim(self, vault: HandoffOps, *, agent: str, namespace: str) -> Handoff | None:
+        """``read_handoff`` in a namespace that travels: the newest pending handoff for
+        ``agent``, marked read once the remote took the claim; None if none is pending."""
+        ...
+
+    def hold_back(self, path: str, text: str) -> str | None:
+        """Why the note at ``path`` (relative to the vault) with ``text`` must not be
+        committed for a remote, in one line for the writer; None: it may travel."""
+        ...
+
+    def changed(self, paths: Iterable[str]) -> None:
+        """The feed: the notes a locked section stored or removed (an empty path: every
+        note, the index was rebuilt). Told under the vault lock; must not wait."""
+        ...
+
+    def origin(self, path: str) -> Origin:
+        """Who wrote the text of the note at ``path``."""
+        ...
+
+    def view_age(self, namespace: str) -> float | None:
+        """Seconds since this machine last heard from ``namespace``'s remote; None if it
+        does not travel."""
+        ...
+
+
+class NoSync:
+    """The port of a vault with no route: nothing travels, so nothing waits or is held."""
+
+    def travels(self, namespace: str) -> bool:
+        return False
+
+    def claim(self, vault: HandoffOps, *, agent: str, namespace: str) -> Handoff | None:
+        raise AssertionError("claim is asked only where travels() is true")
+
+    def hold_back(self, path: str, text: str) -> str | None:
+        return None
+
+    def changed(self, paths: Iterable[str]) -> None:
+        return None
+
+    def origin(self, path: str) -> Origin:
+        return Origin()
+
+    def view_age(self, namespace: str) -> float | None:
+        return None
+
+
+NO_SYNC: SyncPort = NoSync()

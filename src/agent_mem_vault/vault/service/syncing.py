@@ -1,0 +1,104 @@
+"""The sync operations of ``Vault``: join a remote, sync now, look, and what arrived twice.
+
+Each method is one call into ``vault/sync``, reached through the composition point
+(``plug.py``: imported when called, so a vault that does not sync never imports
+it); ``_port`` plugs sync into the operations the same way. The manual is
+docs/sync.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ..folder.layout import syncs
+from ..format.namespaces import validate_agent, validate_namespace
+from ..index.db import Index
+from ..ops.base import VaultBase
+from ..ops.port import SyncPort
+from .plug import port_for, sync_commands
+
+if TYPE_CHECKING:
+    from ..format.models import Handoff
+    from ..sync.operations import RouteStatus, SyncReport
+    from ..sync.routes import Route
+
+__all__ = ["SyncOps"]
+
+
+class SyncOps(VaultBase):
+    """A vault's notes travelling with git (``vault/sync``)."""
+
+    def _port(self) -> SyncPort:
+        return port_for(self.path)
+
+    def join_remote(self, remote: str) -> SyncReport:
+        """Send the whole vault through ``remote`` (any URL or path git accepts), merging
+        what it holds already; then every write goes out by itself.
+
+        >>> vault.join_remote("git@git.example:me/vault.git")  # doctest: +SKIP
+        """
+        report: SyncReport = sync_commands().join_remote(self, remote)
+        return report
+
+    def join_project(
+        self, namespace: str, repo: str | os.PathLike[str], remote: str = "origin"
+    ) -> SyncReport:
+        """Send ``namespace`` through the project's own repository (a clone at ``repo``
+        and its remote ``remote``), on a ref that is not a branch."""
+        report: SyncReport = sync_commands().join_project(self, namespace, repo, remote)
+        return report
+
+    def leave_remote(self, namespace: str | None = None) -> Route:
+        """Stop syncing the vault (or ``namespace``'s project route); notes stay."""
+        if namespace is not None:
+            namespace = validate_namespace(namespace)
+        route: Route = sync_commands().leave(self, namespace)
+        return route
+
+    def sync(self) -> SyncReport:
+        """Commit, fetch, merge and push every route now; each route's failure is in its
+        report (``SyncReport.ok``)."""
+        self._require_vault()
+        report: SyncReport = sync_commands().sync_all(self)
+        return report
+
+    def sync_status(self) -> tuple[RouteStatus, ...]:
+        """Each route's remote, ahead/behind as of the last fetch and the last error,
+        without asking the remote; () for a vault that does not sync."""
+        self._require_vault()
+        if not syncs(self.path):
+            return ()
+        found: tuple[RouteStatus, ...] = sync_commands().status(self)
+        return found
+
+    def catch_up(self, namespace: str | None, budget: float | None = None) -> str:
+        """Fetch and merge what the remote has for ``namespace`` within ``budget`` seconds
+        (default ``AGENT_MEM_VAULT_SYNC_BUDGET``, 2): '' when done or nothing syncs,
+        else one line saying why what is here is used (for the session hook)."""
+        if not syncs(self.path):
+            return ""
+        line: str = sync_commands().catch_up(self, namespace, budget)
+        return line
+
+    def delivered_twice(
+        self, namespace: str | None = None, agent: str | None = None
+    ) -> list[tuple[Handoff, str]]:
+        """Handoffs whose note records that they were delivered on two machines (a merge
+        found it: docs/sync.md), with what happened; for ``agent`` (the recipient) in
+        ``namespace``, or all."""
+        if namespace is not None:
+            namespace = validate_namespace(namespace)
+        if agent is not None:
+            agent = validate_agent(agent)
+        scope = [] if namespace is None else [(namespace, "handoffs")]
+
+        def run(idx: Index) -> list[tuple[Handoff, str]]:
+            out = []
+            for path, what in idx.delivered_twice(namespace):
+                handoff = idx.handoff(path.rpartition("/")[2].removesuffix(".md"))
+                if handoff is not None and (agent is None or handoff.recipient == agent):
+                    out.append((handoff, what))
+            return out
+
+        return self._query(run, scope)

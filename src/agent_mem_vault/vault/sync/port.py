@@ -1,0 +1,60 @@
+"""Sync's side of the operations' port (``ops/port.py``): git behind the vault's questions.
+
+``GitSync`` is what the composition point (``service/plug.py``) hands a vault
+that has a route: a read in a namespace that travels is a claim the remote must
+take (``claim.py``); every change the operations tell it goes into the journal
+(``journal.py``) and wakes the background syncer (``syncer.py``), which commits
+and pushes it in its own time. Nothing is held back yet, and what a view adds to
+a note (its author, how old the view of the remote is) is not known yet: the
+answers below say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..ops.port import Origin
+from .journal import note_changes
+from .routes import load_config
+from .syncer import ensure_syncer
+
+if TYPE_CHECKING:
+    from ..format.models import Handoff
+    from ..ops.handoffs import HandoffOps
+
+__all__ = ["GitSync"]
+
+
+class GitSync:
+    """The port of a vault whose notes travel with git (``ops.port.SyncPort``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def travels(self, namespace: str) -> bool:
+        config = load_config(self.root)
+        return config is not None and config.route_for(namespace) is not None
+
+    def claim(self, vault: HandoffOps, *, agent: str, namespace: str) -> Handoff | None:
+        from .claim import claim  # the network half: loaded by the first read that travels
+
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        if route is None:  # the route went meanwhile: an ordinary read
+            return vault._read_here(agent, namespace)
+        return claim(vault, route, agent=agent, namespace=namespace)
+
+    def hold_back(self, path: str, text: str) -> str | None:
+        return None
+
+    def changed(self, paths: Iterable[str]) -> None:
+        if note_changes(self.root, paths):
+            ensure_syncer(self.root)
+
+    def origin(self, path: str) -> Origin:
+        return Origin()
+
+    def view_age(self, namespace: str) -> float | None:
+        return None
