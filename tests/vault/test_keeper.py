@@ -34,7 +34,7 @@ from agent_mem_vault.vault.index.keeper_link import (
     stop_keeper,
 )
 from agent_mem_vault.vault.index.watch import LOCAL_FILESYSTEMS, filesystem_of
-from agent_mem_vault.vault.service.plug import run_keeper
+from agent_mem_vault.vault.plug import run_keeper
 from tests.by_hand import save_in_place, write_handoff
 from tests.cli.test_vault_cli import run
 

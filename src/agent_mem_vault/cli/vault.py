@@ -532,7 +532,7 @@ def keeper(vault_path: str, as_json: bool, action: str | None) -> None:
     from ..core.errors import UnavailableError
     from ..vault.folder.layout import is_vault, vault_not_found
     from ..vault.index.keeper_link import KeeperLink, keeper_status, stop_keeper
-    from ..vault.service.plug import run_keeper
+    from ..vault.plug import run_keeper
 
     root = open_vault(vault_path).path
     if not is_vault(root):

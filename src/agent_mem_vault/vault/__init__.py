@@ -5,8 +5,9 @@
 The code sits in layers, each a subpackage that imports only those below it
 (checked by import-linter: ``pyproject.toml``, contract ``vault-layers``)::
 
+    plug      the composition point: plugs sync into the service
     sync      the notes travelling with git; implements the operations' port
-    service   Vault, the one entry point; plug.py wires sync in
+    service   Vault, the one entry point
     ops       handoffs, memories and their life; the port to sync
     index     the SQLite index, scan, watch, keeper, vectors
     folder    the lock, atomic writes, note files, conflict copies
@@ -34,7 +35,12 @@ from .format.models import (
     SkippedNote,
 )
 from .index.embeddings import EmbeddingSettings
+from .plug import plug_sync_in
 from .service.vault import Vault
+
+# Before any module of this package, Python runs this one: every Vault, however it
+# was imported, has its sync (the service holds none of its own: plug.py).
+plug_sync_in()
 
 __all__ = [
     "Brief",

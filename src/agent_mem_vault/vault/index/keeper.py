@@ -369,7 +369,7 @@ def run_keeper(
 ) -> int:
     """Keep the index of the vault at ``root`` current until idle, stopped or gone;
     ``feed`` is told the notes each locked section of it stored or removed (the
-    vault's sync, wired by ``service/plug.py``; none: nobody is told).
+    vault's sync, wired by ``vault/plug.py``; none: nobody is told).
 
     Returns 0 when it leaves, 0 at once if another keeper holds the vault, 1 if
     the vault or a private runtime folder is missing.

@@ -92,7 +92,7 @@ def code_key() -> str:
     could read notes differently or write another index layout, so it is not asked,
     and is told to leave. ``MODULES`` is in it: a keeper started before the package's
     modules moved imports some of them late, by their old names, and must not stay."""
-    from ... import __version__
+    from ...core.version import __version__
     from .schema import MIGRATIONS
 
     return f"{__version__}/{MIGRATIONS[-1][0]}/{MODULES}"
@@ -280,9 +280,9 @@ def socket_for(root: Path, create: bool = False) -> Path:
 
 _ENTRY = (
     "import sys; from pathlib import Path; "
-    "from agent_mem_vault.vault.service.plug import run_keeper; "
+    "from agent_mem_vault.vault.plug import run_keeper; "
     "sys.exit(run_keeper(Path(sys.argv[1])))"
 )
 """What a started keeper runs (``-c``, not ``-m``: the module is imported by the
 package before ``-m`` would run it): the keeper as the service wires it, so that
-what its watch applies reaches the vault's sync (``service/plug.py``)."""
+what its watch applies reaches the vault's sync (``vault/plug.py``)."""

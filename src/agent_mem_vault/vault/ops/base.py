@@ -388,7 +388,7 @@ class VaultBase:
     def _port(self) -> SyncPort:
         """What the operations ask of the vault's sync and tell it (``port.py``). Here:
         ``NO_SYNC``; the service plugs sync in where a route is configured
-        (``service/plug.py``), so this layer never imports it."""
+        (``vault/plug.py``), so this layer never imports it."""
         return NO_SYNC
 
     def _feed(self) -> None:

@@ -1,36 +1,64 @@
 """The sync operations of ``Vault``: join a remote, sync now, look, and what arrived twice.
 
-Each method is one call into ``vault/sync``, reached through the composition point
-(``plug.py``: imported when called, so a vault that does not sync never imports
-it); ``_port`` plugs sync into the operations the same way. The manual is
-docs/sync.md.
+Each method is one call into ``vault/sync``, reached through what the composition
+point (``vault/plug.py``, above both) plugs in here: ``plug_in`` is handed the port
+of a vault's sync and the module of its commands, which this layer never imports.
+Until then a vault does not sync (``NO_SYNC``). The manual is docs/sync.md.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..folder.layout import syncs
 from ..format.namespaces import validate_agent, validate_namespace
 from ..index.db import Index
 from ..ops.base import VaultBase
-from ..ops.port import SyncPort
-from .plug import port_for, sync_commands
+from ..ops.port import NO_SYNC, SyncPort
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
     from ..sync.operations import RouteStatus, SyncReport
     from ..sync.routes import Route
 
-__all__ = ["SyncOps"]
+__all__ = ["SyncOps", "plug_in"]
+
+
+@dataclass
+class _Plugged:
+    """What the composition point handed this layer (``plug_in``)."""
+
+    port_for: Callable[[Path], SyncPort] = lambda _root: NO_SYNC
+    commands: Callable[[], ModuleType] | None = None
+
+
+_plugged = _Plugged()
+
+
+def plug_in(port_for: Callable[[Path], SyncPort], commands: Callable[[], ModuleType]) -> None:
+    """Hand every vault its sync: ``port_for(root)``, the port its operations talk to, and
+    ``commands()``, the module that joins, syncs and reports (``vault/plug.py``)."""
+    _plugged.port_for = port_for
+    _plugged.commands = commands
+
+
+def sync_commands() -> ModuleType:
+    """The module of sync's commands, from what was plugged in."""
+    if _plugged.commands is None:
+        raise RuntimeError("no sync is plugged in: agent_mem_vault.vault plugs it when imported")
+    return _plugged.commands()
 
 
 class SyncOps(VaultBase):
     """A vault's notes travelling with git (``vault/sync``)."""
 
     def _port(self) -> SyncPort:
-        return port_for(self.path)
+        return _plugged.port_for(self.path)
 
     def join_remote(self, remote: str) -> SyncReport:
         """Send the whole vault through ``remote`` (any URL or path git accepts), merging

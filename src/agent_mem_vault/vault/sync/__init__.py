@@ -10,7 +10,7 @@ without it runs no git process and imports none of this package.
 - ``gitcmd``: running ``git`` (timeouts, the user's credentials, errors that
   name the remote and the fix).
 - ``port``: sync's side of the operations' port (``ops/port.py``), which the
-  composition point (``service/plug.py``) hands a vault with a route.
+  composition point (``vault/plug.py``) hands a vault with a route.
 - ``journal``: the notes changed since the last commit, told by every write.
 - ``local``: stage, commit and merge on this machine; ``engine``: fetch, push
   and checkpoints; ``log``: how a remote keeps the notes (a log of small

@@ -1,6 +1,6 @@
 """Sync's side of the operations' port (``ops/port.py``): git behind the vault's questions.
 
-``GitSync`` is what the composition point (``service/plug.py``) hands a vault
+``GitSync`` is what the composition point (``vault/plug.py``) hands a vault
 that has a route: a read in a namespace that travels is a claim the remote must
 take (``claim.py``); every change the operations tell it goes into the journal
 (``journal.py``) and wakes the background syncer (``syncer.py``), which commits

@@ -1,12 +1,14 @@
 """The composition point: the one place where the vault meets its sync.
 
-Sync (``vault/sync``) stands above the service: it implements the operations'
-port (``ops/port.py``) and drives a vault through the methods the operations
-stand on. Nothing below it imports it, with one exception, made here and only
-when a route is configured: the functions below import it when called, so a
-vault with no route never loads a module of ``vault.sync`` (a test holds
-this), and the import-linter contract in ``pyproject.toml`` names this module
-as the one allowed to.
+It stands above both. The service (``service/``) knows sync only as the
+operations' port (``ops/port.py``) and a provider of its commands, which it
+holds empty (``NO_SYNC``) until this module plugs git's in: the package's face
+(``vault/__init__.py``) does that when it is imported, which Python does before
+any module of the package, so every ``Vault`` has it. Sync (``vault/sync``)
+implements the port and drives the service's vault; the service never imports
+it. The functions below import it when called, and only for a vault with a
+route configured, so a vault with no route never loads a module of
+``vault.sync`` (a test holds this).
 
 - ``port_for``: the port a vault's operations talk to (``Vault._port``);
 - ``sync_commands``: the sync commands of ``Vault`` (join, sync, status …);
@@ -19,11 +21,17 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from ..folder.layout import syncs
-from ..index import keeper
-from ..ops.port import NO_SYNC, SyncPort
+from .folder.layout import syncs
+from .index import keeper
+from .ops.port import NO_SYNC, SyncPort
+from .service import syncing
 
-__all__ = ["port_for", "run_keeper", "sync_commands"]
+__all__ = ["plug_sync_in", "port_for", "run_keeper", "sync_commands"]
+
+
+def plug_sync_in() -> None:
+    """Hand the service git's sync, for every ``Vault`` (``vault/__init__.py`` calls this)."""
+    syncing.plug_in(port_for, sync_commands)
 
 
 def port_for(root: Path) -> SyncPort:
@@ -31,14 +39,14 @@ def port_for(root: Path) -> SyncPort:
     ``stat``), else git's (``sync/port.py``)."""
     if not syncs(root):
         return NO_SYNC
-    from ..sync.port import GitSync
+    from .sync.port import GitSync
 
     return GitSync(root)
 
 
 def sync_commands() -> ModuleType:
     """The module of sync's commands (``sync/operations.py``), loaded when one is run."""
-    from ..sync import operations
+    from .sync import operations
 
     return operations
 
