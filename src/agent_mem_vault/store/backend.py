@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from .base import Doc, Lease, LogRecord, VersionConflictError, check_name
 
-__all__ = ["Backend", "Encoded", "check_version", "encode_json", "written"]
+__all__ = ["Backend", "Claim", "Encoded", "check_version", "encode_json", "written"]
 
 # allow_nan=False: NaN and Infinity are not JSON; other readers of the file
 # (and PostgreSQL's json column) would refuse them. One encoder for every
@@ -31,6 +32,16 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 
 Encoded = list[tuple[str, str]]
 """Records ready to store: ``(type, data as JSON text)``, types checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The lease that an ``append_owned`` takes (or renews) before it appends."""
+
+    name: str
+    owner: str
+    ttl: float
+    """Seconds the lease holds from now."""
 
 
 def encode_json(value: Mapping[str, Any]) -> str:
@@ -80,7 +91,8 @@ class Backend(ABC):
         check_name("stream", stream)
         check_name("lease", lease)
         check_name("owner", owner)
-        return await self._append_owned(stream, _encoded(records), expected_seq, lease, owner, ttl)
+        claim = Claim(lease, owner, ttl)
+        return await self._append_owned(stream, _encoded(records), expected_seq, claim)
 
     @abstractmethod
     async def _append(
@@ -90,13 +102,7 @@ class Backend(ABC):
 
     @abstractmethod
     async def _append_owned(
-        self,
-        stream: str,
-        records: Encoded,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
         """``append_owned``, its arguments checked and encoded."""
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TypeGuard
 
 from ..core.clock import SYSTEM_CLOCK, Clock
-from .backend import Backend, Encoded, check_version
+from .backend import Backend, Claim, Encoded, check_version
 from .base import Doc, Lease, LogConflictError, LogRecord
 from .wakeups import Wakeups
 
@@ -64,14 +64,10 @@ class MemoryPersistence(Backend):
         return [_thaw(stream, e) for e in added]
 
     async def _append_owned(
-        self,
-        stream: str,
-        records: Encoded,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
+        lease, owner, ttl = claim.name, claim.owner, claim.ttl
+
         with self._lock:
             now = self._clock.now()
             held = self._leases.get(lease)

@@ -22,6 +22,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import psycopg
@@ -113,29 +114,21 @@ def closed_error() -> UnavailableError:
     )
 
 
+@dataclass(eq=False)
 class PgCalls:
     """The pool of one store handle, and every call made through it."""
 
-    def __init__(
-        self,
-        dsn: str,
-        *,
-        min_size: int,
-        max_size: int,
-        connect_timeout: float,
-        migrate: bool,
-        on_open: Callable[[str], None],
-    ) -> None:
-        """``on_open`` is told the schema the connections use, once the pool is open."""
-        self.dsn = dsn
-        self._min_size = min_size
-        self._max_size = max_size
-        self._connect_timeout = connect_timeout
-        self._migrate = migrate
-        self._on_open = on_open
-        self._pool: Pool | None = None
-        self._open_lock = asyncio.Lock()
-        self._closed = False
+    dsn: str
+    min_size: int
+    max_size: int
+    connect_timeout: float
+    migrate: bool
+    """Bring the schema up to date when the pool opens (else only check it)."""
+    on_open: Callable[[str], None]
+    """Told the schema that the connections use, once the pool is open."""
+    _pool: Pool | None = field(default=None, init=False)
+    _open_lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _closed: bool = field(default=False, init=False)
 
     async def ready(self) -> Pool:
         if self._pool is not None:
@@ -152,10 +145,10 @@ class PgCalls:
         connections open."""
         given = conninfo_to_dict(self.dsn)
         kwargs = {k: v for k, v in _KEEPALIVES.items() if k not in given}
-        pool = Pool(self.dsn, max_size=self._max_size, kwargs=kwargs)
+        pool = Pool(self.dsn, max_size=self.max_size, kwargs=kwargs)
 
         async def prepare(conn: Conn) -> str:
-            if self._migrate:
+            if self.migrate:
                 await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
             else:
                 await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=True)
@@ -165,14 +158,14 @@ class PgCalls:
 
         try:
             schema = await self.run(prepare, pool=pool)
-            deadline = time.monotonic() + self._connect_timeout
-            held = [await self._get(pool, deadline) for _ in range(self._min_size - 1)]
+            deadline = time.monotonic() + self.connect_timeout
+            held = [await self._get(pool, deadline) for _ in range(self.min_size - 1)]
             for conn in held:
                 await pool.put(conn)
         except BaseException:
             await pool.close()
             raise
-        self._on_open(schema)
+        self.on_open(schema)
         return pool
 
     def _unavailable(self, exc: BaseException | None) -> UnavailableError:
@@ -190,7 +183,7 @@ class PgCalls:
             raise closed_error() from None
         except PoolTimeoutError as exc:
             raise self._unavailable(
-                exc.__cause__ or TimeoutError(f"no connection within {self._connect_timeout:g} s")
+                exc.__cause__ or TimeoutError(f"no connection within {self.connect_timeout:g} s")
             ) from exc
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from exc
@@ -212,7 +205,7 @@ class PgCalls:
         fails the call, saying the write may have been made.
         """
         pool = pool or await self.ready()
-        deadline = time.monotonic() + self._connect_timeout
+        deadline = time.monotonic() + self.connect_timeout
         broke = 0
         while True:
             conn = await self._get(pool, deadline)

@@ -49,7 +49,7 @@ from typing import Any
 import psycopg
 
 from ..core.clock import SYSTEM_CLOCK, Clock, SystemClock
-from .backend import Backend, Encoded, written
+from .backend import Backend, Claim, Encoded, written
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
 from .pg_calls import (
     AGAIN,
@@ -209,14 +209,10 @@ class PostgresPersistence(Backend):
         return await self._appended(statement, rows)
 
     async def _append_owned(
-        self,
-        stream: str,
-        records: Encoded,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
+        lease, owner, ttl = claim.name, claim.owner, claim.ttl
+
         now = self._now_param()
         statement = _Append(stream, records, expected_seq, now)
 

@@ -22,7 +22,7 @@ from typing import Any
 from ..core.clock import SYSTEM_CLOCK, Clock
 from ..core.disk import sqlite_failure
 from ..core.errors import DataError, UnavailableError
-from .backend import Backend, Encoded, check_version, written
+from .backend import Backend, Claim, Encoded, check_version, written
 from .base import Doc, Lease, LogConflictError, LogRecord
 from .migrations import SQLITE_MIGRATIONS, apply_sqlite_migrations
 from .sqlite_writer import SqliteWriter, is_busy
@@ -123,14 +123,10 @@ class SqlitePersistence(Backend):
         return written(stream, last, records, now)
 
     async def _append_owned(
-        self,
-        stream: str,
-        records: Encoded,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
+        lease, owner, ttl = claim.name, claim.owner, claim.ttl
+
         now = self._clock.now()
 
         def tx(conn: sqlite3.Connection) -> tuple[int | None, Lease]:
