@@ -36,10 +36,8 @@ __all__ = ["PdsClient", "PdsSession", "PublishFailed", "PublishResult", "XrpcErr
 Outcome = Literal["created", "already_published", "taken"]
 
 
-class XrpcError(RemoteError):
+class XrpcError(RemoteError, code="xrpc_error"):
     """The PDS answered an XRPC call with an error status."""
-
-    code = "xrpc_error"
 
     def __init__(self, method: str, status: int, error: str | None, message: str | None) -> None:
         super().__init__(
@@ -55,7 +53,7 @@ class XrpcError(RemoteError):
         self.error = error
 
 
-class PublishFailed(RemoteError):
+class PublishFailed(RemoteError, code="publish_failed"):
     """The record is not in the repository after a failed write: publishing again is safe.
 
     ``retryable`` says whether publishing again can help as things stand: False
@@ -63,8 +61,6 @@ class PublishFailed(RemoteError):
     a record it will not take), True for a network failure, a timeout or a
     server error.
     """
-
-    code = "publish_failed"
 
     def __init__(self, message: str, *, retryable: bool, **details: Any) -> None:
         super().__init__(message, retryable=retryable, **details)
