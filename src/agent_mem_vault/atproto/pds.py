@@ -224,8 +224,7 @@ class PdsClient:
         validate: bool | None = None,
     ) -> dict[str, Any]:
         """``com.atproto.repo.createRecord`` under a chosen key; returns ``{uri, cid, …}``."""
-        body = {"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record}
-        return await self._call("com.atproto.repo.createRecord", body=_validate(body, validate))
+        return await self._write("createRecord", collection, rkey, record, validate)
 
     async def put_record_if_absent(
         self,
@@ -236,14 +235,22 @@ class PdsClient:
         validate: bool | None = None,
     ) -> dict[str, Any]:
         """``com.atproto.repo.putRecord`` with ``swapRecord: null``: only if the key is free."""
-        body = {
-            "repo": self._repo(),
-            "collection": collection,
-            "rkey": rkey,
-            "record": record,
-            "swapRecord": None,
-        }
-        return await self._call("com.atproto.repo.putRecord", body=_validate(body, validate))
+        return await self._write("putRecord", collection, rkey, record, validate, swapRecord=None)
+
+    async def _write(
+        self,
+        method: str,
+        collection: str,
+        rkey: str,
+        record: Mapping[str, Any],
+        validate: bool | None,
+        **more: Any,
+    ) -> dict[str, Any]:
+        """One ``com.atproto.repo`` write of ``record`` under ``collection``/``rkey``."""
+        body = {"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record}
+        return await self._call(
+            f"com.atproto.repo.{method}", body=_validate({**body, **more}, validate)
+        )
 
     async def get_record(
         self, collection: str, rkey: str, *, repo: str | None = None
