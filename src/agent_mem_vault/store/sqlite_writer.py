@@ -66,7 +66,7 @@ class SqliteWriter:
         # Condition's ``notify`` is Python code the event loop runs per write.
         self._wake = threading.Lock()
         self._wake.acquire()
-        self._writer: threading.Thread | None = None
+        self._thread: threading.Thread | None = None
         self._writer_waits = False
         self._writing = False
         self._closed = False
@@ -88,8 +88,8 @@ class SqliteWriter:
             self._queued.append((body, done, loop))
             self._writing = True
             thread = None
-            if self._writer is None:
-                thread = self._writer = threading.Thread(
+            if self._thread is None:
+                thread = self._thread = threading.Thread(
                     target=self._write_queued, name=f"sqlite-writer {self.path.name}", daemon=True
                 )
             elif self._writer_waits:
@@ -132,7 +132,7 @@ class SqliteWriter:
                     error = UnavailableError("the SQLite writer stopped; retry the write")
                     loop.call_soon_threadsafe(_settle, done, None, error)
             self._queued = []
-            self._writer = None
+            self._thread = None
             self._go_idle()
 
     def _go_idle(self) -> None:
@@ -150,7 +150,7 @@ class SqliteWriter:
                 if self._writing:
                     self._go_idle()
                 if self._closed:
-                    self._writer = None
+                    self._thread = None
                     return []
                 self._writer_waits = True
                 self._queue_lock.release()
@@ -164,7 +164,7 @@ class SqliteWriter:
                         woken = self._wake.acquire(blocking=False)
                 # The wake lock is held again: only a thread that waits is signalled.
                 if not woken and not self._queued:
-                    self._writer = None
+                    self._thread = None
                     return []
             batch, self._queued = self._queued, []
             return batch
