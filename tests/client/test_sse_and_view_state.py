@@ -1,26 +1,46 @@
-"""The pure parts of the client: the SSE line parser and the view's event fold."""
+"""The client's reading of an event stream, and the view's event fold."""
 
 from __future__ import annotations
 
-from agent_mem_vault.client import ClientEvent, PendingWait, ViewState, apply_event
+import httpx
+import pytest
+
+from agent_mem_vault.client import ClientEvent, HarnessClient, PendingWait, ViewState, apply_event
 from agent_mem_vault.client.client import reconnect_delay
-from agent_mem_vault.client.sse import SseMessage, SseParser
+from agent_mem_vault.core.errors import NotFoundError
+
+STREAM = (
+    b': a comment\nretry: 1000\nid: 7\nevent: e\ndata: {"id": "7", "name":\ndata:  "a"}\n\n'
+    b"id: 8\n\n"
+    b': keep-alive\n\ndata: {"id": "9", "name": "b"}\n\n'
+)
 
 
-def feed(parser: SseParser, text: str) -> list[SseMessage]:
-    out = [parser.feed(line) for line in text.split("\n")]
-    return [m for m in out if m is not None]
+async def test_events_join_data_lines_skip_those_without_data_and_resume_from_the_last_id() -> None:
+    asked: list[str | None] = []
 
+    def handler(request: httpx.Request) -> httpx.Response:
+        asked.append(request.headers.get("last-event-id"))
+        if len(asked) > 1:
+            return httpx.Response(404, json={"code": "thread_not_found", "message": "gone"})
+        return httpx.Response(200, content=STREAM, headers={"content-type": "text/event-stream"})
 
-def test_parser_joins_data_lines_and_gives_each_message_its_id() -> None:
-    parser = SseParser()
-    text = ': comment\nretry: 1000\nid: 7\nevent: e\ndata: {"a":\ndata: 1}\n\ndata: x\n\n'
-    got = feed(parser, text)
-    assert got == [SseMessage('{"a":\n1}', "7", "e"), SseMessage("x", None)]
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    client = HarnessClient("http://desk.test/api/desk", "case-42", http=http, reconnect_delay=0)
+    got: list[ClientEvent] = []
 
+    async def follow() -> None:
+        async for event in client.events(after="6"):
+            got.append(event)
 
-def test_parser_skips_events_without_data() -> None:
-    assert feed(SseParser(), "id: 3\n\n") == []
+    with pytest.raises(NotFoundError):
+        await follow()
+    await http.aclose()
+    assert [(e.id, e.name) for e in got] == [("7", "a"), ("9", "b")]
+    # An id stands until the next one (as in a browser's EventSource): the event after
+    # ``id: 8`` carries 8, and the stream resumes from there.
+    assert [e.raw["id"] for e in got] == ["7", "9"]
+    assert asked == ["6", "8"]
 
 
 def message_event(seq: int, message_id: str, text: str) -> ClientEvent:

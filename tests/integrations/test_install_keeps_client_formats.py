@@ -124,3 +124,17 @@ def test_claude_and_codex_files_with_comments_are_refused_as_those_clients_refus
     assert proc.returncode == 7 and "a comment" in proc.stderr
     assert STRICT is not GEMINI
     assert json.loads('{"a": 1}') == STRICT.load('{"a": 1}')
+
+
+def test_a_settings_file_with_an_invalid_escape_is_refused_as_not_valid_json(
+    run: Run, repo: Path
+) -> None:
+    settings = repo / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    text = '{\n  "theme": "GitHub",\n  "path": "C:\\x"\n}\n'
+    settings.write_text(text)
+    proc = run("install", "gemini", "--command", EXE, check=False)
+    assert proc.returncode == 7, proc.stderr
+    assert "is not valid JSON (a string with an invalid escape at line 3)" in proc.stderr
+    assert "bug" not in proc.stderr.lower()
+    assert settings.read_text() == text

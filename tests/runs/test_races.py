@@ -41,11 +41,16 @@ def _collect(procs: list[subprocess.Popen[str]], go: Path) -> list[dict[str, Any
     return outs
 
 
+def _registry(tmp_path: Path) -> tuple[Path, RunRegistry]:
+    """A registry in a SQLite file that worker processes open too."""
+    db = tmp_path / "runs.db"
+    return db, RunRegistry(sqlite_persistence(db), lease_seconds=60)
+
+
 async def test_runs_started_by_racing_processes_form_one_chain_with_one_current_run(
     tmp_path: Path,
 ) -> None:
-    db = tmp_path / "runs.db"
-    registry = RunRegistry(sqlite_persistence(db), lease_seconds=60)
+    db, registry = _registry(tmp_path)
     first = await registry.start_run("bot")
     workers = 4
     go = tmp_path / "go"
@@ -75,8 +80,7 @@ async def test_runs_started_by_racing_processes_form_one_chain_with_one_current_
 async def test_racing_processes_writing_the_same_handoff_land_exactly_one_record(
     tmp_path: Path,
 ) -> None:
-    db = tmp_path / "runs.db"
-    registry = RunRegistry(sqlite_persistence(db), lease_seconds=60)
+    db, registry = _registry(tmp_path)
     old = await registry.start_run("bot")
     new = await registry.start_run("bot")
     go = tmp_path / "go"

@@ -82,12 +82,18 @@ async def test_the_stopped_run_writes_the_handoff_keyed_by_the_new_runs_tid(
     assert entry == HandoffEntry("bot", new.tid, record, record_cid(record), "run")
 
 
-async def test_a_retried_handoff_does_not_land_and_returns_the_record_that_did(
-    persistence: Persistence,
-) -> None:
+async def taken_over(persistence: Persistence) -> tuple[RunRegistry, Run]:
+    """A registry where a second run of ``bot`` took over from the first, returned."""
     registry = RunRegistry(persistence, lease_seconds=60)
     old = await registry.start_run("bot")
     await registry.start_run("bot")
+    return registry, old
+
+
+async def test_a_retried_handoff_does_not_land_and_returns_the_record_that_did(
+    persistence: Persistence,
+) -> None:
+    registry, old = await taken_over(persistence)
     first = await old.write_handoff()
     again = await old.write_handoff()
     assert again == first
@@ -133,9 +139,7 @@ async def test_a_crashed_runs_handoff_is_written_by_the_registry_when_its_lease_
 async def test_an_alive_run_is_not_acknowledged_for_until_it_writes(
     persistence: Persistence,
 ) -> None:
-    registry = RunRegistry(persistence, lease_seconds=60)
-    old = await registry.start_run("bot")
-    await registry.start_run("bot")
+    registry, old = await taken_over(persistence)
     status = await registry.status("bot")
     assert status.pending == [old.tid]
     assert await registry.handoffs("bot") == []
@@ -178,14 +182,19 @@ async def test_attach_to_an_unknown_run_is_not_found(persistence: Persistence) -
         await registry.attach("bot", "3kznmn7xqxl22")
 
 
+async def refused_field(registry: RunRegistry, agent: Any, **options: Any) -> str:
+    """The field that the ``InvalidInputError`` of ``start_run(agent, **options)`` names."""
+    with pytest.raises(InvalidInputError) as info:
+        await registry.start_run(agent, **options)
+    return str(info.value.details["field"])
+
+
 @pytest.mark.parametrize("agent", ["", "a/b", "..", "x" * 129, "white space", None])
 async def test_a_bad_agent_name_is_refused_and_nothing_is_stored(
     persistence: Persistence, agent: object
 ) -> None:
     registry = RunRegistry(persistence)
-    with pytest.raises(InvalidInputError) as info:
-        await registry.start_run(agent)  # type: ignore[arg-type]
-    assert info.value.details["field"] == "agent"
+    assert await refused_field(registry, agent) == "agent"
     assert await registry.agents() == []
 
 
@@ -193,12 +202,8 @@ async def test_a_bad_generator_is_refused_at_start_naming_the_field(
     persistence: Persistence,
 ) -> None:
     registry = RunRegistry(persistence)
-    with pytest.raises(InvalidInputError) as info:
-        await registry.start_run("bot", generator={"name": "x"})
-    assert info.value.details["field"] == "generator.version"
-    with pytest.raises(InvalidInputError) as info:
-        await registry.start_run("bot", generator=Generator("", "1"))
-    assert info.value.details["field"] == "generator.name"
+    assert await refused_field(registry, "bot", generator={"name": "x"}) == "generator.version"
+    assert await refused_field(registry, "bot", generator=Generator("", "1")) == "generator.name"
     assert await registry.agents() == []
 
 

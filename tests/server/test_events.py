@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import EventSource
 
-from agent_mem_vault.client.sse import SseParser
 from agent_mem_vault.server import create_harness_app
 from agent_mem_vault.server.support_demo import SupportDemo
 from tests.server.support import ADA, BOB, OLGA, PERSON, REFUND, serve
@@ -29,13 +29,11 @@ async def read_events(
 ) -> list[tuple[str, dict[str, Any]]]:
     """Open the stream, collect (id, event) until ``until(events)`` holds, then drop it."""
     got: list[tuple[str, dict[str, Any]]] = []
-    parser = SseParser()
     async with client.stream("GET", f"{path}/events", headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
-        async for line in response.aiter_lines():
-            message = parser.feed(line)
-            if message is not None:
+        async for message in EventSource(response).aiter_sse():
+            if message.data:
                 got.append((str(message.id), json.loads(message.data)))
                 if until(got):
                     break
@@ -87,10 +85,8 @@ async def test_query_last_event_id_resumes_like_the_header(live: httpx.AsyncClie
     got = await read_events(live, ADA, lambda got: True)
     assert got[0][0] == "1"
     async with live.stream("GET", f"{DESK}/events?lastEventId=3", headers=ADA) as response:
-        parser = SseParser()
-        async for line in response.aiter_lines():
-            message = parser.feed(line)
-            if message is not None:
+        async for message in EventSource(response).aiter_sse():
+            if message.data:
                 assert message.id == "4"
                 break
 

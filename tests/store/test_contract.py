@@ -16,6 +16,7 @@ from agent_mem_vault.store import (
     VersionConflictError,
     scan_all,
 )
+from tests.store.watching import watch_until
 
 
 async def test_append_assigns_gapless_sequence_numbers(persistence: Persistence) -> None:
@@ -225,40 +226,22 @@ async def test_expired_lease_can_be_taken_over(persistence: Persistence) -> None
 
 async def test_watch_yields_existing_then_new_records(persistence: Persistence) -> None:
     await persistence.append("w", [("a", {})])
-    seen: list[str] = []
-    running = asyncio.Event()
-
-    async def consume() -> None:
-        async for record in persistence.watch("w"):
-            seen.append(record.type)
-            running.set()
-            if len(seen) == 3:
-                return
-
-    task = asyncio.create_task(consume())
-    await asyncio.wait_for(running.wait(), 5)  # the watch runs: it gave what was there
+    watching = watch_until(persistence, "w", 3)
+    await asyncio.wait_for(watching.first.wait(), 5)  # the watch runs: it gave what was there
     await persistence.append("w", [("b", {})])
     await persistence.append("w", [("c", {})])
-    await asyncio.wait_for(task, 5)
-    assert seen == ["a", "b", "c"]
+    await watching.done(5)
+    assert [r.type for r in watching.records] == ["a", "b", "c"]
 
 
 async def test_watch_sees_appends_from_another_handle(
     persistence_factory: Callable[[], Persistence],
 ) -> None:
     reader, writer = persistence_factory(), persistence_factory()
-    got: list[int] = []
-
-    async def consume() -> None:
-        async for record in reader.watch("x", after=0):
-            got.append(record.seq)
-            if len(got) == 2:
-                return
-
-    task = asyncio.create_task(consume())
+    watching = watch_until(reader, "x", 2)
     await writer.append("x", [("a", {}), ("b", {})])
-    await asyncio.wait_for(task, 5)
-    assert got == [1, 2]
+    await watching.done(5)
+    assert watching.seqs == [1, 2]
     await reader.close()
     if writer is not reader:
         await writer.close()

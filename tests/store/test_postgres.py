@@ -20,7 +20,7 @@ import pytest
 
 from agent_mem_vault.core.clock import ManualClock
 from agent_mem_vault.core.errors import DataError, InvalidInputError, UnavailableError
-from agent_mem_vault.store import Persistence
+from agent_mem_vault.store import LogRecord, Persistence
 from agent_mem_vault.store.migrations import POSTGRES_MIGRATIONS
 from agent_mem_vault.store.postgres import (
     postgres_persistence,
@@ -28,6 +28,7 @@ from agent_mem_vault.store.postgres import (
     upgrade_postgres_schema,
 )
 from tests.postgres_support import postgres_dsn, scoped_dsn
+from tests.store.watching import watch_until
 
 pytestmark = [
     pytest.mark.postgres,
@@ -317,40 +318,41 @@ def finish(proc: subprocess.Popen[str]) -> list[str]:
     return out.splitlines()
 
 
-@pytest.mark.slow
-async def test_append_races_across_four_processes_leave_no_gap_or_duplicate(
-    dsn: str, workers: list[subprocess.Popen[str]]
-) -> None:
+async def four_workers_append(
+    workers: list[subprocess.Popen[str]], mode: str, dsn: str, stream: str, each: int
+) -> list[LogRecord]:
+    """Four worker processes (w0 … w3) each append ``each`` records, started together;
+    returns the stream's log once they are done, numbered without a gap."""
     await upgrade_postgres_schema(dsn)
-    procs = [start_worker(workers, "append", dsn, "race", 60, f"w{n}") for n in range(4)]
+    procs = [start_worker(workers, mode, dsn, stream, each, f"w{n}") for n in range(4)]
     go(*procs)
     for proc in procs:
         finish(proc)
     store = postgres_persistence(dsn)
-    records = await store.read("race")
-    assert [r.seq for r in records] == list(range(1, 241))
+    records = await store.read(stream)
+    await store.close()
+    assert [r.seq for r in records] == list(range(1, 4 * each + 1))
+    return records
+
+
+@pytest.mark.slow
+async def test_append_races_across_four_processes_leave_no_gap_or_duplicate(
+    dsn: str, workers: list[subprocess.Popen[str]]
+) -> None:
+    records = await four_workers_append(workers, "append", dsn, "race", 60)
     for n in range(4):
         mine = [r.data["i"] for r in records if r.data["by"] == f"w{n}"]
         assert mine == list(range(60)), f"w{n} lost, repeated or reordered records"
-    await store.close()
 
 
 @pytest.mark.slow
 async def test_optimistic_appends_across_four_processes_each_land_once(
     dsn: str, workers: list[subprocess.Popen[str]]
 ) -> None:
-    await upgrade_postgres_schema(dsn)
-    procs = [start_worker(workers, "optimistic", dsn, "opt", 25, f"w{n}") for n in range(4)]
-    go(*procs)
-    for proc in procs:
-        finish(proc)
-    store = postgres_persistence(dsn)
-    records = await store.read("opt")
-    assert [r.seq for r in records] == list(range(1, 101))
+    records = await four_workers_append(workers, "optimistic", dsn, "opt", 25)
     assert sorted((r.data["by"], r.data["i"]) for r in records) == sorted(
         (f"w{n}", i) for n in range(4) for i in range(25)
     )
-    await store.close()
 
 
 @pytest.mark.slow
@@ -378,20 +380,12 @@ async def test_watch_sees_appends_from_another_process_by_notification(
 async def test_watch_across_handles_wakes_without_polling(dsn: str) -> None:
     reader = postgres_persistence(dsn, safety_poll=3600)
     writer = postgres_persistence(dsn)
-    got: list[int] = []
-
-    async def consume() -> None:
-        async for record in reader.watch("w"):
-            got.append(record.seq)
-            if len(got) == 3:
-                return
-
-    task = asyncio.create_task(consume())
+    watching = watch_until(reader, "w", 3)
     for _ in range(3):
         await asyncio.sleep(0.05)
         await writer.append("w", [("x", {})])
-    await asyncio.wait_for(task, 10)
-    assert got == [1, 2, 3]
+    await watching.done(10)
+    assert watching.seqs == [1, 2, 3]
     await reader.close()
     await writer.close()
 
@@ -399,19 +393,9 @@ async def test_watch_across_handles_wakes_without_polling(dsn: str) -> None:
 async def test_watch_survives_a_dropped_listen_connection(dsn: str) -> None:
     reader = postgres_persistence(dsn, safety_poll=3600)
     writer = postgres_persistence(dsn)
-    got: list[int] = []
-    first = asyncio.Event()
-
-    async def consume() -> None:
-        async for record in reader.watch("w"):
-            got.append(record.seq)
-            first.set()
-            if len(got) == 2:
-                return
-
-    task = asyncio.create_task(consume())
+    watching = watch_until(reader, "w", 2)
     await writer.append("w", [("x", {})])
-    await asyncio.wait_for(first.wait(), 10)
+    await asyncio.wait_for(watching.first.wait(), 10)
     with psycopg.connect(dsn, autocommit=True) as conn:
         killed = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -420,8 +404,8 @@ async def test_watch_survives_a_dropped_listen_connection(dsn: str) -> None:
     assert killed
     # Appended while nobody listens: the reconnect's catch-up read finds it.
     await writer.append("w", [("y", {})])
-    await asyncio.wait_for(task, 10)
-    assert got == [1, 2]
+    await watching.done(10)
+    assert watching.seqs == [1, 2]
     await reader.close()
     await writer.close()
 

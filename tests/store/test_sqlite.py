@@ -230,7 +230,7 @@ def _writers(path: Path) -> list[threading.Thread]:
 async def test_one_writer_thread_serves_every_write_ends_when_idle_and_on_close(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_mem_vault.store import sqlite as sqlite_module
+    from agent_mem_vault.store import sqlite_writer as sqlite_module
 
     path = tmp_path / "writer.db"
     store = sqlite_persistence(path)

@@ -22,7 +22,8 @@ from .lexicon import decode_base64
 
 __all__ = ["decode_dag_cbor", "encode_dag_cbor", "record_cid", "to_ipld", "to_json"]
 
-_CID_PREFIX = bytes([0x01, 0x71, 0x12, 0x20])  # CIDv1, dag-cbor, sha2-256, 32 bytes
+_CID_PREFIX = bytes([0x01, 0x71, 0x12, 0x20])
+"""A record's CID before its digest: CIDv1, codec dag-cbor, multihash sha2-256 of 32 bytes."""
 
 
 def _libipld() -> Any:
@@ -88,30 +89,9 @@ def _link(value: Mapping[str, Any], path: str) -> bytes:
         raise InvalidInputError(f"{path}: {text!r} is not a CID", field=path) from exc
     if decoded["version"] != 1:
         raise InvalidInputError(f"{path}: {text!r} is a CIDv0; links are CIDv1", field=path)
-    return _cid_bytes(decoded)
-
-
-def _cid_bytes(decoded: Mapping[str, Any]) -> bytes:
-    digest: bytes = decoded["hash"]["digest"]
-    return (
-        _varint(decoded["version"])
-        + _varint(decoded["codec"])
-        + _varint(decoded["hash"]["code"])
-        + _varint(len(digest))
-        + digest
-    )
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    # A CIDv1 string is its binary form in a multibase encoding.
+    _base, binary = _libipld().decode_multibase(text)
+    return bytes(binary)
 
 
 def _bytes(value: Mapping[str, Any], path: str) -> bytes:

@@ -36,10 +36,8 @@ __all__ = ["PdsClient", "PdsSession", "PublishFailed", "PublishResult", "XrpcErr
 Outcome = Literal["created", "already_published", "taken"]
 
 
-class XrpcError(RemoteError):
+class XrpcError(RemoteError, code="xrpc_error"):
     """The PDS answered an XRPC call with an error status."""
-
-    code = "xrpc_error"
 
     def __init__(self, method: str, status: int, error: str | None, message: str | None) -> None:
         super().__init__(
@@ -55,7 +53,7 @@ class XrpcError(RemoteError):
         self.error = error
 
 
-class PublishFailed(RemoteError):
+class PublishFailed(RemoteError, code="publish_failed"):
     """The record is not in the repository after a failed write: publishing again is safe.
 
     ``retryable`` says whether publishing again can help as things stand: False
@@ -63,8 +61,6 @@ class PublishFailed(RemoteError):
     a record it will not take), True for a network failure, a timeout or a
     server error.
     """
-
-    code = "publish_failed"
 
     def __init__(self, message: str, *, retryable: bool, **details: Any) -> None:
         super().__init__(message, retryable=retryable, **details)
@@ -228,8 +224,7 @@ class PdsClient:
         validate: bool | None = None,
     ) -> dict[str, Any]:
         """``com.atproto.repo.createRecord`` under a chosen key; returns ``{uri, cid, …}``."""
-        body = {"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record}
-        return await self._call("com.atproto.repo.createRecord", body=_validate(body, validate))
+        return await self._write("createRecord", collection, rkey, record, validate)
 
     async def put_record_if_absent(
         self,
@@ -240,14 +235,22 @@ class PdsClient:
         validate: bool | None = None,
     ) -> dict[str, Any]:
         """``com.atproto.repo.putRecord`` with ``swapRecord: null``: only if the key is free."""
-        body = {
-            "repo": self._repo(),
-            "collection": collection,
-            "rkey": rkey,
-            "record": record,
-            "swapRecord": None,
-        }
-        return await self._call("com.atproto.repo.putRecord", body=_validate(body, validate))
+        return await self._write("putRecord", collection, rkey, record, validate, swapRecord=None)
+
+    async def _write(
+        self,
+        method: str,
+        collection: str,
+        rkey: str,
+        record: Mapping[str, Any],
+        validate: bool | None,
+        **more: Any,
+    ) -> dict[str, Any]:
+        """One ``com.atproto.repo`` write of ``record`` under ``collection``/``rkey``."""
+        body = {"repo": self._repo(), "collection": collection, "rkey": rkey, "record": record}
+        return await self._call(
+            f"com.atproto.repo.{method}", body=_validate({**body, **more}, validate)
+        )
 
     async def get_record(
         self, collection: str, rkey: str, *, repo: str | None = None

@@ -5,6 +5,7 @@ and turns their error bodies back into the package's error tree (same
 ``code``), so code that calls a remote harness handles errors as it would a
 local one. ``events()`` is an endless, reconnecting SSE reader that resumes
 from the last event id it saw: a dropped connection loses and repeats nothing.
+The event stream itself is read by ``httpx-sse``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from ..core.errors import (
     AccessDeniedError,
@@ -29,7 +31,6 @@ from ..core.errors import (
 )
 from ..harness.log import check_id
 from ..harness.messages import Message
-from .sse import SseParser
 
 __all__ = [
     "ClientEvent",
@@ -246,7 +247,6 @@ class HarnessClient:
             headers = dict(self.headers)
             if last is not None:
                 headers["last-event-id"] = last
-            parser = SseParser()
             try:
                 async with self._http.stream(
                     "GET",
@@ -263,14 +263,19 @@ class HarnessClient:
                             "server error", request=response.request, response=response
                         )
                     failures = 0
-                    async for line in response.aiter_lines():
-                        message = parser.feed(line.rstrip("\r"))
-                        if message is None:
-                            continue
+                    async for message in EventSource(response).aiter_sse():
+                        if not message.data:
+                            continue  # an id or a keep-alive without data: no event
                         event = _event(message.data)
-                        if message.id is not None:
+                        if message.id:
                             last = message.id
                         yield event
+            except SSEError as exc:
+                raise RemoteError(
+                    f"the answer from {self.url} is not an event stream ({exc}); "
+                    f"check that the client's url is {_HARNESS_BASE}",
+                    code="bad_event",
+                ) from exc
             except httpx.HTTPError:
                 pass  # the connection dropped or was refused: reconnect below, from ``last``
             await asyncio.sleep(
@@ -311,6 +316,9 @@ def _turn(raw: Mapping[str, Any]) -> TurnResult:
     )
 
 
+_HARNESS_BASE = "a harness app's base, e.g. http://host/api/desk"
+
+
 def _event(data: str) -> ClientEvent:
     try:
         raw = json.loads(data)
@@ -319,7 +327,7 @@ def _event(data: str) -> ClientEvent:
     if not isinstance(raw, dict):
         raise RemoteError(
             f"the event stream sent data that is not an event ({data[:80]!r}); check that the "
-            "client's url is a harness app's base, e.g. http://host/api/desk",
+            f"client's url is {_HARNESS_BASE}",
             code="bad_event",
         )
     return ClientEvent(

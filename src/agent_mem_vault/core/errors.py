@@ -18,7 +18,8 @@ an exit status, MCP to a tool error, HTTP to a status and a JSON body.
     └── StartupError                   500 · exit 9   a server could not start listening
                                                       (port in use, bad address)
 
-Subclasses in the services add codes; they never add branches.
+Subclasses in the services add codes, named where the class is declared
+(``class RunStopped(ConflictError, code="run_stopped")``); they never add branches.
 
 A message quotes at most about :data:`QUOTE_LIMIT` characters of any value it
 names: a 100 KB argument that was refused comes back as its first 200
@@ -76,6 +77,25 @@ class AgentMemVaultError(Exception):
     code: ClassVar[str] = "error"
     http_status: ClassVar[int] = 500
     exit_status: ClassVar[int] = 1
+
+    def __init_subclass__(
+        cls,
+        *,
+        code: str | None = None,
+        http_status: int | None = None,
+        exit_status: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A class names its code (and, for a branch, its statuses) where it is declared:
+        ``class RunStopped(ConflictError, code="run_stopped")``; what it leaves out it
+        inherits."""
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
+        if http_status is not None:
+            cls.http_status = http_status
+        if exit_status is not None:
+            cls.exit_status = exit_status
 
     def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
         message = _bounded_message(message)
@@ -146,117 +166,88 @@ def _bounded_detail(value: Any) -> Any:
     return value
 
 
-class UserError(AgentMemVaultError):
+class UserError(AgentMemVaultError, code="user_error", http_status=400, exit_status=2):
     """The caller asked for something that cannot be done as asked."""
 
-    code = "user_error"
-    http_status = 400
-    exit_status = 2
+
+class InvalidInputError(UserError, code="invalid_input"):
+    """A value is wrong: malformed, missing, out of range or too large."""
 
 
-class InvalidInputError(UserError):
-    code = "invalid_input"
-    http_status = 400
-    exit_status = 2
+class NotFoundError(UserError, code="not_found", http_status=404, exit_status=3):
+    """What the caller named (an id, a thread, an agent) does not exist."""
 
 
-class NotFoundError(UserError):
-    code = "not_found"
-    http_status = 404
-    exit_status = 3
+class ConflictError(UserError, code="conflict", http_status=409, exit_status=4):
+    """The state forbids it now, or somebody else got there first."""
 
 
-class ConflictError(UserError):
-    code = "conflict"
-    http_status = 409
-    exit_status = 4
+class UnauthenticatedError(UserError, code="unauthenticated", http_status=401, exit_status=5):
+    """No user could be found for the request."""
 
 
-class UnauthenticatedError(UserError):
-    code = "unauthenticated"
-    http_status = 401
-    exit_status = 5
+class AccessDeniedError(UserError, code="forbidden", http_status=403, exit_status=5):
+    """The user is known but lacks the access the action needs."""
 
 
-class AccessDeniedError(UserError):
-    code = "forbidden"
-    http_status = 403
-    exit_status = 5
-
-
-class UnavailableError(AgentMemVaultError):
+class UnavailableError(AgentMemVaultError, code="unavailable", http_status=503, exit_status=6):
     """Something needed (a lock, a lease, a server) did not come in time; retrying may work."""
 
-    code = "unavailable"
-    http_status = 503
-    exit_status = 6
 
-
-class DataError(AgentMemVaultError):
+class DataError(AgentMemVaultError, code="data_error", http_status=500, exit_status=7):
     """Stored data is damaged or does not parse; a person has to look."""
 
-    code = "data_error"
-    http_status = 500
-    exit_status = 7
 
-
-class RemoteError(AgentMemVaultError):
+class RemoteError(AgentMemVaultError, code="remote_error", http_status=502, exit_status=8):
     """A remote service answered with a failure or did not answer."""
 
-    code = "remote_error"
-    http_status = 502
-    exit_status = 8
 
-
-class StartupError(AgentMemVaultError):
+class StartupError(AgentMemVaultError, code="startup_failed", http_status=500, exit_status=9):
     """A server command could not start: its port is in use, its address is not this machine's.
 
     Reported before the command prints anything else (no banner, no links), so a
     script or a person sees only what went wrong and what to change.
     """
 
-    code = "startup_failed"
-    http_status = 500
-    exit_status = 9
+
+def _refusals(
+    branch: type[AgentMemVaultError], code: str, fixes: dict[int, str]
+) -> dict[int, tuple[type[AgentMemVaultError], str, str]]:
+    return {number: (branch, code, fix) for number, fix in fixes.items()}
 
 
 # errno → (branch, code, what to do). A path the operating system refuses is the
 # caller's to change (a typo, a file where a folder belongs) or their rights to fix.
 _OS_ERRORS: dict[int, tuple[type[AgentMemVaultError], str, str]] = {
-    errno.EACCES: (AccessDeniedError, "permission_denied", "use a path you may write to"),
-    errno.EPERM: (AccessDeniedError, "permission_denied", "use a path you may write to"),
-    errno.EROFS: (
+    **_refusals(
         AccessDeniedError,
         "permission_denied",
-        "the filesystem is read-only: use a path on a writable one",
+        {
+            errno.EACCES: "use a path you may write to",
+            errno.EPERM: "use a path you may write to",
+            errno.EROFS: "the filesystem is read-only: use a path on a writable one",
+        },
     ),
-    errno.ENOENT: (
+    **_refusals(
         InvalidInputError,
         "bad_path",
-        "check the path: a folder on it is missing, or its filesystem allows none there",
+        {
+            errno.ENOENT: "check the path: a folder on it is missing, or its filesystem allows "
+            "none there",
+            errno.ENOTDIR: "a file stands where the path needs a folder: check the path",
+            errno.EISDIR: "a folder stands where a file belongs",
+            errno.EEXIST: "a file stands where a folder belongs: move it or check the path",
+            errno.ENAMETOOLONG: "use a shorter path",
+            errno.ELOOP: "the path has a symbolic-link loop",
+        },
     ),
-    errno.ENOTDIR: (
-        InvalidInputError,
-        "bad_path",
-        "a file stands where the path needs a folder: check the path",
-    ),
-    errno.EISDIR: (InvalidInputError, "bad_path", "a folder stands where a file belongs"),
-    errno.EEXIST: (
-        InvalidInputError,
-        "bad_path",
-        "a file stands where a folder belongs: move it or check the path",
-    ),
-    errno.ENAMETOOLONG: (InvalidInputError, "bad_path", "use a shorter path"),
-    errno.ELOOP: (InvalidInputError, "bad_path", "the path has a symbolic-link loop"),
-    errno.ENOSPC: (
+    **_refusals(
         UnavailableError,
         "no_space",
-        "the disk holding it is full: free space on it, then retry",
-    ),
-    errno.EDQUOT: (
-        UnavailableError,
-        "no_space",
-        "the disk quota is used up: free space under it, then retry",
+        {
+            errno.ENOSPC: "the disk holding it is full: free space on it, then retry",
+            errno.EDQUOT: "the disk quota is used up: free space under it, then retry",
+        },
     ),
 }
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["GEMINI", "LENIENT", "STRICT", "Dialect", "JsoncError", "Node"]
 
@@ -98,7 +98,7 @@ class _Parser:
         self.pos = 0
         self.dialect = dialect
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         raise JsoncError(what, self.text.count("\n", 0, self.pos) + 1)
 
     def skip(self) -> None:
@@ -133,9 +133,13 @@ class _Parser:
             found = _STRING.match(text, start)
             if found is None:
                 self.fail("a string that is not closed or holds a control character")
-                raise AssertionError  # unreachable: fail raises
+            try:
+                string = json.loads(found.group())
+            except json.JSONDecodeError as exc:  # an escape JSON lacks: \x, or \u and 2 digits
+                self.pos = start + exc.pos
+                self.fail("a string with an invalid escape")
             self.pos = found.end()
-            return Node("value", start, self.pos, json.loads(found.group()))
+            return Node("value", start, self.pos, string)
         for word, val in (("true", True), ("false", False), ("null", None)):
             if text.startswith(word, start):
                 self.pos = start + len(word)
@@ -143,7 +147,6 @@ class _Parser:
         number = _NUMBER.match(text, start)
         if number is None or number.end() == start:
             self.fail(f"unexpected {char!r}")
-            raise AssertionError
         self.pos = number.end()
         return Node("value", start, self.pos, json.loads(number.group()))
 

@@ -7,13 +7,11 @@ from ..core.errors import ConflictError
 __all__ = ["RunStillCurrent", "RunStopped", "RunTakenOver"]
 
 
-class RunTakenOver(ConflictError):
+class RunTakenOver(ConflictError, code="run_taken_over"):
     """Another run took the agent over: stop acting, then call ``run.write_handoff()``.
 
     ``by`` is the TID of the run that replaced this one.
     """
-
-    code = "run_taken_over"
 
     def __init__(self, agent: str, run: str, by: str) -> None:
         super().__init__(
@@ -28,13 +26,9 @@ class RunTakenOver(ConflictError):
         self.by = by
 
 
-class RunStillCurrent(ConflictError):
+class RunStillCurrent(ConflictError, code="run_still_current"):
     """A handoff was asked of a run that nobody has taken over."""
 
-    code = "run_still_current"
 
-
-class RunStopped(ConflictError):
+class RunStopped(ConflictError, code="run_stopped"):
     """A stopped run was asked to go on (``heartbeat``): start a new run instead."""
-
-    code = "run_stopped"

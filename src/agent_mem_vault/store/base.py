@@ -77,10 +77,8 @@ class Lease:
     """Grows each time the lease changes hands: a fencing token."""
 
 
-class LogConflictError(ConflictError):
+class LogConflictError(ConflictError, code="log_conflict"):
     """Another writer appended first; re-read the log and decide again."""
-
-    code = "log_conflict"
 
     @classmethod
     def at(cls, stream: str, *, expected_seq: int | None, last_seq: int) -> LogConflictError:
@@ -93,10 +91,8 @@ class LogConflictError(ConflictError):
         )
 
 
-class VersionConflictError(ConflictError):
+class VersionConflictError(ConflictError, code="version_conflict"):
     """A document changed since it was read; re-read it and decide again."""
-
-    code = "version_conflict"
 
     @classmethod
     def at(

@@ -8,29 +8,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from ..core.clock import SYSTEM_CLOCK, Clock
-from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
+from .backend import Backend, Claim, Encoded, check_version
+from .base import Doc, Lease, LogConflictError, LogRecord
 from .wakeups import Wakeups
 
 __all__ = ["MemoryPersistence", "memory_persistence"]
-
-
-# One encoder for every write: ``json.dumps`` with options builds one per call.
-_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
-
-
-def _freeze(value: Mapping[str, Any]) -> str:
-    # Values are kept as JSON text: that proves they would survive a real
-    # backend (a datetime fails here as it would on SQLite; NaN and Infinity are
-    # refused as PostgreSQL refuses them), and each read parses a fresh copy, so
-    # callers can never mutate what is stored. One parse is much cheaper than
-    # the deep copies it replaces.
-    return _ENCODER.encode(value)
 
 
 def _foreign(held: Lease | None, owner: str, now: datetime) -> TypeGuard[Lease]:
@@ -52,7 +40,10 @@ class _StoredDoc:
     version: int
 
 
-class MemoryPersistence:
+class MemoryPersistence(Backend):
+    """Values are kept as JSON text (see :mod:`.backend`): one parse per read is much
+    cheaper than the deep copies it replaces."""
+
     def __init__(self, *, clock: Clock = SYSTEM_CLOCK) -> None:
         self._clock = clock
         self._logs: dict[str, list[_Entry]] = {}
@@ -62,57 +53,42 @@ class MemoryPersistence:
         self._wakeups = Wakeups()
 
     # -- logs ---------------------------------------------------------------
-    async def append(
-        self,
-        stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
-        *,
-        expected_seq: int | None = None,
+    async def _append(
+        self, stream: str, records: Encoded, expected_seq: int | None
     ) -> list[LogRecord]:
-        check_name("stream", stream)
-        prepared = [(check_name("record type", t), _freeze(d)) for t, d in records]
         with self._lock:
-            added = self._add(stream, prepared, expected_seq, self._clock.now())
+            added = self._add(stream, records, expected_seq, self._clock.now())
         # After the lock: a watch registers under it, so it either saw these
         # records or is registered by now.
         self._wakeups.wake(stream)
         return [_thaw(stream, e) for e in added]
 
-    async def append_owned(
-        self,
-        stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
-        *,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+    async def _append_owned(
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
-        check_name("stream", stream)
-        check_name("lease", lease)
-        check_name("owner", owner)
-        prepared = [(check_name("record type", t), _freeze(d)) for t, d in records]
+        lease, owner, ttl = claim.name, claim.owner, claim.ttl
+
         with self._lock:
             now = self._clock.now()
             held = self._leases.get(lease)
             if _foreign(held, owner, now):
                 return [], held
-            added = self._add(stream, prepared, expected_seq, now)  # a conflict: nothing taken
+            added = self._add(stream, records, expected_seq, now)  # a conflict: nothing taken
             taken = self._take_lease(held, lease, owner, ttl, now)
         self._wakeups.wake(stream)
         return [_thaw(stream, e) for e in added], taken
 
     def _add(
-        self, stream: str, prepared: list[tuple[str, str]], expected_seq: int | None, now: datetime
+        self, stream: str, records: Encoded, expected_seq: int | None, now: datetime
     ) -> list[_Entry]:
-        """Put ``prepared`` after the stream's last record, which must be ``expected_seq``
+        """Put ``records`` after the stream's last record, which must be ``expected_seq``
         (else ``LogConflictError``, nothing changed); the lock is held."""
         log = self._logs.setdefault(stream, [])
         if expected_seq is not None and len(log) != expected_seq:
             raise LogConflictError.at(stream, expected_seq=expected_seq, last_seq=len(log))
         added = [
             _Entry(seq=len(log) + i + 1, type=t, text=text, at=now)
-            for i, (t, text) in enumerate(prepared)
+            for i, (t, text) in enumerate(records)
         ]
         log.extend(added)
         return added
@@ -155,38 +131,22 @@ class MemoryPersistence:
             doc = self._docs.get(collection, {}).get(key)
             return _doc(collection, key, doc) if doc else None
 
-    async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
-        check_name("collection", collection)
-        check_name("key", key)
-        stored = _freeze(value)
+    async def _insert(self, collection: str, key: str, text: str) -> tuple[Doc, bool]:
         with self._lock:
             docs = self._docs.setdefault(collection, {})
             existing = docs.get(key)
             if existing is not None:
                 return _doc(collection, key, existing), False
-            doc = docs[key] = _StoredDoc(stored, 1)
+            doc = docs[key] = _StoredDoc(text, 1)
             return _doc(collection, key, doc), True
 
-    async def put(
-        self,
-        collection: str,
-        key: str,
-        value: Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Doc:
-        check_name("collection", collection)
-        check_name("key", key)
-        stored = _freeze(value)
+    async def _put(self, collection: str, key: str, text: str, expected: int | None) -> Doc:
         with self._lock:
             docs = self._docs.setdefault(collection, {})
             existing = docs.get(key)
             current = existing.version if existing else 0
-            if expected_version is not None and expected_version != current:
-                raise VersionConflictError.at(
-                    collection, key, expected=expected_version, current=current
-                )
-            doc = docs[key] = _StoredDoc(stored, current + 1)
+            check_version(collection, key, expected, current)
+            doc = docs[key] = _StoredDoc(text, current + 1)
             return _doc(collection, key, doc)
 
     async def delete(
@@ -195,16 +155,9 @@ class MemoryPersistence:
         with self._lock:
             docs = self._docs.get(collection, {})
             existing = docs.get(key)
+            check_version(collection, key, expected_version, existing.version if existing else 0)
             if existing is None:
-                if expected_version not in (None, 0):
-                    raise VersionConflictError.at(
-                        collection, key, expected=expected_version, current=0
-                    )
                 return False
-            if expected_version is not None and expected_version != existing.version:
-                raise VersionConflictError.at(
-                    collection, key, expected=expected_version, current=existing.version
-                )
             del docs[key]
             return True
 
@@ -217,9 +170,7 @@ class MemoryPersistence:
             return [_doc(collection, k, docs[k]) for k in keys[:limit]]
 
     # -- leases -------------------------------------------------------------
-    async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
-        check_name("lease", name)
-        check_name("owner", owner)
+    async def _acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
         now = self._clock.now()
         with self._lock:
             held = self._leases.get(name)
@@ -239,8 +190,7 @@ class MemoryPersistence:
         lease = self._leases[name] = Lease(name, owner, now + timedelta(seconds=ttl), token)
         return lease
 
-    async def release_lease(self, name: str, owner: str) -> bool:
-        check_name("owner", owner)
+    async def _release_lease(self, name: str, owner: str) -> bool:
         with self._lock:
             held = self._leases.get(name)
             if held is None or held.owner != owner:

@@ -2,7 +2,12 @@
 
 A migration runs once, in order, inside the caller's transaction, and is
 recorded in ``schema_migrations``; a database newer than this code is refused
-rather than guessed at.
+rather than guessed at. A migration's SQL is a script of statements as SQL
+writes them: a ``;`` inside a string literal or a trigger's body belongs to its
+statement. SQLite runs one statement per ``execute``, so the script is cut where
+:func:`sqlite3.complete_statement` says a statement ends (``executescript``
+would commit the caller's transaction first); psycopg sends a script without
+parameters to PostgreSQL whole, in one ``execute``.
 
 On PostgreSQL the whole upgrade is one transaction that first takes an
 advisory lock (keyed by the schema), so two hosts starting together apply
@@ -29,12 +34,13 @@ __all__ = [
     "apply_postgres_migrations",
     "apply_sqlite_migrations",
     "postgres_schema_version",
+    "sqlite_statements",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step; ``sql`` holds statements separated by ``;``."""
+    """One schema step; ``sql`` is a script of statements, each ended by ``;``."""
 
     version: int
     name: str
@@ -111,15 +117,34 @@ def apply_sqlite_migrations(conn: sqlite3.Connection, migrations: tuple[Migratio
     for migration in migrations:
         if migration.version <= current:
             continue
-        for statement in migration.sql.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+        for statement in sqlite_statements(migration.sql):
+            conn.execute(statement)
         conn.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) "
             "VALUES (?, ?, datetime('now'))",
             (migration.version, migration.name),
         )
     return int(max(current, newest))
+
+
+def sqlite_statements(script: str) -> list[str]:
+    """The statements of ``script``, each whole, for one ``execute`` apiece.
+
+    >>> sqlite_statements("INSERT INTO t VALUES ('a;b'); SELECT 1")
+    ["INSERT INTO t VALUES ('a;b');", ' SELECT 1;']
+    """
+    statements: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip("; \t\r\n"):
+                statements.append(pending)
+            pending = ""
+    if pending.strip("; \t\r\n"):
+        # Not a whole statement (an unclosed string or trigger): SQLite says what is wrong.
+        statements.append(pending)
+    return statements
 
 
 # Keys, collection names and stream names use the "C" collation: code point
@@ -224,9 +249,8 @@ async def apply_postgres_migrations(
         for migration in migrations:
             if migration.version <= current:
                 continue
-            for statement in migration.sql.split(";"):
-                if statement.strip():
-                    await conn.execute(statement.encode())
+            # Bytes: the script is a constant of this module, not built from input.
+            await conn.execute(migration.sql.encode())
             await conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                 (migration.version, migration.name),

@@ -26,15 +26,10 @@ across machines:
   up to date on first use under an advisory lock, or by
   ``agent-mem-vault db upgrade``.
 * **Connections die** (a failover, a proxy's idle timeout,
-  ``pg_terminate_backend``, a restart). A dead idle connection is noticed
-  before use (:mod:`.pg_pool`); a call whose connection breaks under it is
-  tried again on a fresh one when that is safe: a read, a lease (taking it
-  again is the same), and a write whose outcome is first *settled* by reading
-  what landed (an append that names ``expected_seq`` is found in the log by
-  its records, a document by its value), so no write is made twice. An append
-  that names no ``expected_seq`` cannot be settled: it fails, saying it may
-  have been written. While the server is away a call tries to connect again
-  every :data:`.pg_pool.RETRY_EVERY` seconds, for up to ``connect_timeout``.
+  ``pg_terminate_backend``, a restart): :mod:`.pg_calls` tries a call again on
+  a fresh connection when that is safe, and each write here says how to
+  *settle* what a broken attempt left (its ``settle`` reads what landed), so
+  no write is made twice.
 
 The pool opens lazily on first use, so the constructor needs no running loop.
 The schema lives in the first schema of the connection's ``search_path``
@@ -46,26 +41,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import suppress
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from ..core.clock import SYSTEM_CLOCK, Clock, SystemClock
-from ..core.errors import InvalidInputError, UnavailableError
+from .backend import Backend, Claim, Encoded, written
 from .base import Doc, Lease, LogConflictError, LogRecord, VersionConflictError, check_name
-from .migrations import (
-    POSTGRES_MIGRATIONS,
-    SchemaStatus,
-    apply_postgres_migrations,
-    postgres_schema_version,
+from .pg_calls import (
+    AGAIN,
+    Again,
+    Conn,
+    PgCalls,
+    check_dsn,
+    one_line,
+    postgres_schema_status,
+    upgrade_postgres_schema,
 )
 from .pg_notify import NotifyListener, channel_for
-from .pg_pool import Pool, PoolClosedError, PoolTimeoutError
 from .wakeups import Wakeups
 
 __all__ = [
@@ -80,19 +76,6 @@ __all__ = [
 # bounds how late a record can be seen if a notification is lost with its
 # connection ...
 _log = logging.getLogger(__name__)
-T = TypeVar("T")
-Conn = psycopg.AsyncConnection[Any]
-_ATTEMPTS = 4
-"""Times one call runs its statement at most, each on a fresh connection after the last
-one broke under it (connections killed every half second still let calls through)."""
-_KEEPALIVES = {
-    "keepalives": 1,
-    "keepalives_idle": 30,
-    "keepalives_interval": 10,
-    "keepalives_count": 3,
-}
-"""TCP keepalives unless the DSN sets them: a server that vanished without a word (a
-dropped route) is found out in about a minute instead of the system's two hours."""
 _SAFETY_POLL_SECONDS = 5.0
 # ... and this often while the listening connection is down.
 _FALLBACK_POLL_SECONDS = 0.25
@@ -149,16 +132,6 @@ RETURNING owner, expires_at, token
 """
 
 
-# allow_nan=False: NaN and Infinity are not JSON, and the json column would
-# refuse them after the fact. One encoder for every write: ``json.dumps`` with
-# options builds a new one per call, a third of its cost.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _dump(value: Mapping[str, Any]) -> str:
-    return _ENCODER.encode(value)
-
-
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
@@ -179,43 +152,7 @@ def _prefix_end(prefix: str) -> str | None:
     return None
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def check_dsn(dsn: str) -> str:
-    """``dsn`` if libpq can read it; else ``invalid_dsn``, before any connection is tried.
-
-    The message never quotes the DSN nor libpq's reason, which quotes it: a
-    DSN may hold a password, and an error may end up in a log or a terminal
-    recording.
-    """
-    try:
-        conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        raise InvalidInputError(
-            "the DSN is not a PostgreSQL connection string; write it as "
-            "postgresql://USER@HOST:5432/DBNAME (a password after USER:, percent-encoded) "
-            "or as 'host=HOST dbname=DBNAME user=USER'",
-            code="invalid_dsn",
-            field="dsn",
-        ) from None
-    return dsn
-
-
-def describe_dsn(dsn: str) -> str:
-    """The DSN for messages, without its password."""
-    try:
-        parts = conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "<unparsable DSN>"
-    host = parts.get("host") or "localhost"
-    return (
-        f"{parts.get('user') or ''}@{host}:{parts.get('port') or 5432}/{parts.get('dbname') or ''}"
-    )
-
-
-class PostgresPersistence:
+class PostgresPersistence(Backend):
     """The :class:`~.base.Persistence` contract on PostgreSQL (psycopg 3, async, pooled)."""
 
     def __init__(
@@ -234,183 +171,36 @@ class PostgresPersistence:
         self._clock = clock
         # The system clock means "real time", and real time is the database's.
         self._own_clock = not isinstance(clock, SystemClock)
-        self._min_size = min_size
-        self._max_size = max_size
-        self._connect_timeout = connect_timeout
-        self._migrate = migrate
-        self._pool: Pool | None = None
-        self._open_lock = asyncio.Lock()
-        self._closed = False
         self._wakeups = Wakeups()
         self._listener = NotifyListener(dsn, self._wakeups, connect_timeout=connect_timeout)
+        self._calls = PgCalls(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            connect_timeout=connect_timeout,
+            migrate=migrate,
+            on_open=self._listen_on,
+        )
+        self._run = self._calls.run
+        self._fetch = self._calls.fetch
+
+    def _listen_on(self, schema: str) -> None:
+        self._listener.channel = channel_for(schema)
 
     # -- connections --------------------------------------------------------
-    async def _ready(self) -> Pool:
-        if self._pool is not None:
-            return self._pool
-        async with self._open_lock:
-            if self._closed:
-                raise _closed_error()
-            if self._pool is None:
-                self._pool = await self._open_pool()
-        return self._pool
-
-    async def _open_pool(self) -> Pool:
-        """The pool, the schema brought up to date (or checked), and ``min_size``
-        connections open."""
-        given = conninfo_to_dict(self.dsn)
-        kwargs = {k: v for k, v in _KEEPALIVES.items() if k not in given}
-        pool = Pool(self.dsn, max_size=self._max_size, kwargs=kwargs)
-
-        async def prepare(conn: Conn) -> str:
-            if self._migrate:
-                await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
-            else:
-                await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=True)
-            cur = await conn.execute("SELECT current_schema()")
-            row = await cur.fetchone()
-            return str(row[0]) if row else "public"
-
-        try:
-            schema = await self._run(prepare, pool=pool)
-            deadline = time.monotonic() + self._connect_timeout
-            held = [await self._get(pool, deadline) for _ in range(self._min_size - 1)]
-            for conn in held:
-                await pool.put(conn)
-        except BaseException:
-            await pool.close()
-            raise
-        self._listener.channel = channel_for(schema)
-        return pool
-
-    def _unavailable(self, exc: BaseException | None) -> UnavailableError:
-        why = f" ({_one_line(exc)})" if exc is not None else ""
-        return UnavailableError(
-            f"PostgreSQL at {describe_dsn(self.dsn)} did not answer{why}; "
-            "check that the server runs and the DSN is right, then retry",
-            code="database_unavailable",
-        )
-
-    async def _get(self, pool: Pool, deadline: float) -> Conn:
-        try:
-            return await pool.get(deadline)
-        except PoolClosedError:
-            raise _closed_error() from None
-        except PoolTimeoutError as exc:
-            raise self._unavailable(
-                exc.__cause__ or TimeoutError(f"no connection within {self._connect_timeout:g} s")
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise self._unavailable(exc) from exc
-
-    async def _run(
-        self,
-        work: Callable[[Conn], Awaitable[T]],
-        *,
-        settle: Callable[[Conn], Awaitable[T | _Again]] | None = None,
-        retry: bool = True,
-        pool: Pool | None = None,
-    ) -> T:
-        """``work`` on a pooled connection; if the connection breaks under it, again on a
-        fresh one, up to ``_ATTEMPTS`` times within ``connect_timeout``.
-
-        ``settle`` (a write that is not safe to repeat blindly) first reads what the
-        broken attempt left: its answer is the call's, unless it is ``_AGAIN``
-        (nothing landed: run ``work`` again). ``retry=False``: a broken connection
-        fails the call, saying the write may have been made.
-        """
-        pool = pool or await self._ready()
-        deadline = time.monotonic() + self._connect_timeout
-        broke = 0
-        while True:
-            conn = await self._get(pool, deadline)
-            try:
-                result = await work(conn)
-            except psycopg.Error as exc:
-                lost = conn.broken or conn.closed
-                await pool.put(conn)
-                if not lost:
-                    error = self._refused(exc)
-                    if error is exc:
-                        raise
-                    raise error from exc
-                if not retry:
-                    raise self._maybe_written(exc) from exc
-                broke += 1
-                if broke >= _ATTEMPTS or time.monotonic() >= deadline:
-                    raise self._unavailable(exc) from exc
-                if settle is not None:
-                    outcome = await self._run(settle, pool=pool)
-                    if not isinstance(outcome, _Again):
-                        return outcome
-                continue
-            except BaseException:
-                await pool.put(conn)  # closed, if a statement was cut short
-                raise
-            await pool.put(conn)
-            return result
-
-    def _refused(self, exc: psycopg.Error) -> Exception:
-        """What a statement's own error (the connection still sound) becomes."""
-        if isinstance(exc, psycopg.DataError | psycopg.errors.ProgramLimitExceeded):
-            # A value the server cannot hold (a name too long for an index,
-            # a number out of range): the caller's to fix, and nothing was written.
-            return InvalidInputError(
-                f"PostgreSQL refused the value: {_one_line(exc)}; shorten or correct it"
-            )
-        if isinstance(exc, psycopg.errors.DiskFull):
-            return UnavailableError(
-                f"the disk of PostgreSQL at {describe_dsn(self.dsn)} is full ({_one_line(exc)}); "
-                "nothing of this write was saved — free space on the database server, then retry",
-                code="no_space",
-            )
-        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-            if self._closed:
-                return _closed_error()
-            return self._unavailable(exc)
-        return exc
-
-    def _maybe_written(self, exc: psycopg.Error) -> UnavailableError:
-        return UnavailableError(
-            f"the connection to PostgreSQL at {describe_dsn(self.dsn)} broke during the write "
-            f"({_one_line(exc)}), which may or may not have been made; read it back "
-            "before writing it again",
-            code="database_unavailable",
-        )
-
-    async def _fetch(
-        self,
-        query: str,
-        params: Mapping[str, Any] | Sequence[Any],
-        *,
-        settle: Callable[[Conn], Awaitable[list[Any] | _Again]] | None = None,
-    ) -> list[Any]:
-        """The rows of one statement; a read, or a write settled by ``settle``."""
-
-        async def work(conn: Conn) -> list[Any]:
-            # Bytes: the queries are built from constants, not from input.
-            cur = await conn.execute(query.encode(), params)
-            return await cur.fetchall()
-
-        return await self._run(work, settle=settle)
-
     def _now_param(self) -> datetime | None:
         return self._clock.now() if self._own_clock else None
 
     # -- logs ---------------------------------------------------------------
-    async def append(
-        self,
-        stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
-        *,
-        expected_seq: int | None = None,
+    async def _append(
+        self, stream: str, records: Encoded, expected_seq: int | None
     ) -> list[LogRecord]:
         statement = _Append(stream, records, expected_seq, self._now_param())
 
         async def work(conn: Conn) -> list[Any]:
             cur = await conn.execute(statement.query, statement.params)
             rows = await cur.fetchall()
-            if rows and statement.types:
+            if rows and statement.records:
                 await self._announce(conn, stream)
             return rows
 
@@ -418,18 +208,11 @@ class PostgresPersistence:
         rows = await self._run(work, settle=statement.landed if settled else None, retry=settled)
         return await self._appended(statement, rows)
 
-    async def append_owned(
-        self,
-        stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
-        *,
-        expected_seq: int | None,
-        lease: str,
-        owner: str,
-        ttl: float,
+    async def _append_owned(
+        self, stream: str, records: Encoded, expected_seq: int | None, claim: Claim
     ) -> tuple[list[LogRecord], Lease]:
-        check_name("lease", lease)
-        check_name("owner", owner)
+        lease, owner, ttl = claim.name, claim.owner, claim.ttl
+
         now = self._now_param()
         statement = _Append(stream, records, expected_seq, now)
 
@@ -451,13 +234,13 @@ class PostgresPersistence:
                         raise _AppendConflictError  # rolls the lease back with it
             except _AppendConflictError:
                 rows = []
-            if rows and statement.types:
+            if rows and statement.records:
                 await self._announce(conn, stream)
             return rows, taken
 
-        async def settle(conn: Conn) -> tuple[list[Any] | None, Lease] | _Again:
+        async def settle(conn: Conn) -> tuple[list[Any] | None, Lease] | Again:
             rows = await statement.landed(conn)
-            if isinstance(rows, _Again):
+            if isinstance(rows, Again):
                 return rows  # the transaction never committed: the lease too is as it was
             cur = await conn.execute(
                 b"SELECT owner, expires_at, token FROM leases WHERE name = %s", (lease,)
@@ -477,12 +260,8 @@ class PostgresPersistence:
             last = await self.last_seq(stream)
             raise LogConflictError.at(stream, expected_seq=statement.expected_seq, last_seq=last)
         last_seq, at = rows[0]
-        base = last_seq - len(statement.types)
         self._wakeups.wake(stream)
-        return [
-            LogRecord(stream, base + i + 1, t, json.loads(text), _utc(at))
-            for i, (t, text) in enumerate(zip(statement.types, statement.datas, strict=True))
-        ]
+        return written(stream, last_seq - len(statement.records), statement.records, _utc(at))
 
     async def _announce(self, conn: psycopg.AsyncConnection[Any], stream: str) -> None:
         # The append has committed: a failed NOTIFY must not make it look
@@ -490,7 +269,7 @@ class PostgresPersistence:
         try:
             await conn.execute(_NOTIFY, (self._listener.channel, stream))
         except psycopg.Error as exc:
-            _log.warning("could not announce an append to %r: %s", stream, _one_line(exc))
+            _log.warning("could not announce an append to %r: %s", stream, one_line(exc))
 
     async def read(
         self, stream: str, *, after: int = 0, limit: int | None = None
@@ -512,7 +291,7 @@ class PostgresPersistence:
 
     async def watch(self, stream: str, *, after: int = 0) -> AsyncIterator[LogRecord]:
         check_name("stream", stream)
-        await self._ready()
+        await self._calls.ready()
         await self._listener.start()
         while True:
             # Register before the catch-up read: a notification that arrives
@@ -544,17 +323,13 @@ class PostgresPersistence:
         value, version = rows[0]
         return Doc(collection, key, value, version)
 
-    async def insert(self, collection: str, key: str, value: Mapping[str, Any]) -> tuple[Doc, bool]:
-        check_name("collection", collection)
-        check_name("key", key)
-        text = _dump(value)
-
-        async def settle(conn: Conn) -> list[Any] | _Again:
+    async def _insert(self, collection: str, key: str, text: str) -> tuple[Doc, bool]:
+        async def settle(conn: Conn) -> list[Any] | Again:
             # What is there now, and whether it is ours: every insert whose outcome
             # matters ("at most once") stores values that say who wrote them.
             stored = await _stored(conn, collection, key)
             if stored is None:
-                return _AGAIN
+                return AGAIN
             found, version, raw = stored
             return [(found, version, raw == text)]
 
@@ -576,17 +351,7 @@ class PostgresPersistence:
                 stored, version, created = rows[0]
                 return Doc(collection, key, stored, version), bool(created)
 
-    async def put(
-        self,
-        collection: str,
-        key: str,
-        value: Mapping[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Doc:
-        check_name("collection", collection)
-        check_name("key", key)
-        text = _dump(value)
+    async def _put(self, collection: str, key: str, text: str, expected_version: int | None) -> Doc:
         args = {"c": collection, "k": key, "v": text, "e": expected_version}
         if expected_version is None:
             query = (
@@ -605,14 +370,14 @@ class PostgresPersistence:
                 "WHERE collection = %(c)s AND key = %(k)s AND version = %(e)s RETURNING version"
             )
 
-        async def settle(conn: Conn) -> list[Any] | _Again:
+        async def settle(conn: Conn) -> list[Any] | Again:
             stored = await _stored(conn, collection, key)
             version = stored[1] if stored is not None else 0
             landed = expected_version is None or version == expected_version + 1
             if stored is not None and stored[2] == text and landed:
                 return [(version,)]  # it landed
             if expected_version is None or version == expected_version:
-                return _AGAIN
+                return AGAIN
             return []  # somebody else's write: a conflict
 
         rows = await self._fetch(query, args, settle=settle)
@@ -629,12 +394,12 @@ class PostgresPersistence:
                 raise await self._version_conflict(collection, key, expected_version)
             return False
 
-        async def settle(conn: Conn) -> list[Any] | _Again:
+        async def settle(conn: Conn) -> list[Any] | Again:
             stored = await _stored(conn, collection, key)
             if stored is None:
                 return [(expected_version or 0,)]  # gone: the delete landed
             if expected_version is None or stored[1] == expected_version:
-                return _AGAIN
+                return AGAIN
             return []
 
         rows = await self._fetch(
@@ -668,23 +433,19 @@ class PostgresPersistence:
         return [Doc(collection, k, v, ver) for k, v, ver in rows]
 
     # -- leases -------------------------------------------------------------
-    async def acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
-        check_name("lease", name)
-        check_name("owner", owner)
+    async def _acquire_lease(self, name: str, owner: str, ttl: float) -> Lease:
         rows = await self._fetch(
             _ACQUIRE, {"name": name, "owner": owner, "ttl": float(ttl), "now": self._now_param()}
         )
         held_by, until, token = rows[0]
         return Lease(name, held_by, _utc(until), token)
 
-    async def release_lease(self, name: str, owner: str) -> bool:
-        check_name("owner", owner)
-
-        async def settle(conn: Conn) -> list[Any] | _Again:
+    async def _release_lease(self, name: str, owner: str) -> bool:
+        async def settle(conn: Conn) -> list[Any] | Again:
             cur = await conn.execute(b"SELECT owner, token FROM leases WHERE name = %s", (name,))
             row = await cur.fetchone()
             if row is not None and row[0] == owner:
-                return _AGAIN  # still ours: the release did not land
+                return AGAIN  # still ours: the release did not land
             return [(row[1] if row else 0,)]
 
         # Expire rather than forget, so the fencing token keeps growing.
@@ -710,9 +471,7 @@ class PostgresPersistence:
     # -- life cycle ---------------------------------------------------------
     async def close(self) -> None:
         """Stop the listener, close the connections; watches on this handle then fail."""
-        async with self._open_lock:
-            self._closed = True
-            pool, self._pool = self._pool, None
+        pool = await self._calls.shut()
         await self._listener.stop()
         if pool is not None:
             await pool.close()
@@ -723,51 +482,37 @@ class _Append:
     stream ("nothing expected" and "expected empty" only), else the one that
     expects ``expected_seq``."""
 
-    def __init__(
-        self,
-        stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
-        expected_seq: int | None,
-        now: Any,
-    ) -> None:
-        self.stream = check_name("stream", stream)
+    def __init__(self, stream: str, records: Encoded, expected_seq: int | None, now: Any) -> None:
+        self.stream = stream
         self.expected_seq = expected_seq
-        self.types = [check_name("record type", t) for t, _ in records]
-        self.datas = [_dump(d) for _, d in records]
+        self.records = records
         self.query = (_APPEND_UPSERT if expected_seq in (None, 0) else _APPEND_EXPECTING).encode()
         self.params = {
             "stream": stream,
-            "n": len(self.types),
+            "n": len(records),
             "expected": expected_seq,
-            "types": self.types,
-            "datas": self.datas,
+            "types": [t for t, _ in records],
+            "datas": [text for _, text in records],
             "now": now,
         }
 
-    async def landed(self, conn: Conn) -> list[Any] | _Again:
+    async def landed(self, conn: Conn) -> list[Any] | Again:
         """After a connection broke under this append: the row the statement returns
         (``[(last_seq, at)]``) if its records are in the log after ``expected_seq``,
-        ``[]`` if another writer's are (a conflict), ``_AGAIN`` if none are (it did
+        ``[]`` if another writer's are (a conflict), ``AGAIN`` if none are (it did
         not land: write it again). The records' JSON is stored as sent, and carries
         ids, so the comparison is exact."""
         cur = await conn.execute(
             b"SELECT seq, type, data::text, at FROM logs WHERE stream = %s AND seq > %s "
             b"ORDER BY seq LIMIT %s",
-            (self.stream, self.expected_seq or 0, len(self.types)),
+            (self.stream, self.expected_seq or 0, len(self.records)),
         )
         rows = await cur.fetchall()
         if not rows:
-            return _AGAIN
-        if [(t, d) for _seq, t, d, _at in rows] != list(zip(self.types, self.datas, strict=True)):
+            return AGAIN
+        if [(t, d) for _seq, t, d, _at in rows] != self.records:
             return []
-        return [((self.expected_seq or 0) + len(self.types), rows[0][3])]
-
-
-class _Again:
-    """The write did not land: run it again (what a ``settle`` answers)."""
-
-
-_AGAIN = _Again()
+        return [((self.expected_seq or 0) + len(self.records), rows[0][3])]
 
 
 async def _stored(conn: Conn, collection: str, key: str) -> tuple[Any, int, str] | None:
@@ -778,12 +523,6 @@ async def _stored(conn: Conn, collection: str, key: str) -> tuple[Any, int, str]
     )
     row = await cur.fetchone()
     return None if row is None else (row[0], int(row[1]), str(row[2]))
-
-
-def _closed_error() -> UnavailableError:
-    return UnavailableError(
-        "this PostgreSQL persistence was closed; open a new one", code="store_closed"
-    )
 
 
 class _AppendConflictError(Exception):
@@ -819,34 +558,3 @@ def postgres_persistence(
         connect_timeout=connect_timeout,
         safety_poll=safety_poll,
     )
-
-
-@asynccontextmanager
-async def _one_connection(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-    check_dsn(dsn)
-    try:
-        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True, connect_timeout=10)
-    except psycopg.OperationalError as exc:
-        raise UnavailableError(
-            f"could not connect to PostgreSQL at {describe_dsn(dsn)} ({_one_line(exc)}); "
-            "check that the server runs and the DSN is right",
-            code="database_unavailable",
-        ) from exc
-    async with conn:
-        yield conn
-
-
-async def upgrade_postgres_schema(dsn: str) -> SchemaStatus:
-    """Apply every pending migration; returns where the schema stands afterwards.
-
-    >>> asyncio.run(upgrade_postgres_schema("postgresql:///agents")).current  # doctest: +SKIP
-    1
-    """
-    async with _one_connection(dsn) as conn:
-        return await apply_postgres_migrations(conn, POSTGRES_MIGRATIONS)
-
-
-async def postgres_schema_status(dsn: str) -> SchemaStatus:
-    """Where the schema stands, without changing it."""
-    async with _one_connection(dsn) as conn:
-        return await postgres_schema_version(conn, POSTGRES_MIGRATIONS, strict=False)
