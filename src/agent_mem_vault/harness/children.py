@@ -12,13 +12,14 @@ import inspect
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import AgentContext, _Part
+from .context import AgentContext
 from .definitions import Agent, check_reply
 from .log import USAGE
-from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .model import Model, ModelRequest
+from .messages import Message, TextPart, ToolResultPart
+from .model import Model
+from .model_call import ask
+from .run_context import _Part
 from .tools import Tool
-from .turn import call_model
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -71,21 +72,19 @@ class ChildTurn:
         by_name = {t.name: t for t in tools}
         texts: list[str] = []
         while True:
-            request = ModelRequest(
-                system_prompts=tuple(system_prompts),
+            reply = await ask(
+                model,
+                system_prompts=system_prompts,
                 messages=self.messages,
-                tools=tuple(t.spec() for t in tools),
-                model=self.parent.harness.model_name,
-                keys=dict(self.user.keys) if self.user is not None else {},
+                tools=[t.spec() for t in tools],
+                model_name=self.parent.harness.model_name,
+                user=self.user,
             )
-            reply = await call_model(model, request)
             await self.parent._write(
                 [(USAGE, self.parent._usage(model, reply.usage, "child", self.agent.name))]
             )
-            parts: list[Part] = [TextPart(reply.text)] if reply.text else []
-            parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
             self._messages.append(
-                Message(self.parent._next_id(), "assistant", tuple(parts), {}, None)
+                Message(self.parent._next_id(), "assistant", reply.parts(), {}, None)
             )
             if reply.text:
                 texts.append(reply.text)

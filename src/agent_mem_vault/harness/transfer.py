@@ -41,8 +41,7 @@ from .events import HOST_STREAM
 from .index import create_entry, get_entry, update_entry
 from .log import MESSAGE, TRANSFERRED, USAGE, Record
 from .messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .model import ModelRequest
-from .turn import call_model
+from .model_call import ask, usage_record
 
 if TYPE_CHECKING:
     from .threads import Threads
@@ -477,15 +476,15 @@ async def _summarize(host: Threads, move: _Move, harness: Harness, seconds: floa
     Its usage goes into the source log under ``source: "transfer"``.
     """
     state = await host.read_state(move.tenant, move.source_id)
-    request = ModelRequest(
-        system_prompts=(SUMMARY_PROMPT,),
-        messages=tuple(settled_messages(state.messages)),
-        model=harness.model_name,
-        keys=dict(move.user.keys) if move.user is not None else {},
-    )
     try:
         async with asyncio.timeout(seconds):
-            reply = await call_model(harness.model, request)
+            reply = await ask(
+                harness.model,
+                system_prompts=(SUMMARY_PROMPT,),
+                messages=settled_messages(state.messages),
+                model_name=harness.model_name,
+                user=move.user,
+            )
     except TimeoutError:
         raise TransferTimeoutError(
             f"the summary model did not answer within {seconds:g}s, so transfer "
@@ -494,17 +493,8 @@ async def _summarize(host: Threads, move: _Move, harness: Harness, seconds: floa
             transfer_id=move.transfer_id,
         ) from None
     async with host.writing(move.tenant, move.source_id) as log:
-        await log.append_one(
-            USAGE,
-            {
-                "runId": None,
-                "source": "transfer",
-                "transferId": move.transfer_id,
-                "model": getattr(harness.model, "name", None),
-                "inputTokens": reply.usage.input_tokens,
-                "outputTokens": reply.usage.output_tokens,
-            },
-        )
+        head = {"runId": None, "source": "transfer", "transferId": move.transfer_id}
+        await log.append_one(USAGE, usage_record(head, harness.model, reply.usage))
     return reply.text
 
 
