@@ -80,6 +80,15 @@ def namespace_option(required: bool = True) -> Callable[[_F], _F]:
     )
 
 
+agent_namespace_option = click.option(
+    "--namespace",
+    default=None,
+    help="Namespace to use; default: found from the working directory "
+    "(.agent-mem-vault.toml, else the git repository's name).",
+)
+"""``--namespace`` of the commands an agent's client runs (serve, the hooks): no ``-n``."""
+
+
 all_namespaces_option = click.option(
     "--all-namespaces",
     "-A",
