@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from .definitions import Agent
 from .messages import Message
 from .model import Model
-from .run_context import HarnessAgentContext, _HandsOff, _Part
+from .run_context import HarnessAgentContext, OnTurn, _HandsOff, _Part
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class RouterContext:
     user: User | None
 
 
-class AgentContext:
+class AgentContext(OnTurn):
     """What an agent's ``run(ctx)`` gets.
 
     ``await ctx.chat(model=, system_prompts=, tools=)`` asks a model with the
@@ -64,9 +64,10 @@ class AgentContext:
     child agent and returns its text.
     """
 
+    _turn: _Turn
+
     def __init__(self, turn: _Turn, agent: Agent, part: _Part) -> None:
-        self._turn = turn
-        self._part = part
+        super().__init__(turn, part)
         self.agent = agent
         self.harness: HarnessAgentContext | None = (
             None if part.child else HarnessAgentContext(turn, part)
@@ -77,14 +78,6 @@ class AgentContext:
     @property
     def user(self) -> User | None:
         return self._turn.user
-
-    @property
-    def thread_id(self) -> str:
-        return self._turn.thread_id
-
-    @property
-    def run_id(self) -> str:
-        return self._turn.run_id
 
     @property
     def messages(self) -> tuple[Message, ...]:

@@ -51,8 +51,8 @@ class _Part:
             )
 
 
-class HarnessRunContext:
-    """``ctx.run`` in a tool: ``await ctx.run.handoff(to="billing", note=...)``."""
+class OnTurn:
+    """A context of one part of a running turn: which run and which thread it is."""
 
     def __init__(self, turn: _HandsOff, part: _Part) -> None:
         self._turn = turn
@@ -65,6 +65,10 @@ class HarnessRunContext:
     @property
     def thread_id(self) -> str:
         return self._turn.thread_id
+
+
+class HarnessRunContext(OnTurn):
+    """``ctx.run`` in a tool: ``await ctx.run.handoff(to="billing", note=...)``."""
 
     async def handoff(self, *, to: Any, note: str | None = None) -> None:
         """Hand the conversation over when this part ends; rejects if ``to`` is no root agent."""
