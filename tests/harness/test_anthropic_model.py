@@ -21,11 +21,8 @@ from agent_mem_vault.harness.messages import (
 )
 from agent_mem_vault.harness.model import (
     Model,
-    ModelEvent,
-    ModelRequest,
     TextDelta,
     ToolCallRequest,
-    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -38,16 +35,7 @@ from .anthropic_wire_server import (
     text_reply,
     tool_reply,
 )
-
-HANDOFF_SPEC = ToolSpec(
-    name="handoff",
-    description="Hand the conversation to another agent",
-    parameters={
-        "type": "object",
-        "properties": {"to": {"enum": ["billing"]}, "note": {"type": "string"}},
-        "required": ["to"],
-    },
-)
+from .wire import HANDOFF_SPEC, collect, request, user
 
 
 @pytest.fixture(scope="module")
@@ -71,22 +59,6 @@ async def model(wire: AnthropicWireServer) -> AsyncIterator[AnthropicModel]:
     )
     yield adapter
     await adapter.aclose()
-
-
-def user(text: str, id: str = "m1") -> Message:
-    return Message(id=id, role="user", parts=(TextPart(text),))
-
-
-def request(*messages: Message, **kw: Any) -> ModelRequest:
-    return ModelRequest(
-        system_prompts=("You are the support desk.",),
-        messages=messages or (user("hello"),),
-        **kw,
-    )
-
-
-async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
-    return [event async for event in model.stream(req)]
 
 
 def sent_key(headers: dict[str, str]) -> str:

@@ -19,11 +19,9 @@ from agent_mem_vault.harness.messages import (
 )
 from agent_mem_vault.harness.model import (
     Model,
-    ModelEvent,
     ModelRequest,
     TextDelta,
     ToolCallRequest,
-    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -36,16 +34,7 @@ from .openai_wire_server import (
     text_reply,
     tool_call_reply,
 )
-
-HANDOFF_SPEC = ToolSpec(
-    name="handoff",
-    description="Hand the conversation to another agent",
-    parameters={
-        "type": "object",
-        "properties": {"to": {"enum": ["billing"]}, "note": {"type": "string"}},
-        "required": ["to"],
-    },
-)
+from .wire import HANDOFF_SPEC, collect, request, user
 
 
 @pytest.fixture(scope="module")
@@ -69,22 +58,6 @@ async def model(wire: WireServer) -> AsyncIterator[OpenAIChatModel]:
     )
     yield adapter
     await adapter.aclose()
-
-
-def user(text: str, id: str = "m1") -> Message:
-    return Message(id=id, role="user", parts=(TextPart(text),))
-
-
-def request(*messages: Message, **kw: object) -> ModelRequest:
-    return ModelRequest(
-        system_prompts=("You are the support desk.",),
-        messages=messages or (user("hello"),),
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
-    return [event async for event in model.stream(req)]
 
 
 async def test_adapter_implements_the_model_protocol(model: OpenAIChatModel) -> None:
