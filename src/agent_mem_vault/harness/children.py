@@ -9,17 +9,14 @@ model usage still counts in the thread's log.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import AgentContext
+from .context import AgentContext, Chat
 from .definitions import Agent, check_reply
 from .log import USAGE
 from .messages import Message, TextPart, ToolResultPart
-from .model import Model
 from .model_call import ask
 from .run_context import _Part
-from .tools import Tool
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -60,21 +57,15 @@ class ChildTurn:
     async def run_child(self, agent: Agent | str, text: str) -> str:
         return await self.parent.run_child(agent, text)
 
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str:
-        model = model or self.parent.harness.model
+    async def chat(self, chat: Chat) -> str:
+        model = chat.model or self.parent.harness.model
+        tools, part = chat.tools, chat.part
         by_name = {t.name: t for t in tools}
         texts: list[str] = []
         while True:
             reply = await ask(
                 model,
-                system_prompts=system_prompts,
+                system_prompts=chat.system_prompts,
                 messages=self.messages,
                 tools=[t.spec() for t in tools],
                 model_name=self.parent.harness.model_name,

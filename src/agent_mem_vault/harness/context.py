@@ -19,7 +19,20 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .access import User
 
-__all__ = ["AgentContext", "RouterContext"]
+__all__ = ["AgentContext", "Chat", "RouterContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """One ``ctx.chat`` an agent asked for: whose part asks, which model, with what."""
+
+    source: str | None
+    """The agent that asks (its replies are its own in the transcript)."""
+    model: Model | None
+    """None: the harness's model."""
+    system_prompts: tuple[str, ...]
+    tools: tuple[Tool, ...]
+    part: _Part
 
 
 class _Turn(_HandsOff, Protocol):
@@ -30,14 +43,7 @@ class _Turn(_HandsOff, Protocol):
     @property
     def messages(self) -> tuple[Message, ...]: ...
 
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str: ...
+    async def chat(self, chat: Chat) -> str: ...
 
     async def run_child(self, agent: Agent | str, text: str) -> str: ...
 
@@ -101,7 +107,7 @@ class AgentContext(OnTurn):
         if isinstance(system_prompts, str):
             system_prompts = (system_prompts,)
         reply = await self._turn.chat(
-            self.agent.name, model, tuple(system_prompts), tuple(tools), self._part
+            Chat(self.agent.name, model, tuple(system_prompts), tuple(tools), self._part)
         )
         self.replies.append(reply)
         return reply

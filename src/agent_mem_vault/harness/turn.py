@@ -27,7 +27,7 @@ from ..store import LogConflictError
 from . import spans
 from .access import User
 from .children import ChildTurn
-from .context import AgentContext, RouterContext
+from .context import AgentContext, Chat, RouterContext
 from .definitions import Agent, Harness, check_reply
 from .errors import DuplicateToolError, LogOwnedElsewhereError, NotARootAgentError
 from .handoff import (
@@ -112,16 +112,13 @@ class Turn:
         target = resolve_target(self.harness, to, source=source, handoffs_so_far=self.handoffs)
         self._pending = Handoff(source=source, target=target, note=note, by=by)  # type: ignore[arg-type]
 
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str:
+    async def chat(self, chat: Chat) -> str:
         return await self._tool_loop(
-            source, model or self.harness.model, tuple(system_prompts), tuple(tools), part
+            chat.source,
+            chat.model or self.harness.model,
+            chat.system_prompts,
+            chat.tools,
+            chat.part,
         )
 
     async def run_child(self, agent: Agent | str, text: str) -> str:
