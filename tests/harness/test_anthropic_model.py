@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -35,30 +34,14 @@ from .anthropic_wire_server import (
     text_reply,
     tool_reply,
 )
-from .wire import HANDOFF_SPEC, collect, request, user
+from .wire import HANDOFF_SPEC, adapter_fixtures, collect, request, user
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[AnthropicWireServer]:
-    wire = AnthropicWireServer().start()
-    yield wire
-    wire.stop()
-
-
-@pytest.fixture
-def wire(server: AnthropicWireServer) -> AnthropicWireServer:
-    server.replies.clear()
-    server.requests.clear()
-    return server
-
-
-@pytest.fixture
-async def model(wire: AnthropicWireServer) -> AsyncIterator[AnthropicModel]:
-    adapter = AnthropicModel(
+server, wire, model = adapter_fixtures(
+    AnthropicWireServer,
+    lambda wire: AnthropicModel(
         "claude-wire", base_url=wire.base_url, api_key="sk-ant-configured", max_retries=0
-    )
-    yield adapter
-    await adapter.aclose()
+    ),
+)
 
 
 def sent_key(headers: dict[str, str]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -34,30 +33,14 @@ from .openai_wire_server import (
     text_reply,
     tool_call_reply,
 )
-from .wire import HANDOFF_SPEC, collect, request, user
+from .wire import HANDOFF_SPEC, adapter_fixtures, collect, request, user
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[WireServer]:
-    wire = WireServer().start()
-    yield wire
-    wire.stop()
-
-
-@pytest.fixture
-def wire(server: WireServer) -> WireServer:
-    server.replies.clear()
-    server.requests.clear()
-    return server
-
-
-@pytest.fixture
-async def model(wire: WireServer) -> AsyncIterator[OpenAIChatModel]:
-    adapter = OpenAIChatModel(
+server, wire, model = adapter_fixtures(
+    WireServer,
+    lambda wire: OpenAIChatModel(
         "wire-model", base_url=wire.base_url, api_key="sk-configured", max_retries=0
-    )
-    yield adapter
-    await adapter.aclose()
+    ),
+)
 
 
 async def test_adapter_implements_the_model_protocol(model: OpenAIChatModel) -> None:

@@ -12,9 +12,11 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
+import pytest
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -23,6 +25,7 @@ from starlette.routing import Route
 
 from agent_mem_vault.harness.messages import Message, TextPart
 from agent_mem_vault.harness.model import Model, ModelEvent, ModelRequest, ToolSpec
+from agent_mem_vault.harness.sdk_model import SdkModel
 
 HANDOFF_SPEC = ToolSpec(
     name="handoff",
@@ -49,6 +52,33 @@ def request(*messages: Message, **kw: Any) -> ModelRequest:
 
 async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
     return [event async for event in model.stream(req)]
+
+
+S = TypeVar("S", bound="LocalWireServer[Any]")
+M = TypeVar("M", bound="SdkModel")
+
+
+def adapter_fixtures(
+    server_class: Callable[[], S], adapter: Callable[[S], M]
+) -> tuple[Any, Any, Any]:
+    """The fixtures of an adapter's tests: ``server`` (one per module), ``wire`` (that
+    server, reset for each test) and ``model`` (``adapter(wire)``, closed after)."""
+
+    @pytest.fixture(scope="module")
+    def server() -> Iterator[S]:
+        yield from server_class().serving()
+
+    @pytest.fixture
+    def wire(server: S) -> S:
+        return server.reset()
+
+    @pytest.fixture
+    async def model(wire: S) -> AsyncIterator[M]:
+        made = adapter(wire)
+        yield made
+        await made.aclose()
+
+    return server, wire, model
 
 
 @dataclass
@@ -100,6 +130,20 @@ class LocalWireServer(Generic[R]):
 
     def script(self, *replies: R) -> None:
         self.replies.extend(replies)
+
+    def reset(self) -> Self:
+        """Nothing scripted, nothing recorded: as a test finds it."""
+        self.replies.clear()
+        self.requests.clear()
+        return self
+
+    def serving(self) -> Iterator[Self]:
+        """Started, for a fixture to yield from; stopped after it."""
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
 
     @property
     def app(self) -> Starlette:
