@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.cli.agents import serve
 from agent_mem_vault.cli.demo import support
+from agent_mem_vault.cli.serve import serve
 from agent_mem_vault.core.words import counted
 from tests.cli_process import CLI, Proc, cli_env, run_process
 

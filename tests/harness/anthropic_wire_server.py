@@ -16,18 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+
+from .wire import LocalWireServer, split_text
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -81,18 +76,6 @@ def tool_reply(*tools: ToolUse, text: Sequence[str] = ()) -> Reply:
 
 def error_reply(status: int, message: str, retry_after: str | None = None) -> Reply:
     return Reply(status=status, error=message, retry_after=retry_after)
-
-
-@dataclass
-class RecordedRequest:
-    headers: dict[str, str]
-    body: dict[str, Any]
-    at: float
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    size = max(1, -(-len(text) // max(1, pieces)))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 def _event(name: str, data: dict[str, Any]) -> bytes:
@@ -150,7 +133,7 @@ def stream_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any
             },
         )
         raw = tool.raw_input if tool.raw_input is not None else json.dumps(tool.input)
-        for piece in _split(raw, tool.pieces):
+        for piece in split_text(raw, tool.pieces):
             yield (
                 "content_block_delta",
                 {"index": index, "delta": {"type": "input_json_delta", "partial_json": piece}},
@@ -175,30 +158,10 @@ class _Abort(Exception):
 
 
 @dataclass
-class AnthropicWireServer:
-    replies: deque[Reply] = field(default_factory=deque)
-    requests: list[RecordedRequest] = field(default_factory=list)
-    base_url: str = ""
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+class AnthropicWireServer(LocalWireServer[Reply]):
+    path = "/v1/messages"
 
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    @property
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/messages", self._messages, methods=["POST"])])
-
-    async def _messages(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(RecordedRequest(dict(request.headers), body, time.monotonic()))
-        if not self.replies:
-            return _error(500, "wire server: no scripted reply left for this request")
-        reply = self.replies.popleft()
-        if reply.stall:
-            await asyncio.sleep(reply.stall)
-        if reply.status != 200:
-            return _error(reply.status, reply.error, reply.retry_after)
+    def answer(self, body: dict[str, Any], reply: Reply) -> Response:
         model = str(body.get("model"))
 
         async def events() -> AsyncIterator[bytes]:
@@ -224,26 +187,8 @@ class AnthropicWireServer:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    def start(self) -> AnthropicWireServer:
-        config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=0, log_level="critical", lifespan="off", ws="none"
-        )
-        self._server = server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, name="anthropic-wire", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the wire server did not start")
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}"
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
+    def error(self, status: int, message: str, retry_after: str | None = None) -> Response:
+        return _error(status, message, retry_after)
 
 
 def _error(status: int, message: str, retry_after: str | None = None) -> JSONResponse:

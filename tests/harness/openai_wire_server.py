@@ -12,20 +12,14 @@ what the adapter sent. It runs under uvicorn in a thread on 127.0.0.1.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import time
-from collections import deque
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+
+from .wire import LocalWireServer, split_text
 
 
 @dataclass(frozen=True)
@@ -76,18 +70,6 @@ def error_reply(status: int, message: str, retry_after: str | None = None) -> Re
     return Reply(status=status, error=message, retry_after=retry_after)
 
 
-@dataclass
-class RecordedRequest:
-    headers: dict[str, str]
-    body: dict[str, Any]
-    at: float = 0.0
-
-
-def _split(text: str, pieces: int) -> list[str]:
-    size = max(1, -(-len(text) // max(1, pieces)))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-wire",
@@ -120,7 +102,7 @@ def stream_chunks(reply: Reply, include_usage: bool) -> Iterator[dict[str, Any]]
     # Then the arguments, piece by piece, alternating between the calls; the
     # last round sends the remaining pieces of all calls in ONE chunk, as
     # servers that batch fragments do.
-    split = [_split(call.wire_arguments, call.pieces) for call in reply.calls]
+    split = [split_text(call.wire_arguments, call.pieces) for call in reply.calls]
     rounds = max((len(s) for s in split), default=0)
     for r in range(rounds):
         fragments = [
@@ -181,32 +163,13 @@ def whole_completion(reply: Reply) -> dict[str, Any]:
 
 
 @dataclass
-class WireServer:
+class WireServer(LocalWireServer[Reply]):
     """Scripted chat-completions endpoint; ``base_url`` is what an SDK client is given."""
 
-    replies: deque[Reply] = field(default_factory=deque)
-    requests: list[RecordedRequest] = field(default_factory=list)
-    base_url: str = ""
-    _server: uvicorn.Server | None = None
-    _thread: threading.Thread | None = None
+    path = "/v1/chat/completions"
+    url_suffix = "/v1"
 
-    def script(self, *replies: Reply) -> None:
-        self.replies.extend(replies)
-
-    @property
-    def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
-
-    async def _complete(self, request: Request) -> Response:
-        body = await request.json()
-        self.requests.append(RecordedRequest(dict(request.headers), body, time.monotonic()))
-        if not self.replies:
-            return _error(500, "wire server: no scripted reply left for this request")
-        reply = self.replies.popleft()
-        if reply.stall:
-            await asyncio.sleep(reply.stall)
-        if reply.status != 200:
-            return _error(reply.status, reply.error, reply.retry_after)
+    def answer(self, body: dict[str, Any], reply: Reply) -> Response:
         if not body.get("stream"):
             return JSONResponse(whole_completion(reply))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -230,26 +193,8 @@ class WireServer:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    def start(self) -> WireServer:
-        config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=0, log_level="critical", lifespan="off", ws="none"
-        )
-        self._server = server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=server.run, name="openai-wire-server", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the wire server did not start")
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
+    def error(self, status: int, message: str, retry_after: str | None = None) -> Response:
+        return _error(status, message, retry_after)
 
 
 def _error(status: int, message: str, retry_after: str | None = None) -> JSONResponse:

@@ -8,17 +8,27 @@ from typing import Any
 from pydantic import BaseModel
 
 from agent_mem_vault.harness import (
+    Access,
     Agent,
     AgentContext,
     Harness,
     Routing,
     Tool,
     ToolContext,
+    User,
     define_agent,
     define_harness,
+    members_only,
     tool,
 )
 from agent_mem_vault.harness.testing import ScriptedModel
+
+ADA = User(id="ada", tenant_id="acme")
+OLGA = User(id="olga", tenant_id="acme")
+PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
+"""The arguments of a ``handoff`` tool call that hands the user to a person."""
+MEMBERS_ONLY = Access(get_user=lambda request: None, rules=members_only())
+"""Access where only a thread's members reach it (the users are passed in directly)."""
 
 SUPPORT_PROMPT = "You are the support desk. Hand billing questions to billing."
 BILLING_PROMPT = "You handle refunds, invoices, and payments."

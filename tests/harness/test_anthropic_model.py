@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -21,11 +20,8 @@ from agent_mem_vault.harness.messages import (
 )
 from agent_mem_vault.harness.model import (
     Model,
-    ModelEvent,
-    ModelRequest,
     TextDelta,
     ToolCallRequest,
-    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -38,55 +34,14 @@ from .anthropic_wire_server import (
     text_reply,
     tool_reply,
 )
+from .wire import HANDOFF_SPEC, adapter_fixtures, collect, request, user
 
-HANDOFF_SPEC = ToolSpec(
-    name="handoff",
-    description="Hand the conversation to another agent",
-    parameters={
-        "type": "object",
-        "properties": {"to": {"enum": ["billing"]}, "note": {"type": "string"}},
-        "required": ["to"],
-    },
-)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[AnthropicWireServer]:
-    wire = AnthropicWireServer().start()
-    yield wire
-    wire.stop()
-
-
-@pytest.fixture
-def wire(server: AnthropicWireServer) -> AnthropicWireServer:
-    server.replies.clear()
-    server.requests.clear()
-    return server
-
-
-@pytest.fixture
-async def model(wire: AnthropicWireServer) -> AsyncIterator[AnthropicModel]:
-    adapter = AnthropicModel(
+server, wire, model = adapter_fixtures(
+    AnthropicWireServer,
+    lambda wire: AnthropicModel(
         "claude-wire", base_url=wire.base_url, api_key="sk-ant-configured", max_retries=0
-    )
-    yield adapter
-    await adapter.aclose()
-
-
-def user(text: str, id: str = "m1") -> Message:
-    return Message(id=id, role="user", parts=(TextPart(text),))
-
-
-def request(*messages: Message, **kw: Any) -> ModelRequest:
-    return ModelRequest(
-        system_prompts=("You are the support desk.",),
-        messages=messages or (user("hello"),),
-        **kw,
-    )
-
-
-async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
-    return [event async for event in model.stream(req)]
+    ),
+)
 
 
 def sent_key(headers: dict[str, str]) -> str:

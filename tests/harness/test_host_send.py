@@ -14,8 +14,8 @@ from agent_mem_vault.harness.testing import ScriptedModel, text
 from agent_mem_vault.store import Persistence
 
 from .conftest import HostFactory
+from .support import ADA
 
-ADA = User(id="ada", tenant_id="acme")
 SAM = User(id="sam", tenant_id="acme")
 
 

@@ -17,11 +17,10 @@ from agent_mem_vault.harness import (
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .conftest import HostFactory
-from .support import billing_agent, escalate_tool, support_harness
+from .support import PERSON, billing_agent, escalate_tool, support_harness
 from .test_who_answers import collect_until_finished
 
 HUMAN_ROUTING = Routing(router=lambda ctx: None, allow_handoff_to_human=True)
-PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
 
 
 def desk(main: ScriptedModel, billing: ScriptedModel | None = None, **kwargs: Any) -> Any:

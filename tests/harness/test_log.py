@@ -21,7 +21,7 @@ from agent_mem_vault.harness.log import replay, stream_name
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .conftest import HostFactory
-from .support import billing_agent, support_harness
+from .support import PERSON, billing_agent, support_harness
 
 
 async def test_the_log_holds_transcript_inputs_active_agent_and_events(host: HarnessHost) -> None:
@@ -233,9 +233,6 @@ async def test_open_without_create_does_not_start_an_unknown_thread(host: Harnes
         await host.open(harness, thread_id="nope", create=False)
 
     assert await host.sessions.list() == []
-
-
-PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
 
 
 def desk_with_person(main: ScriptedModel) -> Any:

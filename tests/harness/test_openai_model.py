@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -19,11 +18,9 @@ from agent_mem_vault.harness.messages import (
 )
 from agent_mem_vault.harness.model import (
     Model,
-    ModelEvent,
     ModelRequest,
     TextDelta,
     ToolCallRequest,
-    ToolSpec,
     Usage,
     UsageReport,
 )
@@ -36,55 +33,14 @@ from .openai_wire_server import (
     text_reply,
     tool_call_reply,
 )
+from .wire import HANDOFF_SPEC, adapter_fixtures, collect, request, user
 
-HANDOFF_SPEC = ToolSpec(
-    name="handoff",
-    description="Hand the conversation to another agent",
-    parameters={
-        "type": "object",
-        "properties": {"to": {"enum": ["billing"]}, "note": {"type": "string"}},
-        "required": ["to"],
-    },
-)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[WireServer]:
-    wire = WireServer().start()
-    yield wire
-    wire.stop()
-
-
-@pytest.fixture
-def wire(server: WireServer) -> WireServer:
-    server.replies.clear()
-    server.requests.clear()
-    return server
-
-
-@pytest.fixture
-async def model(wire: WireServer) -> AsyncIterator[OpenAIChatModel]:
-    adapter = OpenAIChatModel(
+server, wire, model = adapter_fixtures(
+    WireServer,
+    lambda wire: OpenAIChatModel(
         "wire-model", base_url=wire.base_url, api_key="sk-configured", max_retries=0
-    )
-    yield adapter
-    await adapter.aclose()
-
-
-def user(text: str, id: str = "m1") -> Message:
-    return Message(id=id, role="user", parts=(TextPart(text),))
-
-
-def request(*messages: Message, **kw: object) -> ModelRequest:
-    return ModelRequest(
-        system_prompts=("You are the support desk.",),
-        messages=messages or (user("hello"),),
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-async def collect(model: Model, req: ModelRequest) -> list[ModelEvent]:
-    return [event async for event in model.stream(req)]
+    ),
+)
 
 
 async def test_adapter_implements_the_model_protocol(model: OpenAIChatModel) -> None:

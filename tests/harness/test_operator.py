@@ -17,17 +17,12 @@ from agent_mem_vault.harness import (
     Session,
     ThreadPausedError,
     UnknownAgentError,
-    User,
     members_only,
 )
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .conftest import HostFactory
-from .support import billing_agent, harness_meta, support_harness
-
-ADA = User(id="ada", tenant_id="acme")
-OLGA = User(id="olga", tenant_id="acme")
-PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
+from .support import ADA, OLGA, PERSON, billing_agent, harness_meta, support_harness
 
 
 def desk(main: ScriptedModel, billing: ScriptedModel | None = None) -> Any:

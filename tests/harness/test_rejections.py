@@ -16,16 +16,13 @@ import pytest
 
 from agent_mem_vault.core.errors import AgentMemVaultError
 from agent_mem_vault.harness import (
-    Access,
     Endpoint,
     Envelope,
     Harness,
     HarnessHost,
     Routing,
     Session,
-    User,
     define_harness,
-    members_only,
 )
 from agent_mem_vault.harness.events import HOST_STREAM
 from agent_mem_vault.harness.index import THREADS
@@ -35,12 +32,7 @@ from agent_mem_vault.harness.threadlog import lease_name
 from agent_mem_vault.harness.transfer import TRANSFERS
 
 from .conftest import HostFactory
-from .support import billing_agent, support_harness
-
-ADA = User(id="ada", tenant_id="acme")
-OLGA = User(id="olga", tenant_id="acme")
-PERSON = {"to": {"human": True}, "note": "The user asks for a person."}
-ACCESS = Access(get_user=lambda request: None, rules=members_only())
+from .support import ADA, MEMBERS_ONLY, OLGA, PERSON, billing_agent, support_harness
 
 
 @dataclass
@@ -74,7 +66,7 @@ def desk_harness() -> Harness:
 
 async def world(make_host: HostFactory) -> World:
     desk, billing = desk_harness(), define_harness(name="acme/billing", model=ScriptedModel([]))
-    first = make_host(access=ACCESS)
+    first = make_host(access=MEMBERS_ONLY)
     ada = await first.open(desk, thread_id="case", user=ADA)
     await first.sessions.share(thread_id="case", user_id="olga", role="operator", user=ADA)
     await ada.send("A person please", input_id="first")
@@ -89,7 +81,7 @@ async def world(make_host: HostFactory) -> World:
     )
     await first.close()
 
-    second = make_host(access=ACCESS)  # the rejections run here: it holds no lease
+    second = make_host(access=MEMBERS_ONLY)  # the rejections run here: it holds no lease
     olga = await second.open(desk, thread_id="case", user=OLGA)
     [open_wait] = (await olga.snapshot()).pending_waits
     return World(

@@ -24,10 +24,10 @@ from agent_mem_vault.harness import (
     define_agent,
     define_harness,
 )
+from agent_mem_vault.harness.copies import settled_messages
 from agent_mem_vault.harness.handoff import resolve_target, turn_text
 from agent_mem_vault.harness.log import replay
 from agent_mem_vault.harness.testing import ScriptedModel
-from agent_mem_vault.harness.transfer import settled_messages
 from agent_mem_vault.harness.waits import answer_target
 
 BILLING = define_agent(name="billing", description="b", run=lambda ctx: "ok")

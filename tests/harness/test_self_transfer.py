@@ -12,7 +12,6 @@ import asyncio
 import pytest
 
 from agent_mem_vault.harness import (
-    Access,
     Endpoint,
     Envelope,
     Harness,
@@ -20,18 +19,15 @@ from agent_mem_vault.harness import (
     ToolCallPart,
     ToolContext,
     TransferResult,
-    User,
     define_harness,
-    members_only,
     tool,
 )
 from agent_mem_vault.harness.log import stream_name
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .conftest import HostFactory
+from .support import ADA, MEMBERS_ONLY
 
-ADA = User(id="ada", tenant_id="acme")
-ACCESS = Access(get_user=lambda r: None, rules=members_only())
 NOTE = "Ada wants a refund for order 42."
 SUMMARY = "Ada asked for a refund for order 42; support moved her."
 
@@ -72,7 +68,7 @@ def script(messages: str) -> ScriptedModel:
 async def test_a_tool_transfers_its_own_thread_and_the_turn_goes_on(
     make_host: HostFactory, messages: str
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     main = script(messages)
     moved: list[TransferResult] = []
     desk = desk_with_move_tool(host, main, messages, moved)
@@ -117,7 +113,7 @@ async def test_a_tool_transfers_its_own_thread_and_the_turn_goes_on(
 async def test_a_tool_forks_its_own_thread_with_only_settled_messages(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     forks: list[str] = []
 
     async def fork_case(ctx: ToolContext) -> str:

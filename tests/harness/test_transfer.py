@@ -11,7 +11,6 @@ from pydantic import BaseModel
 
 from agent_mem_vault.core.errors import AccessDeniedError, InvalidInputError
 from agent_mem_vault.harness import (
-    Access,
     Endpoint,
     Envelope,
     FilePart,
@@ -26,7 +25,6 @@ from agent_mem_vault.harness import (
     User,
     WrongHarnessError,
     define_harness,
-    members_only,
     tool,
 )
 from agent_mem_vault.harness.log import TRANSFERRED, replay, stream_name
@@ -34,12 +32,10 @@ from agent_mem_vault.harness.testing import ScriptedModel, pause, text, tool_cal
 from agent_mem_vault.store import LogRecord, Persistence
 
 from .conftest import HostFactory
-from .support import billing_agent, support_harness
+from .support import MEMBERS_ONLY, OLGA, billing_agent, support_harness
 
 ADA = User(id="ada", tenant_id="acme", keys={"openai": "sk-ada"})
-OLGA = User(id="olga", tenant_id="acme")
 NOTE = "Refund for order 42. The user waits."
-ACCESS = Access(get_user=lambda r: None, rules=members_only())
 
 
 def desk(main: ScriptedModel) -> Harness:
@@ -72,7 +68,7 @@ async def target_messages(host: HarnessHost, thread_id: str, user: User = ADA) -
 async def test_a_transfer_makes_a_new_target_thread_whose_first_message_is_the_note(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
 
     result = await host.transfer(
@@ -91,7 +87,7 @@ async def test_a_transfer_makes_a_new_target_thread_whose_first_message_is_the_n
 async def test_envelope_summary_is_one_message_the_source_model_writes_with_the_users_keys(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     main = ScriptedModel([text("Hello"), [text("Ada wants a refund for order 42."), usage(120, 9)]])
     harness = await case(host, main, "Hello")
     before = (await (await host.open(harness, thread_id="case-42", user=ADA)).snapshot()).usage
@@ -120,7 +116,7 @@ async def test_envelope_summary_is_one_message_the_source_model_writes_with_the_
 async def test_a_summary_that_takes_too_long_fails_the_transfer_and_nothing_moves(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS, summary_timeout=0.05)
+    host = make_host(access=MEMBERS_ONLY, summary_timeout=0.05)
     main = ScriptedModel([text("Hello"), [pause(5), text("too late")]])
     harness = await case(host, main, "Hello")
     seq = await host.persistence.last_seq(stream_name("acme", "case-42"))
@@ -146,7 +142,7 @@ async def test_the_summary_timeout_is_two_minutes_by_default() -> None:
 async def test_envelope_all_copies_the_settled_transcript_with_new_ids_and_file_copies(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([text("Got it")]))
     session = await host.open(harness, thread_id="case-42", user=ADA)
     photo = FilePart(media_type="image/png", data="iVBORw0KGgo=", name="receipt.png")
@@ -170,7 +166,7 @@ async def test_envelope_all_copies_the_settled_transcript_with_new_ids_and_file_
 async def test_a_tool_call_with_no_result_stays_behind_and_the_source_keeps_running(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     started, release = asyncio.Event(), asyncio.Event()
 
     class Empty(BaseModel):
@@ -220,7 +216,7 @@ async def test_a_tool_call_with_no_result_stays_behind_and_the_source_keeps_runn
 
 
 async def test_waits_members_and_other_state_never_move(make_host: HostFactory) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     main = ScriptedModel([tool_call("handoff", {"to": {"human": True}, "note": "person"})])
     harness = await case(host, main, "x")
     await host.sessions.share(thread_id="case-42", user_id="olga", role="operator", user=ADA)
@@ -245,7 +241,7 @@ async def test_waits_members_and_other_state_never_move(make_host: HostFactory) 
 
 
 async def test_both_threads_are_in_the_users_tenant(make_host: HostFactory) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([]))
     eve = User(id="ada", tenant_id="globex")  # same id, other tenant
 
@@ -267,7 +263,7 @@ async def test_both_threads_are_in_the_users_tenant(make_host: HostFactory) -> N
 async def test_an_existing_target_needs_send_and_must_belong_to_the_target_harness(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([]))
     await host.open(billing_desk(), thread_id="olgas", user=OLGA)
     await host.open(harness, thread_id="other-desk", user=ADA)
@@ -294,7 +290,7 @@ async def test_an_existing_target_needs_send_and_must_belong_to_the_target_harne
 
 
 async def test_the_source_must_belong_to_the_named_harness(make_host: HostFactory) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     await case(host, ScriptedModel([]))
 
     with pytest.raises(WrongHarnessError):
@@ -306,7 +302,7 @@ async def test_the_source_must_belong_to_the_named_harness(make_host: HostFactor
 async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copies_nothing_again(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
     args: dict[str, Any] = {
         "from_": Endpoint(harness, "case-42"),
@@ -359,7 +355,7 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
     persistence: Persistence, stream: str, record_type: str
 ) -> None:
     crashing = CrashOnce(persistence, stream, record_type)
-    first = HarnessHost(persistence=crashing, access=ACCESS)
+    first = HarnessHost(persistence=crashing, access=MEMBERS_ONLY)
     harness = await case(first, ScriptedModel([text("Hello")]), "Hello")
     args: dict[str, Any] = {
         "from_": Endpoint(harness, "case-42"),
@@ -372,7 +368,7 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
         await first.transfer(**args)
     await first.close()
 
-    second = HarnessHost(persistence=persistence, access=ACCESS)
+    second = HarnessHost(persistence=persistence, access=MEMBERS_ONLY)
     result = await second.transfer(**args)
 
     assert len(await target_messages(second, result.thread_id)) == 3
@@ -387,11 +383,11 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
 async def test_a_target_log_owned_by_another_host_raises_log_owned_elsewhere(
     make_host: HostFactory,
 ) -> None:
-    other = make_host(access=ACCESS)
+    other = make_host(access=MEMBERS_ONLY)
     await (
         await other.open(billing_desk(ScriptedModel([text("mine")])), thread_id="busy", user=ADA)
     ).send("hi")
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([]))
     seq = await host.persistence.last_seq("harness/acme/busy")
 
@@ -406,7 +402,7 @@ async def test_a_target_log_owned_by_another_host_raises_log_owned_elsewhere(
 async def test_both_logs_get_a_transferred_record_with_the_same_transfer_id_and_the_index_links(
     make_host: HostFactory,
 ) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([]))
 
     result = await host.transfer(
@@ -438,7 +434,7 @@ async def test_both_logs_get_a_transferred_record_with_the_same_transfer_id_and_
 
 
 async def test_host_events_yield_a_transferred_event(make_host: HostFactory) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([]))
 
     result = await host.transfer(
@@ -453,7 +449,7 @@ async def test_host_events_yield_a_transferred_event(make_host: HostFactory) -> 
 
 
 async def test_fork_with_a_thread_of_another_harness_raises(make_host: HostFactory) -> None:
-    host = make_host(access=ACCESS)
+    host = make_host(access=MEMBERS_ONLY)
     harness = await case(host, ScriptedModel([text("Hi")]), "Hi")
 
     with pytest.raises(WrongHarnessError) as info:

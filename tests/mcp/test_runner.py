@@ -13,7 +13,8 @@ from typing import TypeVar
 
 import pytest
 
-from agent_mem_vault.mcp.server import ServerSettings, _Runner
+from agent_mem_vault.mcp import ServerSettings
+from agent_mem_vault.mcp.runner import Runner
 from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.folder.files import LOCK_FILE, LockBusy
 
@@ -55,7 +56,7 @@ def test_a_write_runs_on_the_loop_when_the_lock_is_free(vault: Vault) -> None:
     threads: list[str] = []
 
     async def scenario() -> Handoff | None:
-        run = _Runner(vault, ServerSettings(agent="claude-code", namespace=NS))
+        run = Runner(vault, ServerSettings(agent="claude-code", namespace=NS))
         await run.value(on_thread(create(vault, "inline"), threads))
         return await run.value(
             on_thread(lambda: vault.peek_handoff(agent="codex", namespace=NS), threads),
@@ -74,7 +75,7 @@ def test_writes_on_the_worker_and_on_the_loop_keep_their_order(
     loop_thread = threading.current_thread().name
 
     async def scenario() -> list[Handoff | None]:
-        run = _Runner(vault, ServerSettings(agent="claude-code", namespace=NS))
+        run = Runner(vault, ServerSettings(agent="claude-code", namespace=NS))
         with held_elsewhere(vault_path):
             # The lock is taken: the write goes, untouched, to the worker, which waits.
             first = asyncio.ensure_future(run.value(on_thread(create(vault, "first"), threads)))

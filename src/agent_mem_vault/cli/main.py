@@ -54,9 +54,9 @@ COMMANDS: dict[str, str] = {
     "keeper": "agent_mem_vault.cli.vault:keeper",
     "sync": "agent_mem_vault.cli.sync:sync",
     # MCP server and agent set-up.
-    "serve": "agent_mem_vault.cli.agents:serve",
-    "install": "agent_mem_vault.cli.agents:install",
-    "uninstall": "agent_mem_vault.cli.agents:uninstall",
+    "serve": "agent_mem_vault.cli.serve:serve",
+    "install": "agent_mem_vault.cli.install:install",
+    "uninstall": "agent_mem_vault.cli.install:uninstall",
     "hook": "agent_mem_vault.cli.agents:hook",
     "instructions": "agent_mem_vault.cli.agents:instructions",
     "sessions": "agent_mem_vault.cli.agents:sessions",

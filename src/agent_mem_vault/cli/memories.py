@@ -11,8 +11,9 @@ import click
 
 from .options import (
     all_namespaces_option,
-    echo_nothing_found,
+    echo_listing,
     echo_page_note,
+    emit,
     emit_json,
     found_namespace,
     memory_text,
@@ -187,21 +188,18 @@ def memory_list(
         limit=limit,
         offset=offset,
     )
-    found = page.memories
-    if as_json:
-        emit_json(page.to_dict())
-        return
-    if not found:
-        label = "" if status in ("all", "live") else f"{status} "
-        echo_nothing_found("memories", label, namespace, offset, page.total)
-        return
-    rows = [[m.id, short_time(m.created_at), m.kind, m.status, m.title] for m in found]
-    headers = ["ID", "CREATED", "KIND", "STATUS", "TITLE"]
-    if namespace is None:
-        rows = [[*r[:3], m.namespace, *r[3:]] for r, m in zip(rows, found, strict=True)]
-        headers = ["ID", "CREATED", "KIND", "NAMESPACE", "STATUS", "TITLE"]
-    click.echo(render_table(headers, rows))
-    echo_page_note(len(found), page.total, offset, page.next_offset, "memory")
+    label = "" if status in ("all", "live") else f"{status} "
+    echo_listing(
+        page,
+        page.memories,
+        as_json=as_json,
+        what=("memory", "memories", label),
+        namespace=namespace,
+        offset=offset,
+        headers=["ID", "CREATED", "KIND", "STATUS", "TITLE"],
+        row=lambda m: [m.id, short_time(m.created_at), m.kind, m.status, m.title],
+        namespace_at=3,
+    )
 
 
 @click.command("get")
@@ -214,11 +212,7 @@ def memory_get(id: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault memory get 3l6qyvzp7ns2c
     """
-    found = open_vault(vault_path).get_memory(id)
-    if as_json:
-        emit_json(found.to_dict())
-    else:
-        click.echo(memory_text(found))
+    emit(open_vault(vault_path).get_memory(id), as_json, memory_text)
 
 
 @click.command("update")
@@ -254,10 +248,7 @@ def memory_update(
         tags=tags or None,
         agent=agent,
     )
-    if as_json:
-        emit_json(updated.to_dict())
-    else:
-        click.echo(updated.id)
+    emit(updated, as_json, lambda m: str(m.id))
 
 
 @click.command("forget")
@@ -300,10 +291,7 @@ def memory_restore(id: str, vault_path: str, as_json: bool) -> None:
       agent-mem-vault memory restore 3l6qyvzp7ns2c
     """
     restored = open_vault(vault_path).restore_memory(id)
-    if as_json:
-        emit_json(restored.to_dict())
-    else:
-        click.echo(f"{restored.id} is {restored.status}.")
+    emit(restored, as_json, lambda m: f"{m.id} is {m.status}.")
 
 
 for _command in (memory_list, memory_get, memory_update, memory_forget, memory_restore):

@@ -80,6 +80,15 @@ def namespace_option(required: bool = True) -> Callable[[_F], _F]:
     )
 
 
+agent_namespace_option = click.option(
+    "--namespace",
+    default=None,
+    help="Namespace to use; default: found from the working directory "
+    "(.agent-mem-vault.toml, else the git repository's name).",
+)
+"""``--namespace`` of the commands an agent's client runs (serve, the hooks): no ``-n``."""
+
+
 all_namespaces_option = click.option(
     "--all-namespaces",
     "-A",
@@ -150,6 +159,52 @@ def open_vault(path: str) -> Vault:
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
+    """What a command that changes or shows one note prints: with ``--json`` the
+    value's ``to_dict``, else the line ``text`` makes of it."""
+    if as_json:
+        emit_json(value.to_dict())
+    else:
+        click.echo(text(value))
+
+
+def echo_listing(
+    page: Any,
+    found: Sequence[Any],
+    *,
+    as_json: bool,
+    what: tuple[str, str, str],
+    namespace: str | None,
+    offset: int,
+    headers: Sequence[str],
+    row: Callable[[Any], list[str]],
+    namespace_at: int,
+) -> None:
+    """A listing's page: JSON, or a table of ``row(item)`` lines with the page note after.
+
+    ``what`` is (one, many, label): how the page note and the line that says
+    nothing was found name the items. Listing every namespace, each row gets
+    the item's namespace as a column at ``namespace_at``.
+    """
+    if as_json:
+        emit_json(page.to_dict())
+        return
+    one, many, label = what
+    if not found:
+        echo_nothing_found(many, label, namespace, offset, page.total)
+        return
+    rows = [row(item) for item in found]
+    columns = list(headers)
+    if namespace is None:
+        rows = [
+            [*r[:namespace_at], item.namespace, *r[namespace_at:]]
+            for r, item in zip(rows, found, strict=True)
+        ]
+        columns.insert(namespace_at, "NAMESPACE")
+    click.echo(render_table(columns, rows))
+    echo_page_note(len(found), page.total, offset, page.next_offset, one)
 
 
 def read_text(value: str) -> str:

@@ -15,8 +15,8 @@ import click
 from ..core.words import counted
 from .options import (
     all_namespaces_option,
-    echo_nothing_found,
-    echo_page_note,
+    echo_listing,
+    emit,
     emit_json,
     found_namespace,
     handoff_text,
@@ -25,7 +25,6 @@ from .options import (
     offset_option,
     open_vault,
     read_text,
-    render_table,
     short_time,
     vault_options,
 )
@@ -143,10 +142,7 @@ def create(
         supersedes=supersedes,
         from_=from_,
     )
-    if as_json:
-        emit_json(handoff.to_dict())
-    else:
-        click.echo(handoff.id)
+    emit(handoff, as_json, lambda h: str(h.id))
 
 
 def _take(take: bool, agent: str, given: str | None, vault_path: str, as_json: bool) -> None:
@@ -242,25 +238,24 @@ def handoffs(
         limit=limit,
         offset=offset,
     )
-    found = page.handoffs
-    if as_json:
-        emit_json(page.to_dict())
-        return
-    if not found:
-        label = "" if status == "all" else f"{status} "
-        echo_nothing_found("handoffs", label, namespace, offset, page.total)
-        return
-    rows = [
-        [h.id, short_time(h.created_at), h.sender, h.recipient or "*", h.status, h.summary]
-        for h in found
-    ]
-    if namespace is None:
-        rows = [[*r[:4], h.namespace, *r[4:]] for r, h in zip(rows, found, strict=True)]
-        headers = ["ID", "CREATED", "FROM", "TO", "NAMESPACE", "STATUS", "SUMMARY"]
-    else:
-        headers = ["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"]
-    click.echo(render_table(headers, rows))
-    echo_page_note(len(found), page.total, offset, page.next_offset, "handoff")
+    echo_listing(
+        page,
+        page.handoffs,
+        as_json=as_json,
+        what=("handoff", "handoffs", "" if status == "all" else f"{status} "),
+        namespace=namespace,
+        offset=offset,
+        headers=["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"],
+        row=lambda h: [
+            h.id,
+            short_time(h.created_at),
+            h.sender,
+            h.recipient or "*",
+            h.status,
+            h.summary,
+        ],
+        namespace_at=4,
+    )
 
 
 @click.command()
@@ -276,12 +271,7 @@ def show(id: str, vault_path: str, as_json: bool) -> None:
     from ..vault import Handoff
 
     note = open_vault(vault_path).get_note(id)
-    if as_json:
-        emit_json(note.to_dict())
-    elif isinstance(note, Handoff):
-        click.echo(handoff_text(note))
-    else:
-        click.echo(memory_text(note))
+    emit(note, as_json, lambda n: handoff_text(n) if isinstance(n, Handoff) else memory_text(n))
 
 
 @click.command()
@@ -297,10 +287,7 @@ def ack(id: str, vault_path: str, as_json: bool) -> None:
       agent-mem-vault ack 3l6qyvzp7ns2c
     """
     handoff = open_vault(vault_path).ack_handoff(id)
-    if as_json:
-        emit_json(handoff.to_dict())
-    else:
-        click.echo(f"{handoff.id} is read (read_at {handoff.read_at}).")
+    emit(handoff, as_json, lambda h: f"{h.id} is read (read_at {h.read_at}).")
 
 
 @click.command()
@@ -314,10 +301,7 @@ def reopen(id: str, vault_path: str, as_json: bool) -> None:
       agent-mem-vault reopen 3l6qyvzp7ns2c
     """
     handoff = open_vault(vault_path).reopen_handoff(id)
-    if as_json:
-        emit_json(handoff.to_dict())
-    else:
-        click.echo(f"{handoff.id} is pending again.")
+    emit(handoff, as_json, lambda h: f"{h.id} is pending again.")
 
 
 def _search_status_text(status: dict[str, Any]) -> str:

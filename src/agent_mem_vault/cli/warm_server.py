@@ -48,6 +48,8 @@ _LENGTH = struct.calcsize("!Q")
 PRELOAD = (
     "agent_mem_vault.cli.main",
     "agent_mem_vault.cli.agents",
+    "agent_mem_vault.cli.install",
+    "agent_mem_vault.cli.serve",
     "agent_mem_vault.cli.vault",
     "agent_mem_vault.integrations.namespace",
     "agent_mem_vault.integrations.session_hook",

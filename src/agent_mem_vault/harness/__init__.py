@@ -16,13 +16,7 @@ from __future__ import annotations
 
 from ..store import memory_persistence, sqlite_persistence
 from .access import ACTIONS, Access, Action, Rules, User, members_only
-from .context import (
-    AgentContext,
-    HarnessAgentContext,
-    HarnessRunContext,
-    RouterContext,
-    ToolContext,
-)
+from .context import AgentContext, RouterContext
 from .definitions import MAIN, Agent, Harness, Routing, define_agent, define_harness
 from .errors import (
     ChildCannotHandOffError,
@@ -50,6 +44,7 @@ from .host import HarnessHost, Sessions, ThreadSummary
 from .index import ThreadEntry
 from .messages import FilePart, Message, TextPart, ToolCallPart, ToolResultPart
 from .model import Model, ModelRequest, TextDelta, ToolCallRequest, ToolSpec, Usage, UsageReport
+from .run_context import HarnessAgentContext, HarnessRunContext, ToolContext
 from .session import Session, Snapshot, TurnResult
 from .state import Refusal, Wait
 from .tools import Tool, tool

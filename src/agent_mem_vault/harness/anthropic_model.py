@@ -39,15 +39,8 @@ from .model import (
     Usage,
     UsageReport,
 )
-from .model_errors import (
-    MODEL_ERROR,
-    connection_lost,
-    is_timeout,
-    status_code,
-    stream_cut,
-    timed_out,
-)
-from .sdk_model import SdkModel, configured_key
+from .model_errors import MODEL_ERROR, sdk_errors, status_code, stream_cut
+from .sdk_model import SdkModel, sdk_client, tool_arguments
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -101,22 +94,17 @@ class AnthropicModel(SdkModel):
         self.model = model
         self.name = name or model
         self.max_tokens = max_tokens
-        if client is None:
-            try:
-                import anthropic
-            except ImportError:
-                raise RemoteError(
-                    "the 'anthropic' package is not installed; install it with "
-                    "pip install 'agent-mem-vault[anthropic]' to use AnthropicModel",
-                    code="model_unavailable",
-                ) from None
-            client = anthropic.AsyncAnthropic(
-                api_key=configured_key(api_key, "ANTHROPIC_API_KEY"),
-                base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
-                max_retries=max_retries,
-                timeout=timeout,
-            )
-        self._client = client
+        self._client = client or sdk_client(
+            "anthropic",
+            "AsyncAnthropic",
+            "the 'anthropic' package is not installed; install it with "
+            "pip install 'agent-mem-vault[anthropic]' to use AnthropicModel",
+            api_key=api_key,
+            key_env="ANTHROPIC_API_KEY",
+            base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send one request and stream its reply as ``TextDelta``, ``ToolCallRequest``, usage."""
@@ -146,36 +134,26 @@ class AnthropicModel(SdkModel):
         # A copy of the client with the user's key (same connection pool), so the
         # SDK sends the key in whatever header its API version wants.
         client = self._client.with_options(api_key=user_key) if user_key else self._client
-        reply = _ReplyAssembler(self._describe())
-        answering = False  # set once the response's headers are in: a cut after is mid-reply
-        try:
+        where = self._describe()
+        reply = _ReplyAssembler(where)
+
+        def other_error(exc: Exception, answering: bool) -> RemoteError:
+            if answering or reply.started:
+                return stream_cut(where, f"{type(exc).__name__}: {exc}")
+            return RemoteError(
+                f"{where} failed: {type(exc).__name__}: {exc}; send again, and "
+                "check the endpoint if it keeps failing",
+                code=MODEL_ERROR,
+            )
+
+        with sdk_errors(anthropic, where, lambda e: _status_error(e, where), other_error) as call:
             stream = await client.messages.create(**body)
-            answering = True
+            call.answering = True
             async with stream:
                 async for event in stream:
                     for out in reply.add(event):
                         yield out
             reply.check_finished()
-        except anthropic.APIStatusError as exc:
-            raise _status_error(exc, self._describe()) from exc
-        except anthropic.APITimeoutError as exc:
-            raise timed_out(self._describe()) from exc
-        except anthropic.APIConnectionError as exc:
-            # Some SDK releases wrap a body cut mid-reply as a connection error too.
-            raise connection_lost(self._describe(), exc, answering=answering) from exc
-        except (RemoteError, GeneratorExit):
-            raise
-        except Exception as exc:
-            # Errors of the HTTP stack while reading the stream are not wrapped by the SDK.
-            if is_timeout(exc):
-                raise timed_out(self._describe()) from exc
-            if answering or reply.started:
-                raise stream_cut(self._describe(), f"{type(exc).__name__}: {exc}") from exc
-            raise RemoteError(
-                f"{self._describe()} failed: {type(exc).__name__}: {exc}; send again, and "
-                "check the endpoint if it keeps failing",
-                code=MODEL_ERROR,
-            ) from exc
 
 
 @dataclass(slots=True)
@@ -243,20 +221,9 @@ class _ReplyAssembler:
                 f"{self.where} sent a tool_use block without a name or id; retry the turn",
                 code=MODEL_ERROR,
             )
-        try:
-            arguments = json.loads(block.json) if block.json.strip() else {}
-        except json.JSONDecodeError:
-            raise RemoteError(
-                f"{self.where} sent input for tool {block.name!r} that is not JSON "
-                f"({block.json[:200]!r}); retry the turn",
-                code=MODEL_ERROR,
-            ) from None
-        if not isinstance(arguments, dict):
-            raise RemoteError(
-                f"{self.where} sent input for tool {block.name!r} that is not a JSON object; "
-                "retry the turn",
-                code=MODEL_ERROR,
-            )
+        arguments = tool_arguments(
+            block.json, block.name, where=self.where, noun="input", fix="retry the turn"
+        )
         return ToolCallRequest(id=block.id, name=block.name, arguments=arguments)
 
 

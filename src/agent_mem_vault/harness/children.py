@@ -9,16 +9,14 @@ model usage still counts in the thread's log.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .context import AgentContext, _Part
+from .context import AgentContext, Chat
 from .definitions import Agent, check_reply
 from .log import USAGE
-from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .model import Model, ModelRequest
-from .tools import Tool
-from .turn import call_model
+from .messages import Message, TextPart, ToolResultPart
+from .model_call import ask
+from .run_context import _Part
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -59,33 +57,25 @@ class ChildTurn:
     async def run_child(self, agent: Agent | str, text: str) -> str:
         return await self.parent.run_child(agent, text)
 
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str:
-        model = model or self.parent.harness.model
+    async def chat(self, chat: Chat) -> str:
+        model = chat.model or self.parent.harness.model
+        tools, part = chat.tools, chat.part
         by_name = {t.name: t for t in tools}
         texts: list[str] = []
         while True:
-            request = ModelRequest(
-                system_prompts=tuple(system_prompts),
+            reply = await ask(
+                model,
+                system_prompts=chat.system_prompts,
                 messages=self.messages,
-                tools=tuple(t.spec() for t in tools),
-                model=self.parent.harness.model_name,
-                keys=dict(self.user.keys) if self.user is not None else {},
+                tools=[t.spec() for t in tools],
+                model_name=self.parent.harness.model_name,
+                user=self.user,
             )
-            reply = await call_model(model, request)
             await self.parent._write(
                 [(USAGE, self.parent._usage(model, reply.usage, "child", self.agent.name))]
             )
-            parts: list[Part] = [TextPart(reply.text)] if reply.text else []
-            parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
             self._messages.append(
-                Message(self.parent._next_id(), "assistant", tuple(parts), {}, None)
+                Message(self.parent._next_id(), "assistant", reply.parts(), {}, None)
             )
             if reply.text:
                 texts.append(reply.text)

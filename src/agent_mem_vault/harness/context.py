@@ -1,112 +1,51 @@
-"""What agent code, tools and routers are handed while a turn runs.
+"""What agent code and routers are handed while a turn runs.
 
-Each context is bound to one part of one turn (the main model's, or one
-agent's). When that part ends the context closes, and a late
-``handoff`` call rejects with ``handoff_outside_turn``: a handoff always
-belongs to the turn that made it.
+An agent's context is bound to one part of one turn, as a tool's is (see
+:mod:`.run_context`): ``ctx.harness`` hands off only while that part runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .definitions import Agent
-from .errors import ChildCannotHandOffError, HandoffOutsideTurnError
 from .messages import Message
 from .model import Model
+from .run_context import HarnessAgentContext, OnTurn, _HandsOff, _Part
 from .tools import Tool
 
 if TYPE_CHECKING:
     from .access import User
 
-__all__ = [
-    "AgentContext",
-    "HarnessAgentContext",
-    "HarnessRunContext",
-    "RouterContext",
-    "ToolContext",
-]
+__all__ = ["AgentContext", "Chat", "RouterContext"]
 
 
-class _Turn(Protocol):
-    """The part of a running turn that contexts reach (implemented in turn.py)."""
+@dataclass(frozen=True, slots=True)
+class Chat:
+    """One ``ctx.chat`` an agent asked for: whose part asks, which model, with what."""
 
-    thread_id: str
-    run_id: str
+    source: str | None
+    """The agent that asks (its replies are its own in the transcript)."""
+    model: Model | None
+    """None: the harness's model."""
+    system_prompts: tuple[str, ...]
+    tools: tuple[Tool, ...]
+    part: _Part
+
+
+class _Turn(_HandsOff, Protocol):
+    """The part of a running turn that an agent's context reaches (implemented in turn.py)."""
+
     user: User | None
 
     @property
     def messages(self) -> tuple[Message, ...]: ...
 
-    def request_handoff(self, source: str | None, to: Any, note: str | None, by: str) -> None: ...
-
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str: ...
+    async def chat(self, chat: Chat) -> str: ...
 
     async def run_child(self, agent: Agent | str, text: str) -> str: ...
-
-
-class _Part:
-    """One part of a turn; open while it runs."""
-
-    def __init__(self, source: str | None, *, child: bool = False) -> None:
-        self.source = source
-        self.child = child
-        self.open = True
-
-    def check(self) -> None:
-        if self.child:
-            raise ChildCannotHandOffError(
-                "a child that an agent started cannot hand off; return a result to its parent"
-            )
-        if not self.open:
-            raise HandoffOutsideTurnError(
-                "this part of the turn has ended, so it cannot hand off; hand off while it runs"
-            )
-
-
-class HarnessRunContext:
-    """``ctx.run`` in a tool: ``await ctx.run.handoff(to="billing", note=...)``."""
-
-    def __init__(self, turn: _Turn, part: _Part) -> None:
-        self._turn = turn
-        self._part = part
-
-    @property
-    def run_id(self) -> str:
-        return self._turn.run_id
-
-    @property
-    def thread_id(self) -> str:
-        return self._turn.thread_id
-
-    async def handoff(self, *, to: Any, note: str | None = None) -> None:
-        """Hand the conversation over when this part ends; rejects if ``to`` is no root agent."""
-        self._part.check()
-        self._turn.request_handoff(self._part.source, to, note, "code")
-
-
-class HarnessAgentContext(HarnessRunContext):
-    """``ctx.harness`` in an agent that answers a turn of a harness."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolContext:
-    """What a tool's ``run(args, ctx)`` gets."""
-
-    run: HarnessRunContext
-    agent: str | None
-    """The agent whose model called the tool (None: the main model)."""
-    user: User | None
-    thread_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +61,7 @@ class RouterContext:
     user: User | None
 
 
-class AgentContext:
+class AgentContext(OnTurn):
     """What an agent's ``run(ctx)`` gets.
 
     ``await ctx.chat(model=, system_prompts=, tools=)`` asks a model with the
@@ -131,9 +70,10 @@ class AgentContext:
     child agent and returns its text.
     """
 
+    _turn: _Turn
+
     def __init__(self, turn: _Turn, agent: Agent, part: _Part) -> None:
-        self._turn = turn
-        self._part = part
+        super().__init__(turn, part)
         self.agent = agent
         self.harness: HarnessAgentContext | None = (
             None if part.child else HarnessAgentContext(turn, part)
@@ -144,14 +84,6 @@ class AgentContext:
     @property
     def user(self) -> User | None:
         return self._turn.user
-
-    @property
-    def thread_id(self) -> str:
-        return self._turn.thread_id
-
-    @property
-    def run_id(self) -> str:
-        return self._turn.run_id
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -175,7 +107,7 @@ class AgentContext:
         if isinstance(system_prompts, str):
             system_prompts = (system_prompts,)
         reply = await self._turn.chat(
-            self.agent.name, model, tuple(system_prompts), tuple(tools), self._part
+            Chat(self.agent.name, model, tuple(system_prompts), tuple(tools), self._part)
         )
         self.replies.append(reply)
         return reply

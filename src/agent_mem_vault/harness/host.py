@@ -50,6 +50,7 @@ from ..core.errors import InvalidInputError, UserError
 from ..core.ids import TidGenerator
 from ..store import Persistence, memory_persistence
 from .access import Access, User, as_user, authorize
+from .copies import run_fork
 from .definitions import Harness
 from .errors import ThreadNotFoundError, WrongHarnessError
 from .events import HOST_STREAM, HostEvent
@@ -58,7 +59,7 @@ from .liveness import liveness_for
 from .messages import FilePart
 from .session import Session, TurnResult, check_send
 from .threads import Threads
-from .transfer import Endpoint, Envelope, TransferResult, run_fork, run_transfer
+from .transfer import Endpoint, Envelope, TransferResult, run_transfer
 
 __all__ = ["HarnessHost", "Sessions", "ThreadSummary"]
 

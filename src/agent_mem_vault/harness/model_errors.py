@@ -17,6 +17,10 @@ a failed reply, so the thread stays usable: the user sends again.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
 from ..core.errors import RemoteError
 
 __all__ = [
@@ -25,8 +29,10 @@ __all__ = [
     "MODEL_RATE_LIMITED",
     "MODEL_STREAM_CUT",
     "MODEL_TIMEOUT",
+    "SdkCall",
     "connection_lost",
     "is_timeout",
+    "sdk_errors",
     "status_code",
     "stream_cut",
     "timed_out",
@@ -91,3 +97,43 @@ def stream_cut(where: str, detail: str) -> RemoteError:
         "send the message again",
         code=MODEL_STREAM_CUT,
     )
+
+
+class SdkCall:
+    """One streamed request under :func:`sdk_errors`: whether its answer has begun."""
+
+    answering = False
+    """Set once the response's status and headers are in: a cut after is mid-reply."""
+
+
+@contextlib.contextmanager
+def sdk_errors(
+    sdk: Any,
+    where: str,
+    status_error: Callable[[Any], RemoteError],
+    other_error: Callable[[Exception, bool], RemoteError],
+) -> Iterator[SdkCall]:
+    """Turn what a provider's SDK (or its HTTP stack) raises into one ``RemoteError``.
+
+    Both SDKs name their failures alike (``APIStatusError``, ``APITimeoutError``,
+    ``APIConnectionError``); an HTTP answer that survived the retries goes to the
+    adapter's ``status_error``. What the SDK does not wrap (errors of the HTTP
+    stack while the stream is read) is a timeout if any of its causes is one,
+    else the adapter's ``other_error(exc, answering)`` tells it.
+    """
+    call = SdkCall()
+    try:
+        yield call
+    except sdk.APIStatusError as exc:
+        raise status_error(exc) from exc
+    except sdk.APITimeoutError as exc:
+        raise timed_out(where) from exc
+    except sdk.APIConnectionError as exc:
+        # SDK releases wrap a body cut mid-reply as a connection error too.
+        raise connection_lost(where, exc, answering=call.answering) from exc
+    except RemoteError:
+        raise
+    except Exception as exc:
+        if is_timeout(exc):
+            raise timed_out(where) from exc
+        raise other_error(exc, call.answering) from exc

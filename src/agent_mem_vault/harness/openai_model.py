@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidInputError, RemoteError
+from ..core.extras import missing_extra
 from .messages import FilePart, Message, TextPart, ToolCallPart, ToolResultPart
 from .model import (
     ModelEvent,
@@ -35,15 +36,8 @@ from .model import (
     Usage,
     UsageReport,
 )
-from .model_errors import (
-    MODEL_ERROR,
-    connection_lost,
-    is_timeout,
-    status_code,
-    stream_cut,
-    timed_out,
-)
-from .sdk_model import SdkModel, configured_key
+from .model_errors import MODEL_ERROR, sdk_errors, status_code, stream_cut
+from .sdk_model import SdkModel, sdk_client, tool_arguments
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -91,22 +85,16 @@ class OpenAIChatModel(SdkModel):
             )
         self.model = model
         self.name = name or model
-        if client is None:
-            try:
-                import openai
-            except ImportError:
-                from ..core.extras import missing_extra
-
-                raise RemoteError(
-                    missing_extra("OpenAIChatModel", "openai"), code="model_unavailable"
-                ) from None
-            client = openai.AsyncOpenAI(
-                api_key=configured_key(api_key, "OPENAI_API_KEY"),
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout,
-            )
-        self._client = client
+        self._client = client or sdk_client(
+            "openai",
+            "AsyncOpenAI",
+            missing_extra("OpenAIChatModel", "openai"),
+            api_key=api_key,
+            key_env="OPENAI_API_KEY",
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+        )
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Send one request and stream its reply as ``TextDelta``, ``ToolCallRequest``, usage."""
@@ -126,40 +114,33 @@ class OpenAIChatModel(SdkModel):
             headers["Authorization"] = f"Bearer {user_key}"
         elif not self.has_key:
             headers["Authorization"] = openai.Omit()
+        where = self._describe()
         calls = _ToolCallAssembler()
-        answering = False  # set once the response's headers are in: a cut after is mid-reply
-        try:
+
+        def other_error(exc: Exception, answering: bool) -> RemoteError:
+            if isinstance(exc, openai.OpenAIError):
+                return RemoteError(
+                    f"{where} failed: {exc}; retry, and check the server's logs if it "
+                    "keeps failing",
+                    code=MODEL_ERROR,
+                )
+            return stream_cut(where, f"{type(exc).__name__}: {exc}")
+
+        had_key = bool(user_key) or self.has_key
+        with sdk_errors(
+            openai, where, lambda e: _status_error(e, where, had_key), other_error
+        ) as call:
             stream = await self._client.chat.completions.create(**body, extra_headers=headers)
-            answering = True
+            call.answering = True
             # Closing the stream frees the connection when the caller stops early.
             async with stream:
                 async for chunk in stream:
                     for event in _chunk_events(chunk, calls, self._describe):
                         yield event
             if not calls.finished:
-                raise stream_cut(self._describe(), "the stream ended before a finish_reason")
-            for call in calls.finish(self._describe()):
-                yield call
-        except openai.APIStatusError as exc:
-            raise _status_error(exc, self._describe(), bool(user_key) or self.has_key) from exc
-        except openai.APITimeoutError as exc:
-            raise timed_out(self._describe()) from exc
-        except openai.APIConnectionError as exc:
-            # The SDK wraps a connection lost mid-reply as a connection error too.
-            raise connection_lost(self._describe(), exc, answering=answering) from exc
-        except openai.OpenAIError as exc:
-            raise RemoteError(
-                f"{self._describe()} failed: {exc}; retry, and check the server's logs if it "
-                "keeps failing",
-                code=MODEL_ERROR,
-            ) from exc
-        except (RemoteError, GeneratorExit):
-            raise
-        except Exception as exc:
-            # Errors of the HTTP stack while reading the stream are not wrapped by the SDK.
-            if is_timeout(exc):
-                raise timed_out(self._describe()) from exc
-            raise stream_cut(self._describe(), f"{type(exc).__name__}: {exc}") from exc
+                raise stream_cut(where, "the stream ended before a finish_reason")
+            for tool_call in calls.finish(where):
+                yield tool_call
 
 
 def _chunk_events(
@@ -264,21 +245,13 @@ class _ToolCallAssembler:
                 "looks broken, try another model",
                 code=MODEL_ERROR,
             )
-        try:
-            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError:
-            raise RemoteError(
-                f"{where} sent arguments for tool {call.name!r} that are not JSON "
-                f"({call.arguments[:200]!r}); retry the turn or use a model with reliable "
-                "tool calling",
-                code="model_error",
-            ) from None
-        if not isinstance(arguments, dict):
-            raise RemoteError(
-                f"{where} sent arguments for tool {call.name!r} that are not a JSON object; "
-                "retry the turn or use a model with reliable tool calling",
-                code="model_error",
-            )
+        arguments = tool_arguments(
+            call.arguments,
+            call.name,
+            where=where,
+            noun="arguments",
+            fix="retry the turn or use a model with reliable tool calling",
+        )
         # Some local servers send no call ids; the transcript needs one to pair
         # the call with its result.
         return ToolCallRequest(

@@ -210,16 +210,20 @@ TO_A_PERSON = (
 """What the demo's models tell a user they hand to a person."""
 
 
+_TO_A_PERSON_RULE = Rule(
+    HUMAN_KEYWORDS,
+    reply=TO_A_PERSON,
+    handoff={"human": True},
+    note="The user asks for a person: {text}",
+)
+"""Both demo models hand a user who asks for a person to one."""
+
+
 def support_desk_model() -> RuleBasedModel:
     """The main model of the support-desk demo: billing to ``billing``, people to a person."""
     return RuleBasedModel(
         [
-            Rule(
-                HUMAN_KEYWORDS,
-                reply=TO_A_PERSON,
-                handoff={"human": True},
-                note="The user asks for a person: {text}",
-            ),
+            _TO_A_PERSON_RULE,
             Rule(
                 BILLING_KEYWORDS, handoff="billing", note="Billing question about {order}: {text}"
             ),
@@ -243,12 +247,7 @@ def billing_model() -> RuleBasedModel:
     """The billing agent's model in the demo: answers refunds, invoices and payments."""
     return RuleBasedModel(
         [
-            Rule(
-                HUMAN_KEYWORDS,
-                reply=TO_A_PERSON,
-                handoff={"human": True},
-                note="The user asks for a person: {text}",
-            ),
+            _TO_A_PERSON_RULE,
             Rule(
                 ("refund",),
                 reply="I have noted a refund request for {order}. Refunds go back to the "

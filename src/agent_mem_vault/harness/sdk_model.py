@@ -11,10 +11,15 @@ turn with the fix. The placeholder is never sent.
 
 from __future__ import annotations
 
+import importlib
+import json
 import os
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["NO_KEY", "SdkModel", "configured_key"]
+from ..core.errors import RemoteError
+from .model_errors import MODEL_ERROR
+
+__all__ = ["NO_KEY", "SdkModel", "configured_key", "sdk_client", "tool_arguments"]
 
 NO_KEY = "no-key-configured"
 """The key a client is built with when none is configured; never sent."""
@@ -24,6 +29,44 @@ def configured_key(api_key: str | None, env_name: str) -> str:
     """``api_key`` if given, else the environment's ``env_name``, else :data:`NO_KEY`."""
     key = api_key if api_key is not None else os.environ.get(env_name)
     return key or NO_KEY
+
+
+def sdk_client(
+    package: str,
+    client_class: str,
+    missing: str,
+    *,
+    api_key: str | None,
+    key_env: str,
+    base_url: str | None,
+    max_retries: int,
+    timeout: float,
+) -> Any:
+    """A new client of ``package`` (imported here: it is an extra); ``missing`` if it is absent."""
+    try:
+        sdk = importlib.import_module(package)
+    except ImportError:
+        raise RemoteError(missing, code="model_unavailable") from None
+    return getattr(sdk, client_class)(
+        api_key=configured_key(api_key, key_env),
+        base_url=base_url,
+        max_retries=max_retries,
+        timeout=timeout,
+    )
+
+
+def tool_arguments(
+    raw: str, tool: str, *, where: str, noun: Literal["input", "arguments"], fix: str
+) -> dict[str, Any]:
+    """The JSON object a model sent as a tool's ``noun``; a ``model_error`` if it is none."""
+    said = f"{where} sent {noun} for tool {tool!r} that {'is' if noun == 'input' else 'are'}"
+    try:
+        arguments = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        raise RemoteError(f"{said} not JSON ({raw[:200]!r}); {fix}", code=MODEL_ERROR) from None
+    if not isinstance(arguments, dict):
+        raise RemoteError(f"{said} not a JSON object; {fix}", code=MODEL_ERROR)
+    return arguments
 
 
 class SdkModel:

@@ -122,6 +122,18 @@ class Snapshot:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What a turn answers: the input's id and digest (a retry is known by them), the
+    user's text and files (none for ``continue``), and the kind of turn."""
+
+    input_id: str
+    digest: str
+    text: str | None
+    files: tuple[FilePart, ...]
+    kind: str
+
+
 class Session:
     """Open one with ``await host.open(harness, thread_id=..., user=...)``."""
 
@@ -184,7 +196,7 @@ class Session:
                 return await self._operator_reply(log, input_id, digest, text, files)
             if log.state.paused:
                 return await self._hold(log, input_id, digest, text, files)
-            return await self._turn(log, input_id, digest, text, files, "user")
+            return await self._turn(log, _Sent(input_id, digest, text, files, "user"))
 
     async def continue_without_message(self, *, input_id: str | None = None) -> TurnResult:
         """Run a turn on the transcript as it is (after a person handed the thread back)."""
@@ -201,47 +213,31 @@ class Session:
                 raise ThreadPausedError(
                     f"thread {self.thread_id!r} waits for a person; answer its human wait first"
                 )
-            return await self._turn(log, input_id, digest, None, (), "continue")
+            return await self._turn(log, _Sent(input_id, digest, None, (), "continue"))
 
-    async def _turn(
-        self,
-        log: ThreadLog,
-        input_id: str,
-        digest: str,
-        text: str | None,
-        files: tuple[FilePart, ...],
-        kind: str,
-    ) -> TurnResult:
+    async def _turn(self, log: ThreadLog, sent: _Sent) -> TurnResult:
         state = log.state
         with spans.turn_span(
             harness=self.harness.name,
             thread_id=self.thread_id,
-            kind=kind,
+            kind=sent.kind,
             agent=state.active_agent,
             link=state.trace,
         ) as span:
-            result = await self._turn_in_span(log, input_id, digest, text, files, kind, span)
+            result = await self._turn_in_span(log, sent, span)
             spans.set_turn_result(
-                span, result.run_id, result.status, result.code, text, result.text
+                span, result.run_id, result.status, result.code, sent.text, result.text
             )
             return result
 
-    async def _turn_in_span(
-        self,
-        log: ThreadLog,
-        input_id: str,
-        digest: str,
-        text: str | None,
-        files: tuple[FilePart, ...],
-        kind: str,
-        span: Any,
-    ) -> TurnResult:
+    async def _turn_in_span(self, log: ThreadLog, sent: _Sent, span: Any) -> TurnResult:
+        input_id, digest, text = sent.input_id, sent.digest, sent.text
         run_id = self._threads.next_id()
         records: list[Record] = [
-            (INPUT, _input(input_id, digest, kind, run_id, self.user)),
+            (INPUT, _input(input_id, digest, sent.kind, run_id, self.user)),
         ]
         if text is not None:
-            message = self._message("user", (TextPart(text), *files), {})
+            message = self._message("user", (TextPart(text), *sent.files), {})
             records.append((MESSAGE, {"message": message.to_json()}))
         records.append(
             (

@@ -23,6 +23,7 @@ left open, closed here, linked to that turn's trace).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core import tracing
@@ -55,6 +56,28 @@ def trace_field(span: Any = None) -> dict[str, str]:
     return {"trace": parent} if parent else {}
 
 
+def _start(
+    name: str,
+    attributes: Callable[[], dict[str, Any]],
+    *,
+    link: str | None = None,
+    kind: str = "internal",
+) -> Any:
+    """The span ``name``, or ``NO_SPAN`` when nothing records: then ``attributes`` is
+    never called, so tracing that is off builds nothing. An attribute that is None
+    is left out."""
+    tracer = tracing.active()
+    if tracer is None:
+        return NO_SPAN
+    given = {key: value for key, value in attributes().items() if value is not None}
+    return tracing.start(tracer, name, given, link=link, kind=kind)
+
+
+def _text(text: str | None) -> str | None:
+    """A message's text as an attribute, only when the app captures message text."""
+    return text if text is not None and tracing.captures_message_text() else None
+
+
 def _target(target: Any) -> str:
     if target is None:
         return "main"
@@ -66,13 +89,9 @@ def _target(target: Any) -> str:
 def turn_span(
     *, harness: str, thread_id: str, kind: str, agent: str | None, link: str | None
 ) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    return tracing.start(
-        tracer,
+    return _start(
         "harness.turn",
-        {
+        lambda: {
             f"{NS}.harness": harness,
             f"{NS}.thread_id": thread_id,
             f"{NS}.turn.kind": kind,
@@ -101,14 +120,10 @@ def set_turn_result(
 
 
 def model_span(model: Model, request: ModelRequest) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
     name = str(request.model or getattr(model, "model", None) or getattr(model, "name", "model"))
-    return tracing.start(
-        tracer,
+    return _start(
         f"chat {name}",
-        {
+        lambda: {
             "gen_ai.operation.name": "chat",
             "gen_ai.system": getattr(model, "system", None) or "_OTHER",
             "gen_ai.request.model": name,
@@ -125,13 +140,9 @@ def set_usage(span: Any, input_tokens: int, output_tokens: int) -> None:
 
 
 def tool_span(name: str, call_id: str, agent: str | None) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    return tracing.start(
-        tracer,
+    return _start(
         f"execute_tool {name}",
-        {
+        lambda: {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
             "gen_ai.tool.call.id": call_id,
@@ -141,20 +152,17 @@ def tool_span(name: str, call_id: str, agent: str | None) -> Any:
 
 
 def handoff_span(handoff: Handoff, kind: str | None = None) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    attributes: dict[str, Any] = {
-        f"{NS}.handoff.from": _target(handoff.source),
-        f"{NS}.handoff.to": _target(handoff.target),
-        f"{NS}.handoff.kind": kind or handoff.by,
-        f"{NS}.handoff.has_note": handoff.note is not None,
-    }
-    if handoff.tool_call_id is not None:
-        attributes["gen_ai.tool.call.id"] = handoff.tool_call_id
-    if handoff.note is not None and tracing.captures_message_text():
-        attributes[f"{NS}.handoff.note"] = handoff.note
-    return tracing.start(tracer, "harness.handoff", attributes)
+    return _start(
+        "harness.handoff",
+        lambda: {
+            f"{NS}.handoff.from": _target(handoff.source),
+            f"{NS}.handoff.to": _target(handoff.target),
+            f"{NS}.handoff.kind": kind or handoff.by,
+            f"{NS}.handoff.has_note": handoff.note is not None,
+            "gen_ai.tool.call.id": handoff.tool_call_id,
+            f"{NS}.handoff.note": _text(handoff.note),
+        },
+    )
 
 
 def wait_opened(wait_id: str, before: Any) -> None:
@@ -178,34 +186,32 @@ _CLOSED = {"answer": "answered", "resolve": "resolved", "cancel": "cancelled"}
 def wait_closed_span(
     *, thread_id: str, wait_id: str, how: str, by: str | None, link: str | None
 ) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    attributes: dict[str, Any] = {
-        f"{NS}.thread_id": thread_id,
-        f"{NS}.wait.id": wait_id,
-        f"{NS}.wait.state": _CLOSED.get(how, how),
-        f"{NS}.wait.how": how,
-    }
-    if by is not None:
-        attributes[f"{NS}.wait.by"] = by
-    return tracing.start(tracer, "harness.human_wait", attributes, link=link)
+    return _start(
+        "harness.human_wait",
+        lambda: {
+            f"{NS}.thread_id": thread_id,
+            f"{NS}.wait.id": wait_id,
+            f"{NS}.wait.state": _CLOSED.get(how, how),
+            f"{NS}.wait.how": how,
+            f"{NS}.wait.by": by,
+        },
+        link=link,
+    )
 
 
 def operator_reply_span(
     *, thread_id: str, operator: str, wait_id: str | None, files: int, link: str | None
 ) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    attributes: dict[str, Any] = {
-        f"{NS}.thread_id": thread_id,
-        f"{NS}.operator": operator,
-        f"{NS}.files": files,
-    }
-    if wait_id is not None:
-        attributes[f"{NS}.wait.id"] = wait_id
-    return tracing.start(tracer, "harness.operator_reply", attributes, link=link)
+    return _start(
+        "harness.operator_reply",
+        lambda: {
+            f"{NS}.thread_id": thread_id,
+            f"{NS}.operator": operator,
+            f"{NS}.files": files,
+            f"{NS}.wait.id": wait_id,
+        },
+        link=link,
+    )
 
 
 def transfer_span(
@@ -217,22 +223,18 @@ def transfer_span(
     envelope_messages: str,
     envelope_note: str | None,
 ) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    attributes: dict[str, Any] = {
-        f"{NS}.transfer.source.harness": source_harness,
-        f"{NS}.transfer.target.harness": target_harness,
-        f"{NS}.transfer.envelope.messages": envelope_messages,
-        f"{NS}.transfer.envelope.has_note": envelope_note is not None,
-    }
-    if source_thread is not None:
-        attributes[f"{NS}.transfer.source.thread_id"] = source_thread
-    if transfer_id is not None:
-        attributes[f"{NS}.transfer.id"] = transfer_id
-    if envelope_note is not None and tracing.captures_message_text():
-        attributes[f"{NS}.transfer.envelope.note"] = envelope_note
-    return tracing.start(tracer, "harness.transfer", attributes)
+    return _start(
+        "harness.transfer",
+        lambda: {
+            f"{NS}.transfer.source.harness": source_harness,
+            f"{NS}.transfer.target.harness": target_harness,
+            f"{NS}.transfer.envelope.messages": envelope_messages,
+            f"{NS}.transfer.envelope.has_note": envelope_note is not None,
+            f"{NS}.transfer.source.thread_id": source_thread,
+            f"{NS}.transfer.id": transfer_id,
+            f"{NS}.transfer.envelope.note": _text(envelope_note),
+        },
+    )
 
 
 def continue_story(span: Any, trace: str | None) -> None:
@@ -241,9 +243,6 @@ def continue_story(span: Any, trace: str | None) -> None:
 
 
 def takeover_span(*, stream: str, run_id: str, link: str | None) -> Any:
-    tracer = tracing.active()
-    if tracer is None:
-        return NO_SPAN
-    return tracing.start(
-        tracer, "harness.takeover", {f"{NS}.stream": stream, f"{NS}.run_id": run_id}, link=link
+    return _start(
+        "harness.takeover", lambda: {f"{NS}.stream": stream, f"{NS}.run_id": run_id}, link=link
     )

@@ -43,16 +43,14 @@ import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..core.errors import InvalidInputError
 from .errors import InvalidToolArgumentsError
 from .model import ToolSpec
-
-if TYPE_CHECKING:
-    from .context import ToolContext
+from .run_context import ToolContext
 
 __all__ = ["HANDOFF_TOOL", "Tool", "tool"]
 
@@ -202,8 +200,6 @@ def _input_model(
     fn: ToolFn, name: str, described: Mapping[str, str]
 ) -> tuple[type[BaseModel], str | None]:
     """The pydantic model of ``fn``'s arguments, and the parameter that takes the context."""
-    from .context import ToolContext
-
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:

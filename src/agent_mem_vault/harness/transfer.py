@@ -26,7 +26,6 @@ own call has no result yet and stays behind, and the turn goes on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,14 +34,14 @@ from ..core.errors import InvalidInputError
 from ..store.base import LogConflictError, VersionConflictError, check_name
 from . import spans
 from .access import User
+from .copies import copy_messages, settled_messages
 from .definitions import Harness
 from .errors import TransferConflictError, TransferTimeoutError, WrongHarnessError
 from .events import HOST_STREAM
 from .index import create_entry, get_entry, update_entry
 from .log import MESSAGE, TRANSFERRED, USAGE, Record
-from .messages import FilePart, Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .model import ModelRequest
-from .turn import call_model
+from .messages import Message, TextPart
+from .model_call import ask, usage_record
 
 if TYPE_CHECKING:
     from .threads import Threads
@@ -53,9 +52,7 @@ __all__ = [
     "EndpointLike",
     "Envelope",
     "TransferResult",
-    "run_fork",
     "run_transfer",
-    "settled_messages",
 ]
 
 TRANSFERS = "harness.transfers"
@@ -119,46 +116,6 @@ class TransferResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"threadId": self.thread_id, "transferId": self.transfer_id, "retried": self.retried}
-
-
-def settled_messages(messages: Sequence[Message]) -> list[Message]:
-    """The transcript without tool calls that have no result yet. Pure."""
-    answered = {p.tool_call_id for m in messages for p in m.parts if isinstance(p, ToolResultPart)}
-    settled = []
-    for message in messages:
-        parts = tuple(
-            p for p in message.parts if not (isinstance(p, ToolCallPart) and p.id not in answered)
-        )
-        if parts:
-            settled.append(
-                Message(message.id, message.role, parts, message.metadata, message.created_at)
-            )
-    return settled
-
-
-def copy_messages(
-    messages: Sequence[Message],
-    *,
-    new_id: Any,
-    thread_id: str,
-    created_at: str,
-    extra: dict[str, Any],
-) -> list[Message]:
-    """Copies with new ids; each file part is its own copy; the origin is noted."""
-    copies = []
-    for message in messages:
-        parts: tuple[Part, ...] = tuple(
-            FilePart(p.media_type, p.data, p.url, p.name) if isinstance(p, FilePart) else p
-            for p in message.parts
-        )
-        metadata = dict(message.metadata)
-        harness = dict(metadata.get("harness") or {})
-        harness["copiedFrom"] = {"threadId": thread_id, "messageId": message.id, **extra}
-        metadata["harness"] = harness
-        copies.append(
-            Message(new_id(), message.role, parts, metadata, message.created_at or created_at)
-        )
-    return copies
 
 
 def _check_envelope(envelope: Envelope) -> None:
@@ -405,18 +362,8 @@ async def _write_target(
         if move.transfer_id in log.state.transfers:
             return  # an earlier attempt wrote it
         now = format_datetime(host.clock.now())
-        records: list[Record] = [
-            (
-                TRANSFERRED,
-                {
-                    "transferId": move.transfer_id,
-                    "role": "target",
-                    "from": move.origin,
-                    "to": move.destination,
-                    **spans.trace_field(),  # the target's first turn links to this transfer
-                },
-            ),
-        ]
+        # The target's first turn links to this transfer (its trace field).
+        records: list[Record] = [(TRANSFERRED, _transferred(move, "target"))]
         mark = {"transfer": {"transferId": move.transfer_id, "from": move.origin}}
         messages: list[Message] = []
         if envelope.note:
@@ -445,22 +392,25 @@ async def _write_source(host: Threads, move: _Move) -> None:
     """The source keeps running; it only learns where the conversation went (once)."""
     async with host.writing(move.tenant, move.source_id) as log:
         if move.transfer_id not in log.state.transfers:
-            await log.append_one(
-                TRANSFERRED,
-                {
-                    "transferId": move.transfer_id,
-                    "role": "source",
-                    "from": move.origin,
-                    "to": move.destination,
-                    **spans.trace_field(),  # the source's next operation links to it too
-                },
-            )
+            # The source's next operation links to the transfer too.
+            await log.append_one(TRANSFERRED, _transferred(move, "source"))
     await update_entry(
         host.persistence,
         move.tenant,
         move.source_id,
         lambda v: v.setdefault("metadata", {}).update({"harness:transferredTo": move.destination}),
     )
+
+
+def _transferred(move: _Move, role: Literal["source", "target"]) -> dict[str, Any]:
+    """The ``harness.transferred`` record of one side, with the trace to link to."""
+    return {
+        "transferId": move.transfer_id,
+        "role": role,
+        "from": move.origin,
+        "to": move.destination,
+        **spans.trace_field(),
+    }
 
 
 def _check_target(harness: str, to: Endpoint) -> None:
@@ -477,15 +427,15 @@ async def _summarize(host: Threads, move: _Move, harness: Harness, seconds: floa
     Its usage goes into the source log under ``source: "transfer"``.
     """
     state = await host.read_state(move.tenant, move.source_id)
-    request = ModelRequest(
-        system_prompts=(SUMMARY_PROMPT,),
-        messages=tuple(settled_messages(state.messages)),
-        model=harness.model_name,
-        keys=dict(move.user.keys) if move.user is not None else {},
-    )
     try:
         async with asyncio.timeout(seconds):
-            reply = await call_model(harness.model, request)
+            reply = await ask(
+                harness.model,
+                system_prompts=(SUMMARY_PROMPT,),
+                messages=settled_messages(state.messages),
+                model_name=harness.model_name,
+                user=move.user,
+            )
     except TimeoutError:
         raise TransferTimeoutError(
             f"the summary model did not answer within {seconds:g}s, so transfer "
@@ -494,17 +444,8 @@ async def _summarize(host: Threads, move: _Move, harness: Harness, seconds: floa
             transfer_id=move.transfer_id,
         ) from None
     async with host.writing(move.tenant, move.source_id) as log:
-        await log.append_one(
-            USAGE,
-            {
-                "runId": None,
-                "source": "transfer",
-                "transferId": move.transfer_id,
-                "model": getattr(harness.model, "name", None),
-                "inputTokens": reply.usage.input_tokens,
-                "outputTokens": reply.usage.output_tokens,
-            },
-        )
+        head = {"runId": None, "source": "transfer", "transferId": move.transfer_id}
+        await log.append_one(USAGE, usage_record(head, harness.model, reply.usage))
     return reply.text
 
 
@@ -575,52 +516,3 @@ async def _mark_done(host: Threads, key: str) -> None:
             return
         except VersionConflictError:
             continue  # another host marked it (or kept the summary) meanwhile
-
-
-async def run_fork(
-    host: Threads,
-    harness: Harness,
-    *,
-    thread_id: str,
-    user: User | None,
-    new_thread_id: str | None,
-) -> str:
-    """Fork into a new thread (its id is returned); a fork stays in its harness.
-
-    A thread of another harness raises ``wrong_harness``. A tool may fork the
-    thread its turn runs in: the fork only reads the source.
-    """
-    tenant = host.tenant(user)
-    entry = await host.check(tenant, thread_id, user, "read")
-    if entry.harness != harness.name:
-        raise WrongHarnessError(
-            f"thread {thread_id!r} belongs to harness {entry.harness!r}; a fork stays in its "
-            f"harness, so use host.transfer to move it to {harness.name!r}",
-        )
-    state = await host.read_state(tenant, thread_id)
-    new_id = host.check_thread_id(new_thread_id) if new_thread_id else host.next_id()
-    if await get_entry(host.persistence, tenant, new_id) is not None:
-        raise InvalidInputError(f"thread {new_id!r} exists already; fork into a new thread id")
-    _, created = await create_entry(
-        host.persistence, host.new_entry(tenant, new_id, harness.name, user)
-    )
-    if not created:
-        raise InvalidInputError(f"thread {new_id!r} exists already; fork into a new thread id")
-    await update_entry(
-        host.persistence,
-        tenant,
-        new_id,
-        lambda v: v.setdefault("metadata", {}).update(
-            {"harness:forkedFrom": {"threadId": thread_id}}
-        ),
-    )
-    copies = copy_messages(
-        settled_messages(state.messages),
-        new_id=host.next_id,
-        thread_id=thread_id,
-        created_at=format_datetime(host.clock.now()),
-        extra={"fork": True},
-    )
-    async with host.writing(tenant, new_id) as log:
-        await log.append([(MESSAGE, {"message": m.to_json()}) for m in copies])
-    return new_id

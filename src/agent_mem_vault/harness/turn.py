@@ -22,17 +22,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.clock import Clock, format_datetime
-from ..core.errors import AgentMemVaultError, ConflictError, InvalidInputError, RemoteError
+from ..core.errors import AgentMemVaultError, ConflictError, InvalidInputError
 from ..store import LogConflictError
 from . import spans
 from .access import User
-from .context import (
-    AgentContext,
-    HarnessRunContext,
-    RouterContext,
-    ToolContext,
-    _Part,
-)
+from .children import ChildTurn
+from .context import AgentContext, Chat, RouterContext
 from .definitions import Agent, Harness, check_reply
 from .errors import DuplicateToolError, LogOwnedElsewhereError, NotARootAgentError
 from .handoff import (
@@ -46,21 +41,15 @@ from .handoff import (
     turn_text,
 )
 from .log import HANDOFF, MESSAGE, REFUSED, RUN_FINISHED, USAGE, WAIT_OPENED, Record
-from .messages import Message, Part, TextPart, ToolCallPart, ToolResultPart
-from .model import (
-    Model,
-    ModelRequest,
-    TextDelta,
-    ToolCallRequest,
-    ToolSpec,
-    Usage,
-    UsageReport,
-)
+from .messages import Message, Part, TextPart, ToolResultPart
+from .model import Model, ToolCallRequest, ToolSpec, Usage
+from .model_call import ask, usage_record
+from .run_context import HarnessRunContext, ToolContext, _Part
 from .state import Refusal
 from .threadlog import ThreadLog
 from .tools import HANDOFF_TOOL, Tool
 
-__all__ = ["ModelReply", "Turn", "TurnOutcome", "call_model", "check_note"]
+__all__ = ["Turn", "TurnOutcome", "check_note"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,39 +59,6 @@ class TurnOutcome:
     code: str | None = None
     message: str | None = None
     refusals: tuple[Refusal, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ModelReply:
-    text: str
-    tool_calls: tuple[ToolCallRequest, ...]
-    usage: Usage
-
-
-async def call_model(model: Model, request: ModelRequest) -> ModelReply:
-    """Drain one streamed reply into its text, tool calls and usage."""
-    chunks: list[str] = []
-    calls: list[ToolCallRequest] = []
-    usage = Usage()
-    with spans.model_span(model, request) as span:
-        try:
-            async for event in model.stream(request):
-                if isinstance(event, TextDelta):
-                    chunks.append(event.text)
-                elif isinstance(event, ToolCallRequest):
-                    calls.append(event)
-                elif isinstance(event, UsageReport):
-                    usage = usage + event.usage
-        except AgentMemVaultError:
-            raise
-        except Exception as exc:
-            raise RemoteError(
-                f"model {getattr(model, 'name', model)!r} failed: {exc}; check the model "
-                "and its endpoint, then send again",
-                code="model_error",
-            ) from exc
-        spans.set_usage(span, usage.input_tokens, usage.output_tokens)
-    return ModelReply("".join(chunks), tuple(calls), usage)
 
 
 class Turn:
@@ -156,16 +112,13 @@ class Turn:
         target = resolve_target(self.harness, to, source=source, handoffs_so_far=self.handoffs)
         self._pending = Handoff(source=source, target=target, note=note, by=by)  # type: ignore[arg-type]
 
-    async def chat(
-        self,
-        source: str | None,
-        model: Model | None,
-        system_prompts: Sequence[str],
-        tools: Sequence[Tool],
-        part: _Part,
-    ) -> str:
+    async def chat(self, chat: Chat) -> str:
         return await self._tool_loop(
-            source, model or self.harness.model, tuple(system_prompts), tuple(tools), part
+            chat.source,
+            chat.model or self.harness.model,
+            chat.system_prompts,
+            chat.tools,
+            chat.part,
         )
 
     async def run_child(self, agent: Agent | str, text: str) -> str:
@@ -174,8 +127,6 @@ class Turn:
             raise NotARootAgentError(
                 f"harness {self.harness.name!r} has no agent {agent!r} to start as a child"
             )
-        from .children import ChildTurn
-
         return await ChildTurn(self, found).run(text)
 
     # -- the turn -----------------------------------------------------------
@@ -347,19 +298,17 @@ class Turn:
         handoff_tool = any(s.name == HANDOFF_TOOL for s in specs) and HANDOFF_TOOL not in by_name
         texts: list[str] = []
         while self._pending is None:
-            request = ModelRequest(
+            reply = await ask(
+                model,
                 system_prompts=system_prompts,
                 messages=self.messages,
                 tools=specs,
-                model=self.harness.model_name,
-                keys=dict(self.user.keys) if self.user is not None else {},
+                model_name=self.harness.model_name,
+                user=self.user,
             )
-            reply = await call_model(model, request)
             if reply.text:
                 texts.append(reply.text)
-            parts: list[Part] = [TextPart(reply.text)] if reply.text else []
-            parts.extend(ToolCallPart(c.id, c.name, c.arguments) for c in reply.tool_calls)
-            message = self._assistant(source, tuple(parts))
+            message = self._assistant(source, reply.parts())
             records: list[Record] = [
                 (MESSAGE, {"message": message.to_json()}),
                 (USAGE, self._usage(model, reply.usage, "turn", source)),
@@ -490,14 +439,7 @@ class Turn:
             raise
 
     def _usage(self, model: Model, usage: Usage, source: str, agent: str | None) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "source": source,
-            "agent": agent,
-            "model": getattr(model, "name", None),
-            "inputTokens": usage.input_tokens,
-            "outputTokens": usage.output_tokens,
-        }
+        return usage_record({"runId": self.run_id, "source": source, "agent": agent}, model, usage)
 
 
 def check_note(note: Any) -> str | None:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from .errors import ERROR_META_KEY, tool_error
-from .server import SERVER_INSTRUCTIONS, ServerSettings, build_server
+from .server import SERVER_INSTRUCTIONS, build_server
+from .settings import ServerSettings
 
 __all__ = ["ERROR_META_KEY", "SERVER_INSTRUCTIONS", "ServerSettings", "build_server", "tool_error"]

@@ -118,6 +118,27 @@ class CreatedHandoffResult(_Result):
     )
 
 
+# The paging fields that every listing shares (see ``Page`` in the vault's models).
+PageOffset = Annotated[
+    int, Field(description="Where this page starts among them (0 for the first).")
+]
+NextOffset = Annotated[
+    int | None, Field(description="Pass as offset to get the next page; null on the last page.")
+]
+
+
+def _count(items: str) -> Any:
+    return Field(description=f"Number of {items} returned.")
+
+
+def _total(items: str) -> Any:
+    return Field(description=f"How many {items} match in all (this page may be fewer).")
+
+
+def _more(items: str) -> Any:
+    return Field(description=f"True when the list was cut: more {items} match.")
+
+
 class HandoffResult(_Result):
     """Result of ack and reopen: the handoff as it is now."""
 
@@ -140,13 +161,11 @@ class HandoffListResult(_Result):
     """Result of list_handoffs, newest first."""
 
     handoffs: list[HandoffJson] = Field(description="Matching handoffs, newest first.")
-    count: int = Field(description="Number of handoffs returned.")
-    total: int = Field(description="How many handoffs match in all (this page may be fewer).")
-    offset: int = Field(description="Where this page starts among them (0 for the first).")
-    more: bool = Field(description="True when the list was cut: more handoffs match.")
-    next_offset: int | None = Field(
-        description="Pass as offset to get the next page; null on the last page."
-    )
+    count: int = _count("handoffs")
+    total: int = _total("handoffs")
+    offset: PageOffset
+    more: bool = _more("handoffs")
+    next_offset: NextOffset
 
 
 class MemoryOut(BaseModel):
@@ -193,13 +212,11 @@ class MemoryListResult(_Result):
     """Result of list_memories, newest first."""
 
     memories: list[MemoryJson] = Field(description="Matching memories, newest first.")
-    count: int = Field(description="Number of memories returned.")
-    total: int = Field(description="How many memories match in all (this page may be fewer).")
-    offset: int = Field(description="Where this page starts among them (0 for the first).")
-    more: bool = Field(description="True when the list was cut: more memories match.")
-    next_offset: int | None = Field(
-        description="Pass as offset to get the next page; null on the last page."
-    )
+    count: int = _count("memories")
+    total: int = _total("memories")
+    offset: PageOffset
+    more: bool = _more("memories")
+    next_offset: NextOffset
 
 
 class SearchHit(BaseModel):
@@ -219,18 +236,16 @@ class SearchResult(_Result):
     hits: list[Annotated[SearchHit, _inline(SearchHit)]] = Field(
         description="Matching memories, best first."
     )
-    count: int = Field(description="Number of hits returned.")
+    count: int = _count("hits")
     total: int = Field(
         description=(
             "How many memories match in all (this page may be fewer): every memory "
             "that matches by its words, and in hybrid mode those found by meaning alone."
         )
     )
-    offset: int = Field(description="Where this page starts among them (0 for the first).")
-    more: bool = Field(description="True when the list was cut: more memories match.")
-    next_offset: int | None = Field(
-        description="Pass as offset to get the next page; null on the last page."
-    )
+    offset: PageOffset
+    more: bool = _more("memories")
+    next_offset: NextOffset
     mode: str = Field(
         description="Which search answered: hybrid (words and meaning, fused) or fts (words only)."
     )

@@ -29,8 +29,9 @@ import fcntl
 import os
 import stat
 import sys
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import anyio
 
@@ -61,6 +62,30 @@ def _backed_by(stream: Any, fd: int) -> bool:
         return bool(stream.fileno() == fd)
     except (AttributeError, OSError, ValueError):
         return False
+
+
+def _unwatch(remove: Callable[[int], object], fd: int) -> None:
+    """Stop the loop watching ``fd``; a loop that closed or never watched it is fine."""
+    with contextlib.suppress(OSError, ValueError, RuntimeError):
+        remove(fd)
+
+
+class _Stream:
+    """What the read and the write stream share: ``async with`` closes them."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
 
 class LoopStdio:
@@ -181,7 +206,7 @@ class LoopStdio:
         return SessionMessage(message)
 
 
-class _Incoming:
+class _Incoming(_Stream):
     """The read stream: lines parsed as they arrive, handed out in order."""
 
     def __init__(self, pipes: LoopStdio) -> None:
@@ -252,8 +277,7 @@ class _Incoming:
         """Stop reading stdin: at the end, or while the server catches up (``_resume``)."""
         if self._reading:
             self._reading = False
-            with contextlib.suppress(OSError, ValueError, RuntimeError):
-                self._pipes.loop.remove_reader(self._pipes.in_fd)
+            _unwatch(self._pipes.loop.remove_reader, self._pipes.in_fd)
 
     def _resume(self) -> None:
         if not self._reading and not self._ended and not self._closed:
@@ -295,19 +319,8 @@ class _Incoming:
         self.stop()
         self._wake()
 
-    async def __aenter__(self) -> _Incoming:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _Outgoing:
+class _Outgoing(_Stream):
     """The write stream: each message written at once, in order; what waits is kept."""
 
     def __init__(self, pipes: LoopStdio) -> None:
@@ -365,8 +378,7 @@ class _Outgoing:
     def _unwatch(self) -> None:
         if self._watching:
             self._watching = False
-            with contextlib.suppress(OSError, ValueError, RuntimeError):
-                self._pipes.loop.remove_writer(self._pipes.out_fd)
+            _unwatch(self._pipes.loop.remove_writer, self._pipes.out_fd)
 
     def _break(self) -> None:
         """stdout is gone: drop what waits, and end the connection as EOF on stdin would."""
@@ -401,14 +413,3 @@ class _Outgoing:
 
     async def aclose(self) -> None:
         self._closed = True
-
-    async def __aenter__(self) -> _Outgoing:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -45,7 +45,7 @@ __all__ = [
     "run_stdio",
 ]
 
-# The environment variable that carries the token (cli/agents.py names it in --token).
+# The environment variable that carries the token (cli/serve.py names it in --token).
 TOKEN_ENV = "AGENT_MEM_VAULT_TOKEN"
 
 

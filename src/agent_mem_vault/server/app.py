@@ -163,19 +163,16 @@ class _Api:
         return JSONResponse([r.model_dump(by_alias=True) for r in rows])
 
     async def snapshot(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         return _json(await self.service.snapshot(key, thread_id, user))
 
     async def send(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         body = await self._body(request, s.SendBody)
         return _json(await self.service.send(key, thread_id, user, body))
 
     async def answer(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         body = await self._body(request, s.AnswerBody)
         await self.service.answer(key, thread_id, user, body.question_id, body.value)
         return _json(s.OkBody())
@@ -187,31 +184,27 @@ class _Api:
         return await self._end_wait(request, "cancel")
 
     async def _end_wait(self, request: Request, how: str) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         wait_id = _id(request.path_params["wait_id"], "waitId")
         await self._body(request, s.EndWaitBody, optional=True)
         await self.service.end_wait(key, thread_id, user, wait_id, how)
         return _json(s.OkBody())
 
     async def continue_(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         body = await self._body(request, s.ContinueBody, optional=True)
         return _json(
             await self.service.continue_without_message(key, thread_id, user, body.input_id)
         )
 
     async def share(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         body = await self._body(request, s.ShareBody)
         await self.service.share(key, thread_id, user, body.user_id, body.role)
         return _json(s.ShareResultBody(threadId=thread_id, userId=body.user_id, role=body.role))
 
     async def transfer(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         body = await self._body(request, s.TransferBody)
         return _json(await self.service.transfer(key, thread_id, user, body))
 
@@ -240,11 +233,17 @@ class _Api:
         return PlainTextResponse(result.thread_id)
 
     async def events(self, request: Request) -> Response:
-        user = await self.service.user_of(request)
-        key, thread_id = _thread(request)
+        user, key, thread_id = await self._on_thread(request)
         raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
         session, after = await self.service.open_for_events(key, thread_id, user, raw)
         return event_stream_response(session, after, send_timeout=self.send_timeout)
+
+    async def _on_thread(self, request: Request) -> tuple[Any, str, str]:
+        """Who asks, and the harness key and thread id of the path; the user first, so
+        a request without a login learns nothing about the path."""
+        user = await self.service.user_of(request)
+        key, thread_id = _thread(request)
+        return user, key, thread_id
 
     async def _body(self, request: Request, model: type[B], *, optional: bool = False) -> B:
         """The body as ``model``: content type, then size, then depth and widths, then fields.

@@ -35,7 +35,7 @@ from typing import Any
 
 from .jsonl import MAX_READ_BYTES
 from .model import AssistantMessage, Entry, ToolCall, Transcript, UserMessage
-from .tools import ToolNames, obj, todo_list
+from .tools import ToolNames, obj
 
 __all__ = ["UNRECORDED", "find", "locate", "read", "search_root"]
 
@@ -226,20 +226,19 @@ def _tool_call(call: dict[str, Any]) -> list[Entry]:
     args = obj(call.get("args"))
     status = call.get("status")
     finished = status in _DONE if isinstance(status, str) else bool(call.get("result"))
-    if TOOLS.is_todo(name):
-        todos = todo_list(args.get("todos"), ("description", "content"))
-        return [todos] if todos is not None else []
-    kind = TOOLS.kind(name)
-    paths: tuple[str, ...] = ()
-    command = None
-    exit_status = None
-    if kind == "edit":
-        path = args.get("file_path") or args.get("absolute_path") or args.get("path")
-        paths = (path,) if isinstance(path, str) and path else ()
-    elif kind == "command":
-        command = args.get("command") if isinstance(args.get("command"), str) else None
-        exit_status = _exit_status(call) if finished else None
-    return [ToolCall(name, kind, paths, command, exit_status, finished)]
+    return TOOLS.entries(
+        name,
+        args,
+        finished=finished,
+        todo_text=("description", "content"),
+        edited=lambda: _edited_paths(args),
+        exit_status=lambda: _exit_status(call) if finished else None,
+    )
+
+
+def _edited_paths(args: dict[str, Any]) -> tuple[str, ...]:
+    path = args.get("file_path") or args.get("absolute_path") or args.get("path")
+    return (path,) if isinstance(path, str) and path else ()
 
 
 def _exit_status(call: dict[str, Any]) -> int | None:

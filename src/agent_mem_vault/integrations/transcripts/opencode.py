@@ -31,8 +31,8 @@ from urllib.parse import quote
 
 from .codex import patch_paths
 from .jsonl import MAX_READ_BYTES
-from .model import AssistantMessage, Entry, TodoItem, TodoList, ToolCall, Transcript, UserMessage
-from .tools import ToolNames, obj, todo_list
+from .model import AssistantMessage, Entry, TodoItem, TodoList, Transcript, UserMessage
+from .tools import ToolNames, obj
 
 __all__ = ["default_database", "locate", "read"]
 
@@ -222,20 +222,19 @@ def _tool(part: dict[str, Any]) -> list[Entry]:
     status = state.get("status")
     finished = status in _DONE
     args = obj(state.get("input"))
-    if TOOLS.is_todo(name):
-        todos = todo_list(args.get("todos"), ("content",))
-        return [todos] if todos is not None else []
-    kind = TOOLS.kind(name)
-    paths: tuple[str, ...] = ()
-    command = None
-    exit_status = None
-    if kind == "edit":
-        paths = _edited_paths(args, state)
-    elif kind == "command":
-        command = args.get("command") if isinstance(args.get("command"), str) else None
-        code = obj(state.get("metadata")).get("exit")
-        exit_status = code if isinstance(code, int) and not isinstance(code, bool) else None
-    return [ToolCall(name, kind, paths, command, exit_status, finished)]
+    return TOOLS.entries(
+        name,
+        args,
+        finished=finished,
+        todo_text=("content",),
+        edited=lambda: _edited_paths(args, state),
+        exit_status=lambda: _exit_code(state),
+    )
+
+
+def _exit_code(state: dict[str, Any]) -> int | None:
+    code = obj(state.get("metadata")).get("exit")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def _edited_paths(args: dict[str, Any], state: dict[str, Any]) -> tuple[str, ...]:

@@ -9,11 +9,11 @@ done here, the same way for every client.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .model import TodoItem, TodoList, ToolKind, is_vault_handoff_tool
+from .model import Entry, TodoItem, TodoList, ToolCall, ToolKind, is_vault_handoff_tool
 
 __all__ = ["ToolNames", "obj", "todo_list"]
 
@@ -38,6 +38,37 @@ class ToolNames:
 
     def is_todo(self, name: str) -> bool:
         return name in self.todo
+
+    def entries(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        finished: bool,
+        todo_text: Iterable[str],
+        edited: Callable[[], tuple[str, ...]],
+        exit_status: Callable[[], int | None],
+    ) -> list[Entry]:
+        """A call as the entries of a transcript: its todo list, or a ``ToolCall``.
+
+        ``edited`` finds the paths an edit wrote and ``exit_status`` the status a
+        command ended with; each is asked only for a call of its kind.
+        """
+        if self.is_todo(name):
+            todos = todo_list(args.get("todos"), todo_text)
+            return [todos] if todos is not None else []
+        kind = self.kind(name)
+        command = args.get("command")
+        return [
+            ToolCall(
+                name,
+                kind,
+                edited() if kind == "edit" else (),
+                command if kind == "command" and isinstance(command, str) else None,
+                exit_status() if kind == "command" else None,
+                finished,
+            )
+        ]
 
 
 def todo_list(
