@@ -60,6 +60,7 @@ COMMANDS: dict[str, str] = {
     "hook": "agent_mem_vault.cli.agents:hook",
     "instructions": "agent_mem_vault.cli.agents:instructions",
     "sessions": "agent_mem_vault.cli.agents:sessions",
+    "plugin": "agent_mem_vault.cli.plugin:plugin",
     # Runs and AT Protocol handoff records.
     "runs": "agent_mem_vault.cli.runs:runs",
     # Harness.

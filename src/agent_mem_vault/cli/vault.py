@@ -422,6 +422,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from ..core.errors import DataError
     from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
+    from ..integrations.plugin_trust import plugin_information
     from ..vault.keeper import keeper_status
     from ..vault.watch import watch_problem
     from .warm import warm_status
@@ -429,6 +430,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
     report = open_vault(vault_path).doctor()
     warm = warm_status()
     installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
+    plugins = plugin_information(Path.home(), find_repo_root(Path.cwd()))
     keeper = keeper_status(Path(report.path))
     # Not a problem of the vault (calls check by stat without a watch): told, not failed.
     unwatched = watch_problem(Path(report.path))
@@ -441,6 +443,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             {
                 **report.to_dict(),
                 "installs": installs,
+                "plugins": plugins,
                 "keeper": keeper,
                 "watch": {"ok": unwatched is None, "problem": unwatched},
                 "fast_start": warm,
@@ -466,7 +469,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
                 f"information: {filled.path} is written by hand; taken from its file: "
                 f"{', '.join(filled.filled)}"
             )
-        for line in report.information:
+        for line in [*report.information, *plugins]:
             click.echo(f"information: {line}")
         for skipped in report.skipped:
             click.echo(f"skipped: {skipped.path}: {skipped.reason}")

@@ -33,6 +33,7 @@ import json
 from pathlib import Path
 
 from .config_files import FileChange, read_text
+from .targets import SERVER_NAME
 
 __all__ = ["NPMRC", "NPMRC_MARK", "SIDE_PROMPTS", "npmrc_change", "plugin_source"]
 
@@ -44,9 +45,38 @@ SIDE_PROMPTS = (
 system prompt: requests that are not the session's turn."""
 
 
-def plugin_source(mark: str, start: list[str], end: list[str], timeout_ms: int) -> str:
+def plugin_source(
+    mark: str,
+    start: list[str],
+    end: list[str],
+    timeout_ms: int,
+    *,
+    missing: str | None = None,
+    server: dict[str, object] | None = None,
+) -> str:
     """The plugin's JavaScript, running ``start`` and ``end`` (argument lists), each
-    for at most ``timeout_ms``; ``mark`` is its first line (how install knows it)."""
+    for at most ``timeout_ms``; ``mark`` is its first line (how install knows it).
+
+    The plugin folder's copy (``plugin_files.py``) also gives ``missing``, the
+    line the session sees where the program is not on PATH, and ``server``, the
+    MCP entry its ``config`` hook adds unless the configuration has ours already.
+    """
+    failed = "`agent-mem-vault: the session-start hook failed: ${error.message}`"
+    if missing is not None:
+        failed = f'error.code === "ENOENT" ? MISSING : {failed}'
+    consts = f"const MISSING = {json.dumps(missing)};\n" if missing is not None else ""
+    config = ""
+    kept = "Re-run install to update this file; uninstall removes it."
+    if server is not None:
+        kept = "It is the agent-mem-vault package's (`agent-mem-vault plugin path opencode`)."
+        consts += f"const SERVER = {json.dumps(server)};\n"
+        config = """
+    config: async (config) => {
+      // A server `agent-mem-vault install opencode` registered stays the only one.
+      config.mcp ??= {};
+      config.mcp[SERVER_NAME] ??= SERVER;
+    },"""
+        consts += f"const SERVER_NAME = {json.dumps(SERVER_NAME)};\n"
     return f"""{mark}
 // Runs agent-mem-vault's session hooks in opencode. At each session's first
 // model request, `hook session-start` registers the session (its id, this
@@ -55,14 +85,14 @@ def plugin_source(mark: str, start: list[str], end: list[str], timeout_ms: int) 
 // session's system prompt, as Claude Code and Codex add a SessionStart hook's
 // output. Each session gets its own text, once; opencode's title request gets
 // none. When a session is deleted or opencode exits, `hook session-end` marks it
-// ended. Re-run install to update this file; uninstall removes it.
+// ended. {kept}
 import {{ execFile, execFileSync }} from "node:child_process";
 
 const HOOK = {json.dumps(start)};
 const END = {json.dumps(end)};
 const SIDE_PROMPTS = {json.dumps(list(SIDE_PROMPTS))};
 const TIMEOUT_MS = {timeout_ms};
-
+{consts}
 const hookInput = (directory, sessionID, event) =>
   JSON.stringify({{
     session_id: sessionID,
@@ -80,7 +110,7 @@ const sessionStart = (directory, sessionID) =>
       (error, stdout) =>
         resolve(
           error
-            ? `agent-mem-vault: the session-start hook failed: ${{error.message}}`
+            ? {failed}
             : String(stdout).trim(),
         ),
     );
@@ -108,7 +138,7 @@ export const AgentMemVault = async ({{ directory }}) => {{
   process.once("exit", () => {{
     for (const sessionID of [...started.keys()]) end(sessionID);
   }});
-  return {{
+  return {{{config}
     "experimental.chat.system.transform": async (input, output) => {{
       const sessionID = input?.sessionID;
       if (typeof sessionID !== "string" || sideRequest(output.system)) return;

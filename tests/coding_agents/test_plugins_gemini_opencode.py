@@ -1,0 +1,136 @@
+"""The vault design's exchange with the Gemini CLI extension and the opencode plugin alone.
+
+Gemini CLI installs the extension with ``gemini extensions install DIR --consent``
+and opencode the plugin with ``opencode plugin DIR``, each from the folder
+``agent-mem-vault plugin path CLIENT`` prints, offline; no ``agent-mem-vault
+install`` runs. Gemini CLI leaves ``create_handoff(to="opencode")``; opencode's
+session sees it in what the plugin adds to its system prompt and takes it with
+``read_handoff``, as in ``test_gemini_opencode.py``. Then each client's own
+update and uninstall.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .conftest import BRIEF, NAMESPACE, World, client
+from .model_server import Reply, ScriptedModel, Seen
+from .test_gemini_opencode import (
+    CONTEXT,
+    EXPECTED,
+    SUMMARY,
+    _chat_results,
+    _chat_tools,
+    _gemini_results,
+    _gemini_tools,
+    _ours,
+    _run_gemini,
+    _run_opencode,
+    _said,
+    _system_text,
+)
+
+pytestmark = pytest.mark.slow
+
+TRUSTED = {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+
+def ok(proc: Any) -> str:
+    assert proc.returncode == 0, f"{proc.args}\n{proc.stdout}\n{proc.stderr}"
+    return str(proc.stdout) + str(proc.stderr)
+
+
+def folder(world: World, name: str) -> str:
+    return world.amv("plugin", "path", name).stdout.strip()
+
+
+def test_the_gemini_extension_leaves_a_handoff_that_the_opencode_plugin_takes(
+    world: World,
+) -> None:
+    world.amv("init")  # the vault $AGENT_MEM_VAULT names (the default one is made at first use)
+    gemini, opencode = client("gemini"), client("opencode")
+    install = ("extensions", "install", folder(world, "gemini"), "--consent")
+    ok(world.run(gemini, *install, env=TRUSTED))
+
+    first: list[Seen] = []
+    results: list[str] = []
+
+    def gemini_hands_off(seen: Seen) -> Reply:
+        tool = _ours(_gemini_tools(seen.body), "create_handoff")
+        if tool is None:
+            return Reply(text="ok")
+        done = _gemini_results(seen.body)
+        if done:
+            results.extend(done)
+            return Reply(text="Handed off to opencode.")
+        first.append(seen)
+        return Reply(
+            tool=tool,
+            args={"to": "opencode", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
+        )
+
+    with ScriptedModel("gemini", gemini_hands_off) as model:
+        proc = _run_gemini(
+            world, model, "Hand the orders backfill to opencode.", "mcp_agent-mem-vault_*"
+        )
+        transcript = model.transcript()
+    assert proc.returncode == 0, _said(proc, transcript)
+    offered = [_gemini_tools(s.body) for s in model.model_requests()]
+    assert first, f"Gemini CLI never offered the extension's create_handoff: {offered}"
+    assert BRIEF.strip() in first[0].text, transcript
+    assert "Pending handoffs for gemini" in first[0].text, transcript
+    assert results, transcript
+    sent = world.handoffs()
+    assert [(h["to"], h["from"], h["status"]) for h in sent] == [
+        ("opencode", "gemini", "pending")
+    ], sent
+
+    ok(world.run(opencode, "plugin", folder(world, "opencode"), timeout=120))
+    opencode_first: list[Seen] = []
+    outputs: list[str] = []
+
+    def opencode_takes(seen: Seen) -> Reply:
+        read = _ours(_chat_tools(seen.body), "read_handoff")
+        if read is None:
+            return Reply(text="Orders backfill")  # the session title: no tools
+        done = _chat_results(seen.body)
+        if done:
+            outputs.extend(done)
+            return Reply(text="Took the handoff.")
+        opencode_first.append(seen)
+        return Reply(tool=read, args={"agent": "opencode", "namespace": NAMESPACE})
+
+    with ScriptedModel("chat", opencode_takes) as model:
+        proc = _run_opencode(world, model, "Continue the work.")
+        transcript = model.transcript()
+    assert proc.returncode == 0, _said(proc, transcript)
+    assert opencode_first, f"opencode never offered the plugin's read_handoff\n{transcript}"
+    system = _system_text(opencode_first[0].body)
+    assert BRIEF.strip() in system and SUMMARY in system, transcript
+    assert "Pending handoffs for opencode" in system, transcript
+    assert outputs and json.dumps(EXPECTED)[1:-1] in outputs[0], transcript
+    assert [(h["to"], h["status"]) for h in world.handoffs()] == [("opencode", "read")]
+    # The plugins alone: no settings of install's in either client.
+    assert not (world.repo / "opencode.json").exists()
+    assert not (world.repo / ".gemini").exists()
+    assert "agent-mem-vault" not in (world.home / ".gemini" / "settings.json").read_text()
+
+    # Gemini CLI's own update and uninstall: one version, then nothing left of ours.
+    said = ok(world.run(gemini, "extensions", "update", "agent-mem-vault", env=TRUSTED))
+    assert "agent-mem-vault" in said, said
+    listed = ok(world.run(gemini, "extensions", "list", env=TRUSTED))
+    assert listed.count("agent-mem-vault (") == 1, listed
+    ok(world.run(gemini, "extensions", "uninstall", "agent-mem-vault", env=TRUSTED))
+    assert not (world.home / ".gemini" / "extensions" / "agent-mem-vault").exists()
+    doctor = world.run(*_cli(), "doctor", timeout=120)
+    assert "Gemini CLI has the agent-mem-vault plugin" not in doctor.stdout, doctor.stdout
+    assert "opencode has the agent-mem-vault plugin" in doctor.stdout, doctor.stdout
+
+
+def _cli() -> list[str]:
+    from .conftest import CLI
+
+    return list(CLI)
