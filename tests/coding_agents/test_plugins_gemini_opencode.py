@@ -89,6 +89,9 @@ def test_the_gemini_extension_leaves_a_handoff_that_the_opencode_plugin_takes(
     ], sent
 
     ok(world.run(opencode, "plugin", folder(world, "opencode"), timeout=120))
+    # opencode installs its SDK with npm into .opencode at each start until that
+    # succeeds; offline, one attempt instead of npm's minute of retries (docs/agents.md).
+    world.env["npm_config_fetch_retries"] = "0"
     opencode_first: list[Seen] = []
     outputs: list[str] = []
 
