@@ -420,16 +420,15 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from pathlib import Path
 
     from ..core.errors import DataError
-    from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
-    from ..integrations.plugin_trust import plugin_information
+    from ..integrations.plugin_trust import client_problems, plugin_information
     from ..vault.keeper import keeper_status
     from ..vault.watch import watch_problem
     from .warm import warm_status
 
     report = open_vault(vault_path).doctor()
     warm = warm_status()
-    installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
+    installs = client_problems(Path.home(), find_repo_root(Path.cwd()))
     plugins = plugin_information(Path.home(), find_repo_root(Path.cwd()))
     keeper = keeper_status(Path(report.path))
     # Not a problem of the vault (calls check by stat without a watch): told, not failed.

@@ -6,7 +6,7 @@ command that no longer resolves (a moved virtualenv, a teammate without
 agent-mem-vault on PATH), a Codex hook that Codex will skip because its trust
 is missing or stale, a ``.mcp.json`` server that Claude Code holds for approval,
 a repository that Gemini CLI does not trust (it then starts neither).
-The plugins the clients installed are judged too (``plugin_trust.py``).
+The plugins the clients installed are judged in ``plugin_trust.py``.
 Each problem names the file and the one thing to do. Nothing here writes.
 """
 
@@ -77,9 +77,7 @@ def install_problems(home: Path, repo: Path | None, path: str | None = None) -> 
         found += claude_approval_problems(home, repo)
         if any(i.client == "gemini" for i in installed):
             found += gemini_trust_problems(home, repo)
-    from .plugin_trust import plugin_problems
-
-    return list(dict.fromkeys([*found, *plugin_problems(home, repo, installed, path)]))
+    return found
 
 
 def find_installed(home: Path, repo: Path | None) -> list[Installed]:

@@ -33,7 +33,6 @@ import json
 from pathlib import Path
 
 from .config_files import FileChange, read_text
-from .targets import SERVER_NAME
 
 __all__ = ["NPMRC", "NPMRC_MARK", "SIDE_PROMPTS", "npmrc_change", "plugin_source"]
 
@@ -52,14 +51,15 @@ def plugin_source(
     timeout_ms: int,
     *,
     missing: str | None = None,
-    server: dict[str, object] | None = None,
+    servers: dict[str, dict[str, object]] | None = None,
 ) -> str:
     """The plugin's JavaScript, running ``start`` and ``end`` (argument lists), each
     for at most ``timeout_ms``; ``mark`` is its first line (how install knows it).
 
     The plugin folder's copy (``plugin_files.py``) also gives ``missing``, the
-    line the session sees where the program is not on PATH, and ``server``, the
-    MCP entry its ``config`` hook adds unless the configuration has ours already.
+    line the session sees where the program is not on PATH, and ``servers``, the
+    MCP entries (by name) its ``config`` hook adds where the configuration has none
+    of that name.
     """
     failed = "`agent-mem-vault: the session-start hook failed: ${error.message}`"
     if missing is not None:
@@ -67,16 +67,15 @@ def plugin_source(
     consts = f"const MISSING = {json.dumps(missing)};\n" if missing is not None else ""
     config = ""
     kept = "Re-run install to update this file; uninstall removes it."
-    if server is not None:
+    if servers is not None:
         kept = "It is the agent-mem-vault package's (`agent-mem-vault plugin path opencode`)."
-        consts += f"const SERVER = {json.dumps(server)};\n"
+        consts += f"const SERVERS = {json.dumps(servers)};\n"
         config = """
     config: async (config) => {
       // A server `agent-mem-vault install opencode` registered stays the only one.
       config.mcp ??= {};
-      config.mcp[SERVER_NAME] ??= SERVER;
+      for (const [name, entry] of Object.entries(SERVERS)) config.mcp[name] ??= entry;
     },"""
-        consts += f"const SERVER_NAME = {json.dumps(SERVER_NAME)};\n"
     return f"""{mark}
 // Runs agent-mem-vault's session hooks in opencode. At each session's first
 // model request, `hook session-start` registers the session (its id, this

@@ -149,7 +149,12 @@ def _opencode() -> str:
     start = ["agent-mem-vault", "plugin", "hook", "opencode"]
     end = ["agent-mem-vault", "hook", "session-end", "--agent", "opencode", "--client", "opencode"]
     source = plugin_source(
-        OPENCODE_MARK, start, end, TIMEOUT_SECONDS * 1000, missing=MISSING, server=server
+        OPENCODE_MARK,
+        start,
+        end,
+        TIMEOUT_SECONDS * 1000,
+        missing=MISSING,
+        servers={SERVER_NAME: server},
     )
     return source
 

@@ -16,13 +16,13 @@ from ..core.errors import InvalidInputError
 from .codex_trust import CodexHook, list_codex_hooks, trust_change
 from .config_files import apply_changes
 from .gemini_trust import gemini_folder_trust
-from .installed import Installed
+from .installed import Installed, find_installed, install_problems
 from .plugin_hook import CLIENT_TITLES, uninstall_command
 from .plugins import add_commands, find_plugins, tool_prefix
 from .runnable import ON_PATH, runs_from
 from .targets import codex_home
 
-__all__ = ["plugin_information", "plugin_problems", "trust_codex_plugin"]
+__all__ = ["client_problems", "plugin_information", "plugin_problems", "trust_codex_plugin"]
 
 TRUST = "agent-mem-vault plugin trust codex"
 
@@ -70,6 +70,13 @@ def trust_codex_plugin(home: Path, cwd: Path) -> list[str]:
     return [
         f"{'trusted' if h.trust_status != 'trusted' else 'unchanged':<9} {h.key}" for h in hooks
     ]
+
+
+def client_problems(home: Path, repo: Path | None, path: str | None = None) -> list[str]:
+    """What ``doctor`` reports for the clients: ``install``'s entries and the plugins."""
+    found = install_problems(home, repo, path)
+    found += plugin_problems(home, repo, find_installed(home, repo), path)
+    return list(dict.fromkeys(found))
 
 
 def plugin_problems(

@@ -14,8 +14,7 @@ const END = ["agent-mem-vault", "hook", "session-end", "--agent", "opencode", "-
 const SIDE_PROMPTS = ["You are a title generator", "Summarize what was done in this conversation"];
 const TIMEOUT_MS = 10000;
 const MISSING = "agent-mem-vault is not installed (not on PATH), so the vault tools and the session brief are missing: install it with `uv tool install agent-mem-vault` or `pipx install agent-mem-vault`, then start a new session.";
-const SERVER = {"type": "local", "command": ["agent-mem-vault", "serve", "--agent", "opencode"], "enabled": true, "timeout": 30000};
-const SERVER_NAME = "agent-mem-vault";
+const SERVERS = {"agent-mem-vault": {"type": "local", "command": ["agent-mem-vault", "serve", "--agent", "opencode"], "enabled": true, "timeout": 30000}};
 
 const hookInput = (directory, sessionID, event) =>
   JSON.stringify({
@@ -66,7 +65,7 @@ export const AgentMemVault = async ({ directory }) => {
     config: async (config) => {
       // A server `agent-mem-vault install opencode` registered stays the only one.
       config.mcp ??= {};
-      config.mcp[SERVER_NAME] ??= SERVER;
+      for (const [name, entry] of Object.entries(SERVERS)) config.mcp[name] ??= entry;
     },
     "experimental.chat.system.transform": async (input, output) => {
       const sessionID = input?.sessionID;
