@@ -20,7 +20,7 @@ import pytest
 
 from agent_mem_vault.integrations.plugin_files import MISSING
 
-from .conftest import BIN, BRIEF, NAMESPACE, World, client
+from .conftest import BIN, BRIEF, CLI, NAMESPACE, World, client
 from .model_server import Reply, ScriptedModel, Seen
 from .test_claude_codex import (
     CONTEXT,
@@ -55,9 +55,17 @@ def add_claude_plugin(world: World, folder: Path) -> None:
     person who names one has it (the default vault is made at first use)."""
     if not (world.vault / ".agent-mem-vault").exists():
         world.amv("init")
+    warm_up(world)
     claude = client("claude")
     ok(world.run(claude, "plugin", "marketplace", "add", folder, timeout=120))
     ok(world.run(claude, "plugin", "install", SELECTOR, timeout=120))
+
+
+def warm_up(world: World) -> None:
+    """Start the warm process, as any earlier session on the machine has: ``claude -p``
+    waits about 3 s for a server, less than a cold Python start on a loaded machine
+    (docs/agents.md, "A fast start"); the hook starts it and runs in its own process."""
+    world.run(*CLI, "plugin", "hook", "claude-code", timeout=60)
 
 
 def add_codex_plugin(world: World) -> None:
@@ -139,15 +147,9 @@ def test_the_claude_code_plugin_leaves_a_handoff_that_the_codex_plugin_takes(
     # Nothing of install's in either client's files: the plugins alone did it.
     assert not (world.home / ".codex" / "hooks.json").exists()
     assert "mcpServers" not in json.loads((world.home / ".claude.json").read_text())
-    doctor = world.run(*_cli(), "doctor", timeout=120)
+    doctor = world.run(*CLI, "doctor", timeout=120)
     assert "registered twice" not in doctor.stdout, doctor.stdout
     assert "has the agent-mem-vault plugin" in doctor.stdout, doctor.stdout
-
-
-def _cli() -> list[str]:
-    from .conftest import CLI
-
-    return list(CLI)
 
 
 def test_without_the_program_the_plugin_tells_the_agent_how_to_install_it(world: World) -> None:
@@ -194,10 +196,10 @@ def test_install_after_the_plugin_writes_nothing_and_the_plugin_after_install_sa
     assert first[0].text.count("Pending handoffs for claude-code") == 1, transcript
     assert "registered twice in Claude Code" in first[0].text, transcript
     assert "agent-mem-vault uninstall claude-code --scope user" in first[0].text, transcript
-    doctor = world.run(*_cli(), "doctor", timeout=120)
+    doctor = world.run(*CLI, "doctor", timeout=120)
     assert doctor.returncode == 7, doctor.stdout
     assert "registered twice in Claude Code" in doctor.stdout, doctor.stdout
 
     world.amv("uninstall", "claude-code", "--scope", "user")
-    doctor = world.run(*_cli(), "doctor", timeout=120)
+    doctor = world.run(*CLI, "doctor", timeout=120)
     assert "registered twice" not in doctor.stdout, doctor.stdout

@@ -82,6 +82,8 @@ def test_the_gemini_extension_leaves_a_handoff_that_the_opencode_plugin_takes(
     assert first, f"Gemini CLI never offered the extension's create_handoff: {offered}"
     assert BRIEF.strip() in first[0].text, transcript
     assert "Pending handoffs for gemini" in first[0].text, transcript
+    # The extension's context file: the instruction line, in every session.
+    assert "At the start of work call get_project_brief" in first[0].text, transcript
     assert results, transcript
     sent = world.handoffs()
     assert [(h["to"], h["from"], h["status"]) for h in sent] == [
@@ -137,3 +139,53 @@ def _cli() -> list[str]:
     from .conftest import CLI
 
     return list(CLI)
+
+
+def test_the_extension_and_the_plugin_beside_install_give_one_brief_and_one_server(
+    world: World,
+) -> None:
+    """``install`` first, then each client's plugin: one server's tools, one brief, and
+    the line that names the two registrations; ``doctor`` reports the pair."""
+    gemini, opencode = client("gemini"), client("opencode")
+    world.amv("install", "gemini")
+    install = ("extensions", "install", folder(world, "gemini"), "--consent")
+    ok(world.run(gemini, *install, env=TRUSTED))
+    seen: list[Seen] = []
+
+    def first_only(request: Seen) -> Reply:
+        if _ours(_gemini_tools(request.body), "read_handoff"):
+            seen.append(request)
+        return Reply(text="ok")
+
+    with ScriptedModel("gemini", first_only) as model:
+        proc = _run_gemini(world, model, "Continue the work.", "mcp_agent-mem-vault_*")
+        transcript = model.transcript()
+    assert proc.returncode == 0, _said(proc, transcript)
+    assert seen, transcript
+    tools = _gemini_tools(seen[0].body)
+    assert len([t for t in tools if t.endswith("read_handoff")]) == 1, tools
+    assert seen[0].text.count("Pending handoffs for gemini") == 1, transcript
+    assert "registered twice in Gemini CLI" in seen[0].text, transcript
+
+    world.amv("install", "opencode")
+    ok(world.run(opencode, "plugin", folder(world, "opencode"), timeout=120))
+    world.env["npm_config_fetch_retries"] = "0"
+    chats: list[Seen] = []
+
+    def first_chat(request: Seen) -> Reply:
+        if _ours(_chat_tools(request.body), "read_handoff"):
+            chats.append(request)
+        return Reply(text="ok")
+
+    with ScriptedModel("chat", first_chat) as model:
+        proc = _run_opencode(world, model, "Continue the work.")
+        transcript = model.transcript()
+    assert proc.returncode == 0, _said(proc, transcript)
+    assert chats, transcript
+    tools = _chat_tools(chats[0].body)
+    assert len([t for t in tools if t.endswith("read_handoff")]) == 1, tools
+    system = _system_text(chats[0].body)
+    assert system.count("Pending handoffs for opencode") == 1, transcript
+    assert "registered twice in opencode" in system, transcript
+    said = world.run(*_cli(), "doctor", timeout=120).stdout
+    assert "registered twice in Gemini CLI" in said and "registered twice in opencode" in said

@@ -10,7 +10,8 @@ Claude Code and Codex
     ``.codex-plugin/plugin.json``), and each manifest names its own server and
     hook files, so that the agent name in them is the client's.
 Gemini CLI
-    ``gemini/``: ``gemini-extension.json`` (the server) and ``hooks/hooks.json``.
+    ``gemini/``: ``gemini-extension.json`` (the server), ``hooks/hooks.json`` and
+    ``GEMINI.md``, the instruction line, which Gemini CLI loads into each session.
 opencode
     ``opencode/``: a JS package whose ``config`` hook adds the server and whose
     session hooks are those ``install opencode`` writes (``opencode_plugin.py``).
@@ -35,6 +36,7 @@ from typing import Any
 
 from .. import __version__
 from .hooks_json import TIMEOUT_SECONDS
+from .instructions import instructions_text
 from .opencode_plugin import plugin_source
 from .targets import SERVER_NAME, STARTUP_TIMEOUT_SECONDS
 
@@ -167,6 +169,9 @@ def expected_files() -> dict[str, str]:
         "version": __version__,
         "description": DESCRIPTION,
         **_server("gemini", timeout=STARTUP_TIMEOUT_SECONDS * 1000),
+        # Gemini CLI loads an extension's context file into every session: the
+        # instruction line install leaves to the person's GEMINI.md / AGENTS.md.
+        "contextFileName": "GEMINI.md",
     }
     return {
         ".claude-plugin/marketplace.json": marketplace("./"),
@@ -186,6 +191,7 @@ def expected_files() -> dict[str, str]:
         "codex/hooks.json": _json(_hooks("codex", "codex", "startup|resume", "")),
         "gemini/gemini-extension.json": _json(gemini),
         # Gemini CLI compares a SessionStart matcher with the source as a plain string.
+        "gemini/GEMINI.md": instructions_text() + "\n",
         "gemini/hooks/hooks.json": _json(_hooks("gemini", "gemini-cli", "*", "*", gemini_timeout)),
         "opencode/package.json": _json(
             {

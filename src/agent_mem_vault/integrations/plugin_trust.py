@@ -90,11 +90,18 @@ def plugin_problems(
         title = CLIENT_TITLES[plugin.client]
         twice = [i for i in installed if i.client == plugin.client]
         if twice:
+            # Claude Code names a plugin's server apart and starts both; the others
+            # start the one of that name in their settings.
+            servers = (
+                f"both servers start (the plugin's tools are {tool_prefix(plugin.client)}*)"
+                if plugin.client == "claude-code"
+                else "install's server is the one started"
+            )
             found.append(
                 f"agent-mem-vault is registered twice in {title}: by its plugin ({plugin.name} "
-                f"in {plugin.where}) and by install ({twice[0].file}); two servers start and "
-                f"install's hook gives the brief. Run '{uninstall_command(twice[0])}' to keep "
-                f"the plugin, or '{plugin.remove}' to keep install"
+                f"in {plugin.where}) and by install ({twice[0].file}); {servers}, and install's "
+                f"hook gives the brief. Run '{uninstall_command(twice[0])}' to keep the plugin, "
+                f"or '{plugin.remove}' to keep install"
             )
         if runs_from("agent-mem-vault", None, path) is None:
             found.append(
