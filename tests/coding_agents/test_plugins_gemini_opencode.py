@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import BRIEF, NAMESPACE, World, client
+from .conftest import BRIEF, CLI, NAMESPACE, World, client
 from .model_server import Reply, ScriptedModel, Seen
 from .test_gemini_opencode import (
     CONTEXT,
@@ -130,15 +130,9 @@ def test_the_gemini_extension_leaves_a_handoff_that_the_opencode_plugin_takes(
     assert listed.count("agent-mem-vault (") == 1, listed
     ok(world.run(gemini, "extensions", "uninstall", "agent-mem-vault", env=TRUSTED))
     assert not (world.home / ".gemini" / "extensions" / "agent-mem-vault").exists()
-    doctor = world.run(*_cli(), "doctor", timeout=120)
+    doctor = world.run(*CLI, "doctor", timeout=120)
     assert "Gemini CLI has the agent-mem-vault plugin" not in doctor.stdout, doctor.stdout
     assert "opencode has the agent-mem-vault plugin" in doctor.stdout, doctor.stdout
-
-
-def _cli() -> list[str]:
-    from .conftest import CLI
-
-    return list(CLI)
 
 
 def test_the_extension_and_the_plugin_beside_install_give_one_brief_and_one_server(
@@ -187,5 +181,5 @@ def test_the_extension_and_the_plugin_beside_install_give_one_brief_and_one_serv
     system = _system_text(chats[0].body)
     assert system.count("Pending handoffs for opencode") == 1, transcript
     assert "registered twice in opencode" in system, transcript
-    said = world.run(*_cli(), "doctor", timeout=120).stdout
+    said = world.run(*CLI, "doctor", timeout=120).stdout
     assert "registered twice in Gemini CLI" in said and "registered twice in opencode" in said

@@ -72,7 +72,7 @@ def plugin_instead(client: str, home: Path, repo: Path | None) -> str | None:
             return (
                 f"the agent-mem-vault plugin already registers the server and the session hook "
                 f"in {CLIENT_TITLES[client]} ({plugin.name} in {plugin.where}), so install "
-                f"wrote nothing: one of each is enough. To use install instead, run "
-                f"'{plugin.remove}' and then this again"
+                f"wrote nothing: one of each is enough. To use install instead, "
+                f"{plugin.remove}, then run this again"
             )
     return None

@@ -101,7 +101,7 @@ def plugin_problems(
                 f"agent-mem-vault is registered twice in {title}: by its plugin ({plugin.name} "
                 f"in {plugin.where}) and by install ({twice[0].file}); {servers}, and install's "
                 f"hook gives the brief. Run '{uninstall_command(twice[0])}' to keep the plugin, "
-                f"or '{plugin.remove}' to keep install"
+                f"or {plugin.remove} to keep install"
             )
         if runs_from("agent-mem-vault", None, path) is None:
             found.append(

@@ -1,19 +1,16 @@
 """Where each client installs the agent-mem-vault plugin from, and whether it has.
 
 Every client has its own way to add a tool, and ``plugin_files.py`` writes the
-one folder (with a sub-folder for Gemini CLI and opencode) that each adds:
+one folder (with a sub-folder for Gemini CLI and opencode) that each adds
+(``DIR`` is what ``agent-mem-vault plugin path CLIENT`` prints):
 
-==========  =====================================================================
-client      its own commands (``DIR`` is ``agent-mem-vault plugin path CLIENT``)
-==========  =====================================================================
-claude-code ``claude plugin marketplace add DIR`` then
-            ``claude plugin install agent-mem-vault@agent-mem-vault``
-codex       ``codex plugin marketplace add DIR`` then
-            ``codex plugin add agent-mem-vault@agent-mem-vault``; its hooks run
-            once trusted: ``agent-mem-vault plugin trust codex``
-gemini      ``gemini extensions install DIR --consent``
-opencode    ``opencode plugin DIR`` (``-g`` for every repository)
-==========  =====================================================================
+- Claude Code: ``claude plugin marketplace add DIR``, then
+  ``claude plugin install agent-mem-vault@agent-mem-vault``.
+- Codex: ``codex plugin marketplace add DIR``, then ``codex plugin add
+  agent-mem-vault@agent-mem-vault``; its hooks run once trusted
+  (``agent-mem-vault plugin trust codex``).
+- Gemini CLI: ``gemini extensions install DIR --consent``.
+- opencode: ``opencode plugin DIR`` (``-g`` for every repository).
 
 A client where both the plugin and ``install`` registered us would start two
 servers and print the brief twice. ``find_plugins`` reads the client's own
@@ -23,6 +20,7 @@ stay quiet but for one line, and ``doctor`` can tell which is there.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,7 +62,8 @@ class Plugin:
     name: str
     """How the client names it (``agent-mem-vault@agent-mem-vault``, a path, …)."""
     remove: str
-    """The client's command that removes it."""
+    """What removes it, as a phrase: "run '<the client's command>'" (opencode has no
+    such command: the entry to delete, and where)."""
 
 
 def plugin_folder(client: str) -> Path:
@@ -111,17 +110,17 @@ def find_plugins(home: Path, repo: Path | None) -> list[Plugin]:
         enabled = _json(file).get("enabledPlugins")
         for name, on in enabled.items() if isinstance(enabled, dict) else []:
             if str(name).startswith(f"{PLUGIN_NAME}@") and on is True:
-                remove = f"claude plugin uninstall {name}"
+                remove = f"run 'claude plugin uninstall {name}'"
                 found.append(Plugin("claude-code", file, str(name), remove))
     config = codex_home(home) / "config.toml"
     plugins = _toml(config).get("plugins")
     for name, table in plugins.items() if isinstance(plugins, dict) else []:
         ours = str(name).startswith(f"{PLUGIN_NAME}@") and isinstance(table, dict)
         if ours and table.get("enabled", True) is True:
-            found.append(Plugin("codex", config, str(name), f"codex plugin remove {name}"))
+            found.append(Plugin("codex", config, str(name), f"run 'codex plugin remove {name}'"))
     extension = gemini_dir(home) / "extensions" / PLUGIN_NAME
     if (extension / "gemini-extension.json").is_file():
-        remove = f"gemini extensions uninstall {PLUGIN_NAME}"
+        remove = f"run 'gemini extensions uninstall {PLUGIN_NAME}'"
         found.append(Plugin("gemini", extension, PLUGIN_NAME, remove))
     opencode = [opencode_config_dir(home)]
     if repo is not None:
@@ -131,7 +130,7 @@ def find_plugins(home: Path, repo: Path | None) -> list[Plugin]:
             entries = _json(file).get("plugin")
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, str) and _names_us(entry):
-                    remove = f'remove {entry!r} from "plugin" in {file}'
+                    remove = f'delete {json.dumps(entry)} from "plugin" in {file}'
                     found.append(Plugin("opencode", file, entry, remove))
     return found
 
