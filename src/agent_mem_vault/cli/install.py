@@ -309,12 +309,26 @@ def install(where: _Where, dry_run: bool, allow_temporary: bool) -> None:
     vault_path = where.vault_path or click.get_current_context().meta.get(GLOBAL_VAULT)
     where = replace(where, vault_path=vault_path)
     _confirm_pin(vault_path, allow_temporary, dry_run)
+    if _plugin_instead(where.tool, where.repo):
+        return
     _report(_plan(where, remove=False), dry_run)
     _make_served_vault(vault_path, dry_run)
     if where.tool == "codex":
         _codex_trust(remove=False, dry_run=dry_run)
     if where.tool == "gemini":
         _gemini_trust_note(where.repo)
+
+
+def _plugin_instead(tool: str, repo: str | None) -> bool:
+    """Say so, and write nothing, where the client has the plugin already."""
+    from ..integrations.namespace import find_repo_root
+    from ..integrations.plugin_hook import plugin_instead
+
+    root = Path(repo).resolve() if repo else find_repo_root(Path.cwd())
+    line = plugin_instead(tool, Path.home(), root)
+    if line:
+        click.echo(f"note: {line}", err=True)
+    return line is not None
 
 
 def _make_served_vault(vault_path: str | None, dry_run: bool) -> None:

@@ -30,8 +30,8 @@ from typing import Any
 
 import click
 
-from .. import __version__
 from ..core.errors import AgentMemVaultError, bounded, from_os_error
+from ..core.version import __version__
 
 DEBUG_ENV = "AGENT_MEM_VAULT_DEBUG"
 """Set to 1 to let an unexpected failure show its traceback instead of one line."""
@@ -60,6 +60,7 @@ COMMANDS: dict[str, str] = {
     "hook": "agent_mem_vault.cli.agents:hook",
     "instructions": "agent_mem_vault.cli.agents:instructions",
     "sessions": "agent_mem_vault.cli.agents:sessions",
+    "plugin": "agent_mem_vault.cli.plugin:plugin",
     # Runs and AT Protocol handoff records.
     "runs": "agent_mem_vault.cli.runs:runs",
     # Harness.

@@ -404,15 +404,16 @@ def doctor(vault_path: str, as_json: bool) -> None:
     from pathlib import Path
 
     from ..core.errors import DataError
-    from ..integrations.installed import install_problems
     from ..integrations.namespace import find_repo_root
+    from ..integrations.plugin_trust import client_problems, plugin_information
     from ..vault.index.keeper_link import keeper_status
     from ..vault.index.watch import watch_problem
     from .warm import warm_status
 
     report = open_vault(vault_path).doctor()
     warm = warm_status()
-    installs = install_problems(Path.home(), find_repo_root(Path.cwd()))
+    installs = client_problems(Path.home(), find_repo_root(Path.cwd()))
+    plugins = plugin_information(Path.home(), find_repo_root(Path.cwd()))
     keeper = keeper_status(Path(report.path))
     # Not a problem of the vault (calls check by stat without a watch): told, not failed.
     unwatched = watch_problem(Path(report.path))
@@ -425,6 +426,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
             {
                 **report.to_dict(),
                 "installs": installs,
+                "plugins": plugins,
                 "keeper": keeper,
                 "watch": {"ok": unwatched is None, "problem": unwatched},
                 "fast_start": warm,
@@ -450,7 +452,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
                 f"information: {filled.path} is written by hand; taken from its file: "
                 f"{', '.join(filled.filled)}"
             )
-        for line in report.information:
+        for line in [*report.information, *plugins]:
             click.echo(f"information: {line}")
         for skipped in report.skipped:
             click.echo(f"skipped: {skipped.path}: {skipped.reason}")

@@ -68,7 +68,7 @@ def _eligible(argv: list[str]) -> str | None:
     """``serve`` over stdio and the session hook: the commands a client spawns per session."""
     if argv[:1] == ["serve"] and "--http" not in argv:
         return "serve"
-    if argv[:2] == ["hook", "session-start"]:
+    if argv[:2] in (["hook", "session-start"], ["plugin", "hook"]):
         return "hook"
     return None
 

@@ -7,6 +7,12 @@ app-server answers ``hooks/list`` with each hook's ``key``, ``currentHash`` and
 ``trustStatus``. So ``install codex`` asks the installed ``codex`` for them
 rather than copying Codex's hashing, which could change with any release.
 Without ``codex`` on PATH nothing can be asked; install then says what to run.
+
+A plugin's hook (``codex plugin add``) is keyed by the plugin
+(``agent-mem-vault@agent-mem-vault:codex/hooks.json:session_start:0:0``) and its
+``currentHash`` is two hashes, ``<hook>/<plugin content>``: Codex records them as
+``trusted_hash`` and ``trusted_content_hash``, so a new version of the plugin is
+untrusted until it is trusted again.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 from .config_files import FileChange, read_text
 from .hooks_json import END_EVENT, is_our_hook
+from .plugin_files import PLUGIN_NAME
 
 __all__ = ["CodexHook", "list_codex_hooks", "trust_change", "untrust_change"]
 
@@ -37,11 +44,27 @@ class CodexHook:
     current_hash: str
     trust_status: str
     """``trusted``, ``untrusted`` or ``modified`` (Codex's words)."""
+    plugin_id: str = ""
+    """``agent-mem-vault@<marketplace>`` for a plugin's hook, else empty."""
 
     @property
     def ours(self) -> bool:
+        if self.plugin_id:
+            return self.from_our_plugin
         hook = {"command": self.command}
         return is_our_hook(hook) or is_our_hook(hook, END_EVENT)
+
+    @property
+    def from_our_plugin(self) -> bool:
+        return self.plugin_id.startswith(f"{PLUGIN_NAME}@")
+
+    def trust(self) -> dict[str, str]:
+        """The fields Codex records for this hook when a person trusts it."""
+        hook_hash, _, content_hash = self.current_hash.partition("/")
+        fields = {"trusted_hash": hook_hash}
+        if content_hash:
+            fields["trusted_content_hash"] = content_hash
+        return fields
 
 
 def list_codex_hooks(codex: str, codex_home: Path, cwd: Path) -> list[CodexHook]:
@@ -77,7 +100,7 @@ def list_codex_hooks(codex: str, codex_home: Path, cwd: Path) -> list[CodexHook]
 
 
 def _client_info() -> dict[str, str]:
-    from .. import __version__
+    from ..core.version import __version__
 
     return {"name": "agent-mem-vault", "version": __version__}
 
@@ -121,6 +144,7 @@ def _hooks_of(answer: dict[str, Any]) -> list[CodexHook]:
                     command=str(hook.get("command") or ""),
                     current_hash=str(hook.get("currentHash") or ""),
                     trust_status=str(hook.get("trustStatus") or ""),
+                    plugin_id=str(hook.get("pluginId") or ""),
                 )
             )
     return hooks
@@ -142,8 +166,9 @@ def trust_change(config: Path, hooks: list[CodexHook]) -> FileChange:
         if table is None:
             table = tomlkit.table()
             state[hook.key] = table
-        if table.get("trusted_hash") != hook.current_hash:
-            table["trusted_hash"] = hook.current_hash
+        for key, value in hook.trust().items():
+            if table.get(key) != value:
+                table[key] = value
     return toml_change(config, before, doc)
 
 

@@ -6,6 +6,7 @@ command that no longer resolves (a moved virtualenv, a teammate without
 agent-mem-vault on PATH), a Codex hook that Codex will skip because its trust
 is missing or stale, a ``.mcp.json`` server that Claude Code holds for approval,
 a repository that Gemini CLI does not trust (it then starts neither).
+The plugins the clients installed are judged in ``plugin_trust.py``.
 Each problem names the file and the one thing to do. Nothing here writes.
 """
 
@@ -188,6 +189,7 @@ def codex_trust_problems(home: Path, cwd: Path, path: str | None = None) -> list
             hooks = list_codex_hooks(codex, home, cwd)
         except (OSError, RuntimeError):
             hooks = None
+        hooks = None if hooks is None else [h for h in hooks if not h.plugin_id]
         if hooks is not None and not any(h.ours for h in hooks):
             return [
                 f"Codex does not see the session hook in {hooks_file} (is [features] hooks "

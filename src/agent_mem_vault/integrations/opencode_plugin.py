@@ -44,9 +44,38 @@ SIDE_PROMPTS = (
 system prompt: requests that are not the session's turn."""
 
 
-def plugin_source(mark: str, start: list[str], end: list[str], timeout_ms: int) -> str:
+def plugin_source(
+    mark: str,
+    start: list[str],
+    end: list[str],
+    timeout_ms: int,
+    *,
+    missing: str | None = None,
+    servers: dict[str, dict[str, object]] | None = None,
+) -> str:
     """The plugin's JavaScript, running ``start`` and ``end`` (argument lists), each
-    for at most ``timeout_ms``; ``mark`` is its first line (how install knows it)."""
+    for at most ``timeout_ms``; ``mark`` is its first line (how install knows it).
+
+    The plugin folder's copy (``plugin_files.py``) also gives ``missing``, the
+    line the session sees where the program is not on PATH, and ``servers``, the
+    MCP entries (by name) its ``config`` hook adds where the configuration has none
+    of that name.
+    """
+    failed = "`agent-mem-vault: the session-start hook failed: ${error.message}`"
+    if missing is not None:
+        failed = f'error.code === "ENOENT" ? MISSING : {failed}'
+    consts = f"const MISSING = {json.dumps(missing)};\n" if missing is not None else ""
+    config = ""
+    kept = "Re-run install to update this file; uninstall removes it."
+    if servers is not None:
+        kept = "It is the agent-mem-vault package's (`agent-mem-vault plugin path opencode`)."
+        consts += f"const SERVERS = {json.dumps(servers)};\n"
+        config = """
+    config: async (config) => {
+      // A server `agent-mem-vault install opencode` registered stays the only one.
+      config.mcp ??= {};
+      for (const [name, entry] of Object.entries(SERVERS)) config.mcp[name] ??= entry;
+    },"""
     return f"""{mark}
 // Runs agent-mem-vault's session hooks in opencode. At each session's first
 // model request, `hook session-start` registers the session (its id, this
@@ -55,14 +84,14 @@ def plugin_source(mark: str, start: list[str], end: list[str], timeout_ms: int) 
 // session's system prompt, as Claude Code and Codex add a SessionStart hook's
 // output. Each session gets its own text, once; opencode's title request gets
 // none. When a session is deleted or opencode exits, `hook session-end` marks it
-// ended. Re-run install to update this file; uninstall removes it.
+// ended. {kept}
 import {{ execFile, execFileSync }} from "node:child_process";
 
 const HOOK = {json.dumps(start)};
 const END = {json.dumps(end)};
 const SIDE_PROMPTS = {json.dumps(list(SIDE_PROMPTS))};
 const TIMEOUT_MS = {timeout_ms};
-
+{consts}
 const hookInput = (directory, sessionID, event) =>
   JSON.stringify({{
     session_id: sessionID,
@@ -80,7 +109,7 @@ const sessionStart = (directory, sessionID) =>
       (error, stdout) =>
         resolve(
           error
-            ? `agent-mem-vault: the session-start hook failed: ${{error.message}}`
+            ? {failed}
             : String(stdout).trim(),
         ),
     );
@@ -108,7 +137,7 @@ export const AgentMemVault = async ({{ directory }}) => {{
   process.once("exit", () => {{
     for (const sessionID of [...started.keys()]) end(sessionID);
   }});
-  return {{
+  return {{{config}
     "experimental.chat.system.transform": async (input, output) => {{
       const sessionID = input?.sessionID;
       if (typeof sessionID !== "string" || sideRequest(output.system)) return;

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server import MCPServer
 
-from .. import __version__
+from ..core.version import __version__
 from .protocol import ProtocolCheck
 from .rendering import handoff_list_text
 from .runner import Runner

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .. import __version__
 from ..atproto.lexicon import RecordValidationError, validate_record
 from ..core.clock import format_datetime
+from ..core.version import __version__
 
 __all__ = [
     "DEFAULT_GENERATOR",

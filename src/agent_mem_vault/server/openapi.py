@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from .. import __version__
+from ..core.version import __version__
 from ..harness.log import ID_PATTERN
 from . import schemas as s
 from .json_body import MAX_DEPTH, MAX_ITEMS
