@@ -9,7 +9,9 @@ script named runs ``--rounds`` times for each, alternating A, B, A, B…, so a
 machine that gets busier or quieter mid-run weighs on both alike. Each run is
 the revision's own copy of the script on the revision's own ``src/``, ahead of
 the installed package on ``PYTHONPATH`` (inherited by the CLI and the servers
-the benchmarks start), with this environment's dependencies.
+the benchmarks start), with this environment's dependencies, and with a runtime
+folder of its own (``XDG_RUNTIME_DIR``) for the helper processes it starts.
+The vaults a benchmark caches beside its script are the revision's own too.
 
 Every benchmark prints its figures as Markdown tables (``| what | 1k | 10k |``).
 Each cell's first number is read; the figure kept for a cell is its median over
@@ -79,12 +81,15 @@ def figures(output: str) -> dict[Cell, float]:
     return found
 
 
-def run(folder: Path, script: str, args: list[str]) -> dict[Cell, float]:
-    env_path = str(folder / "src")
+def run(folder: Path, runtime: Path, script: str, args: list[str]) -> dict[Cell, float]:
+    """One run of ``script`` on ``folder``'s code. Its helper processes (the warm
+    process, the keepers) keep their sockets in ``runtime``, a folder of this
+    revision's own: a warm process started by one revision never answers the other."""
+    runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, str(folder / "benchmarks" / script), *args],
-        env={**os.environ, "PYTHONPATH": env_path},
+        env={**os.environ, "PYTHONPATH": str(folder / "src"), "XDG_RUNTIME_DIR": str(runtime)},
         capture_output=True,
         text=True,
     )
@@ -114,7 +119,8 @@ def main() -> None:
     for i in range(opts.rounds):
         print(f"ab: round {i + 1} of {opts.rounds}", file=sys.stderr)
         for side, folder in (("a", a), ("b", b)):
-            for cell, value in run(folder, opts.script, opts.args).items():
+            runtime = opts.work / f"run-{side}"
+            for cell, value in run(folder, runtime, opts.script, opts.args).items():
                 samples[side].setdefault(cell, []).append(value)
     print(
         f"\n{opts.script} {' '.join(opts.args)}: A = {opts.a}, B = {opts.b}, "
