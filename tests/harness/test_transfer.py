@@ -299,18 +299,23 @@ async def test_the_source_must_belong_to_the_named_harness(make_host: HostFactor
         )
 
 
-async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copies_nothing_again(
-    make_host: HostFactory,
-) -> None:
-    host = make_host(access=MEMBERS_ONLY)
-    harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
-    args: dict[str, Any] = {
+def refund_transfer(harness: Harness) -> dict[str, Any]:
+    """The arguments of ``host.transfer`` for moving case 42 to billing, under one transfer id."""
+    return {
         "from_": Endpoint(harness, "case-42"),
         "to": Endpoint(billing_desk()),
         "envelope": Envelope(note=NOTE, messages="all"),
         "user": ADA,
         "transfer_id": "refund-case-42",
     }
+
+
+async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copies_nothing_again(
+    make_host: HostFactory,
+) -> None:
+    host = make_host(access=MEMBERS_ONLY)
+    harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
+    args = refund_transfer(harness)
 
     first = await host.transfer(**args)
     again = await host.transfer(**args)
@@ -357,13 +362,7 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
     crashing = CrashOnce(persistence, stream, record_type)
     first = HarnessHost(persistence=crashing, access=MEMBERS_ONLY)
     harness = await case(first, ScriptedModel([text("Hello")]), "Hello")
-    args: dict[str, Any] = {
-        "from_": Endpoint(harness, "case-42"),
-        "to": Endpoint(billing_desk()),
-        "envelope": Envelope(note=NOTE, messages="all"),
-        "user": ADA,
-        "transfer_id": "refund-case-42",
-    }
+    args = refund_transfer(harness)
     with pytest.raises(ConnectionError):
         await first.transfer(**args)
     await first.close()
