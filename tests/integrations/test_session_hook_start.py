@@ -21,7 +21,7 @@ NS = "project/harbor-api"
 
 
 def hook(repo: Path, home: Path, vault: Path, warm: dict[str, str], *args: str) -> Proc:
-    env = cli_env(home, vault, **warm)
+    env = {**cli_env(home, vault), **warm}
     env.pop("CODEX_HOME", None)
     return run_process(
         [*CLI, "hook", "session-start", "--agent", "codex", *args],
