@@ -33,6 +33,9 @@ from agent_mem_vault.store import Lease, Persistence
 from .conftest import HostFactory
 from .support import billing_agent, gated_harness, support_harness
 
+Records = Sequence[tuple[str, Mapping[str, Any]]]
+"""What ``Persistence.append`` takes: (type, data) pairs."""
+
 
 class Faulty:
     """A persistence that behaves like ``inner`` except where a test says otherwise."""
@@ -58,7 +61,7 @@ class Faulty:
     async def append(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None = None,
     ) -> Any:
@@ -69,7 +72,7 @@ class Faulty:
     async def append_owned(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None,
         lease: str,

@@ -327,6 +327,10 @@ async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copi
         await host.transfer(**{**args, "envelope": Envelope(note="other")})
 
 
+Records = Sequence[tuple[str, Mapping[str, Any]]]
+"""What ``Persistence.append`` takes: (type, data) pairs."""
+
+
 class CrashOnce:
     """A persistence that fails one append (as a process killed at that point would)."""
 
@@ -342,7 +346,7 @@ class CrashOnce:
     async def append(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
