@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli_process import home_env
+
 BIN = Path(__file__).parent / "node_modules" / ".bin"
 NAMESPACE = "project/harbor-api"
 BRIEF = "Harbor API: the orders service. Deploys go through CI only.\n"
@@ -60,6 +62,19 @@ class World:
             check=False,
         )
 
+    def exec_codex(
+        self, prompt: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """One non-interactive Codex session on ``prompt`` that asks for no approvals."""
+        return self.run(
+            client("codex"),
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            prompt,
+            env=env,
+        )
+
     def amv(self, *args: str) -> subprocess.CompletedProcess[str]:
         proc = self.run(*CLI, *args, timeout=60)
         assert proc.returncode == 0, f"agent-mem-vault {args}: {proc.stdout}\n{proc.stderr}"
@@ -71,6 +86,13 @@ class World:
         items = data["handoffs"] if isinstance(data, dict) else data
         assert isinstance(items, list)
         return items
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The coding sessions the vault knows of in the project's namespace."""
+        out = self.amv("sessions", "--namespace", NAMESPACE, "--json").stdout
+        found = json.loads(out)["sessions"]
+        assert isinstance(found, list)
+        return found
 
 
 @pytest.fixture
@@ -92,11 +114,7 @@ def make_world(tmp_path: Path) -> World:
     # The clients find agent-mem-vault on PATH, as on a machine that installed it.
     venv_bin = str(Path(sys.executable).parent)
     env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
+        home_env(home),
         PATH=os.pathsep.join([str(BIN), venv_bin, env.get("PATH", "/usr/bin:/bin")]),
         AGENT_MEM_VAULT=str(vault),
         NO_COLOR="1",

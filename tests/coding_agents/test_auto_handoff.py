@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -180,23 +179,10 @@ def codex_first_request(world: World) -> tuple[str, ScriptedModel]:
     with ScriptedModel("responses", script) as model:
         codex_config(world, model.url)
         world.amv("install", "codex")
-        proc = world.run(
-            client("codex"),
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "Continue the work.",
-        )
+        proc = world.exec_codex("Continue the work.")
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
     assert first, model.transcript()
     return first[0].text, model
-
-
-def sessions(world: World) -> list[dict[str, Any]]:
-    out = world.amv("sessions", "--namespace", NAMESPACE, "--json").stdout
-    found = json.loads(out)["sessions"]
-    assert isinstance(found, list)
-    return found
 
 
 def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
@@ -212,7 +198,7 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
         ("Bash", "command", False),
     ], read
     assert calls[0].paths == (str(world.repo / "app.py"),)
-    (dead,) = sessions(world)
+    (dead,) = world.sessions()
     assert (dead["client"], dead["state"], dead["outcome"]) == ("claude-code", "dead", None)
 
     text, _ = codex_first_request(world)
@@ -224,7 +210,7 @@ def test_claude_code_killed_mid_command_hands_off_to_codex_at_its_first_request(
     assert [(h["from"], h["to"], h["status"]) for h in handoffs] == [
         ("claude-code", "codex", "pending")
     ], handoffs
-    dead, new = sessions(world)
+    dead, new = world.sessions()
     assert dead["outcome"] == "handed_off" and dead["handoff"] == handoffs[0]["id"]
     assert dead["toRun"] == new["run"] and new["client"] == "codex"
     assert new["state"] == "ended"  # codex exec exited: its SessionEnd hook ran
@@ -283,7 +269,7 @@ def test_codex_rollout_is_read_as_codex_left_it_when_killed(world: World) -> Non
         ("exec_command", "command", (), False),
     ], read
     assert calls[1].command == f"touch {flag} && sleep 600"
-    (dead,) = sessions(world)
+    (dead,) = world.sessions()
     assert (dead["client"], dead["state"]) == ("codex", "dead")
     assert dead["sessionId"] in rollout.name and dead["transcript"] == str(rollout)
 
@@ -321,13 +307,13 @@ def test_a_clean_exit_right_after_an_explicit_handoff_leaves_nothing_automatic(
         assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
         said = model.transcript()
     assert [h["summary"] for h in world.handoffs()] == ["Check app.py"], said
-    (ended,) = sessions(world)
+    (ended,) = world.sessions()
     assert ended["state"] == "ended"  # its SessionEnd hook ran
     text, _ = codex_first_request(world)
     assert "Check app.py" in text
     assert "## Automatic handoff" not in text
     assert [h["summary"] for h in world.handoffs()] == ["Check app.py"]
-    ended, _new = sessions(world)
+    ended, _new = world.sessions()
     assert ended["outcome"] == "nothing"
 
 
@@ -348,7 +334,7 @@ def test_a_session_alive_in_another_terminal_is_never_handed_off(world: World) -
             text, _ = codex_first_request(world)
             assert "## Automatic handoff" not in text
             assert world.handoffs() == []
-            alive, _codex = sessions(world)
+            alive, _codex = world.sessions()
             assert (alive["client"], alive["state"], alive["outcome"]) == (
                 "claude-code",
                 "alive",

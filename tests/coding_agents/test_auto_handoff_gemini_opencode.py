@@ -19,7 +19,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,48 +28,38 @@ from .killed_session import (
     FAILING,
     REQUEST,
     gemini_recorded,
-    run_until_killed,
     running_until_long_command,
     script,
 )
 from .model_server import Reply, ScriptedModel, Seen
 from .no_registry import NoRegistry
-from .test_gemini_opencode import GEMINI_MODEL, OPENCODE_QUIET, _chat_tools, _system_text
-from .test_transcripts_gemini_opencode import _gemini_steps, _opencode_config
+from .test_gemini_opencode import (
+    OPENCODE_QUIET,
+    _chat_tools,
+    _system_text,
+    gemini_env,
+    gemini_signs_in_with_a_key,
+)
+from .test_transcripts_gemini_opencode import (
+    _gemini_steps,
+    _opencode_config,
+    gemini_until_killed,
+    gemini_working,
+)
 
 pytestmark = pytest.mark.slow
-
-
-def _sessions(world: World) -> list[dict[str, Any]]:
-    out = world.amv("sessions", "--namespace", NAMESPACE, "--json").stdout
-    found = json.loads(out)["sessions"]
-    assert isinstance(found, list)
-    return found
 
 
 def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
     world: World,
 ) -> None:
-    gemini, opencode = client("gemini"), client("opencode")
+    opencode = client("opencode")
     world.amv("install", "gemini")
     world.amv("install", "opencode")
-    settings = world.home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
 
-    with ScriptedModel("gemini", script(world, _gemini_steps())) as model:
-        said = run_until_killed(
-            world,
-            [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"],
-            {
-                "GOOGLE_GEMINI_BASE_URL": model.url,
-                "GEMINI_API_KEY": "scripted",
-                "GEMINI_CLI_TRUST_WORKSPACE": "true",
-            },
-            gemini_recorded(world),
-        )
+    said, _ = gemini_until_killed(world)
     assert world.handoffs() == [], "the killed session wrote no handoff of its own"
-    [dead] = _sessions(world)
+    [dead] = world.sessions()
     assert (dead["client"], dead["agent"], dead["state"]) == ("gemini-cli", "gemini", "dead"), (
         f"{dead}\n{said}"
     )
@@ -108,7 +97,7 @@ def test_gemini_cli_killed_mid_session_is_handed_to_the_next_opencode_session(
 
     [auto] = world.handoffs()
     assert (auto["from"], auto["to"], auto["status"]) == ("gemini", "opencode", "pending"), auto
-    sessions = {s["client"]: s for s in _sessions(world)}
+    sessions = {s["client"]: s for s in world.sessions()}
     assert sessions["gemini-cli"]["handoff"] == auto["id"], sessions
     # opencode's plugin passed its session id, and its exit marked the session ended.
     assert sessions["opencode"]["sessionId"].startswith("ses_"), sessions
@@ -145,7 +134,7 @@ def test_each_session_of_one_opencode_server_gets_the_handoffs_pending_at_its_ow
             )  # fmt: skip
             proc = world.run(*ask, "Second task.", timeout=240, env=OPENCODE_QUIET)
             assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
-            alive = _sessions(world)
+            alive = world.sessions()
         transcript = model.transcript()
     assert set(firsts) == {"first", "second"}, transcript
     one, two = (_system_text(firsts[k].body) for k in ("first", "second"))
@@ -195,20 +184,14 @@ def test_a_gemini_cli_session_whose_launcher_alone_was_killed_is_alive_and_not_h
     With only the first process killed, the session works on: no automatic handoff."""
     gemini = client("gemini")
     world.amv("install", "gemini")
-    settings = world.home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    gemini_signs_in_with_a_key(world)
     with ScriptedModel("gemini", script(world, _gemini_steps())) as model:
-        env = {
-            "GOOGLE_GEMINI_BASE_URL": model.url,
-            "GEMINI_API_KEY": "scripted",
-            "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        }
-        argv = [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"]
+        env = gemini_env(model)
+        argv = gemini_working(gemini)
         with running_until_long_command(world, argv, env, gemini_recorded(world)) as launcher:
             os.kill(launcher.pid, signal.SIGKILL)
             launcher.wait()
-            [session] = _sessions(world)
+            [session] = world.sessions()
             assert session["state"] == "alive", session
             # Another session starting now leaves the working one alone.
             hook = subprocess.run(
@@ -223,5 +206,5 @@ def test_a_gemini_cli_session_whose_launcher_alone_was_killed_is_alive_and_not_h
             )
             assert "Automatic handoff" not in hook.stdout, hook.stdout
             assert world.handoffs() == [], "a session still working was handed off"
-            states = sorted((s["client"], s["state"]) for s in _sessions(world))
+            states = sorted((s["client"], s["state"]) for s in world.sessions())
             assert states == [("codex", "alive"), ("gemini-cli", "alive")], states

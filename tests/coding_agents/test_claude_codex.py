@@ -99,6 +99,28 @@ def run_claude(
     )
 
 
+def claude_hands_off(first: list[Seen], once: bool = False) -> Callable[[Seen], Reply]:
+    """The scripted model of a Claude Code session that hands the backfill to codex
+    with create_handoff: each session's first request that offers the tool is kept in
+    ``first``. With ``once``, every later session hands nothing off."""
+
+    def claude_model(seen: Seen) -> Reply:
+        tool = _tool_named(seen.body.get("tools"), "create_handoff")
+        if tool is None:
+            return Reply(text="ok")  # a side request (title, summary): not the session
+        if "tool_result" in seen.text:
+            return Reply(text="Handed off to codex.")
+        first.append(seen)
+        if once and len(first) > 1:
+            return Reply(text="Nothing to hand off.")
+        return Reply(
+            tool=tool,
+            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
+        )
+
+    return claude_model
+
+
 def codex_takes_a_handoff(outputs: list[Any], first: list[Seen]) -> Callable[[Seen], Reply]:
     """The scripted model of a Codex session that takes the next handoff with
     read_handoff: the first request that offers the tool is kept in ``first``, the
@@ -133,25 +155,35 @@ def codex_uses(world: World, model: ScriptedModel) -> None:
     )
 
 
+def install_codex(world: World) -> None:
+    world.amv("install", "codex")
+
+
+def codex_continues(
+    world: World, install: Callable[[World], object]
+) -> tuple[ScriptedModel, list[Seen], list[Any]]:
+    """A Codex session in ``world``, set up by ``install``, that takes the next handoff.
+
+    Returns the model (its requests, its transcript), the first request that
+    offered read_handoff and the tool's outputs; the session must exit 0.
+    """
+    outputs: list[Any] = []
+    first: list[Seen] = []
+    with ScriptedModel("responses", codex_takes_a_handoff(outputs, first)) as model:
+        codex_uses(world, model)
+        install(world)
+        proc = world.exec_codex("Continue the work.")
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"
+    return model, first, outputs
+
+
 def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: World) -> None:
-    claude, codex = client("claude"), client("codex")
+    claude = client("claude")
+    client("codex")  # skip before Claude Code runs where Codex is not installed
     first: list[Seen] = []
 
-    def claude_model(seen: Seen) -> Reply:
-        body = seen.body
-        tool = _tool_named(body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")  # a side request (title, summary): not the session
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
     world.amv("install", "claude-code", "--scope", "user")
-    with ScriptedModel("anthropic", claude_model) as model:
+    with ScriptedModel("anthropic", claude_hands_off(first)) as model:
         proc = run_claude(world, claude, model)
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
@@ -164,21 +196,8 @@ def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: 
         ("codex", SUMMARY, "pending")
     ], sent
 
-    outputs: list[Any] = []
-    codex_first: list[Seen] = []
-
-    with ScriptedModel("responses", codex_takes_a_handoff(outputs, codex_first)) as model:
-        codex_uses(world, model)
-        world.amv("install", "codex")
-        proc = world.run(
-            codex,
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "Continue the work.",
-        )
-        transcript = model.transcript()
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
+    model, codex_first, outputs = codex_continues(world, install_codex)
+    transcript = model.transcript()
     offered = [
         json.dumps(t)[:160]
         for s in model.requests

@@ -11,13 +11,13 @@ import shutil
 import stat
 import sys
 import tomllib
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from .conftest import NAMESPACE as NS
-from .conftest import World, client
+from .conftest import World
 from .model_server import Reply, ScriptedModel, Seen
 from .test_claude_codex import _namespaced, _tool_output
 
@@ -34,58 +34,49 @@ def _codex_config(world: World, url: str) -> None:
     )
 
 
-def _exec(world: World, codex: Path) -> tuple[int, str]:
-    proc = world.run(
-        codex,
-        "exec",
-        "--skip-git-repo-check",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "Say hello.",
-    )
-    return proc.returncode, f"{proc.stdout}\n{proc.stderr}"
-
-
 def _answer(seen: Seen) -> Reply:
     return Reply(text="hello")
 
 
-def test_codex_still_starts_when_the_vault_install_pinned_is_gone(world: World) -> None:
-    codex = client("codex")
-    pinned = world.root / "scratch-vault"
+def _says_hello_after(world: World, install: Sequence[str], then: Callable[[], None]) -> None:
+    """``install codex`` with ``install``'s options, ``then`` (what broke), then a Codex
+    session: it must exit 0 having asked the model."""
     with ScriptedModel("responses", _answer) as model:
         _codex_config(world, model.url)
-        world.amv("install", "codex", "--vault", str(pinned), "--temporary-vault")
+        world.amv("install", "codex", *install)
+        then()
+        proc = world.exec_codex("Say hello.")
+        requests = list(model.requests)
+    output = f"{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, output
+    assert requests, f"Codex never asked the model anything:\n{output}"
+
+
+def test_codex_still_starts_when_the_vault_install_pinned_is_gone(world: World) -> None:
+    pinned = world.root / "scratch-vault"
+
+    def pinned_is_gone() -> None:
         server = tomllib.loads((world.home / ".codex" / "config.toml").read_text())
         assert "required" not in server["mcp_servers"]["agent-mem-vault"]
         shutil.rmtree(pinned)
-        status, output = _exec(world, codex)
-        requests = list(model.requests)
-    assert status == 0, output
-    assert requests, f"Codex never asked the model anything:\n{output}"
+
+    _says_hello_after(world, ["--vault", str(pinned), "--temporary-vault"], pinned_is_gone)
 
 
 def test_codex_still_starts_when_the_executable_install_registered_is_gone(
     world: World,
 ) -> None:
-    codex = client("codex")
     moved = world.root / "old-venv" / "agent-mem-vault"
     moved.parent.mkdir()
     moved.write_text(f'#!/bin/sh\nexec {sys.executable} -m agent_mem_vault.cli.main "$@"\n')
     moved.chmod(moved.stat().st_mode | stat.S_IXUSR)
-    with ScriptedModel("responses", _answer) as model:
-        _codex_config(world, model.url)
-        world.amv("install", "codex", "--command", str(moved))
-        shutil.rmtree(moved.parent)  # the clone's virtual environment was deleted
-        status, output = _exec(world, codex)
-        requests = list(model.requests)
-    assert status == 0, output
-    assert requests, f"Codex never asked the model anything:\n{output}"
+    # The clone's virtual environment was deleted.
+    _says_hello_after(world, ["--command", str(moved)], lambda: shutil.rmtree(moved.parent))
 
 
 def test_an_unpinned_codex_server_opens_the_vault_of_the_shell_that_started_codex(
     world: World,
 ) -> None:
-    codex = client("codex")
     other = world.root / "other-vault"
     world.amv("init", "--vault", str(other))
     world.amv(
@@ -112,11 +103,7 @@ def test_an_unpinned_codex_server_opens_the_vault_of_the_shell_that_started_code
         _codex_config(world, model.url)
         world.amv("install", "codex")
         assert "--vault" not in (world.home / ".codex" / "config.toml").read_text()
-        proc = world.run(
-            codex, "exec", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "Continue.",
-            env={"AGENT_MEM_VAULT": str(other)},
-        )  # fmt: skip
+        proc = world.exec_codex("Continue.", env={"AGENT_MEM_VAULT": str(other)})
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stderr}\n{transcript}"
     # The hook (the whole environment) and the server (env_vars) read the same vault.

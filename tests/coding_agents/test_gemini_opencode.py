@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -86,11 +87,47 @@ def _ours(names: list[str], suffix: str) -> str | None:
     return next((n for n in names if "agent-mem-vault" in n and n.endswith(suffix)), None)
 
 
-def _run_gemini(world: World, model: ScriptedModel, prompt: str, tool: str) -> Any:
+def gemini_signs_in_with_a_key(world: World) -> None:
+    """Gemini CLI in ``world``'s HOME set to sign in with an API key (unless set up already)."""
     settings = world.home / ".gemini" / "settings.json"
     if not settings.exists():
         settings.parent.mkdir(parents=True, exist_ok=True)
         settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+
+
+def gemini_env(model: ScriptedModel) -> dict[str, str]:
+    """What points Gemini CLI at the scripted ``model`` and has it trust the workspace."""
+    return {
+        "GOOGLE_GEMINI_BASE_URL": model.url,
+        "GEMINI_API_KEY": "scripted",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+    }
+
+
+def gemini_hands_off(first: list[Seen], results: list[str]) -> Callable[[Seen], Reply]:
+    """The scripted model of a Gemini CLI session that hands the backfill to opencode
+    with create_handoff: the first request that offers the tool is kept in ``first``,
+    the tool's results in ``results``."""
+
+    def gemini_model(seen: Seen) -> Reply:
+        tool = _ours(_gemini_tools(seen.body), "create_handoff")
+        if tool is None:
+            return Reply(text="ok")  # a side request (a summary, a check): not the session
+        done = _gemini_results(seen.body)
+        if done:
+            results.extend(done)
+            return Reply(text="Handed off to opencode.")
+        first.append(seen)
+        return Reply(
+            tool=tool,
+            args={"to": "opencode", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
+        )
+
+    return gemini_model
+
+
+def _run_gemini(world: World, model: ScriptedModel, prompt: str, tool: str) -> Any:
+    gemini_signs_in_with_a_key(world)
     return world.run(
         client("gemini"),
         "-p",
@@ -100,11 +137,7 @@ def _run_gemini(world: World, model: ScriptedModel, prompt: str, tool: str) -> A
         "--allowed-tools",
         tool,
         timeout=120,
-        env={
-            "GOOGLE_GEMINI_BASE_URL": model.url,
-            "GEMINI_API_KEY": "scripted",
-            "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        },
+        env=gemini_env(model),
     )
 
 
@@ -139,7 +172,9 @@ def _system_text(body: Any) -> str:
     )
 
 
-def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
+def opencode_uses(world: World, model: ScriptedModel, **settings: Any) -> None:
+    """opencode set up in ``world``'s HOME to talk to the scripted ``model``, with
+    ``settings`` added to its opencode.json."""
     config = world.home / ".config" / "opencode" / "opencode.json"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text(
@@ -147,6 +182,7 @@ def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
             {
                 "model": "scripted/scripted",
                 "small_model": "scripted/scripted",
+                **settings,
                 "provider": {
                     "scripted": {
                         "npm": "@ai-sdk/openai-compatible",
@@ -158,6 +194,10 @@ def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
             }
         )
     )
+
+
+def _run_opencode(world: World, model: ScriptedModel, prompt: str) -> Any:
+    opencode_uses(world, model)
     # Whenever a plugin is present, opencode installs its plugin SDK with npm into
     # each config folder (~/.config/opencode, <repo>/.opencode) before the first
     # request, until that succeeds once. The tests run as where no registry is
@@ -190,22 +230,8 @@ def test_gemini_cli_and_opencode_hand_the_work_to_each_other(world: World) -> No
     first: list[Seen] = []
     results: list[str] = []
 
-    def gemini_hands_off(seen: Seen) -> Reply:
-        tool = _ours(_gemini_tools(seen.body), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")  # a side request (a summary, a check): not the session
-        done = _gemini_results(seen.body)
-        if done:
-            results.extend(done)
-            return Reply(text="Handed off to opencode.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "opencode", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
     world.amv("install", "gemini")
-    with ScriptedModel("gemini", gemini_hands_off) as model:
+    with ScriptedModel("gemini", gemini_hands_off(first, results)) as model:
         proc = _run_gemini(
             world,
             model,

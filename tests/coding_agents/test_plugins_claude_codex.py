@@ -20,16 +20,14 @@ import pytest
 
 from agent_mem_vault.integrations.plugin_files import MISSING
 
-from .conftest import BIN, BRIEF, CLI, NAMESPACE, World, client
+from .conftest import BIN, BRIEF, CLI, World, client
 from .model_server import Reply, ScriptedModel, Seen
 from .test_claude_codex import (
-    CONTEXT,
     EXPECTED,
     SUMMARY,
-    _tool_named,
     _tool_output,
-    codex_takes_a_handoff,
-    codex_uses,
+    claude_hands_off,
+    codex_continues,
 )
 
 pytestmark = pytest.mark.slow
@@ -77,22 +75,6 @@ def add_codex_plugin(world: World) -> None:
     assert "trusted" in trusted and "session_start" in trusted, trusted
 
 
-def claude_hands_off(first: list[Seen]) -> Any:
-    def script(seen: Seen) -> Reply:
-        tool = _tool_named(seen.body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
-    return script
-
-
 def run_claude(world: World, model: ScriptedModel, env: dict[str, str] | None = None) -> Any:
     return world.run(
         client("claude"),
@@ -123,20 +105,8 @@ def test_the_claude_code_plugin_leaves_a_handoff_that_the_codex_plugin_takes(
         ("codex", "claude-code", "pending")
     ], sent
 
-    outputs: list[Any] = []
-    codex_first: list[Seen] = []
-    with ScriptedModel("responses", codex_takes_a_handoff(outputs, codex_first)) as model:
-        codex_uses(world, model)
-        add_codex_plugin(world)
-        proc = world.run(
-            client("codex"),
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "Continue the work.",
-        )
-        transcript = model.transcript()
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
+    model, codex_first, outputs = codex_continues(world, add_codex_plugin)
+    transcript = model.transcript()
     assert codex_first, f"Codex never offered the plugin's read_handoff\n{transcript}"
     assert SUMMARY in codex_first[0].text and BRIEF.strip() in codex_first[0].text, transcript
     assert "Pending handoffs for codex" in codex_first[0].text, transcript

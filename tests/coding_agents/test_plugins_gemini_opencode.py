@@ -19,18 +19,17 @@ import pytest
 from .conftest import BRIEF, CLI, NAMESPACE, World, client
 from .model_server import Reply, ScriptedModel, Seen
 from .test_gemini_opencode import (
-    CONTEXT,
     EXPECTED,
     SUMMARY,
     _chat_results,
     _chat_tools,
-    _gemini_results,
     _gemini_tools,
     _ours,
     _run_gemini,
     _run_opencode,
     _said,
     _system_text,
+    gemini_hands_off,
 )
 
 pytestmark = pytest.mark.slow
@@ -58,21 +57,7 @@ def test_the_gemini_extension_leaves_a_handoff_that_the_opencode_plugin_takes(
     first: list[Seen] = []
     results: list[str] = []
 
-    def gemini_hands_off(seen: Seen) -> Reply:
-        tool = _ours(_gemini_tools(seen.body), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")
-        done = _gemini_results(seen.body)
-        if done:
-            results.extend(done)
-            return Reply(text="Handed off to opencode.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "opencode", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
-    with ScriptedModel("gemini", gemini_hands_off) as model:
+    with ScriptedModel("gemini", gemini_hands_off(first, results)) as model:
         proc = _run_gemini(
             world, model, "Hand the orders backfill to opencode.", "mcp_agent-mem-vault_*"
         )

@@ -33,6 +33,16 @@ def release(world: World) -> Path:
     return folder
 
 
+def installed_release(world: World, agent: Path, install: str) -> Path:
+    """A vault, and ``agent`` with the plugin taken from a release's marketplace folder
+    by its own ``plugin <install>``: the folder."""
+    world.amv("init")
+    folder = release(world)
+    ok(world.run(agent, "plugin", "marketplace", "add", folder, timeout=120))
+    ok(world.run(agent, "plugin", install, SELECTOR, timeout=120))
+    return folder
+
+
 def raise_version(folder: Path) -> None:
     for name in (".claude-plugin/plugin.json", ".codex-plugin/plugin.json"):
         path = folder / name
@@ -48,10 +58,7 @@ def doctor(world: World) -> str:
 
 def test_codex_updates_to_one_version_trusted_again_and_removes_it(world: World) -> None:
     codex = client("codex")
-    world.amv("init")
-    folder = release(world)
-    ok(world.run(codex, "plugin", "marketplace", "add", folder, timeout=120))
-    ok(world.run(codex, "plugin", "add", SELECTOR, timeout=120))
+    folder = installed_release(world, codex, "add")
     world.amv("plugin", "trust", "codex")
     assert "Codex will not run" not in doctor(world)
 
@@ -77,10 +84,7 @@ def test_codex_updates_to_one_version_trusted_again_and_removes_it(world: World)
 
 def test_claude_code_updates_to_one_version_and_uninstalls_it(world: World) -> None:
     claude = client("claude")
-    world.amv("init")
-    folder = release(world)
-    ok(world.run(claude, "plugin", "marketplace", "add", folder, timeout=120))
-    ok(world.run(claude, "plugin", "install", SELECTOR, timeout=120))
+    folder = installed_release(world, claude, "install")
     raise_version(folder)
     ok(world.run(claude, "plugin", "marketplace", "update", "agent-mem-vault", timeout=120))
     ok(world.run(claude, "plugin", "update", SELECTOR, timeout=120))

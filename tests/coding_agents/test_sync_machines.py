@@ -25,15 +25,14 @@ from agent_mem_vault.vault.sync.syncer import stop_syncer
 from tests.git_remote import GitDaemon, bare_repo, git, git_env, remote_tree
 
 from .conftest import BRIEF, NAMESPACE, World, client, make_world
-from .model_server import Reply, ScriptedModel, Seen
+from .model_server import ScriptedModel, Seen
 from .test_claude_codex import (
-    CONTEXT,
     EXPECTED,
     SUMMARY,
-    _tool_named,
     _tool_output,
-    codex_takes_a_handoff,
-    codex_uses,
+    claude_hands_off,
+    codex_continues,
+    install_codex,
     run_claude,
 )
 
@@ -96,19 +95,7 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     project = daemon.base / "harbor-api.git"
     first: list[Seen] = []
 
-    def claude_model(seen: Seen) -> Reply:
-        tool = _tool_named(seen.body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        if len(first) > 1:
-            return Reply(text="Nothing to hand off.")  # A's next session
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
+    claude_model = claude_hands_off(first, once=True)
 
     a.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_model) as model:
@@ -122,21 +109,8 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     # Nobody ran `sync`: the write went out by itself.
     _wait_for(lambda: path in remote_tree(project, REF), "the handoff reached the remote")
 
-    outputs: list[Any] = []
-    codex_first: list[Seen] = []
-
-    with ScriptedModel("responses", codex_takes_a_handoff(outputs, codex_first)) as model:
-        codex_uses(b, model)
-        b.amv("install", "codex")
-        proc = b.run(
-            client("codex"),
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "Continue the work.",
-        )
-        transcript = model.transcript()
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"
+    model, codex_first, outputs = codex_continues(b, install_codex)
+    transcript = model.transcript()
     assert codex_first, transcript
     # B's session-start hook fetched A's handoff and A's brief before the first request.
     assert SUMMARY in codex_first[0].text and handoff_id in codex_first[0].text, transcript

@@ -49,6 +49,9 @@ from .test_gemini_opencode import (
     _chat_tools,
     _gemini_results,
     _gemini_tools,
+    gemini_env,
+    gemini_signs_in_with_a_key,
+    opencode_uses,
 )
 
 pytestmark = pytest.mark.slow
@@ -98,25 +101,27 @@ def _gemini_steps() -> Steps:
     )
 
 
-def _gemini_session(world: World) -> Path:
-    """Gemini CLI works and is killed; the path of the chat file it recorded."""
+def gemini_working(gemini: Path) -> list[str]:
+    """Gemini CLI asked to do the killed session's work, with no approvals asked."""
+    return [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"]
+
+
+def gemini_until_killed(world: World) -> tuple[str, str]:
+    """Gemini CLI (installed already) works until it is killed: what it printed and
+    the scripted model's transcript, for assertion messages."""
     gemini = client("gemini")
-    world.amv("install", "gemini")
-    settings = world.home / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True, exist_ok=True)
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    gemini_signs_in_with_a_key(world)
     with ScriptedModel("gemini", script(world, _gemini_steps())) as model:
         said = run_until_killed(
-            world,
-            [str(gemini), "-p", REQUEST, "-m", GEMINI_MODEL, "--approval-mode", "yolo"],
-            {
-                "GOOGLE_GEMINI_BASE_URL": model.url,
-                "GEMINI_API_KEY": "scripted",
-                "GEMINI_CLI_TRUST_WORKSPACE": "true",
-            },
-            gemini_recorded(world),
+            world, gemini_working(gemini), gemini_env(model), gemini_recorded(world)
         )
-        transcript = model.transcript()
+        return said, model.transcript()
+
+
+def _gemini_session(world: World) -> Path:
+    """Gemini CLI works and is killed; the path of the chat file it recorded."""
+    world.amv("install", "gemini")
+    said, transcript = gemini_until_killed(world)
     chats = sorted((world.home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl"))
     assert len(chats) == 1, f"chat files: {chats}\n{said}\n{transcript}"
     return chats[0]
@@ -205,25 +210,8 @@ def _opencode_steps() -> Steps:
 
 
 def _opencode_config(world: World, model: ScriptedModel) -> None:
-    config = world.home / ".config" / "opencode" / "opencode.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(
-        json.dumps(
-            {
-                "model": "scripted/scripted",
-                "small_model": "scripted/scripted",
-                "permission": {"bash": "allow", "edit": "allow"},
-                "provider": {
-                    "scripted": {
-                        "npm": "@ai-sdk/openai-compatible",
-                        "name": "Scripted",
-                        "options": {"baseURL": f"{model.url}/v1", "apiKey": "scripted"},
-                        "models": {"scripted": {"name": "Scripted", "tool_call": True}},
-                    }
-                },
-            }
-        )
-    )
+    """opencode on the scripted ``model``, allowed to run commands and edit files unasked."""
+    opencode_uses(world, model, permission={"bash": "allow", "edit": "allow"})
 
 
 def _opencode_session(world: World) -> tuple[Path, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from agent_mem_vault.harness import (
     members_only,
     tool,
 )
-from agent_mem_vault.harness.testing import ScriptedModel
+from agent_mem_vault.harness.testing import ScriptedModel, gate, text
 
 ADA = User(id="ada", tenant_id="acme")
 OLGA = User(id="olga", tenant_id="acme")
@@ -72,6 +73,17 @@ def support_harness(
         agents=agents,
         subagents=subagents,
         routing=routing if routing is not None else Routing(router=lambda ctx: None),
+    )
+
+
+def gated_harness(release: asyncio.Event, answer: str) -> Harness:
+    """The support desk whose one answer waits for ``release``.
+
+    A turn on it stays in its model call for as long as a test needs to move
+    other hosts (a lease lapsing, a takeover, a read) before it finishes.
+    """
+    return support_harness(
+        ScriptedModel([[gate(release), text(answer)]]), [billing_agent(ScriptedModel([]))]
     )
 
 

@@ -12,15 +12,20 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_harness.py"
 
 
-@pytest.mark.slow
-def test_benchmark_runs_our_harness_in_quick_mode() -> None:
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--only", "ours"],
+def bench(*args: str, timeout: float) -> str:
+    """What the benchmark script prints when run with ``args`` (it must exit 0)."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=timeout,
     ).stdout
+
+
+@pytest.mark.slow
+def test_benchmark_runs_our_harness_in_quick_mode() -> None:
+    out = bench("--quick", "--only", "ours", timeout=120)
     rows = [line.split() for line in out.splitlines() if "agent-mem-vault" in line]
     assert {(r[0], r[1]) for r in rows} == {
         ("memory", "plain"),
@@ -33,13 +38,7 @@ def test_benchmark_runs_our_harness_in_quick_mode() -> None:
 @pytest.mark.slow
 def test_benchmark_measures_tracing_off_and_on_in_quick_mode() -> None:
     pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the SDK")
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--only", "tracing"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    out = bench("--quick", "--only", "tracing", timeout=120)
     rows = {line[:19] + "|" + line[19:38].strip() for line in out.splitlines() if "tracing" in line}
     for backend in ("memory", "sqlite"):
         for scenario in ("chain10", "desk", "plain"):
@@ -53,13 +52,7 @@ def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
     pytest.importorskip("opentelemetry.sdk", reason="the dev extra installs the SDK")
     if shutil.which("valgrind") is None:
         pytest.skip("valgrind is not installed")
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--instructions"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=900,
-    ).stdout
+    out = bench("--quick", "--instructions", timeout=900)
     counts = {}
     for line in out.splitlines():
         parts = line.rsplit(None, 2)
@@ -77,13 +70,7 @@ def test_benchmark_counts_instructions_per_turn_under_callgrind() -> None:
 
 @pytest.mark.slow
 def test_benchmark_shows_the_turn_cost_as_one_host_touches_more_threads_in_quick_mode() -> None:
-    out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--scale", "--quick"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    ).stdout
+    out = bench("--scale", "--quick", timeout=600)
     rows = [line.split() for line in out.splitlines() if line.startswith(("memory ", "sqlite "))]
     assert [(r[0], r[1]) for r in rows] == [
         ("memory", "100"),

@@ -10,10 +10,12 @@ from pydantic import BaseModel
 
 from agent_mem_vault.core.errors import InvalidInputError
 from agent_mem_vault.harness import (
+    Harness,
     HarnessHost,
     InputConflictError,
     LogOwnedElsewhereError,
     Routing,
+    TurnResult,
     WrongHarnessError,
     tool,
 )
@@ -21,7 +23,7 @@ from agent_mem_vault.harness.log import replay, stream_name
 from agent_mem_vault.harness.testing import ScriptedModel, text, tool_call
 
 from .conftest import HostFactory
-from .support import PERSON, billing_agent, support_harness
+from .support import PERSON, billing_agent, gated_harness, support_harness
 
 
 async def test_the_log_holds_transcript_inputs_active_agent_and_events(host: HarnessHost) -> None:
@@ -95,13 +97,24 @@ async def test_the_same_input_id_with_another_payload_is_rejected_as_a_conflict(
     assert (await session.snapshot()).seq == seq
 
 
-async def test_an_input_retried_on_another_host_after_a_restart_runs_once(
+async def answered_once(
     make_host: HostFactory,
-) -> None:
+) -> tuple[ScriptedModel, Harness, HarnessHost, TurnResult]:
+    """Input ``in-1`` on thread ``t1``, answered by a fresh host: its model, harness, host, reply.
+
+    The model has one answer, so a second run of that input would fail loudly.
+    """
     main = ScriptedModel([text("once")])
     harness = support_harness(main, [billing_agent(ScriptedModel([]))])
     first = make_host()
     result = await (await first.open(harness, thread_id="t1")).send("hi", input_id="in-1")
+    return main, harness, first, result
+
+
+async def test_an_input_retried_on_another_host_after_a_restart_runs_once(
+    make_host: HostFactory,
+) -> None:
+    main, harness, first, result = await answered_once(make_host)
     await first.close()
 
     second = make_host()
@@ -206,12 +219,8 @@ async def test_a_failing_model_fails_the_turn_with_model_error(host: HarnessHost
 async def test_a_host_keeps_the_log_while_a_turn_runs_longer_than_its_lease(
     make_host: HostFactory,
 ) -> None:
-    from agent_mem_vault.harness.testing import gate
-
     release = asyncio.Event()  # the model answers only once the second host was refused
-    harness = support_harness(
-        ScriptedModel([[gate(release), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
-    )
+    harness = gated_harness(release, "slow answer")
     first = make_host(lease_ttl=0.45)
     turn = asyncio.create_task((await first.open(harness, thread_id="t1")).send("slow"))
     await asyncio.sleep(0.8)  # past the lease's TTL, still in the model call
@@ -291,10 +300,7 @@ async def test_continue_without_message_twice_with_the_same_input_id_runs_once(
 async def test_a_retry_of_a_finished_input_is_answered_by_a_host_that_does_not_own_the_thread(
     make_host: HostFactory,
 ) -> None:
-    main = ScriptedModel([text("once")])
-    harness = support_harness(main, [billing_agent(ScriptedModel([]))])
-    first = make_host()
-    result = await (await first.open(harness, thread_id="t1")).send("hi", input_id="in-1")
+    main, harness, _first, result = await answered_once(make_host)
 
     second = make_host()  # the first host still owns the thread
     session = await second.open(harness, thread_id="t1")

@@ -11,11 +11,12 @@ a process of their own: same wire server, same assertions.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli_process import run_process, succeeded
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASES = Path(os.environ.get("AMV_SDK_RELEASES", ROOT / ".cache" / "sdk-releases"))
@@ -39,21 +40,14 @@ def test_the_adapter_tests_pass_on_another_release_of_its_sdk(release: str) -> N
         pytest.skip(f"{release} is not installed in {RELEASES}: scripts/test installs it")
     name, version = release.rsplit("-", 1)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), str(ROOT)])}
-    seen = subprocess.run(
-        [sys.executable, "-c", f"import {name}; print({name}.__version__)"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
+    seen = succeeded(
+        run_process([sys.executable, "-c", f"import {name}; print({name}.__version__)"], env=env)
     )
     assert seen.stdout.strip() == version  # the release under test, not the lock's
-    run = subprocess.run(
+    run = run_process(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", ADAPTER_TESTS[name]],
         env=env,
         cwd=ROOT,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -20,16 +20,21 @@ from agent_mem_vault.harness import (
     HUMAN,
     Endpoint,
     Envelope,
+    Harness,
     HarnessHost,
     LogOwnedElsewhereError,
     Routing,
+    TurnResult,
 )
 from agent_mem_vault.harness.log import stream_name
-from agent_mem_vault.harness.testing import ScriptedModel, gate, pause, text, tool_call
+from agent_mem_vault.harness.testing import ScriptedModel, pause, text, tool_call
 from agent_mem_vault.store import Lease, Persistence
 
 from .conftest import HostFactory
-from .support import billing_agent, support_harness
+from .support import billing_agent, gated_harness, support_harness
+
+Records = Sequence[tuple[str, Mapping[str, Any]]]
+"""What ``Persistence.append`` takes: (type, data) pairs."""
 
 
 class Faulty:
@@ -56,7 +61,7 @@ class Faulty:
     async def append(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None = None,
     ) -> Any:
@@ -67,7 +72,7 @@ class Faulty:
     async def append_owned(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None,
         lease: str,
@@ -88,6 +93,24 @@ def faulty_host(make_host: HostFactory, **kwargs: Any) -> tuple[HarnessHost, Fau
     return host, faulty
 
 
+async def stale_turn(
+    make_host: HostFactory, release: asyncio.Event
+) -> tuple[HarnessHost, Harness, asyncio.Task[TurnResult]]:
+    """A turn on a host whose renewals silently do nothing, left until its lease lapsed.
+
+    The host still believes it owns thread ``t1``; the turn's model answers
+    "stale answer" once ``release`` is set.
+    """
+    harness = gated_harness(release, "stale answer")
+    first, faulty = faulty_host(make_host, lease_ttl=0.3)
+    faulty.fake_after = 1
+    turn = asyncio.create_task(
+        (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
+    )
+    await asyncio.sleep(0.45)  # the lease lapses
+    return first, harness, turn
+
+
 async def types_of(host: HarnessHost, thread: str = "t1") -> list[str]:
     return [r.type for r in await host.persistence.read(stream_name("default", thread))]
 
@@ -105,9 +128,7 @@ async def test_a_failed_lease_renewal_is_retried_and_the_turn_keeps_its_thread(
     make_host: HostFactory,
 ) -> None:
     release = asyncio.Event()  # the model answers only once the second host was refused
-    harness = support_harness(
-        ScriptedModel([[gate(release), text("slow answer")]]), [billing_agent(ScriptedModel([]))]
-    )
+    harness = gated_harness(release, "slow answer")
     first, faulty = faulty_host(make_host, lease_ttl=0.45)
     faulty.fail_acquire = {2}  # the first renewal during the turn fails
     turn = asyncio.create_task((await first.open(harness, thread_id="t1")).send("slow"))
@@ -128,15 +149,7 @@ async def test_a_host_that_believes_it_still_owns_a_thread_writes_nothing_after_
     # The first host's renewals silently do nothing (a stalled connection that
     # still says yes): its lease lapses mid-turn while it thinks it holds it.
     release = asyncio.Event()  # the stale model answers only after the takeover
-    harness = support_harness(
-        ScriptedModel([[gate(release), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
-    )
-    first, faulty = faulty_host(make_host, lease_ttl=0.3)
-    faulty.fake_after = 1
-    turn = asyncio.create_task(
-        (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
-    )
-    await asyncio.sleep(0.45)  # the lease lapses
+    _first, _, turn = await stale_turn(make_host, release)
     second = make_host()
     other = support_harness(ScriptedModel([text("fresh")]), [billing_agent(ScriptedModel([]))])
     fresh = await (await second.open(other, thread_id="t1")).send("new", input_id="new")
@@ -241,15 +254,7 @@ async def test_a_snapshot_read_during_a_stale_turn_does_not_let_that_turn_write_
     # the thread on the stale host. The read must not move the turn's fencing
     # point (expected_seq) past the other host's records.
     release = asyncio.Event()  # the stale model answers only after the takeover and the read
-    harness = support_harness(
-        ScriptedModel([[gate(release), text("stale answer")]]), [billing_agent(ScriptedModel([]))]
-    )
-    first, faulty = faulty_host(make_host, lease_ttl=0.3)
-    faulty.fake_after = 1
-    turn = asyncio.create_task(
-        (await first.open(harness, thread_id="t1")).send("slow", input_id="slow")
-    )
-    await asyncio.sleep(0.45)  # the lease lapses
+    first, harness, turn = await stale_turn(make_host, release)
     second = make_host()
     other = support_harness(ScriptedModel([text("fresh")]), [billing_agent(ScriptedModel([]))])
     await (await second.open(other, thread_id="t1")).send("new", input_id="new")

@@ -299,18 +299,23 @@ async def test_the_source_must_belong_to_the_named_harness(make_host: HostFactor
         )
 
 
-async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copies_nothing_again(
-    make_host: HostFactory,
-) -> None:
-    host = make_host(access=MEMBERS_ONLY)
-    harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
-    args: dict[str, Any] = {
+def refund_transfer(harness: Harness) -> dict[str, Any]:
+    """The arguments of ``host.transfer`` for moving case 42 to billing, under one transfer id."""
+    return {
         "from_": Endpoint(harness, "case-42"),
         "to": Endpoint(billing_desk()),
         "envelope": Envelope(note=NOTE, messages="all"),
         "user": ADA,
         "transfer_id": "refund-case-42",
     }
+
+
+async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copies_nothing_again(
+    make_host: HostFactory,
+) -> None:
+    host = make_host(access=MEMBERS_ONLY)
+    harness = await case(host, ScriptedModel([text("Hello")]), "Hello")
+    args = refund_transfer(harness)
 
     first = await host.transfer(**args)
     again = await host.transfer(**args)
@@ -320,6 +325,10 @@ async def test_a_retry_with_the_same_transfer_id_makes_no_second_thread_and_copi
     assert len(await host.sessions.list(user=ADA)) == 2
     with pytest.raises(TransferConflictError):
         await host.transfer(**{**args, "envelope": Envelope(note="other")})
+
+
+Records = Sequence[tuple[str, Mapping[str, Any]]]
+"""What ``Persistence.append`` takes: (type, data) pairs."""
 
 
 class CrashOnce:
@@ -337,7 +346,7 @@ class CrashOnce:
     async def append(
         self,
         stream: str,
-        records: Sequence[tuple[str, Mapping[str, Any]]],
+        records: Records,
         *,
         expected_seq: int | None = None,
     ) -> list[LogRecord]:
@@ -357,13 +366,7 @@ async def test_a_retry_after_a_crash_half_way_finishes_without_copying_twice(
     crashing = CrashOnce(persistence, stream, record_type)
     first = HarnessHost(persistence=crashing, access=MEMBERS_ONLY)
     harness = await case(first, ScriptedModel([text("Hello")]), "Hello")
-    args: dict[str, Any] = {
-        "from_": Endpoint(harness, "case-42"),
-        "to": Endpoint(billing_desk()),
-        "envelope": Envelope(note=NOTE, messages="all"),
-        "user": ADA,
-        "transfer_id": "refund-case-42",
-    }
+    args = refund_transfer(harness)
     with pytest.raises(ConnectionError):
         await first.transfer(**args)
     await first.close()

@@ -15,13 +15,6 @@ Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository named harbor-api (a .git folder is all discovery looks at)."""
     path = tmp_path / "src" / "harbor-api"

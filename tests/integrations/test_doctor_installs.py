@@ -66,6 +66,14 @@ def trust_in_gemini(world: dict[str, Path], level: str = "TRUST_FOLDER") -> None
     rules.write_text(json.dumps({str(world["repo"]): level}))
 
 
+def install_all_with_the_program_on_path(world: dict[str, Path]) -> None:
+    """A vault, and install run for three clients where agent-mem-vault is on PATH."""
+    ok(amv(world, "init"))
+    for tool in ("claude-code", "gemini", "opencode"):
+        ok(amv(world, "install", tool, path=f"{VENV_BIN}:{BARE_PATH}"))
+    trust_in_gemini(world)
+
+
 def install_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [x for x in proc.stdout.splitlines() if x.startswith("install: ")]
 
@@ -73,10 +81,7 @@ def install_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
 def test_a_project_install_is_healthy_where_agent_mem_vault_is_on_path(
     world: dict[str, Path],
 ) -> None:
-    ok(amv(world, "init"))
-    for tool in ("claude-code", "gemini", "opencode"):
-        ok(amv(world, "install", tool, path=f"{VENV_BIN}:{BARE_PATH}"))
-    trust_in_gemini(world)
+    install_all_with_the_program_on_path(world)
     out = ok(amv(world, "doctor", path=f"{VENV_BIN}:{BARE_PATH}"))
     assert "No problems found." in out
     data = json.loads(ok(amv(world, "doctor", "--json", path=f"{VENV_BIN}:{BARE_PATH}")))
@@ -86,10 +91,7 @@ def test_a_project_install_is_healthy_where_agent_mem_vault_is_on_path(
 def test_every_installed_command_not_on_path_is_reported_with_its_fix(
     world: dict[str, Path],
 ) -> None:
-    ok(amv(world, "init"))
-    for tool in ("claude-code", "gemini", "opencode"):
-        ok(amv(world, "install", tool, path=f"{VENV_BIN}:{BARE_PATH}"))
-    trust_in_gemini(world)
+    install_all_with_the_program_on_path(world)
     proc = amv(world, "doctor")
     assert proc.returncode == 7, proc.stdout
     assert "[install_problem]" in proc.stderr

@@ -208,27 +208,20 @@ def test_install_claude_code_merges_and_never_loses_existing_settings(run: Run, 
 
 
 def test_install_codex_keeps_comments_and_formatting_of_config_toml(run: Run, home: Path) -> None:
-    original = (
+    theirs = (
         "# my codex settings\n"
         'model = "gpt-5"   # the fast one\n'
         "\n"
         "[mcp_servers.github]\n"
         'command = "gh-mcp"\n'
         "\n"
-        "[features]\n"
-        "web_search = true\n"
     )
+    original = theirs + "[features]\nweb_search = true\n"
     (home / ".codex").mkdir()
     (home / ".codex" / "config.toml").write_text(original)
     run("install", "codex", "--command", EXE, *VAULT)
     after = (home / ".codex" / "config.toml").read_text()
-    assert after == (
-        "# my codex settings\n"
-        'model = "gpt-5"   # the fast one\n'
-        "\n"
-        "[mcp_servers.github]\n"
-        'command = "gh-mcp"\n'
-        "\n"
+    assert after == theirs + (
         "[mcp_servers.agent-mem-vault]\n"
         f'command = "{EXE}"\n'
         'args = ["serve", "--agent", "codex", "--vault", "/data/vault"]\n'

@@ -22,6 +22,14 @@ def _no_gemini_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 NOW = "agent-mem-vault hook session-start --agent gemini --client gemini-cli --format json"
+THEIRS = {"type": "command", "command": "notify-send started", "timeout": 5000}
+"""Another tool's SessionStart hook, which install leaves where it is."""
+EARLIER = {
+    "type": "command",
+    "command": "agent-mem-vault hook session-start --agent gemini --format json",
+    "timeout": 10_000,
+}
+"""Our SessionStart hook as an earlier install wrote it."""
 
 
 def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, repo: Path) -> None:
@@ -52,12 +60,6 @@ def test_install_gemini_writes_server_and_hook_and_uninstall_restores(run: Run, 
 
 def test_install_gemini_repairs_the_matcher_an_earlier_install_wrote(run: Run, repo: Path) -> None:
     """0.x wrote "startup|resume|clear", which Gemini CLI never matches: the hook never ran."""
-    theirs = {"type": "command", "command": "notify-send started", "timeout": 5000}
-    ours = {
-        "type": "command",
-        "command": "agent-mem-vault hook session-start --agent gemini --format json",
-        "timeout": 10_000,
-    }
     settings = repo / ".gemini" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(
@@ -65,8 +67,8 @@ def test_install_gemini_repairs_the_matcher_an_earlier_install_wrote(run: Run, r
             {
                 "hooks": {
                     "SessionStart": [
-                        {"matcher": "startup|resume|clear", "hooks": [ours]},
-                        {"matcher": "startup", "hooks": [theirs]},
+                        {"matcher": "startup|resume|clear", "hooks": [EARLIER]},
+                        {"matcher": "startup", "hooks": [THEIRS]},
                     ]
                 }
             }
@@ -74,31 +76,24 @@ def test_install_gemini_repairs_the_matcher_an_earlier_install_wrote(run: Run, r
     )
     run("install", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
-    now = {**ours, "command": NOW}
-    assert groups == [{"matcher": "*", "hooks": [now]}, {"matcher": "startup", "hooks": [theirs]}]
+    now = {**EARLIER, "command": NOW}
+    assert groups == [{"matcher": "*", "hooks": [now]}, {"matcher": "startup", "hooks": [THEIRS]}]
 
 
 def test_install_gemini_moves_our_hook_out_of_a_group_it_shares_under_another_matcher(
     run: Run, repo: Path
 ) -> None:
-    theirs = {"type": "command", "command": "notify-send started", "timeout": 5000}
-    ours = {
-        "type": "command",
-        "command": "agent-mem-vault hook session-start --agent gemini --format json",
-        "timeout": 10_000,
-    }
     settings = repo / ".gemini" / "settings.json"
     settings.parent.mkdir()
-    settings.write_text(
-        json.dumps({"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [theirs, ours]}]}})
-    )
+    shared = {"matcher": "startup", "hooks": [THEIRS, EARLIER]}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [shared]}}))
     run("install", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
-    now = {**ours, "command": NOW}
-    assert groups == [{"matcher": "startup", "hooks": [theirs]}, {"matcher": "*", "hooks": [now]}]
+    now = {**EARLIER, "command": NOW}
+    assert groups == [{"matcher": "startup", "hooks": [THEIRS]}, {"matcher": "*", "hooks": [now]}]
     run("uninstall", "gemini")
     groups = json.loads(settings.read_text())["hooks"]["SessionStart"]
-    assert groups == [{"matcher": "startup", "hooks": [theirs]}]
+    assert groups == [{"matcher": "startup", "hooks": [THEIRS]}]
 
 
 def _trust(home: Path, rules: dict[str, str]) -> None:

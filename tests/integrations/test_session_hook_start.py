@@ -7,48 +7,34 @@ to that warm process. What the agent reads must not change with the path.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from agent_mem_vault.vault import Vault
-
-from .conftest import CLI
+from tests.cli_process import CLI, Proc, cli_env, run_process
+from tests.warm_process import warm_lock_held
 
 NS = "project/harbor-api"
 
 
-def hook(
-    repo: Path, home: Path, vault: Path, warm: dict[str, str], *args: str
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "AGENT_MEM_VAULT")}
-    env.update(HOME=str(home), AGENT_MEM_VAULT=str(vault), **warm)
-    return subprocess.run(
+def hook(repo: Path, home: Path, vault: Path, warm: dict[str, str], *args: str) -> Proc:
+    env = {**cli_env(home, vault), **warm}
+    env.pop("CODEX_HOME", None)
+    return run_process(
         [*CLI, "hook", "session-start", "--agent", "codex", *args],
         input=json.dumps({"cwd": str(repo), "hook_event_name": "SessionStart"}),
-        capture_output=True,
-        text=True,
         cwd=repo,
         env=env,
         timeout=60,
-        check=False,
     )
 
 
 def warm_process_listening(folder: Path) -> bool:
     """A warm process holds its lock and has bound its socket."""
-    for lock in folder.glob("*.lock"):
-        with lock.open("rb") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return any(folder.glob("*.sock"))
-    return False
+    return warm_lock_held(folder) and any(folder.glob("*.sock"))
 
 
 @pytest.mark.slow

@@ -142,6 +142,15 @@ def running_demo(
             proc.stdout.close()
 
 
+def demo_says_hello(db: Path, model: str, **env: str) -> str:
+    """What the demo, started on ``model`` with ``env``, answers Ada's "Hello" (its
+    banner must name the model)."""
+    settings: dict[str, str | None] = {"AGENT_MEM_VAULT_MODEL": model, **env}
+    with demo_process(db, env=settings) as (url, banner):
+        assert model in banner
+        return say_hello(url)
+
+
 def say_hello(url: str) -> str:
     """Ada's "Hello" on a new desk thread of the demo at ``url``: the text of the answer."""
     r = httpx.post(

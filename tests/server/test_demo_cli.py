@@ -21,8 +21,8 @@ from tests.server.support import (
     PERSON,
     REFUND,
     demo_process,
+    demo_says_hello,
     running_demo,
-    say_hello,
 )
 
 pytestmark = pytest.mark.slow
@@ -113,14 +113,12 @@ def test_demo_uses_an_openai_compatible_endpoint_when_configured(
     tmp_path: Path, wire: WireServer
 ) -> None:
     wire.script(text_reply("Hello from ", "the configured model."))
-    env: dict[str, str | None] = {
-        "AGENT_MEM_VAULT_MODEL": "local-model",
-        "OPENAI_BASE_URL": wire.base_url,
-        "OPENAI_API_KEY": "sk-local-test",
-    }
-    with demo_process(tmp_path / "desk.db", env=env) as (url, banner):
-        assert "local-model" in banner
-        said = say_hello(url)
+    said = demo_says_hello(
+        tmp_path / "desk.db",
+        "local-model",
+        OPENAI_BASE_URL=wire.base_url,
+        OPENAI_API_KEY="sk-local-test",
+    )
     assert said == "Hello from the configured model."
     (request,) = wire.requests
     assert request.body["model"] == "local-model"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli_process import BIN, run_process
 from tests.harness.anthropic_wire_server import AnthropicWireServer, text_reply
-from tests.server.support import ADA, REFUND, demo_process, say_hello
+from tests.server.support import ADA, REFUND, demo_process, demo_says_hello
 
 pytestmark = pytest.mark.slow
 
@@ -103,14 +103,12 @@ def test_demo_uses_anthropic_for_a_claude_model(tmp_path: Path) -> None:
     wire = AnthropicWireServer().start()
     try:
         wire.script(text_reply("Hello from ", "Claude."))
-        env: dict[str, str | None] = {
-            "AGENT_MEM_VAULT_MODEL": "claude-wire-test",
-            "ANTHROPIC_BASE_URL": wire.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-demo",
-        }
-        with demo_process(tmp_path / "desk.db", env=env) as (url, banner):
-            assert "claude-wire-test" in banner
-            said = say_hello(url)
+        said = demo_says_hello(
+            tmp_path / "desk.db",
+            "claude-wire-test",
+            ANTHROPIC_BASE_URL=wire.base_url,
+            ANTHROPIC_API_KEY="sk-ant-demo",
+        )
     finally:
         wire.stop()
     assert said == "Hello from Claude."

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,12 +61,17 @@ def vault_path(tmp_path: Path) -> Path:
     return tmp_path / "vault"
 
 
-@pytest.fixture
-def vault(vault_path: Path, clock: TickingClock) -> Iterator[Vault]:
-    v = Vault(vault_path, clock=clock, durable=False)
+def opened_vault(path: Path, **options: Any) -> Iterator[Vault]:
+    """A fixture's vault at ``path``, initialised, written without fsync, closed after the test."""
+    v = Vault(path, durable=False, **options)
     v.init()
     yield v
     v.close()
+
+
+@pytest.fixture
+def vault(vault_path: Path, clock: TickingClock) -> Iterator[Vault]:
+    yield from opened_vault(vault_path, clock=clock)
 
 
 def snapshot(root: Path) -> dict[str, bytes | None]:

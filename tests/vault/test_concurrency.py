@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -16,7 +15,7 @@ import pytest
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.format.notes import handoff_from_note, parse_note
-from tests.vault_locks import hold_vault_lock, wait_for_lock_waiters
+from tests.vault_locks import vault_lock_held, wait_for_lock_waiters
 
 from .conftest import NS, snapshot
 
@@ -145,16 +144,13 @@ def test_a_lock_held_longer_than_the_timeout_gives_a_clear_error_and_writes_noth
     v = Vault(vault_path, lock_timeout=0.3)
     v.init()
     before = snapshot(vault_path)
-    fd = hold_vault_lock(vault_path)
-    try:
+    with vault_lock_held(vault_path):
         start = time.monotonic()
         with pytest.raises(UnavailableError) as info:
             v.create_handoff(to="codex", summary="s", context="c", namespace=NS)
         # It waited (a lower bound: load only makes it longer); how much longer
         # than the timeout a loaded machine takes is not a property of the code.
         assert time.monotonic() - start >= 0.25
-    finally:
-        os.close(fd)
     assert info.value.code == "lock_timeout"
     assert "locked by another writer" in info.value.message and "retry" in info.value.message
     assert snapshot(vault_path) == before
@@ -165,14 +161,11 @@ def test_the_default_lock_timeout_is_five_seconds(vault_path: Path) -> None:
     v = Vault(vault_path)
     v.init()
     assert v.lock_timeout == 5.0
-    fd = hold_vault_lock(vault_path)
-    try:
+    with vault_lock_held(vault_path):
         start = time.monotonic()
         with pytest.raises(UnavailableError) as info:
             v.ack_handoff("3kzzzzzzzzzz2")
         waited = time.monotonic() - start
-    finally:
-        os.close(fd)
     assert waited >= 4.9  # it waited the five seconds, not less
     assert "within 5 s" in info.value.message
 
@@ -236,8 +229,7 @@ def test_a_create_that_times_out_never_removes_a_folder_another_writer_is_about_
         except Exception as exc:  # recorded for the asserts below
             outcome[name] = exc
 
-    fd = hold_vault_lock(vault_path)
-    try:
+    with vault_lock_held(vault_path):
         first = threading.Thread(target=create, args=("quick", quick))
         first.start()
         wait_for_lock_waiters(vault_path, 1)  # the quick one waits before it makes any folder
@@ -245,8 +237,6 @@ def test_a_create_that_times_out_never_removes_a_folder_another_writer_is_about_
         second.start()
         first.join()  # timed out, and cleaned up after itself
         assert isinstance(outcome["quick"], UnavailableError)
-    finally:
-        os.close(fd)
     second.join()
     created = outcome["patient"]
     assert not isinstance(created, Exception), created
@@ -267,8 +257,7 @@ def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_pa
             errors.append(exc)
         waited.append(time.monotonic() - start)
 
-    fd = hold_vault_lock(vault_path)
-    try:
+    with vault_lock_held(vault_path):
         threads = [threading.Thread(target=write) for _ in range(3)]
         for t in threads:
             t.start()
@@ -277,8 +266,6 @@ def test_threads_queued_on_one_vault_each_wait_at_most_the_lock_timeout(vault_pa
         # How many helper threads wait depends on scheduling (a caller that gets the
         # in-process turn with a few ms left still waits them in a helper), so the
         # property checked is the callers' wait, below, not the helper count.
-    finally:
-        os.close(fd)
     assert len(errors) == 3 and all(e.code == "lock_timeout" for e in errors)  # type: ignore[attr-defined]
     # Queued behind each other they would wait 1 s, 2 s and 3 s.
     assert max(waited) < 1.6, waited

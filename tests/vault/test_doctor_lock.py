@@ -7,7 +7,6 @@ flight and called its temp file "left by an interrupted write".
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.runs.models import HandoffEntry
 from agent_mem_vault.runs.notes import HandoffNotes
 from agent_mem_vault.vault import Vault
-from tests.vault_locks import hold_vault_lock
+from tests.vault_locks import vault_lock_held
 
 WRITER = textwrap.dedent(
     """
@@ -83,26 +82,19 @@ def test_doctor_never_reports_a_healthy_vault_as_damaged_while_others_write(
 
 def test_doctor_waits_for_the_vault_lock_at_most_lock_timeout(vault_path: Path) -> None:
     Vault(vault_path).init()
-    fd = hold_vault_lock(vault_path)
-    try:
-        with pytest.raises(UnavailableError) as info:
-            Vault(vault_path, lock_timeout=0.3).doctor()
-    finally:
-        os.close(fd)
+    with vault_lock_held(vault_path), pytest.raises(UnavailableError) as info:
+        Vault(vault_path, lock_timeout=0.3).doctor()
     assert info.value.code == "lock_timeout"
 
 
 def test_run_notes_are_written_under_the_vault_lock(vault_path: Path) -> None:
     Vault(vault_path).init()
     notes = HandoffNotes(vault_path, lock_timeout=0.3)
-    fd = hold_vault_lock(vault_path)
-    try:
+    with vault_lock_held(vault_path):
         with pytest.raises(UnavailableError) as info:
             notes.write(_entry("3m00000000002"))
         with pytest.raises(UnavailableError):
             notes.sync([_entry("3m00000000003")])
-    finally:
-        os.close(fd)
     assert info.value.code == "lock_timeout"
     assert not (vault_path / "agents").exists()
     written = notes.write(_entry("3m00000000002"))

@@ -142,15 +142,21 @@ def test_a_fresh_process_sees_an_edit_only_the_keeper_could_see(
     assert _answered(vault.path) == before + 1
 
 
+def _sees_an_edit_without_asking_the_keeper(vault: Vault, summary: str, switch: str) -> None:
+    """A fresh process, with the keeper switch set to ``switch``, sees a note's summary
+    edited to ``summary`` while the keeper answers no question."""
+    h = _abc(vault)
+    _resummarise(vault.path / h.path, summary)
+    before = _answered(vault.path)
+    peeked = _peek(vault.path, **{SWITCH_ENV: switch})
+    assert peeked is not None and peeked["summary"] == summary
+    assert _answered(vault.path) == before  # nobody asked it
+
+
 def test_with_the_keeper_off_a_fresh_process_checks_by_stat(
     vault: Vault, keeper: subprocess.Popen[bytes]
 ) -> None:
-    h = _abc(vault)
-    _resummarise(vault.path / h.path, "seen")
-    before = _answered(vault.path)
-    peeked = _peek(vault.path, **{SWITCH_ENV: "off"})
-    assert peeked is not None and peeked["summary"] == "seen"
-    assert _answered(vault.path) == before  # nobody asked it
+    _sees_an_edit_without_asking_the_keeper(vault, "seen", switch="off")
 
 
 def test_the_keeper_applies_edits_to_the_index_as_they_happen(
@@ -468,12 +474,7 @@ def test_a_namespace_smaller_than_a_question_is_checked_by_stat(
 ) -> None:
     """By default a fresh process asks the keeper only where that is cheaper than
     checking by stat: not for a namespace of a few notes. It sees an edit all the same."""
-    h = _abc(vault)
-    _resummarise(vault.path / h.path, "longer than before")
-    before = _answered(vault.path)
-    peeked = _peek(vault.path, **{SWITCH_ENV: "on"})
-    assert peeked is not None and peeked["summary"] == "longer than before"
-    assert _answered(vault.path) == before  # nobody asked it
+    _sees_an_edit_without_asking_the_keeper(vault, "longer than before", switch="on")
 
 
 def test_a_namespace_of_many_notes_is_vouched_for_by_the_keeper(

@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from agent_mem_vault.core.errors import ConflictError, InvalidInputError, NotFoundError
+from agent_mem_vault.core.errors import (
+    AgentMemVaultError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+)
 from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.format import lifecycle
 from agent_mem_vault.vault.format.notes import handoff_meta, parse_note, render_body, render_note
 
 from .conftest import NS, a_handoff, snapshot
+
+
+@contextmanager
+def refused_writing_nothing(
+    vault: Vault, error: type[AgentMemVaultError], code: str
+) -> Iterator[pytest.ExceptionInfo[AgentMemVaultError]]:
+    """The block must raise ``error`` with ``code`` and leave every file of the vault as it was."""
+    before = snapshot(vault.path)
+    with pytest.raises(error) as info:
+        yield info
+    assert info.value.code == code
+    assert snapshot(vault.path) == before
 
 
 def _create(vault: Vault, summary: str = "Batch the orders backfill", **kw: object) -> Handoff:
@@ -178,41 +197,29 @@ def test_superseded_older_handoff_becomes_read_and_gets_superseded_by(vault: Vau
 def test_reopen_of_a_superseded_handoff_is_refused_and_writes_nothing(vault: Vault) -> None:
     first = _create(vault, "first plan")
     second = _create(vault, "new plan", supersedes=[first.id])
-    before = snapshot(vault.path)
-    with pytest.raises(ConflictError) as info:
+    with refused_writing_nothing(vault, ConflictError, "handoff_superseded") as info:
         vault.reopen_handoff(first.id)
-    assert info.value.code == "handoff_superseded"
     assert second.id in info.value.message
-    assert snapshot(vault.path) == before
 
 
 def test_supersedes_naming_an_unknown_id_is_refused_and_writes_nothing(vault: Vault) -> None:
     _create(vault)
-    before = snapshot(vault.path)
-    with pytest.raises(NotFoundError) as info:
+    with refused_writing_nothing(vault, NotFoundError, "handoff_not_found"):
         _create(vault, "new", supersedes=["3kzzzzzzzzzz2"])
-    assert info.value.code == "handoff_not_found"
-    assert snapshot(vault.path) == before
     assert len(vault.list_handoffs(status="all")) == 1
 
 
 def test_supersedes_naming_a_handoff_in_another_namespace_is_refused(vault: Vault) -> None:
     elsewhere = _create(vault, namespace="project/other")
-    before = snapshot(vault.path)
-    with pytest.raises(InvalidInputError) as info:
+    with refused_writing_nothing(vault, InvalidInputError, "supersedes_other_namespace"):
         _create(vault, "new", supersedes=[elsewhere.id])
-    assert info.value.code == "supersedes_other_namespace"
-    assert snapshot(vault.path) == before
 
 
 def test_supersedes_naming_an_already_superseded_handoff_is_refused(vault: Vault) -> None:
     first = _create(vault, "first")
     _create(vault, "second", supersedes=[first.id])
-    before = snapshot(vault.path)
-    with pytest.raises(ConflictError) as info:
+    with refused_writing_nothing(vault, ConflictError, "handoff_superseded"):
         _create(vault, "third", supersedes=[first.id])
-    assert info.value.code == "handoff_superseded"
-    assert snapshot(vault.path) == before
 
 
 def test_superseding_an_already_read_handoff_keeps_its_read_at(vault: Vault) -> None:

@@ -28,7 +28,7 @@ from agent_mem_vault.vault.index.embeddings import OnnxEmbedder
 from agent_mem_vault.vault.index.vectors import rrf_fuse
 from mcp import Client
 
-from .conftest import NS
+from .conftest import NS, opened_vault
 from .embedding_model import model_files, model_folder
 
 BIN = Path(sys.executable).parent / "agent-mem-vault"
@@ -56,10 +56,7 @@ def local(model_dir: Path) -> EmbeddingSettings:
 
 @pytest.fixture
 def hybrid_vault(vault_path: Path, local: EmbeddingSettings) -> Iterator[Vault]:
-    v = Vault(vault_path, durable=False, embeddings=local)
-    v.init()
-    yield v
-    v.close()
+    yield from opened_vault(vault_path, embeddings=local)
 
 
 def fill(v: Vault, namespace: str = NS) -> str:
@@ -67,6 +64,17 @@ def fill(v: Vault, namespace: str = NS) -> str:
     for title, content in OTHERS:
         v.save_memory(namespace=namespace, title=title, content=content)
     return v.save_memory(namespace=namespace, title=ANSWER_TITLE, content=ANSWER_TEXT).id
+
+
+def searched_by_full_text(path: Path, settings: EmbeddingSettings) -> tuple[Vault, str]:
+    """A vault at ``path`` with ``settings``, filled, whose search for "teal logo" must
+    fall back to full text: the vault and the reason the search gives."""
+    v = Vault(path, durable=False, embeddings=settings)
+    v.init()
+    fill(v)
+    found = v.search_memory(query="teal logo")
+    assert found.mode == "fts" and found[0].memory.title == "Logo colours"
+    return v, found.reason or ""
 
 
 def note_path(v: Vault, memory_id: str) -> Path:
@@ -359,12 +367,8 @@ def test_an_endpoint_that_fails_leaves_search_full_text_with_the_reason(vault_pa
     settings = EmbeddingSettings(
         backend="openai", url="http://127.0.0.1:9/v1", model="m", api_key=None
     )
-    v = Vault(vault_path, durable=False, embeddings=settings)
-    v.init()
-    fill(v)
-    found = v.search_memory(query="teal logo")
-    assert found.mode == "fts" and found[0].memory.title == "Logo colours"
-    assert "the embeddings endpoint" in (found.reason or "")
+    v, reason = searched_by_full_text(vault_path, settings)
+    assert "the embeddings endpoint" in reason
     # No memory has both words: the memories with either one still answer.
     some = v.search_memory(query="teal rainbow")
     assert some.mode == "fts" and [h.memory.title for h in some] == ["Logo colours"]
@@ -536,12 +540,8 @@ def test_a_failed_model_download_is_remembered_so_searches_do_not_wait_for_it(
     settings = EmbeddingSettings.from_env(
         {"AGENT_MEM_VAULT_EMBEDDINGS": "auto", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     )
-    v = Vault(vault_path, durable=False, embeddings=settings)
-    v.init()
-    fill(v)
-    found = v.search_memory(query="teal logo")
-    assert found.mode == "fts" and found[0].memory.title == "Logo colours"
-    assert "could not download sentence-transformers/all-MiniLM-L6-v2" in (found.reason or "")
+    _, reason = searched_by_full_text(vault_path, settings)
+    assert "could not download sentence-transformers/all-MiniLM-L6-v2" in reason
     mark = settings.local_dir / ".download-failed"
     assert mark.is_file()
     again = Vault(vault_path, durable=False, embeddings=settings).search_memory(query="teal")

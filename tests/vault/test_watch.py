@@ -16,7 +16,7 @@ import watchfiles._rust_notify
 
 import agent_mem_vault.vault.index.watch as watch_module
 from agent_mem_vault.core.errors import UnavailableError
-from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.folder.files import TEMP_FILE, temp_path, vault_lock
 from agent_mem_vault.vault.index import inotify
 from agent_mem_vault.vault.index.watch import NoteWatcher
@@ -46,6 +46,19 @@ def _watching(vault: Vault) -> Iterator[NoteWatcher]:
         yield watcher
     finally:
         vault.stop_watching()
+
+
+@contextmanager
+def _watching_own_write(vault: Vault) -> Iterator[tuple[NoteWatcher, Handoff]]:
+    """The vault watching while it writes handoff "abc": the watcher, which must not
+    tell that write back, and the handoff."""
+    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
+    with _watching(vault) as watcher:
+        vault.peek_handoff(agent="codex", namespace=NS)
+        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
+        changes = watcher.take()
+        assert changes is not None and h.path not in changes[0]
+        yield watcher, h
 
 
 def _restarted(vault: Vault, watcher: NoteWatcher, handovers: int, namespace: str) -> bool:
@@ -482,12 +495,7 @@ def test_an_overflowed_queue_breaks_the_watch_and_nothing_is_missed(
 def test_a_note_this_process_wrote_is_not_read_back(vault: Vault) -> None:
     """What a call wrote and indexed is not told to the next call: the last event about
     the note is the rename of this process's own temp file onto it."""
-    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
-    with _watching(vault) as watcher:
-        vault.peek_handoff(agent="codex", namespace=NS)
-        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-        changes = watcher.take()
-        assert changes is not None and h.path not in changes[0]
+    with _watching_own_write(vault) as (watcher, h):
         read = vault.read_handoff(agent="codex", namespace=NS)
         assert read is not None and read.id == h.id
         changes = watcher.take()
@@ -552,13 +560,7 @@ def test_only_the_vaults_own_temp_file_renamed_onto_a_note_is_not_read_back(
     function (``temp_path``): the note renamed from the vault's own temp file is not
     told, while a file of the same pattern but not the one written (another's
     editor, another token) renamed over it is."""
-    vault.create_handoff(to="codex", summary="old", context="c", namespace=NS, from_="a")
-    with _watching(vault) as watcher:
-        vault.peek_handoff(agent="codex", namespace=NS)
-        h = vault.create_handoff(to="codex", summary="abc", context="c", namespace=NS, from_="a")
-        changes = watcher.take()
-        assert changes is not None and h.path not in changes[0]
-
+    with _watching_own_write(vault) as (_, h):
         vault.ack_handoff(h.id)  # the vault writes the note again (its own temp file)
         note = vault.path / h.path
         theirs = Path(temp_path(str(note), "89abcdef"))

@@ -106,7 +106,15 @@ def _delivered(outputs: list[Path]) -> tuple[list[str], list[dict[str, int]], in
     return ids, errors, done
 
 
-def _run(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
+def _run(tmp_path: Path, *, outage: bool) -> None:
+    """Eight machines reading one remote, which a git daemon serves (and, with
+    ``outage``, stops serving for a while mid-run)."""
+    bare_repo(tmp_path / "served" / "vault.git")
+    with GitDaemon(tmp_path / "served") as daemon:
+        _run_against(tmp_path, daemon, outage=outage)
+
+
+def _run_against(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
     url = daemon.url("vault.git")
     ids = _seed(tmp_path, url)
     machines = _machines(tmp_path, url)
@@ -172,14 +180,10 @@ def _run(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
 def test_eight_machines_reading_at_once_deliver_each_handoff_exactly_once(
     tmp_path: Path,
 ) -> None:
-    bare_repo(tmp_path / "served" / "vault.git")
-    with GitDaemon(tmp_path / "served") as daemon:
-        _run(tmp_path, daemon, outage=False)
+    _run(tmp_path, outage=False)
 
 
 def test_eight_machines_with_the_remote_going_away_mid_run_lose_and_repeat_nothing(
     tmp_path: Path,
 ) -> None:
-    bare_repo(tmp_path / "served" / "vault.git")
-    with GitDaemon(tmp_path / "served") as daemon:
-        _run(tmp_path, daemon, outage=True)
+    _run(tmp_path, outage=True)
