@@ -44,7 +44,7 @@ class ChildTurn:
 
     async def run(self, text: str) -> str:
         self._messages.append(
-            Message(self.parent._next_id(), "user", (TextPart(text),), {}, self.parent._now())
+            Message(self.parent.next_id(), "user", (TextPart(text),), {}, self.parent._now())
         )
         part = _Part(self.agent.name, child=True)
         ctx = AgentContext(self, self.agent, part)
@@ -75,7 +75,7 @@ class ChildTurn:
                 [(USAGE, self.parent._usage(model, reply.usage, "child", self.agent.name))]
             )
             self._messages.append(
-                Message(self.parent._next_id(), "assistant", reply.parts(), {}, None)
+                Message(self.parent.next_id(), "assistant", reply.parts(), {}, None)
             )
             if reply.text:
                 texts.append(reply.text)
@@ -85,7 +85,7 @@ class ChildTurn:
                 output, failed = await self.parent._run_tool(by_name.get(call.name), call, part)
                 self._messages.append(
                     Message(
-                        self.parent._next_id(),
+                        self.parent.next_id(),
                         "tool",
                         (ToolResultPart(call.id, call.name, output, failed),),
                         {},

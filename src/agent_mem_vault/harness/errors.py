@@ -58,109 +58,73 @@ __all__ = [
 ]
 
 
-class InvalidAnswerError(InvalidInputError):
+class InvalidAnswerError(InvalidInputError, code="invalid_answer"):
     """A wait's answer is not resume / handBack; nothing changed."""
 
-    code = "invalid_answer"
 
-
-class InvalidToolArgumentsError(InvalidInputError):
+class InvalidToolArgumentsError(InvalidInputError, code="invalid_tool_arguments"):
     """A model called a tool with arguments its input model refuses."""
 
-    code = "invalid_tool_arguments"
 
-
-class ThreadNotFoundError(NotFoundError):
+class ThreadNotFoundError(NotFoundError, code="thread_not_found"):
     """No such thread in the user's tenant (another tenant's threads are not found)."""
 
-    code = "thread_not_found"
 
-
-class UnknownAgentError(NotFoundError):
+class UnknownAgentError(NotFoundError, code="unknown_agent"):
     """A hand back names an agent that is not a root agent of the harness."""
 
-    code = "unknown_agent"
 
-
-class NotARootAgentError(NotFoundError):
+class NotARootAgentError(NotFoundError, code="not_a_root_agent"):
     """A handoff target is not a root agent (a subagent, or unknown)."""
 
-    code = "not_a_root_agent"
 
-
-class WaitNotFoundError(NotFoundError):
+class WaitNotFoundError(NotFoundError, code="wait_not_found"):
     """The thread has no wait with that id."""
 
-    code = "wait_not_found"
 
-
-class DuplicateToolError(ConflictError):
+class DuplicateToolError(ConflictError, code="duplicate_tool"):
     """An app tool is named ``handoff`` while models get the handoff tool."""
 
-    code = "duplicate_tool"
 
-
-class HandoffOutsideTurnError(ConflictError):
+class HandoffOutsideTurnError(ConflictError, code="handoff_outside_turn"):
     """A handoff was asked for outside a turn, or in a harness without routing."""
 
-    code = "handoff_outside_turn"
 
-
-class HandoffToHumanNotAllowedError(ConflictError):
+class HandoffToHumanNotAllowedError(ConflictError, code="handoff_to_human_not_allowed"):
     """A handoff to a person without ``allow_handoff_to_human``."""
 
-    code = "handoff_to_human_not_allowed"
 
-
-class ChildCannotHandOffError(ConflictError):
+class ChildCannotHandOffError(ConflictError, code="child_cannot_hand_off"):
     """A child agent (started by another agent) tried to hand off."""
 
-    code = "child_cannot_hand_off"
 
-
-class TooManyHandoffsError(ConflictError):
+class TooManyHandoffsError(ConflictError, code="too_many_handoffs"):
     """The turn already handed off ``MAX_HANDOFFS_PER_TURN`` times."""
 
-    code = "too_many_handoffs"
 
-
-class NoHumanWaitError(ConflictError):
+class NoHumanWaitError(ConflictError, code="no_human_wait"):
     """An operator reply on a thread that does not wait for a person."""
 
-    code = "no_human_wait"
 
-
-class ThreadPausedError(ConflictError):
+class ThreadPausedError(ConflictError, code="thread_paused"):
     """The thread waits for a person; answer the wait first."""
 
-    code = "thread_paused"
 
-
-class InputConflictError(ConflictError):
+class InputConflictError(ConflictError, code="input_conflict"):
     """An input id was used before with another payload."""
 
-    code = "input_conflict"
 
-
-class WrongHarnessError(ConflictError):
+class WrongHarnessError(ConflictError, code="wrong_harness"):
     """The thread belongs to another harness."""
 
-    code = "wrong_harness"
 
-
-class TransferConflictError(ConflictError):
+class TransferConflictError(ConflictError, code="transfer_conflict"):
     """A transfer id was used before with other endpoints or envelope."""
 
-    code = "transfer_conflict"
 
-
-class LogOwnedElsewhereError(ConflictError):
+class LogOwnedElsewhereError(ConflictError, code="log_owned_elsewhere"):
     """Another host holds the lease on this thread's log; send there or wait for it to lapse."""
 
-    code = "log_owned_elsewhere"
 
-
-class TransferTimeoutError(UnavailableError):
+class TransferTimeoutError(UnavailableError, code="transfer_timeout"):
     """The summary model of a transfer did not answer in time."""
-
-    code = "transfer_timeout"

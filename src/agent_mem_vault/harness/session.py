@@ -134,17 +134,18 @@ class _Sent:
     kind: str
 
 
+@dataclass(eq=False, repr=False)
 class Session:
-    """Open one with ``await host.open(harness, thread_id=..., user=...)``."""
+    """Open one with ``await host.open(harness, thread_id=..., user=...)``.
 
-    def __init__(
-        self, threads: Threads, harness: Harness, tenant: str, thread_id: str, user: User | None
-    ) -> None:
-        self._threads = threads
-        self.harness = harness
-        self.tenant = tenant
-        self.thread_id = thread_id
-        self.user = user
+    A handle, not a value: two sessions on one thread are two handles (``eq=False``).
+    """
+
+    _threads: Threads
+    harness: Harness
+    tenant: str
+    thread_id: str
+    user: User | None
 
     # -- sending --------------------------------------------------------------
     async def send(

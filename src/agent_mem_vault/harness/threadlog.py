@@ -38,6 +38,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.clock import Clock
@@ -60,41 +61,33 @@ def lease_name(stream: str) -> str:
     return f"log-owner:{stream}"
 
 
+@dataclass(eq=False, repr=False)
 class ThreadLog:
     """A host's view of one thread's log: its state, kept current, and the writer."""
 
-    def __init__(
-        self,
-        persistence: Persistence,
-        stream: str,
-        *,
-        owner: str,
-        lease_ttl: float,
-        clock: Clock,
-        liveness: HostLiveness | None = None,
-    ) -> None:
-        self.persistence = persistence
-        self._liveness = liveness
-        self.stream = stream
-        self.owner = owner
-        self.lease_ttl = lease_ttl
-        self._clock = clock
-        self.state = ThreadState()
-        # What readers (snapshots, lists) see. Kept apart from ``state``, which
-        # moves only when the writer reads or appends: a read that folded in
-        # another host's records while a turn runs would move the turn's
-        # ``expected_seq`` past them, and the fence would let it write on.
-        self._view = ThreadState()
-        # Until when (on this host's monotonic clock) the lease is surely ours:
-        # measured from *before* the acquire that granted it, so it never runs
-        # past the expiry the store recorded.
-        self._lease_until = _NEVER
-        self._renewals = 0
-        # Which unbroken holding of the lease this is (it grows when the lease
-        # is taken after a gap), and the holding in which ``state`` was last
-        # read or appended to (None: not while holding one).
-        self._holding = 0
-        self._synced: int | None = None
+    persistence: Persistence
+    stream: str
+    _: KW_ONLY
+    owner: str
+    lease_ttl: float
+    clock: Clock
+    liveness: HostLiveness | None = None
+    state: ThreadState = field(init=False, default_factory=ThreadState)
+    # What readers (snapshots, lists) see. Kept apart from ``state``, which
+    # moves only when the writer reads or appends: a read that folded in
+    # another host's records while a turn runs would move the turn's
+    # ``expected_seq`` past them, and the fence would let it write on.
+    _view: ThreadState = field(init=False, default_factory=ThreadState)
+    # Until when (on this host's monotonic clock) the lease is surely ours:
+    # measured from *before* the acquire that granted it, so it never runs
+    # past the expiry the store recorded.
+    _lease_until: float = field(init=False, default=_NEVER)
+    _renewals: int = field(init=False, default=0)
+    # Which unbroken holding of the lease this is (it grows when the lease
+    # is taken after a gap), and the holding in which ``state`` was last
+    # read or appended to (None: not while holding one).
+    _holding: int = field(init=False, default=0)
+    _synced: int | None = field(init=False, default=None)
 
     @property
     def renewing_now(self) -> bool:
@@ -104,7 +97,7 @@ class ThreadLog:
     @property
     def holds_lease(self) -> bool:
         """Whether this host may still hold the lease (a host must not forget such a log)."""
-        return self._clock.monotonic() < self._lease_until
+        return self.clock.monotonic() < self._lease_until
 
     @property
     def lease_until(self) -> float:
@@ -154,7 +147,7 @@ class ThreadLog:
         Within the first half of a lease nothing is asked of the store: the
         lease cannot have moved yet. Later, the lease is renewed (or taken).
         """
-        now = self._clock.monotonic()
+        now = self.clock.monotonic()
         if self._renewal_due(now):
             await self._acquire(now)
 
@@ -167,7 +160,7 @@ class ThreadLog:
             self._holding += 1  # a gap: another host may have written since
         name = lease_name(self.stream)
         lease = await self.persistence.acquire_lease(name, self.owner, self.lease_ttl)
-        if lease.owner != self.owner and self._liveness and self._liveness.is_dead(lease.owner):
+        if lease.owner != self.owner and self.liveness and self.liveness.is_dead(lease.owner):
             # Its process ended on this machine: nobody can write for it any more.
             _log.info("taking %s over from %s, whose process ended", self.stream, lease.owner)
             await self.persistence.release_lease(name, lease.owner)
@@ -187,8 +180,8 @@ class ThreadLog:
     def _held_from(self, now: float) -> None:
         """The store granted the lease to a request made at ``now`` (monotonic)."""
         self._lease_until = now + self.lease_ttl
-        if self._liveness is not None:
-            self._liveness.touch()
+        if self.liveness is not None:
+            self.liveness.touch()
 
     @asynccontextmanager
     async def renewing(self) -> AsyncIterator[None]:
@@ -211,7 +204,7 @@ class ThreadLog:
             nonlocal timer
             delay = self.renew_every
             try:
-                await self._acquire(self._clock.monotonic())
+                await self._acquire(self.clock.monotonic())
             except LogOwnedElsewhereError:
                 return  # lost: the next append asks the store again (and is fenced)
             except Exception as exc:  # the store is briefly away: never kill the turn
@@ -272,7 +265,7 @@ class ThreadLog:
         the lease nothing was written, and :meth:`own` decides as it always
         does (a dead host's lease is taken over, a live one's refuses).
         """
-        now = self._clock.monotonic()
+        now = self.clock.monotonic()
         if not self._renewal_due(now):
             return await self.persistence.append(self.stream, records, expected_seq=self.state.seq)
         written, lease = await self.persistence.append_owned(

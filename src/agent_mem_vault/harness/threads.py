@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 from weakref import WeakValueDictionary
 
@@ -54,49 +55,38 @@ _TAKEOVER_ATTEMPTS = 5
 _HELD: ContextVar[dict[str, _Hold] | None] = ContextVar("harness_held_logs", default=None)
 
 
+@dataclass(eq=False, slots=True)
 class _Hold:
     """One call's hold on a thread; ``active`` ends with the call (a task it left behind
     that writes later waits for the lock like anyone else)."""
 
-    __slots__ = ("active", "log")
-
-    def __init__(self, log: ThreadLog) -> None:
-        self.log = log
-        self.active = True
+    log: ThreadLog
+    active: bool = True
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class Threads:
     """A host's threads on one persistence: ids, access, entries, logs and locks."""
 
-    def __init__(
-        self,
-        *,
-        persistence: Persistence,
-        access: Access | None,
-        clock: Clock,
-        next_id: Callable[[], str],
-        host_id: str,
-        lease_ttl: float,
-        max_cached: int,
-        liveness: HostLiveness | None = None,
-    ) -> None:
-        self.persistence = persistence
-        self.access = access
-        self.clock = clock
-        self.next_id = next_id
-        self.host_id = host_id
-        self.lease_ttl = lease_ttl
-        self.max_cached = max_cached
-        self.liveness = liveness
-        # Least recently used first. Locks live as long as someone holds or
-        # awaits them, so the map of them never outgrows the work in flight.
-        self._logs: OrderedDict[str, ThreadLog] = OrderedDict()
-        # The leases this host still holds on threads whose state it forgot
-        # (stream -> until, on the monotonic clock), and when each lapses,
-        # soonest first: a few floats per thread written in the last lease_ttl.
-        self._leases: dict[str, float] = {}
-        self._lapses: list[tuple[float, str]] = []
-        self._locks: WeakValueDictionary[str, asyncio.Lock] = WeakValueDictionary()
+    persistence: Persistence
+    access: Access | None
+    clock: Clock
+    next_id: Callable[[], str]
+    host_id: str
+    lease_ttl: float
+    max_cached: int
+    liveness: HostLiveness | None = None
+    # Least recently used first. Locks live as long as someone holds or
+    # awaits them, so the map of them never outgrows the work in flight.
+    _logs: OrderedDict[str, ThreadLog] = field(init=False, default_factory=OrderedDict)
+    # The leases this host still holds on threads whose state it forgot
+    # (stream -> until, on the monotonic clock), and when each lapses,
+    # soonest first: a few floats per thread written in the last lease_ttl.
+    _leases: dict[str, float] = field(init=False, default_factory=dict)
+    _lapses: list[tuple[float, str]] = field(init=False, default_factory=list)
+    _locks: WeakValueDictionary[str, asyncio.Lock] = field(
+        init=False, default_factory=WeakValueDictionary
+    )
 
     # -- who and which --------------------------------------------------------
     def tenant(self, user: User | None) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..core.clock import Clock, format_datetime
@@ -61,42 +61,31 @@ class TurnOutcome:
     refusals: tuple[Refusal, ...] = ()
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class Turn:
     """One turn of one thread, run by one host that owns the thread's log."""
 
-    def __init__(
-        self,
-        *,
-        harness: Harness,
-        log: ThreadLog,
-        thread_id: str,
-        run_id: str,
-        user: User | None,
-        text: str | None,
-        next_id: Callable[[], str],
-        clock: Clock,
-    ) -> None:
-        self.harness = harness
-        self.log = log
-        self.thread_id = thread_id
-        self.run_id = run_id
-        self.user = user
-        self.text = text
-        self._next_id = next_id
-        self._clock = clock
-        self.handoffs = 0
-        self._pending: Handoff | None = None
-        self._segments: list[tuple[str | None, str]] = []
-        # Records that may wait for the next append: a final reply goes out
-        # with run.finished, a handoff's tool result with the handoff. Fewer
-        # appends, fewer fsyncs; nothing deferred was acknowledged to anyone.
-        self._deferred: list[Record] = []
-        self._deferred_messages: list[Message] = []
-        # Set once an append finds the thread taken by another host; every
-        # later write re-raises it, even if app code swallowed the first.
-        self._lost: LogConflictError | LogOwnedElsewhereError | None = None
-        self.refusals: list[Refusal] = []
-        """Each tool call answered with an error in this turn (also ``harness.refused``)."""
+    harness: Harness
+    log: ThreadLog
+    thread_id: str
+    run_id: str
+    user: User | None
+    text: str | None
+    next_id: Callable[[], str]
+    clock: Clock
+    handoffs: int = field(init=False, default=0)
+    _pending: Handoff | None = field(init=False, default=None)
+    _segments: list[tuple[str | None, str]] = field(init=False, default_factory=list)
+    # Records that may wait for the next append: a final reply goes out
+    # with run.finished, a handoff's tool result with the handoff. Fewer
+    # appends, fewer fsyncs; nothing deferred was acknowledged to anyone.
+    _deferred: list[Record] = field(init=False, default_factory=list)
+    _deferred_messages: list[Message] = field(init=False, default_factory=list)
+    # Set once an append finds the thread taken by another host; every
+    # later write re-raises it, even if app code swallowed the first.
+    _lost: LogConflictError | LogOwnedElsewhereError | None = field(init=False, default=None)
+    refusals: list[Refusal] = field(init=False, default_factory=list)
+    """Each tool call answered with an error in this turn (also ``harness.refused``)."""
 
     # -- what contexts reach ------------------------------------------------
     @property
@@ -238,12 +227,12 @@ class Turn:
         records: list[Record] = []
         if handoff.by in ("router", "code"):
             with_tool = bool(self.harness.routing and self.harness.routing.give_models_handoff_tool)
-            ids = [self._next_id(), self._next_id()]
+            ids = [self.next_id(), self.next_id()]
             for message in handoff_messages(
                 handoff, ids=ids, with_tool=with_tool, created_at=self._now()
             ):
                 records.append((MESSAGE, {"message": message.to_json()}))
-        wait_id = self._next_id() if is_human(handoff.target) else None
+        wait_id = self.next_id() if is_human(handoff.target) else None
         records.append((HANDOFF, handoff_event(handoff, run_id=self.run_id, wait_id=wait_id)))
         if wait_id is not None:
             records.append(
@@ -404,15 +393,15 @@ class Turn:
 
     # -- message helpers ------------------------------------------------------
     def _now(self) -> str:
-        return format_datetime(self._clock.now())
+        return format_datetime(self.clock.now())
 
     def _assistant(self, source: str | None, parts: tuple[Part, ...]) -> Message:
         metadata: dict[str, Any] = {"harness": {"agent": source}} if source else {}
-        return Message(self._next_id(), "assistant", parts, metadata, self._now())
+        return Message(self.next_id(), "assistant", parts, metadata, self._now())
 
     def _tool_message(self, source: str | None, part: ToolResultPart) -> Message:
         metadata: dict[str, Any] = {"harness": {"agent": source}} if source else {}
-        return Message(self._next_id(), "tool", (part,), metadata, self._now())
+        return Message(self.next_id(), "tool", (part,), metadata, self._now())
 
     async def _write_messages(self, messages: Sequence[Message], *, defer: bool = False) -> None:
         records: list[Record] = [(MESSAGE, {"message": m.to_json()}) for m in messages]

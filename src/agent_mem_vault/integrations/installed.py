@@ -24,6 +24,7 @@ from typing import Any
 from .gemini_trust import gemini_dir, gemini_folder_trust
 from .hooks_json import END_EVENT, EVENT, is_our_hook
 from .runnable import ON_PATH, runs_from
+from .settings_read import read_json, read_toml
 from .targets import APPROVAL_KEY, SERVER_NAME, codex_home, opencode_config_dir
 
 __all__ = ["Installed", "find_installed", "install_problems", "this_program"]
@@ -94,7 +95,7 @@ def find_installed(home: Path, repo: Path | None) -> list[Installed]:
         out += _json_hook("claude-code", scope, settings, cwd, END_EVENT)
     codex = codex_home(home)
     config = codex / "config.toml"
-    entry = _table(_table(_toml(config), "mcp_servers"), SERVER_NAME)
+    entry = _table(_table(read_toml(config), "mcp_servers"), SERVER_NAME)
     if isinstance(entry, dict) and isinstance(entry.get("command"), str):
         args = entry.get("args")
         extra = (
@@ -203,7 +204,7 @@ def codex_trust_problems(home: Path, cwd: Path, path: str | None = None) -> list
                 for h in hooks
                 if h.ours and h.trust_status != "trusted"
             ]
-    state = _table(_table(_toml(home / "config.toml"), "hooks"), "state")
+    state = _table(_table(read_toml(home / "config.toml"), "hooks"), "state")
     prefix = f"{hooks_file}:session_start:"
     trusted = any(
         str(key).startswith(prefix) and isinstance(v, dict) and v.get("trusted_hash")
@@ -220,7 +221,7 @@ def codex_trust_problems(home: Path, cwd: Path, path: str | None = None) -> list
 def claude_approval_problems(home: Path, repo: Path) -> list[str]:
     """A ``.mcp.json`` server of ours that Claude Code would hold for approval."""
     mcp = repo / ".mcp.json"
-    servers = _json(mcp).get("mcpServers")
+    servers = read_json(mcp).get("mcpServers")
     if not isinstance(servers, dict) or SERVER_NAME not in servers:
         return []
     files = [
@@ -229,14 +230,14 @@ def claude_approval_problems(home: Path, repo: Path) -> list[str]:
         home / ".claude" / "settings.json",
     ]
     for file in files:
-        rejected = _json(file).get("disabledMcpjsonServers")
+        rejected = read_json(file).get("disabledMcpjsonServers")
         if isinstance(rejected, list) and SERVER_NAME in rejected:
             return [
                 f"Claude Code will not start the server in {mcp}: it is listed in "
                 f"disabledMcpjsonServers in {file}; remove it there"
             ]
     for file in files:
-        data = _json(file)
+        data = read_json(file)
         names = data.get(APPROVAL_KEY)
         if data.get("enableAllProjectMcpServers") is True or (
             isinstance(names, list) and SERVER_NAME in names
@@ -272,30 +273,10 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _json(path: Path) -> dict[str, Any]:
-    """A settings file's object, comments and trailing commas allowed (only read here)."""
-    from .jsonc import LENIENT
-
-    try:
-        data = LENIENT.load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def _json_server(
     client: str, scope: str, file: Path, key: str, cwd: Path | None
 ) -> list[Installed]:
-    entry = _json(file).get(key, {})
+    entry = read_json(file).get(key, {})
     entry = entry.get(SERVER_NAME) if isinstance(entry, dict) else None
     if not isinstance(entry, dict):
         return []
@@ -313,7 +294,7 @@ def _json_server(
 def _json_hook(
     client: str, scope: str, file: Path, cwd: Path | None, event: str = EVENT
 ) -> list[Installed]:
-    hooks = _json(file).get("hooks", {})
+    hooks = read_json(file).get("hooks", {})
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     what = "session hook" if event == EVENT else "session-end hook"
     out: list[Installed] = []

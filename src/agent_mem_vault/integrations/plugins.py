@@ -24,10 +24,10 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .gemini_trust import gemini_dir
 from .plugin_files import PLUGIN_NAME, plugin_root
+from .settings_read import read_json, read_toml
 from .targets import codex_home, opencode_config_dir
 
 __all__ = [
@@ -107,13 +107,13 @@ def find_plugins(home: Path, repo: Path | None) -> list[Plugin]:
     if repo is not None:
         claude += [repo / ".claude" / "settings.json", repo / ".claude" / "settings.local.json"]
     for file in claude:
-        enabled = _json(file).get("enabledPlugins")
+        enabled = read_json(file).get("enabledPlugins")
         for name, on in enabled.items() if isinstance(enabled, dict) else []:
             if str(name).startswith(f"{PLUGIN_NAME}@") and on is True:
                 remove = f"run 'claude plugin uninstall {name}'"
                 found.append(Plugin("claude-code", file, str(name), remove))
     config = codex_home(home) / "config.toml"
-    plugins = _toml(config).get("plugins")
+    plugins = read_toml(config).get("plugins")
     for name, table in plugins.items() if isinstance(plugins, dict) else []:
         ours = str(name).startswith(f"{PLUGIN_NAME}@") and isinstance(table, dict)
         if ours and table.get("enabled", True) is True:
@@ -127,7 +127,7 @@ def find_plugins(home: Path, repo: Path | None) -> list[Plugin]:
         opencode += [repo / ".opencode", repo]
     for folder in opencode:
         for file in (folder / "opencode.json", folder / "opencode.jsonc"):
-            entries = _json(file).get("plugin")
+            entries = read_json(file).get("plugin")
             for entry in entries if isinstance(entries, list) else []:
                 if isinstance(entry, str) and _names_us(entry):
                     remove = f'delete {json.dumps(entry)} from "plugin" in {file}'
@@ -137,22 +137,3 @@ def find_plugins(home: Path, repo: Path | None) -> list[Plugin]:
 
 def _names_us(entry: str) -> bool:
     return PLUGIN_NAME in entry or "agent_mem_vault" in entry
-
-
-def _json(path: Path) -> dict[str, Any]:
-    from .jsonc import LENIENT
-
-    try:
-        data = LENIENT.load(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}

@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 from ..core.errors import InvalidInputError
 from .config_files import FileChange, json_change, load_json, read_text
-from .hooks_json import END_EVENT, TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
+from .hooks_json import END_EVENT, EVENT, TIMEOUT_SECONDS, add_session_hook, remove_session_hooks
 from .jsonc import GEMINI, LENIENT, STRICT, Dialect
 
 __all__ = [
@@ -126,10 +126,12 @@ def plan_claude_code(
     entry = {"type": "stdio", "command": launch.command[0], "args": launch.server_args()}
 
     def settings(data: dict[str, Any]) -> dict[str, Any]:
-        data = _hook_edit(data, launch, "startup|resume|clear|compact", remove)
+        data = _hook_edit(
+            data, EVENT, launch.hook_command(), "startup|resume|clear|compact", remove
+        )
         # SessionEnd runs on a clean exit (and SIGTERM), not after a kill: a
         # clean end is then known at once rather than from the process being gone.
-        data = _end_hook_edit(data, launch, "*", remove)
+        data = _hook_edit(data, END_EVENT, launch.end_hook_command(), "*", remove)
         if scope == "project":
             data = _approve_project_server(data, remove)
         return data
@@ -165,9 +167,9 @@ def plan_codex(launch: Launch, *, codex_home: Path, remove: bool = False) -> lis
     config, hooks = codex_home / "config.toml", codex_home / "hooks.json"
 
     def edit(data: dict[str, Any]) -> dict[str, Any]:
-        data = _hook_edit(data, launch, "startup|resume", remove)
+        data = _hook_edit(data, EVENT, launch.hook_command(), "startup|resume", remove)
         # Codex matches a matcher as a regular expression: "" matches every end.
-        return _end_hook_edit(data, launch, "", remove)
+        return _hook_edit(data, END_EVENT, launch.end_hook_command(), "", remove)
 
     return [_toml_edit(config, launch, remove), _json_edit(hooks, edit)]
 
@@ -188,8 +190,9 @@ def plan_gemini(
         # Gemini CLI compares a SessionStart matcher with the source as a plain
         # string ("startup|resume|clear" matches nothing); "*" matches every
         # source. It counts hook timeouts in milliseconds.
-        data = _hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
-        return _end_hook_edit(data, launch, "*", remove, TIMEOUT_SECONDS * 1000)
+        ms = TIMEOUT_SECONDS * 1000
+        data = _hook_edit(data, EVENT, launch.hook_command(), "*", remove, ms)
+        return _hook_edit(data, END_EVENT, launch.end_hook_command(), "*", remove, ms)
 
     return [_json_edit(settings, edit, GEMINI)]  # Gemini CLI reads JSON with comments
 
@@ -278,32 +281,16 @@ def opencode_config_dir(home: Path) -> Path:
 
 def _hook_edit(
     data: dict[str, Any],
-    launch: Launch,
+    event: str,
+    command: str,
     matcher: str,
     remove: bool,
     timeout: int = TIMEOUT_SECONDS,
 ) -> dict[str, Any]:
+    """``data`` with our ``event`` hook (it runs ``command``), or without it for ``remove``."""
     if remove:
-        return remove_session_hooks(data)
-    return add_session_hook(data, command=launch.hook_command(), matcher=matcher, timeout=timeout)
-
-
-def _end_hook_edit(
-    data: dict[str, Any],
-    launch: Launch,
-    matcher: str,
-    remove: bool,
-    timeout: int = TIMEOUT_SECONDS,
-) -> dict[str, Any]:
-    if remove:
-        return remove_session_hooks(data, END_EVENT)
-    return add_session_hook(
-        data,
-        command=launch.end_hook_command(),
-        matcher=matcher,
-        timeout=timeout,
-        event=END_EVENT,
-    )
+        return remove_session_hooks(data, event)
+    return add_session_hook(data, command=command, matcher=matcher, timeout=timeout, event=event)
 
 
 def _json_edit(path: Path, edit: Any, dialect: Dialect = STRICT) -> FileChange:

@@ -19,10 +19,8 @@ from ..core.errors import UnauthenticatedError, bounded
 __all__ = ["BadAuthSchemeError", "bearer_token"]
 
 
-class BadAuthSchemeError(UnauthenticatedError):
+class BadAuthSchemeError(UnauthenticatedError, code="bad_auth_scheme"):
     """The ``Authorization`` header does not use the ``Bearer`` scheme."""
-
-    code = "bad_auth_scheme"
 
 
 def bearer_token(request: Any) -> str | None:

@@ -32,33 +32,23 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
-class BodyTooLargeError(InvalidInputError):
+class BodyTooLargeError(InvalidInputError, code="body_too_large", http_status=413):
     """The request body is larger than the app's limit (``max_body_bytes``)."""
 
-    code = "body_too_large"
-    http_status = 413
 
-
-class UnsupportedMediaTypeError(InvalidInputError):
+class UnsupportedMediaTypeError(InvalidInputError, code="unsupported_media_type", http_status=415):
     """A body sent as anything but JSON (``Content-Type: application/json``)."""
 
-    code = "unsupported_media_type"
-    http_status = 415
 
-
-class BodyTooDeepError(InvalidInputError):
+class BodyTooDeepError(InvalidInputError, code="body_too_deep"):
     """The body nests arrays and objects deeper than the limit (checked before parsing)."""
 
-    code = "body_too_deep"
 
-
-class BodyTooWideError(InvalidInputError):
+class BodyTooWideError(InvalidInputError, code="body_too_wide"):
     """An array or object in the body has more items than the limit."""
 
-    code = "body_too_wide"
 
-
-class MalformedJsonError(InvalidInputError):
+class MalformedJsonError(InvalidInputError, code="malformed_json"):
     """The body is not a JSON document, or not the object the route expects.
 
     Refinements carry their own code: ``duplicate_key``, ``number_out_of_range``
@@ -66,19 +56,13 @@ class MalformedJsonError(InvalidInputError):
     ``invalid_string`` (a NUL or a lone surrogate).
     """
 
-    code = "malformed_json"
 
-
-class BadEventIdError(InvalidInputError):
+class BadEventIdError(InvalidInputError, code="bad_event_id"):
     """``Last-Event-ID`` (or ``lastEventId``) is not an event id of this stream."""
 
-    code = "bad_event_id"
 
-
-class UnknownHarnessError(NotFoundError):
+class UnknownHarnessError(NotFoundError, code="unknown_harness"):
     """The path names a harness this app does not serve."""
-
-    code = "unknown_harness"
 
 
 _HTTP_CODES = {

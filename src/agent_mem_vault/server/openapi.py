@@ -87,6 +87,15 @@ def _op(
     return op
 
 
+def _id_param(name: str, where: str, *, required: bool = True) -> dict[str, Any]:
+    """A TID in the path or the query string."""
+    param: dict[str, Any] = {"name": name, "in": where}
+    if required:
+        param["required"] = True
+    param["schema"] = {"type": "string", "pattern": ID_PATTERN}
+    return param
+
+
 def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
     """The document for an app that serves ``harness_keys``."""
     _, defs = models_json_schema(
@@ -99,19 +108,18 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
         "schema": {"type": "string", "enum": harness_keys},
         "description": "The key of a harness this app serves.",
     }
-    thread = {
-        "name": "threadId",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": ID_PATTERN},
-    }
-    wait = {
-        "name": "waitId",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": ID_PATTERN},
-    }
-    thread_params = [harness, thread]
+    thread_params = [harness, _id_param("threadId", "path")]
+
+    def thread_post(
+        summary: str, result: dict[str, Any], body: type[BaseModel], *, body_required: bool = True
+    ) -> dict[str, Any]:
+        """A POST on one thread: the harness and the thread id in the path, a JSON body."""
+        return {
+            "post": _op(
+                summary, result, body=body, body_required=body_required, params=thread_params
+            )
+        }
+
     base = "/api/{harness}/threads/{threadId}"
     ok = _json(_ref(s.OkBody), "Done.")
     turn = _json(_ref(s.TurnResultBody), "The turn's text, status and run id.")
@@ -148,22 +156,14 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                 params=thread_params,
             )
         },
-        f"{base}/messages": {
-            "post": _op(
-                'Send a message; `as: "operator"` replies as the person who took over',
-                turn,
-                body=s.SendBody,
-                params=thread_params,
-            )
-        },
-        f"{base}/answer": {
-            "post": _op(
-                "Answer a wait (`questionId` from the snapshot's pendingWaits)",
-                ok,
-                body=s.AnswerBody,
-                params=thread_params,
-            )
-        },
+        f"{base}/messages": thread_post(
+            'Send a message; `as: "operator"` replies as the person who took over',
+            turn,
+            s.SendBody,
+        ),
+        f"{base}/answer": thread_post(
+            "Answer a wait (`questionId` from the snapshot's pendingWaits)", ok, s.AnswerBody
+        ),
         **{
             f"{base}/waits/{{waitId}}/{how}": {
                 "post": _op(
@@ -171,36 +171,27 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                     ok,
                     body=s.EndWaitBody,
                     body_required=False,
-                    params=[*thread_params, wait],
+                    params=[*thread_params, _id_param("waitId", "path")],
                 )
             }
             for how in ("resolve", "cancel")
         },
-        f"{base}/continue": {
-            "post": _op(
-                "Run a turn on the held user messages without a new message",
-                turn,
-                body=s.ContinueBody,
-                body_required=False,
-                params=thread_params,
-            )
-        },
-        f"{base}/members": {
-            "post": _op(
-                "Share the thread: add a member with a role (`member`, `operator`, …)",
-                _json(_ref(s.ShareResultBody), "The member was added."),
-                body=s.ShareBody,
-                params=thread_params,
-            )
-        },
-        f"{base}/transfer": {
-            "post": _op(
-                "Move the conversation to a thread of another harness",
-                _json(_ref(s.TransferResultBody), "The target thread."),
-                body=s.TransferBody,
-                params=thread_params,
-            )
-        },
+        f"{base}/continue": thread_post(
+            "Run a turn on the held user messages without a new message",
+            turn,
+            s.ContinueBody,
+            body_required=False,
+        ),
+        f"{base}/members": thread_post(
+            "Share the thread: add a member with a role (`member`, `operator`, …)",
+            _json(_ref(s.ShareResultBody), "The member was added."),
+            s.ShareBody,
+        ),
+        f"{base}/transfer": thread_post(
+            "Move the conversation to a thread of another harness",
+            _json(_ref(s.TransferResultBody), "The target thread."),
+            s.TransferBody,
+        ),
         "/api/{harness}/move-to-{target}": {
             "post": _op(
                 "Transfer in the harness design's form: answers the target thread id as text",
@@ -211,23 +202,14 @@ def openapi_document(*, title: str, harness_keys: list[str]) -> dict[str, Any]:
                 params=[
                     harness,
                     {**harness, "name": "target"},
-                    {
-                        "name": "threadId",
-                        "in": "query",
-                        "required": True,
-                        "schema": {"type": "string", "pattern": ID_PATTERN},
-                    },
+                    _id_param("threadId", "query"),
                     {"name": "note", "in": "query", "schema": {"type": "string"}},
                     {
                         "name": "messages",
                         "in": "query",
                         "schema": {"type": "string", "enum": ["none", "summary", "all"]},
                     },
-                    {
-                        "name": "transferId",
-                        "in": "query",
-                        "schema": {"type": "string", "pattern": ID_PATTERN},
-                    },
+                    _id_param("transferId", "query", required=False),
                 ],
             )
         },
