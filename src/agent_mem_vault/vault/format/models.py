@@ -28,7 +28,6 @@ __all__ = [
     "SearchHits",
     "SearchPage",
     "SkippedNote",
-    "render_brief",
 ]
 
 HandoffStatus = Literal["pending", "read"]
