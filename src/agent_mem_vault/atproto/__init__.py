@@ -14,21 +14,10 @@ Validators are ``str -> bool`` and agree with the official interop vectors.
 
 from __future__ import annotations
 
+from . import syntax
 from .cbor import encode_dag_cbor, record_cid
 from .lexicon import Lexicons, RecordValidationError, builtin_lexicons, validate_record
-from .syntax import (
-    is_valid_at_identifier,
-    is_valid_at_uri,
-    is_valid_cid,
-    is_valid_datetime,
-    is_valid_did,
-    is_valid_handle,
-    is_valid_language,
-    is_valid_nsid,
-    is_valid_record_key,
-    is_valid_tid,
-    is_valid_uri,
-)
+from .syntax import *  # noqa: F403  (its __all__, below)
 from .tid import ParsedTid, next_tid, parse_tid
 
 __all__ = [
@@ -37,19 +26,10 @@ __all__ = [
     "RecordValidationError",
     "builtin_lexicons",
     "encode_dag_cbor",
-    "is_valid_at_identifier",
-    "is_valid_at_uri",
-    "is_valid_cid",
-    "is_valid_datetime",
-    "is_valid_did",
-    "is_valid_handle",
-    "is_valid_language",
-    "is_valid_nsid",
-    "is_valid_record_key",
-    "is_valid_tid",
-    "is_valid_uri",
     "next_tid",
     "parse_tid",
     "record_cid",
     "validate_record",
 ]
+# Every validator of syntax.py, as syntax.py lists them.
+__all__ += syntax.__all__

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ..core.errors import InvalidInputError
 from . import syntax
@@ -60,7 +60,7 @@ _FORMAT_HINTS = {
 }
 
 
-class RecordValidationError(InvalidInputError):
+class RecordValidationError(InvalidInputError, code="invalid_record"):
     """A record does not match its lexicon; ``field`` names where (``toRun``, ``generator.name``).
 
     >>> try:
@@ -69,8 +69,6 @@ class RecordValidationError(InvalidInputError):
     ...     exc.field
     'fromRun'
     """
-
-    code: ClassVar[str] = "invalid_record"
 
     def __init__(self, message: str, *, field: str, **details: Any) -> None:
         super().__init__(message, field=field, **details)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
 
 from .errors import (
@@ -36,7 +37,14 @@ from .errors import (
     UnavailableError,
 )
 
-__all__ = ["disk_full", "is_damage", "read_only", "result_code", "sqlite_failure"]
+__all__ = [
+    "disk_full",
+    "is_damage",
+    "read_only",
+    "result_code",
+    "roll_back_open",
+    "sqlite_failure",
+]
 
 LOW_SPACE = 256 << 10
 """Free bytes below which a filesystem counts as full when an I/O error says no more:
@@ -167,3 +175,16 @@ def sqlite_failure(
         )
     error.__cause__ = exc
     return error
+
+
+def roll_back_open(conn: sqlite3.Connection) -> None:
+    """Roll back the transaction a failure left open, if SQLite has not already.
+
+    SQLite rolls back by itself on some errors (a full disk, an I/O error, a
+    trigger's ``ROLLBACK``), and a failed ``COMMIT`` leaves the transaction open,
+    which would make every later ``BEGIN`` on ``conn`` fail. A ``ROLLBACK`` that
+    fails in turn is ignored: the error that ended the work is the one to report.
+    """
+    if conn.in_transaction:
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")

@@ -40,7 +40,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..core.disk import result_code, sqlite_failure
+from ..core.disk import result_code, roll_back_open, sqlite_failure
 from ..core.errors import AgentMemVaultError, DataError, UnavailableError
 
 __all__ = ["SqliteWriter", "is_busy"]
@@ -280,20 +280,12 @@ class SqliteWriter:
             try:
                 yield self._conn
             except BaseException:
-                # SQLite may have rolled back already (I/O error, a trigger's
-                # ROLLBACK); the error that ended the body is the one to report.
-                if self._conn.in_transaction:
-                    with suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
+                roll_back_open(self._conn)
                 raise
             try:
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                # A failed COMMIT (disk full, I/O error) leaves the transaction
-                # open; without this every later BEGIN on this handle would fail.
-                if self._conn.in_transaction:
-                    with suppress(sqlite3.Error):
-                        self._conn.execute("ROLLBACK")
+                roll_back_open(self._conn)
                 raise self._commit_error(exc) from exc
 
     def _commit_error(self, exc: sqlite3.Error) -> AgentMemVaultError:

@@ -28,7 +28,6 @@ __all__ = [
     "SearchHits",
     "SearchPage",
     "SkippedNote",
-    "render_brief",
 ]
 
 HandoffStatus = Literal["pending", "read"]
@@ -179,7 +178,41 @@ class SearchHit:
         }
 
 
-class SearchHits(list[SearchHit]):
+def _next_offset(offset: int, shown: int, total: int) -> int | None:
+    """The offset of the page after one that shows ``shown`` items from ``offset``, or None."""
+    end = offset + shown
+    return end if end < total else None
+
+
+class _Page:
+    """What every page of a listing says besides its items: how many match in all, where
+    it starts, and the ``offset`` of the next page (``None`` on the last one)."""
+
+    __slots__ = ()
+    total: int
+    offset: int
+
+    def _shown(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def next_offset(self) -> int | None:
+        return _next_offset(self.offset, self._shown(), self.total)
+
+    @property
+    def more(self) -> bool:
+        return self.next_offset is not None
+
+    def _paging(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "offset": self.offset,
+            "more": self.more,
+            "next_offset": self.next_offset,
+        }
+
+
+class SearchHits(list[SearchHit], _Page):
     """The hits of one search, best first, and which mode answered it.
 
     ``mode`` is ``hybrid`` (full text and meaning, fused) or ``fts`` (full
@@ -202,13 +235,8 @@ class SearchHits(list[SearchHit]):
         self.offset = offset
         self.total = offset + len(hits) if total is None else total
 
-    @property
-    def next_offset(self) -> int | None:
-        return _next_offset(self.offset, len(self), self.total)
-
-    @property
-    def more(self) -> bool:
-        return self.next_offset is not None
+    def _shown(self) -> int:
+        return len(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -216,10 +244,7 @@ class SearchHits(list[SearchHit]):
             "reason": self.reason,
             "count": len(self),
             "hits": [hit.to_dict() for hit in self],
-            "total": self.total,
-            "offset": self.offset,
-            "more": self.more,
-            "next_offset": self.next_offset,
+            **self._paging(),
         }
 
 
@@ -379,40 +404,6 @@ class DoctorReport:
             "skipped": [s.to_dict() for s in self.skipped],
             "repairs": [r.to_dict() for r in self.repairs],
             "sync": list(self.sync),
-        }
-
-
-def _next_offset(offset: int, shown: int, total: int) -> int | None:
-    """The offset of the page after one that shows ``shown`` items from ``offset``, or None."""
-    end = offset + shown
-    return end if end < total else None
-
-
-class _Page:
-    """What every page of a listing says besides its items: how many match in all, where
-    it starts, and the ``offset`` of the next page (``None`` on the last one)."""
-
-    __slots__ = ()
-    total: int
-    offset: int
-
-    def _shown(self) -> int:
-        raise NotImplementedError
-
-    @property
-    def next_offset(self) -> int | None:
-        return _next_offset(self.offset, self._shown(), self.total)
-
-    @property
-    def more(self) -> bool:
-        return self.next_offset is not None
-
-    def _paging(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "offset": self.offset,
-            "more": self.more,
-            "next_offset": self.next_offset,
         }
 
 

@@ -259,24 +259,23 @@ MAX_OFFSET = 2**63 - 1
 
 def check_limit(limit: object) -> int:
     """``limit`` if it is a whole number from 1 to ``MAX_LIMIT``."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInputError(
-            f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}",
-            code="invalid_limit",
-            field="limit",
-        )
-    return limit
+    return _whole_number("limit", limit, 1, MAX_LIMIT)
 
 
 def check_offset(offset: object) -> int:
     """``offset`` if it is a whole number from 0 to ``MAX_OFFSET`` (where a page starts)."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET:
+    return _whole_number("offset", offset, 0, MAX_OFFSET)
+
+
+def _whole_number(field: str, value: object, low: int, high: int) -> int:
+    # A bool is an int to Python, but True is no page size: refused like any other type.
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise InvalidInputError(
-            f"offset must be a whole number from 0 to {MAX_OFFSET}, not {offset!r}",
-            code="invalid_offset",
-            field="offset",
+            f"{field} must be a whole number from {low} to {high}, not {value!r}",
+            code=f"invalid_{field}",
+            field=field,
         )
-    return offset
+    return value
 
 
 def check_status(status: object, allowed: Sequence[str]) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -182,18 +182,12 @@ class Index(IndexQueries):
         try:
             yield
         except BaseException:
-            # SQLite may have rolled back already (a full disk, an I/O error): the
-            # error that ended the body is the one to report, not "no transaction".
-            if self.conn.in_transaction:
-                with suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
+            disk.roll_back_open(self.conn)
             raise
         try:
             self.conn.execute("COMMIT")
         except sqlite3.Error:
-            if self.conn.in_transaction:  # a failed COMMIT leaves it open
-                with suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
+            disk.roll_back_open(self.conn)
             raise
 
     # -- meta ----------------------------------------------------------------------

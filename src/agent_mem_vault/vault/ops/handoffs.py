@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...core.errors import DataError, InvalidInputError, NotFoundError
+from ...core.errors import InvalidInputError, NotFoundError
 from ..folder.files import atomic_write
 from ..folder.records import FileRecord, read_file, twice_delivered
 from ..format import lifecycle
@@ -37,7 +37,7 @@ from ..format.notes import (
 )
 from ..index.db import Index
 from ..index.scan import Scope
-from .writes import NoteWrites
+from .writes import NoteWrites, damaged_note
 
 __all__ = ["HandoffOps", "StatusFilter", "Taken"]
 
@@ -330,13 +330,7 @@ class HandoffOps(NoteWrites):
         try:
             found = self._note_on_disk(idx, indexed.path)
         except (NoteError, UnicodeDecodeError) as exc:
-            raise DataError(
-                f"the note for handoff {id} ({indexed.path}) is damaged: {exc}; "
-                "fix it by hand (see 'agent-mem-vault doctor'); it was not changed",
-                code="note_damaged",
-                id=id,
-                path=indexed.path,
-            ) from None
+            raise damaged_note("handoff", id, indexed.path, exc) from None
         if found is None or found[0].id != id:
             raise _handoff_not_found(id)
         return found

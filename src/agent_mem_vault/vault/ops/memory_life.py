@@ -16,10 +16,10 @@ the vault lock, through the same note writes as every other change.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
-from ...core.errors import DataError, InvalidInputError, NotFoundError
+from ...core.errors import InvalidInputError, NotFoundError
 from ..folder.records import FileRecord
 from ..format import lifecycle
 from ..format.models import Handoff, Memory, MemoryPage
@@ -45,7 +45,7 @@ from ..format.notes import (
     render_note,
 )
 from ..index.db import Index
-from .writes import NoteWrites
+from .writes import NoteWrites, damaged_note
 
 __all__ = ["MemoryLifeOps", "MemoryStatusFilter"]
 
@@ -209,27 +209,28 @@ class MemoryLifeOps(NoteWrites):
             raise InvalidInputError(
                 f"purge must be true or false, not {purge!r}", code="invalid_input", field="purge"
             )
+        if not purge:
+            return self._change_memory(id, lambda memory: lifecycle.forget(memory, self._now()))
         with self._writing() as idx:
-            memory, note, _record = self._load_memory(idx, id)
-            if purge:
-                self._delete(idx, memory.path)
-                return memory
-            updated = lifecycle.forget(memory, self._now())
-            if updated != memory:
-                self._commit(idx, [self._rewrite_memory(note, updated)])
-            return updated
+            memory, _note, _record = self._load_memory(idx, id)
+            self._delete(idx, memory.path)
+            return memory
 
     def restore_memory(self, id: str) -> Memory:
         """Bring a forgotten memory back into search, the brief and the listing."""
         validate_id(id)
+        return self._change_memory(id, lifecycle.restore)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _change_memory(self, id: str, rule: Callable[[Memory], Memory]) -> Memory:
+        """forget / restore: apply ``rule`` to the note as it is on disk; write only a change."""
         with self._writing() as idx:
             memory, note, _record = self._load_memory(idx, id)
-            updated = lifecycle.restore(memory)
+            updated = rule(memory)
             if updated != memory:
                 self._commit(idx, [self._rewrite_memory(note, updated)])
             return updated
-
-    # -- internals -------------------------------------------------------------------
 
     def _rewrite_memory(self, note: ParsedNote, updated: Memory) -> FileRecord:
         """Write ``updated``'s properties over its note, keeping the body byte for byte and
@@ -243,13 +244,7 @@ class MemoryLifeOps(NoteWrites):
         try:
             found = self._note_from_disk(idx, indexed.path)
         except (NoteError, UnicodeDecodeError) as exc:
-            raise DataError(
-                f"the note for memory {id} ({indexed.path}) is damaged: {exc}; "
-                "fix it by hand (see 'agent-mem-vault doctor'); it was not changed",
-                code="note_damaged",
-                id=id,
-                path=indexed.path,
-            ) from None
+            raise damaged_note("memory", id, indexed.path, exc) from None
         if found is None or found[0].memory is None or found[0].memory.id != id:
             raise _memory_not_found(id)
         record, note = found

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.clock import format_datetime
+from ...core.errors import DataError
 from ..folder.files import fsync_dir, publish, stage
 from ..folder.records import FileRecord, Kind, classify, read_file
 from ..format.brief import brief_template
@@ -26,7 +27,19 @@ from ..format.notes import NoteError, ParsedNote, parse_text, render_note
 from ..index.db import Index
 from .base import VaultBase
 
-__all__ = ["NewNote", "NoteWrites"]
+__all__ = ["NewNote", "NoteWrites", "damaged_note"]
+
+
+def damaged_note(kind: str, id: str, path: str, exc: Exception) -> DataError:
+    """The error for a change refused because the note of ``kind`` ``id`` at ``path`` does
+    not parse (``exc`` says why): a person's edit is theirs to fix, so nothing is written."""
+    return DataError(
+        f"the note for {kind} {id} ({path}) is damaged: {exc}; "
+        "fix it by hand (see 'agent-mem-vault doctor'); it was not changed",
+        code="note_damaged",
+        id=id,
+        path=path,
+    )
 
 
 @dataclass(slots=True)
