@@ -79,6 +79,56 @@ def _tool_output(output: Any) -> dict[str, Any]:
     return data
 
 
+WAIT_FOR_SERVERS = "WaitForMcpServers"
+"""Claude Code's tool for MCP servers that are still connecting.
+
+``claude -p`` sends its first request after a short wait for its MCP servers; a
+server still starting then (a cold Python start, a busy machine) is offered as
+this tool, and its own tools arrive once the model has called it.
+"""
+
+
+def claude_hands_off(first: list[Seen]) -> Callable[[Seen], Reply]:
+    """The scripted model of a Claude Code session that leaves the handoff with
+    create_handoff: the first request that offers the tool is kept in ``first``; a
+    later session (``first`` holds one already) hands nothing off.
+
+    Asked for a handoff before the vault's tools are offered, it waits for them
+    with WaitForMcpServers, as a real model does: whether the server is up within
+    Claude Code's own short wait depends on the machine's speed.
+    """
+
+    def claude_model(seen: Seen) -> Reply:
+        tools = seen.body.get("tools")
+        tool = _tool_named(tools, "create_handoff")
+        if tool is None:
+            if any(isinstance(t, dict) and t.get("name") == WAIT_FOR_SERVERS for t in tools or []):
+                return Reply(tool=WAIT_FOR_SERVERS)
+            return Reply(text="ok")  # a side request (title, summary): not the session
+        if _called(seen.body, tool):
+            return Reply(text="Handed off to codex.")
+        first.append(seen)
+        if len(first) > 1:
+            return Reply(text="Nothing to hand off.")
+        return Reply(
+            tool=tool,
+            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
+        )
+
+    return claude_model
+
+
+def _called(body: Any, tool: str) -> bool:
+    """Whether the model already called ``tool`` in this Anthropic Messages conversation."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return any(
+        isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "assistant"
+        for block in message.get("content") or []
+    )
+
+
 def run_claude(
     world: World, claude: Path, model: ScriptedModel
 ) -> subprocess.CompletedProcess[str]:
@@ -136,22 +186,8 @@ def codex_uses(world: World, model: ScriptedModel) -> None:
 def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: World) -> None:
     claude, codex = client("claude"), client("codex")
     first: list[Seen] = []
-
-    def claude_model(seen: Seen) -> Reply:
-        body = seen.body
-        tool = _tool_named(body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")  # a side request (title, summary): not the session
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
     world.amv("install", "claude-code", "--scope", "user")
-    with ScriptedModel("anthropic", claude_model) as model:
+    with ScriptedModel("anthropic", claude_hands_off(first)) as model:
         proc = run_claude(world, claude, model)
         transcript = model.transcript()
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{transcript}"

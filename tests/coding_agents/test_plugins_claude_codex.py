@@ -20,14 +20,13 @@ import pytest
 
 from agent_mem_vault.integrations.plugin_files import MISSING
 
-from .conftest import BIN, BRIEF, CLI, NAMESPACE, World, client
+from .conftest import BIN, BRIEF, CLI, World, client
 from .model_server import Reply, ScriptedModel, Seen
 from .test_claude_codex import (
-    CONTEXT,
     EXPECTED,
     SUMMARY,
-    _tool_named,
     _tool_output,
+    claude_hands_off,
     codex_takes_a_handoff,
     codex_uses,
 )
@@ -75,22 +74,6 @@ def add_codex_plugin(world: World) -> None:
     ok(world.run(codex, "plugin", "add", SELECTOR, timeout=120))
     trusted = world.amv("plugin", "trust", "codex").stdout
     assert "trusted" in trusted and "session_start" in trusted, trusted
-
-
-def claude_hands_off(first: list[Seen]) -> Any:
-    def script(seen: Seen) -> Reply:
-        tool = _tool_named(seen.body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
-    return script
 
 
 def run_claude(world: World, model: ScriptedModel, env: dict[str, str] | None = None) -> Any:

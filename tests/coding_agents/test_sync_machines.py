@@ -25,13 +25,12 @@ from agent_mem_vault.vault.sync.syncer import stop_syncer
 from tests.git_remote import GitDaemon, bare_repo, git, git_env, remote_tree
 
 from .conftest import BRIEF, NAMESPACE, World, client, make_world
-from .model_server import Reply, ScriptedModel, Seen
+from .model_server import ScriptedModel, Seen
 from .test_claude_codex import (
-    CONTEXT,
     EXPECTED,
     SUMMARY,
-    _tool_named,
     _tool_output,
+    claude_hands_off,
     codex_takes_a_handoff,
     codex_uses,
     run_claude,
@@ -95,20 +94,7 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     client("claude"), client("codex")
     project = daemon.base / "harbor-api.git"
     first: list[Seen] = []
-
-    def claude_model(seen: Seen) -> Reply:
-        tool = _tool_named(seen.body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        if len(first) > 1:
-            return Reply(text="Nothing to hand off.")  # A's next session
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
+    claude_model = claude_hands_off(first)  # A's next session hands nothing off
 
     a.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_model) as model:
