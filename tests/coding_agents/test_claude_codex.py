@@ -79,6 +79,56 @@ def _tool_output(output: Any) -> dict[str, Any]:
     return data
 
 
+WAIT_FOR_SERVERS = "WaitForMcpServers"
+"""Claude Code's tool for MCP servers that are still connecting.
+
+``claude -p`` sends its first request after a short wait for its MCP servers; a
+server still starting then (a cold Python start, a busy machine) is offered as
+this tool, and its own tools arrive once the model has called it.
+"""
+
+
+def claude_hands_off(first: list[Seen]) -> Callable[[Seen], Reply]:
+    """The scripted model of a Claude Code session that leaves the handoff with
+    create_handoff: the first request that offers the tool is kept in ``first``; a
+    later session (``first`` holds one already) hands nothing off.
+
+    Asked for a handoff before the vault's tools are offered, it waits for them
+    with WaitForMcpServers, as a real model does: whether the server is up within
+    Claude Code's own short wait depends on the machine's speed.
+    """
+
+    def claude_model(seen: Seen) -> Reply:
+        tools = seen.body.get("tools")
+        tool = _tool_named(tools, "create_handoff")
+        if tool is None:
+            if any(isinstance(t, dict) and t.get("name") == WAIT_FOR_SERVERS for t in tools or []):
+                return Reply(tool=WAIT_FOR_SERVERS)
+            return Reply(text="ok")  # a side request (title, summary): not the session
+        if _called(seen.body, tool):
+            return Reply(text="Handed off to codex.")
+        first.append(seen)
+        if len(first) > 1:
+            return Reply(text="Nothing to hand off.")
+        return Reply(
+            tool=tool,
+            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
+        )
+
+    return claude_model
+
+
+def _called(body: Any, tool: str) -> bool:
+    """Whether the model already called ``tool`` in this Anthropic Messages conversation."""
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return any(
+        isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == tool
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "assistant"
+        for block in message.get("content") or []
+    )
+
+
 def run_claude(
     world: World, claude: Path, model: ScriptedModel
 ) -> subprocess.CompletedProcess[str]:
@@ -97,28 +147,6 @@ def run_claude(
             "ENABLE_TOOL_SEARCH": "false",
         },
     )
-
-
-def claude_hands_off(first: list[Seen], once: bool = False) -> Callable[[Seen], Reply]:
-    """The scripted model of a Claude Code session that hands the backfill to codex
-    with create_handoff: each session's first request that offers the tool is kept in
-    ``first``. With ``once``, every later session hands nothing off."""
-
-    def claude_model(seen: Seen) -> Reply:
-        tool = _tool_named(seen.body.get("tools"), "create_handoff")
-        if tool is None:
-            return Reply(text="ok")  # a side request (title, summary): not the session
-        if "tool_result" in seen.text:
-            return Reply(text="Handed off to codex.")
-        first.append(seen)
-        if once and len(first) > 1:
-            return Reply(text="Nothing to hand off.")
-        return Reply(
-            tool=tool,
-            args={"to": "codex", "summary": SUMMARY, "context": CONTEXT, "namespace": NAMESPACE},
-        )
-
-    return claude_model
 
 
 def codex_takes_a_handoff(outputs: list[Any], first: list[Seen]) -> Callable[[Seen], Reply]:
@@ -181,7 +209,6 @@ def test_claude_code_leaves_a_handoff_that_codex_takes_with_read_handoff(world: 
     claude = client("claude")
     client("codex")  # skip before Claude Code runs where Codex is not installed
     first: list[Seen] = []
-
     world.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_hands_off(first)) as model:
         proc = run_claude(world, claude, model)

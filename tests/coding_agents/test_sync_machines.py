@@ -94,8 +94,7 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     client("claude"), client("codex")
     project = daemon.base / "harbor-api.git"
     first: list[Seen] = []
-
-    claude_model = claude_hands_off(first, once=True)
+    claude_model = claude_hands_off(first)  # A's next session hands nothing off
 
     a.amv("install", "claude-code", "--scope", "user")
     with ScriptedModel("anthropic", claude_model) as model:

@@ -214,3 +214,20 @@ def test_ctrl_c_stops_the_demo_cleanly_with_a_console_event_stream_open(tmp_path
     assert ended == ["the stream ended"]  # closed as a complete response, not cut
     assert "ASGI callable returned without completing response" not in output
     assert "Traceback" not in output
+
+
+def test_ctrl_c_ends_the_demo_with_status_130_when_it_was_started_with_sigint_ignored(
+    tmp_path: Path,
+) -> None:
+    """A script's background job starts with SIGINT ignored; the server stops on it all
+    the same, and its status says so (as in a terminal), whoever started it."""
+    background = tmp_path / "agent-mem-vault"
+    background.write_text(f'#!/bin/sh\ntrap "" INT\nexec "{BIN}" "$@"\n')
+    background.chmod(0o755)
+    with running_demo(tmp_path / "desk.db", env=OFFLINE, cli=background) as demo:
+        demo.proc.send_signal(signal.SIGINT)
+        status = demo.proc.wait(timeout=30)
+        assert demo.proc.stdout is not None
+        output = demo.proc.stdout.read()
+    assert status == 130, output
+    assert "Traceback" not in output

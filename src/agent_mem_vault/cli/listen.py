@@ -60,9 +60,22 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_socket(app: Any, sock: socket.socket, *, log_level: str = "warning") -> None:
-    """Serve ``app`` with uvicorn on ``sock`` (already bound by :func:`listen`) until Ctrl+C."""
+    """Serve ``app`` with uvicorn on ``sock`` (already bound by :func:`listen`) until Ctrl+C.
+
+    uvicorn stops on SIGINT whatever this process inherited, then raises the
+    signal again under the handler it found. A process started with SIGINT
+    ignored (a script's background job, ``agent-mem-vault demo support &``) would
+    so stop and end with status 0, and Ctrl-C in a terminal with 130. Python's own
+    handler goes in first: a stop by SIGINT always ends as KeyboardInterrupt,
+    status 130, as it does for the stdio server.
+    """
+    import signal
+    import threading
+
     import uvicorn
 
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level))
     server.run(sockets=[sock])
 
