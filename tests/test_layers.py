@@ -46,6 +46,12 @@ def append(module: Path, code: str) -> None:
     module.write_text(module.read_text(encoding="utf-8") + "\n\n" + code, encoding="utf-8")
 
 
+def import_late(module: Path, what: str) -> None:
+    """Give ``module`` a function that imports ``what`` when called, as code does to
+    put an import off (a cycle hidden that way is still a cycle)."""
+    append(module, f"def _late() -> object:\n    from {what}\n\n    return None\n")
+
+
 def test_the_package_keeps_its_layers_and_has_no_import_cycle() -> None:
     done = lint(ROOT / "src")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -55,10 +61,7 @@ def test_the_package_keeps_its_layers_and_has_no_import_cycle() -> None:
 def test_a_note_format_module_that_imports_the_operations_breaks_the_vault_layers(
     copy: Path,
 ) -> None:
-    append(
-        copy / "agent_mem_vault/vault/format/links.py",
-        "def _up() -> object:\n    from ..ops import handoffs\n\n    return handoffs\n",
-    )
+    import_late(copy / "agent_mem_vault/vault/format/links.py", "..ops import handoffs")
     done = lint(copy)
     assert done.returncode != 0
     assert "agent_mem_vault.vault.format.links -> agent_mem_vault.vault.ops" in done.stdout
@@ -66,10 +69,7 @@ def test_a_note_format_module_that_imports_the_operations_breaks_the_vault_layer
 
 def test_an_import_inside_a_function_that_closes_a_cycle_breaks_the_contract(copy: Path) -> None:
     # core/clock.py is imported by the harness; an import back, even a late one, is a cycle.
-    append(
-        copy / "agent_mem_vault/core/clock.py",
-        "def _late() -> object:\n    from ..harness import turn\n\n    return turn\n",
-    )
+    import_late(copy / "agent_mem_vault/core/clock.py", "..harness import turn")
     done = lint(copy)
     assert done.returncode != 0
     assert "No import cycle anywhere in agent_mem_vault BROKEN" in done.stdout
