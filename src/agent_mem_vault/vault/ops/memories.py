@@ -247,18 +247,17 @@ class MemoryOps(NoteWrites):
         """The full-text candidates of a hybrid search, then ``_hybrid`` fuses them."""
         pool = max(offset + limit, CANDIDATES)
 
-        def fts(match: str, checked: list[tuple[str, str]]) -> list[tuple[Memory, float, str]]:
+        def ranked(
+            match: str, checked: list[tuple[str, str]]
+        ) -> tuple[int, list[tuple[Memory, float, str]]]:
             return self._query(
-                lambda idx: idx.search_page(match, namespace, pool, kind=kind, tags=tags)[1],
-                checked,
+                lambda idx: idx.search_page(match, namespace, pool, kind=kind, tags=tags), checked
             )
 
         # The namespace's notes are checked for edits by hand once per search
         # (one stat per note), before the first query, not again for the second.
         match = " AND ".join(terms)
-        words, rows = self._query(
-            lambda idx: idx.search_page(match, namespace, pool, kind=kind, tags=tags), scope
-        )
+        words, rows = ranked(match, scope)
         loose: Callable[[], list[tuple[Memory, float, str]]] | None = None
         if not rows and len(terms) > 1:
             # Memories with some of the words: in hybrid mode they only fill up
@@ -270,7 +269,7 @@ class MemoryOps(NoteWrites):
             )
 
             def loose() -> list[tuple[Memory, float, str]]:
-                return fts(match, [])
+                return ranked(match, [])[1]
 
         found = _WordMatches(match, words, rows, loose)
         return self._hybrid(embedder, query, found, namespace, kind, tags, limit, offset)
