@@ -38,6 +38,26 @@ def client(name: str) -> Path:
     return path
 
 
+def codex_config(world: World, url: str, model: str = "scripted") -> None:
+    """Codex set up in ``world``'s HOME to talk to the scripted model at ``url``.
+
+    Codex starts its first turn once an optional MCP server is up or a grace
+    of about a second has passed, whichever comes first; on a loaded machine
+    the vault's server can miss that second, and the turn then has no vault
+    tools. A person who meets that raises the grace (docs/agents.md); the
+    tests do too, so that their first turn waits for the server to be ready,
+    as it does on a quiet machine, instead of racing a timer.
+    """
+    home = world.home / ".codex"
+    home.mkdir(exist_ok=True)
+    (home / "config.toml").write_text(
+        f'model = "{model}"\nmodel_provider = "scripted"\n'
+        "mcp_optional_startup_grace_ms = 30000\n\n"
+        "[model_providers.scripted]\n"
+        f'name = "scripted"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
+    )
+
+
 @dataclass
 class World:
     """A home, a repository and a vault; ``run`` runs a command in the repository."""

@@ -23,7 +23,7 @@ import yaml
 
 from agent_mem_vault.integrations.transcripts import ToolCall, UserMessage, read_transcript
 
-from .conftest import NAMESPACE, World, client
+from .conftest import NAMESPACE, World, client, codex_config
 from .model_server import Reply, ScriptedModel, Seen
 
 pytestmark = pytest.mark.slow
@@ -154,16 +154,6 @@ def claude_until_killed(world: World) -> Path:
     assert app.exists()
     (transcript,) = (world.home / ".claude" / "projects").glob("*/*.jsonl")
     return transcript
-
-
-def codex_config(world: World, url: str, model: str = "scripted") -> None:
-    home = world.home / ".codex"
-    home.mkdir(exist_ok=True)
-    (home / "config.toml").write_text(
-        f'model = "{model}"\nmodel_provider = "scripted"\n\n'
-        "[model_providers.scripted]\n"
-        f'name = "scripted"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
-    )
 
 
 def codex_first_request(world: World) -> tuple[str, ScriptedModel]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import BRIEF, NAMESPACE, World, client
+from .conftest import BRIEF, NAMESPACE, World, client, codex_config
 from .model_server import Reply, ScriptedModel, Seen
 
 pytestmark = pytest.mark.slow
@@ -172,17 +172,6 @@ def codex_takes_a_handoff(outputs: list[Any], first: list[Seen]) -> Callable[[Se
     return codex_model
 
 
-def codex_uses(world: World, model: ScriptedModel) -> None:
-    """Codex set up in ``world``'s HOME to talk to the scripted ``model``."""
-    codex_home = world.home / ".codex"
-    codex_home.mkdir()
-    (codex_home / "config.toml").write_text(
-        'model = "scripted"\nmodel_provider = "scripted"\n\n'
-        "[model_providers.scripted]\n"
-        f'name = "scripted"\nbase_url = "{model.url}/v1"\nwire_api = "responses"\n'
-    )
-
-
 def install_codex(world: World) -> None:
     world.amv("install", "codex")
 
@@ -198,7 +187,7 @@ def codex_continues(
     outputs: list[Any] = []
     first: list[Seen] = []
     with ScriptedModel("responses", codex_takes_a_handoff(outputs, first)) as model:
-        codex_uses(world, model)
+        codex_config(world, model.url)
         install(world)
         proc = world.exec_codex("Continue the work.")
     assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}\n{model.transcript()}"

@@ -17,21 +17,11 @@ from typing import Any
 import pytest
 
 from .conftest import NAMESPACE as NS
-from .conftest import World
+from .conftest import World, codex_config
 from .model_server import Reply, ScriptedModel, Seen
 from .test_claude_codex import _namespaced, _tool_output
 
 pytestmark = pytest.mark.slow
-
-
-def _codex_config(world: World, url: str) -> None:
-    codex_home = world.home / ".codex"
-    codex_home.mkdir(exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        'model = "scripted"\nmodel_provider = "scripted"\n\n'
-        "[model_providers.scripted]\n"
-        f'name = "scripted"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
-    )
 
 
 def _answer(seen: Seen) -> Reply:
@@ -42,7 +32,7 @@ def _says_hello_after(world: World, install: Sequence[str], then: Callable[[], N
     """``install codex`` with ``install``'s options, ``then`` (what broke), then a Codex
     session: it must exit 0 having asked the model."""
     with ScriptedModel("responses", _answer) as model:
-        _codex_config(world, model.url)
+        codex_config(world, model.url)
         world.amv("install", "codex", *install)
         then()
         proc = world.exec_codex("Say hello.")
@@ -100,7 +90,7 @@ def test_an_unpinned_codex_server_opens_the_vault_of_the_shell_that_started_code
         return Reply(tool=tool, namespace=namespace, args={"agent": "codex", "namespace": NS})
 
     with ScriptedModel("responses", model_answer) as model:
-        _codex_config(world, model.url)
+        codex_config(world, model.url)
         world.amv("install", "codex")
         assert "--vault" not in (world.home / ".codex" / "config.toml").read_text()
         proc = world.exec_codex("Continue.", env={"AGENT_MEM_VAULT": str(other)})
