@@ -47,6 +47,24 @@ def test_a_vault_joins_a_remote_and_a_second_machine_joins_it_at_init(
     assert shown["status"] == "read"
 
 
+def test_handoffs_and_peek_show_what_read_would_take_without_a_sync_first(
+    tmp_path: Path, remote: Path
+) -> None:
+    home_a, home_b = tmp_path / "home-a", tmp_path / "home-b"
+    a, b = tmp_path / "a", tmp_path / "b"
+    run(home_a, a, "init", "--remote", str(remote))
+    run(home_b, b, "init", "--remote", str(remote))
+    hid = run(home_a, a, "create", "--to", "codex", "-n", NS, "-s", "S", "-c", "C").stdout.strip()
+    run(home_a, a, "sync")
+    listed = run(home_b, b, "handoffs", "-n", NS, "--json")
+    assert [h["id"] for h in json.loads(listed.stdout)["handoffs"]] == [hid]
+    assert listed.stderr == ""
+    peeked = run(home_b, b, "peek", "--agent", "codex", "-n", NS, "--json")
+    assert json.loads(peeked.stdout)["id"] == hid
+    read = run(home_b, b, "read", "--agent", "codex", "-n", NS, "--json")
+    assert json.loads(read.stdout)["id"] == hid
+
+
 def test_sync_status_shows_the_remote_ahead_behind_and_the_last_error(
     tmp_path: Path, remote: Path
 ) -> None:

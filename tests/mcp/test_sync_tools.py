@@ -82,3 +82,27 @@ async def test_a_read_waiting_for_the_remote_holds_up_no_writer_of_this_machine(
     assert result.is_error and result.meta[ERROR_META_KEY]["code"] == "claim_unconfirmed"
     assert synced.peek_handoff(agent="codex", namespace=NS) is not None
     stop_syncer(synced.path)
+
+
+async def test_list_and_peek_over_mcp_show_what_read_would_take_and_say_when_the_remote_is_away(
+    synced: Vault, tmp_path: Path
+) -> None:
+    laptop = Vault(tmp_path / "laptop")
+    laptop.init()
+    laptop.join_remote(str(tmp_path / "remote.git"))
+    h = laptop.create_handoff(to="codex", summary="From the laptop", context="C", namespace=NS)
+    laptop.sync()
+    async with in_process(synced, agent="codex") as client:
+        listed = await client.call_tool("list_handoffs", {"agent": "codex"})
+        peeked = await client.call_tool("peek_handoff", {})
+        (tmp_path / "remote.git").rename(tmp_path / "gone.git")
+        away = await client.call_tool("list_handoffs", {"agent": "codex"})
+    assert [x["id"] for x in listed.structured_content["handoffs"]] == [h.id]
+    assert "remote" not in listed.structured_content
+    assert peeked.structured_content["handoff"]["id"] == h.id
+    line = away.structured_content["remote"]
+    assert line.startswith("agent-mem-vault: ") and "this shows the notes on this machine" in line
+    assert away.content[0].text.startswith(line)  # type: ignore[union-attr]
+    assert [x["id"] for x in away.structured_content["handoffs"]] == [h.id]
+    for vault in (synced, laptop):
+        stop_syncer(vault.path)

@@ -157,6 +157,15 @@ def open_vault(path: str) -> Vault:
     return Vault(path, lock_timeout=lock_timeout_setting())
 
 
+def echo_view_line(vault: Vault, namespace: str | None) -> None:
+    """Before a view of pending handoffs: what the remote has, if the vault travels and
+    the syncer did not just fetch it; a line on standard error when this machine's
+    notes are shown without it (the remote did not answer) and how old they are."""
+    line = vault.catch_up(namespace, doing="this shows")
+    if line:
+        click.echo(line, err=True)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 

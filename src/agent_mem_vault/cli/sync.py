@@ -215,6 +215,12 @@ def status_lines(routes: list[dict[str, Any]]) -> list[str]:
             out.append(
                 f"  last error ({error.get('at')}): {error.get('message')} [{error.get('code')}]"
             )
+        if status.get("ask_after"):
+            out.append(
+                f"  did not answer {counted(status['failures'], 'time')} in a row: session "
+                f"starts and views do not ask it again before {status['ask_after']} "
+                "('agent-mem-vault sync' asks now)"
+            )
     return out
 
 

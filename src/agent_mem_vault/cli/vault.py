@@ -16,6 +16,7 @@ from ..core.words import counted
 from .options import (
     all_namespaces_option,
     echo_listing,
+    echo_view_line,
     emit,
     emit_json,
     found_namespace,
@@ -151,6 +152,7 @@ def _take(take: bool, agent: str, given: str | None, vault_path: str, as_json: b
     if take:
         handoff = vault.read_handoff(agent=agent, namespace=namespace)
     else:
+        echo_view_line(vault, namespace)
         handoff = vault.peek_handoff(agent=agent, namespace=namespace)
     if as_json:
         emit_json(None if handoff is None else handoff.to_dict())
@@ -230,7 +232,9 @@ def handoffs(
       agent-mem-vault handoffs --status all --offset 50
     """
     namespace = found_namespace(namespace, required=False, everywhere=everywhere)
-    page = open_vault(vault_path).page_handoffs(
+    vault = open_vault(vault_path)
+    echo_view_line(vault, namespace)
+    page = vault.page_handoffs(
         namespace=namespace,
         status=status,  # type: ignore[arg-type]  # click.Choice checked it
         agent=agent,

@@ -155,6 +155,12 @@ class NextHandoffResult(_Result):
         description="Who left the handoff, for whom, when and its id, then "
         "'## Summary\\n…\\n\\n## Full Context\\n…'; or a note that nothing is pending."
     )
+    remote: str | None = Field(
+        default=None,
+        description="Present when the vault travels and its remote was not asked just now "
+        "(it did not answer lately): one line saying so, and how old this machine's "
+        "view of it is.",
+    )
 
 
 class HandoffListResult(_Result):
@@ -166,6 +172,12 @@ class HandoffListResult(_Result):
     offset: PageOffset
     more: bool = _more("handoffs")
     next_offset: NextOffset
+    remote: str | None = Field(
+        default=None,
+        description="Present when the vault travels and its remote was not asked just now "
+        "(it did not answer lately): one line saying so, and how old this machine's "
+        "view of it is.",
+    )
 
 
 class MemoryOut(BaseModel):

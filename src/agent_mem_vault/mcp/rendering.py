@@ -29,9 +29,26 @@ __all__ = [
     "one_memory_text",
     "search_text",
     "updated_text",
+    "viewed",
 ]
 
 Rendered = tuple[str, dict[str, Any]]
+
+
+def viewed(render: Callable[[Any], Rendered]) -> Callable[[tuple[str, Any]], Rendered]:
+    """``render`` for a view that caught up with the remote first (``Vault.catch_up``):
+    the line saying this machine's notes were shown without it goes first in the text,
+    and in ``remote``."""
+
+    def go(value: tuple[str, Any]) -> Rendered:
+        line, inner = value
+        text, data = render(inner)
+        if line:
+            text = f"{line}\n\n{text}"
+            data["remote"] = line
+        return text, data
+
+    return go
 
 
 def handoff_text(h: Handoff) -> Rendered:

@@ -44,6 +44,7 @@ from .rendering import (
     one_memory_text,
     search_text,
     updated_text,
+    viewed,
 )
 from .runner import Runner
 
@@ -206,9 +207,13 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         who, ns = agent or me, run.namespace(namespace)
         return await run.call(
-            lambda: vault.peek_handoff(agent=who, namespace=ns),
-            next_text(who, ns),
+            lambda: (
+                vault.catch_up(ns, doing="this shows"),
+                vault.peek_handoff(agent=who, namespace=ns),
+            ),
+            viewed(next_text(who, ns)),
             read_only=True,
+            slow=True,  # it may fetch from the remote first
         )
 
     @tool(_READ_ONLY)
@@ -236,16 +241,20 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.page_handoffs(
-                namespace=ns,
-                status=status,
-                agent=agent,
-                sender=sender,
-                limit=limit,
-                offset=offset,
+            lambda: (
+                vault.catch_up(ns, doing="this shows"),
+                vault.page_handoffs(
+                    namespace=ns,
+                    status=status,
+                    agent=agent,
+                    sender=sender,
+                    limit=limit,
+                    offset=offset,
+                ),
             ),
-            handoff_list_text,
+            viewed(handoff_list_text),
             read_only=True,
+            slow=True,  # it may fetch from the remote first
         )
 
     @tool(_SET_STATE)

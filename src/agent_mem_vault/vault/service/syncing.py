@@ -100,13 +100,21 @@ class SyncOps(VaultBase):
         found: tuple[RouteStatus, ...] = sync_commands().status(self)
         return found
 
-    def catch_up(self, namespace: str | None, budget: float | None = None) -> str:
-        """Fetch and merge what the remote has for ``namespace`` within ``budget`` seconds
-        (default ``AGENT_MEM_VAULT_SYNC_BUDGET``, 2): '' when done or nothing syncs,
-        else one line saying why what is here is used (for the session hook)."""
+    def catch_up(
+        self,
+        namespace: str | None,
+        budget: float | None = None,
+        doing: str = "this session starts with",
+    ) -> str:
+        """Before a session start or a view of ``namespace``: what the remote has, unless
+        the syncer fetched it moments ago or the remote did not answer lately; else
+        fetched and merged within ``budget`` seconds (default
+        ``AGENT_MEM_VAULT_SYNC_BUDGET``, 2). '' when what is here is current or nothing
+        syncs, else one line saying why what is here is used (``doing`` it) and how old
+        it is."""
         if not syncs(self.path):
             return ""
-        line: str = sync_commands().catch_up(self, namespace, budget)
+        line: str = sync_commands().catch_up(self, namespace, budget, doing)
         return line
 
     def delivered_twice(

@@ -3,8 +3,9 @@
 How it is found, started and stopped, and why it exists, is ``syncer.py``. Here
 is its life: it takes the vault's syncer lock (waiting for a syncer of another
 layout to leave), stages every note of each route once, then looks at the
-journal every ``POLL`` seconds and sends what it names, backing off while the
-remote cannot be reached, until it is idle, stopped, or its vault goes.
+journal every ``POLL`` seconds and sends what it names, fetching every
+``view.WATCH_EVERY`` seconds while an agent of the machine is in use, backing off
+while the remote cannot be reached, until it is idle, stopped, or its vault goes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .engine import sync_route
 from .journal import journal_file
 from .port import GitSync
 from .routes import config_file, load_config
-from .syncer import IDLE_ENV, POLL, RETRY_MAX, holder, lock_path, stamp
+from .syncer import POLL, RETRY_MAX, holder, idle_limit, in_use_at, lock_path, stamp
+from .view import WATCH_EVERY
 
 __all__ = ["TAKE_OVER", "main"]
 
@@ -36,13 +38,6 @@ class _SyncerVault(VaultBase):
 
     def _port(self) -> SyncPort:
         return GitSync(self.path)
-
-
-def _idle_limit() -> float:
-    try:
-        return float(os.environ.get(IDLE_ENV, "") or 600.0)
-    except ValueError:
-        return 600.0
 
 
 def main(root_arg: str) -> int:
@@ -112,11 +107,12 @@ def _run(root: Path, marker: Path | None, stopping: list[bool]) -> None:
     from ..service.vault import Vault
 
     vault = Vault(root)
-    idle = _idle_limit()
+    idle = idle_limit()
     last_work = time.monotonic()
     retry_at: float | None = None
     backoff = 0.0
     first = True
+    next_watch = 0.0
     journal = journal_file(root)
     while not stopping:
         if not config_file(root).is_file() or (marker is not None and not marker.exists()):
@@ -126,14 +122,19 @@ def _run(root: Path, marker: Path | None, stopping: list[bool]) -> None:
             waiting = os.stat(journal).st_size > 0
         except FileNotFoundError:
             waiting = False
-        due = first or waiting or (retry_at is not None and now >= retry_at)
-        if due:
+        looked = in_use_at(root)
+        watching = looked is not None and time.time() - looked < idle
+        retrying = retry_at is not None and now >= retry_at
+        # While an agent here is in use, the remote is fetched every WATCH_EVERY seconds
+        # (and at each retry after a failure), so its views need not ask it themselves.
+        fetch = watching and (retrying or (retry_at is None and now >= next_watch))
+        if first or waiting or retrying or fetch:
             try:
                 config = load_config(root)
                 if config is None:
                     return
                 for route in config.routes:
-                    sync_route(vault, config, route, fetch=False, full=first)
+                    sync_route(vault, config, route, fetch=fetch, full=first)
             except ImportError:
                 # The package was upgraded under this process and its modules moved: it
                 # leaves, with every change still on disk and in the journal, and the
@@ -148,9 +149,12 @@ def _run(root: Path, marker: Path | None, stopping: list[bool]) -> None:
                 retry_at = time.monotonic() + backoff
             else:
                 backoff, retry_at = 0.0, None
+            if fetch:
+                next_watch = time.monotonic() + WATCH_EVERY
+            if first or waiting or retrying:
+                last_work = time.monotonic()
             first = False
-            last_work = time.monotonic()
-        elif retry_at is None and now - last_work > idle:
+        elif retry_at is None and not watching and now - last_work > idle:
             return
         time.sleep(POLL)
     vault.close()

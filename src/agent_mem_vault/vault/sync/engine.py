@@ -63,6 +63,8 @@ FETCH_FIRST = "fetch first"
 """Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 MAX_ROUNDS = 200
 """Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
+UNANSWERED = ("remote_unreachable", "remote_not_found")
+"""The failures that mean the remote could not be asked (``view.py``'s back-off)."""
 
 
 def net_timeout() -> float:
@@ -95,15 +97,33 @@ class RouteSync(LocalRoute):
         whole = before.fetched is None
         self._fetch_refs(whole, limit)
         now = self._refs()
+        if not whole and now.log is None:
+            self._fetch_refs(True, limit)  # the log went: is the checkpoint there?
+            now, whole = self._refs(), True
+        if before.fetched is not None and now.log is None and now.checkpoint is None:
+            # The remote lost the route's refs (a `push --mirror` from a clone that never
+            # fetched them, a ref deleted by hand): it is treated as a new remote, and
+            # the next push writes every note of this machine there again, as a join
+            # does. What others wrote meanwhile merges by fields when it comes back.
+            self._set_refs({self.fetched: (None, None), self.applied: (None, None)})
+            self._known = None
+            return None
         entries = []
         if now.log is not None and not whole and now.log != before.applied:
             entries = log_entries(self.git, before.applied, now.log)
+        linked = True
         if not whole and any(e.checkpoint for e in entries):
             # Many notes changed at once: start again from the checkpoint they went to.
             self._fetch_refs(True, limit)
             now, whole = self._refs(), True
+            # Or a log that does not go on from what this machine applied: the remote
+            # lost it and another machine wrote its notes there again (a checkpoint, as a
+            # join does). What arrives is then no later state of what was fetched here,
+            # so it merges with no common version: by fields, where read wins.
+            if before.applied is not None and now.log is not None:
+                linked = self.is_ancestor(before.applied, now.log)
         if whole:
-            return self._apply_whole(now)
+            return self._apply_whole(now, linked)
         if not entries:
             return now.fetched
         assert now.fetched is not None and now.fetched_tree is not None
@@ -139,9 +159,11 @@ class RouteSync(LocalRoute):
         self._remember(fetched=True)
         self._known = None
 
-    def _apply_whole(self, now: Heads) -> str | None:
+    def _apply_whole(self, now: Heads, linked: bool = True) -> str | None:
         """``fetched`` made from the checkpoint and the log's entries after the point
-        it names (all of them, for a checkpoint written before the log)."""
+        it names (all of them, for a checkpoint written before the log); a child of the
+        ``fetched`` before it unless the remote was written again from elsewhere
+        (``linked`` false)."""
         if now.checkpoint is None and now.log is None:
             return now.fetched  # a remote with nothing yet
         point = None
@@ -151,7 +173,7 @@ class RouteSync(LocalRoute):
         else:
             tree, parents = self._tree(now.checkpoint), [now.checkpoint]
             point = log_position(self.git, now.checkpoint)
-        if now.fetched is not None:
+        if now.fetched is not None and linked:
             parents.insert(0, now.fetched)
         entries = log_entries(self.git, point, now.log) if now.log is not None else []
         return self._apply(now, tree, entries, parents)
@@ -356,7 +378,9 @@ class RouteSync(LocalRoute):
             self._remember(pushed=True, unsent=sent)
             return None
         if refused:
-            return refused[0].rsplit("\t", 1)[-1]
+            # With --atomic every ref is refused; one the remote objected to says why.
+            cause = [r for r in refused if "atomic push failed" not in r] or refused
+            return cause[0].rsplit("\t", 1)[-1]
         raise self._failed(result)
 
     def _pushed(self, commit: str, entry: str, known: Heads) -> None:
@@ -380,8 +404,9 @@ class RouteSync(LocalRoute):
         there (a protected ref, a hook), not another machine."""
         error = RemoteError(
             f"{self.route.label} refused the push ({reason}) although nothing newer is "
-            f"there; a rule on the remote forbids it (a protected ref, a hook): allow the "
-            f"ref {self.route.ref} there",
+            "there; a rule on the remote forbids it (a protected ref, a hook, a host that "
+            f"takes only branches): allow the refs {self.route.log_ref} and "
+            f"{self.route.ref} there",
             code="push_refused",
         )
         self._remember(error=error)
@@ -392,12 +417,14 @@ class RouteSync(LocalRoute):
             return self.git.run(*args, timeout=timeout, check=False)
         except TimeoutError:
             error = remote_failure(self.route.label, None, timeout=timeout)
-            self._remember(error=error)
+            self._remember(error=error, unanswered=True)
             raise error from None
 
     def _failed(self, result: GitResult) -> AgentMemVaultError:
         error = remote_failure(self.route.label, result)
-        self._remember(error=error)
+        # Refused, silent or gone: callers that need not wait leave it alone for a while.
+        # A remote that answered "no" (credentials, a rule) is asked as before.
+        self._remember(error=error, unanswered=error.code in UNANSWERED)
         return error
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
@@ -41,16 +42,22 @@ from ..folder.files import VaultLock, atomic_write
 from .gitcmd import Git
 from .routes import SYNC_DIR, Route, SyncConfig
 from .trees import edited_tree, empty_tree_id
+from .view import backoff, failures
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
 
-__all__ = ["TURN_WAIT", "Heads", "LocalRoute", "RouteReport"]
+__all__ = ["TURN_WAIT", "Heads", "LocalRoute", "RouteReport", "state_file"]
 
 _REGULAR = ("100644", "100755")
 TURN_WAIT = 30.0
 """Seconds a process waits for its turn at a route's remote (another process of this
 machine is fetching or pushing) before it gives up (``sync_busy``)."""
+
+
+def state_file(root: Path, route: Route) -> Path:
+    """Where a route's state is kept: what its remote last said, and when."""
+    return root / SYNC_DIR / f"{route.key}.state.json"
 
 
 @dataclass(slots=True)
@@ -117,7 +124,7 @@ class LocalRoute:
             self.remote = route.remote
         self.git = Git(git_dir, self.root, folder / f"{route.key}.index", extra)
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
-        self.state_file = folder / f"{route.key}.state.json"
+        self.state_file = state_file(self.root, route)
         self._made: dict[str, tuple[str, ...]] = {}
         self._set_by: dict[str, dict[str, str]] = {}
         """What ``commit_notes`` set in each commit it made: path → blob."""
@@ -421,8 +428,12 @@ class LocalRoute:
         fetched: bool = False,
         pushed: bool = False,
         error: AgentMemVaultError | None = None,
+        unanswered: bool = False,
         unsent: str | None = None,
     ) -> None:
+        """Note what the remote last said; ``unanswered``: it could not be asked (refused,
+        silent, gone), so callers that need not wait leave it alone for a while
+        (``view.py``)."""
         state = self.state()
         sent = state.get("sent")
         if unsent is not None and isinstance(sent, dict):
@@ -434,8 +445,14 @@ class LocalRoute:
             state["last_push"] = now
         if fetched or pushed:
             state["error"] = None
+            state.pop("failures", None)
+            state.pop("ask_after", None)
         if error is not None:
             state["error"] = {"code": error.code, "message": error.message, "at": now}
+        if unanswered:
+            count = failures(state) + 1
+            state["failures"] = count
+            state["ask_after"] = time.time() + backoff(count)
         self._save(state)
 
     def _save(self, state: dict[str, Any]) -> None:

@@ -11,9 +11,11 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.clock import format_datetime
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
 from .gitcmd import Git
@@ -30,7 +32,8 @@ from .routes import (
     project_ref,
     save_config,
 )
-from .syncer import ensure_syncer, syncer_running
+from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
+from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
@@ -83,6 +86,10 @@ class RouteStatus:
     """The last failure talking to the remote (code, message, at), if the last talk failed."""
     syncer: int | None = field(default=None)
     """The pid of the background syncer, if one runs."""
+    failures: int = 0
+    """Talks with the remote in a row that it did not answer (refused, silent, gone)."""
+    ask_after: str | None = None
+    """Until when session starts and views do not ask it again (RFC 3339), if they wait."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +105,8 @@ class RouteStatus:
             "last_push": self.last_push,
             "error": self.error,
             "syncer": self.syncer,
+            "failures": self.failures,
+            "ask_after": self.ask_after,
         }
 
 
@@ -310,35 +319,69 @@ def sync_all(vault: VaultBase) -> SyncReport:
     return SyncReport(tuple(reports))
 
 
-def catch_up(vault: VaultBase, namespace: str | None, budget: float | None = None) -> str:
-    """At a session start: what the remote has for ``namespace`` (or for the whole
-    vault), fetched and merged within ``budget`` seconds; '' when done, else one line
-    saying why the session goes on with what is here."""
+def catch_up(
+    vault: VaultBase,
+    namespace: str | None,
+    budget: float | None = None,
+    doing: str = "this session starts with",
+) -> str:
+    """Before a session start or a view: what the remote has for ``namespace`` (or for
+    the whole vault); '' when what is here is what the remote had moments ago, else one
+    line saying why what is here is used (``doing`` it: "this session starts with"), and
+    how old it is when that is over a minute.
+
+    Never waits on the network when it need not (``view.py``): a view the syncer
+    fetched a few seconds ago is used as it is, a remote that did not answer is not
+    asked again until its back-off has passed (and then only for ``view.QUICK``
+    seconds); otherwise it fetches and merges within ``budget`` seconds.
+    """
     config = load_config(vault.path)
     if config is None:
         return ""
     route = config.route_for(namespace) if namespace is not None else config.vault_route
     if route is None:
         return ""
-    limit = budget if budget is not None else _budget()
-    started = time.monotonic()
+    now = time.time()
+    looked = in_use_at(vault.path)
+    mark_in_use(vault.path)  # the syncer watches the remote while an agent here is in use
+    ensure_syncer(vault.path)
     sync = RouteSync(vault, config, route)
+    state = sync.state()
+    age = view_age(state, now)
+    # The syncer fetches every few seconds only once an agent here was in use: a view
+    # it fetched moments ago holds all that another machine sent before that.
+    watched = looked is not None and now - looked < idle_limit()
+    if watched and age is not None and age < FRESH and syncer_running(vault.path):
+        return ""
+    after = ask_after(state)
+    if after is not None and now < after:
+        error = state.get("error") or {}
+        said = str(error.get("message") or f"{route.label} did not answer").split("; ")[0]
+        return _here_line(f"{said} (asked again in {after - now:.0f} s)", doing, age)
+    limit = budget if budget is not None else _budget()
+    if failures(state):
+        limit = min(limit, QUICK)
+    started = time.monotonic()
     try:
         with sync.network_turn(limit):
             left = max(0.05, limit - (time.monotonic() - started))
             theirs = sync.fetch(timeout=left)
             with vault._held(), vault._locked():
                 sync.integrate(theirs, RouteReport(route))
-            local, fetched = sync.heads()
     except AgentMemVaultError as exc:
-        ensure_syncer(vault.path)
-        return (
-            f"agent-mem-vault: {exc.message.split('; ')[0]}; this session starts with the "
-            "notes on this machine"
-        )
-    if local is not None and local != fetched:
-        ensure_syncer(vault.path)  # something of ours to send
+        return _here_line(exc.message.split("; ")[0], doing, age)
     return ""
+
+
+def _here_line(why: str, doing: str, age: float | None) -> str:
+    """The one line of a session or a view that goes on with the notes on this machine."""
+    if age is None:
+        seen = ""
+    elif age > STALE:
+        seen = f", as of the remote {describe_age(age)} ago"
+    else:
+        seen = ", as of the remote a moment ago"
+    return f"agent-mem-vault: {why}; {doing} the notes on this machine{seen}"
 
 
 def _budget() -> float:
@@ -373,6 +416,15 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 last_push=state.get("last_push"),
                 error=state.get("error"),
                 syncer=pid,
+                failures=failures(state),
+                ask_after=_stamp(ask_after(state)),
             )
         )
     return tuple(out)
+
+
+def _stamp(epoch: float | None) -> str | None:
+    """A time to wait for, as the state's other times are written; None if it has passed."""
+    if epoch is None or epoch <= time.time():
+        return None
+    return format_datetime(datetime.fromtimestamp(epoch, UTC))

@@ -4,9 +4,9 @@
 that has a route: a read in a namespace that travels is a claim the remote must
 take (``claim.py``); every change the operations tell it goes into the journal
 (``journal.py``) and wakes the background syncer (``syncer.py``), which commits
-and pushes it in its own time. Nothing is held back yet, and what a view adds to
-a note (its author, how old the view of the remote is) is not known yet: the
-answers below say so.
+and pushes it in its own time; how old this machine's view of a remote is comes
+from the route's state (``view.py``). Nothing is held back yet, and who wrote a
+note is not known yet: the answers below say so.
 """
 
 from __future__ import annotations
@@ -57,4 +57,17 @@ class GitSync:
         return Origin()
 
     def view_age(self, namespace: str) -> float | None:
-        return None
+        import json
+
+        from .local import state_file
+        from .view import view_age
+
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        if route is None:
+            return None
+        try:
+            state = json.loads(state_file(self.root, route).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return view_age(state) if isinstance(state, dict) else None

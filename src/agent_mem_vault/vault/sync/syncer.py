@@ -7,6 +7,10 @@ journal every ``POLL`` seconds, commits what it names, and pushes each route
 that has something new, fetching and merging only when a push is refused. On
 a reachable remote a write is out within a second (docs/benchmarks.md).
 
+While an agent of the machine is in use (``mark_in_use``: a session start, a
+listing), it also fetches and merges every few seconds, so that a session start
+lists what another machine sent without asking the remote itself (``view.py``).
+
 A remote that cannot be reached is tried again after 1, 2, 4 … up to 60
 seconds, for as long as something waits to go out: nothing written offline is
 lost (the notes are on disk, committed), and it goes out at the first chance.
@@ -35,7 +39,17 @@ from ...core.runtime import start_detached
 from ..folder.layout import MODULES
 from .routes import SYNC_DIR
 
-__all__ = ["AUTO_ENV", "IDLE_ENV", "LOCK", "ensure_syncer", "stop_syncer", "syncer_running"]
+__all__ = [
+    "AUTO_ENV",
+    "IDLE_ENV",
+    "LOCK",
+    "ensure_syncer",
+    "idle_limit",
+    "in_use_at",
+    "mark_in_use",
+    "stop_syncer",
+    "syncer_running",
+]
 
 AUTO_ENV = "AGENT_MEM_VAULT_SYNC_AUTO"
 """``0``, ``off``, ``no`` or ``false``: no background syncer; notes go out only with
@@ -46,6 +60,9 @@ POLL = 0.1
 """Seconds between two looks at the journal."""
 RETRY_MAX = 60.0
 LOCK = "syncer.lock"
+IN_USE = "in-use"
+"""A file whose mtime is when an agent of this machine last looked at the vault (a
+session start, a listing): while that is recent, the syncer watches the remote."""
 _ENTRY = (
     "import sys; from agent_mem_vault.vault.sync.background import main; "
     "sys.exit(main(sys.argv[1]))"
@@ -78,6 +95,35 @@ def holder(root: Path) -> tuple[int, str] | None:
         return None
     finally:
         os.close(fd)
+
+
+def idle_limit() -> float:
+    """Seconds the syncer stays with nothing to send and nobody looking (``IDLE_ENV``)."""
+    try:
+        return float(os.environ.get(IDLE_ENV, "") or 600.0)
+    except ValueError:
+        return 600.0
+
+
+def mark_in_use(root: Path) -> None:
+    """Say that an agent of this machine is looking at the vault now: the syncer then
+    fetches every few seconds (``view.WATCH_EVERY``) until it has been idle a while."""
+    path = root / SYNC_DIR / IN_USE
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            path.touch()
+    except OSError:
+        pass
+
+
+def in_use_at(root: Path) -> float | None:
+    """When an agent of this machine last looked at the vault (``time.time()``), if ever."""
+    try:
+        return os.stat(root / SYNC_DIR / IN_USE).st_mtime
+    except OSError:
+        return None
 
 
 def syncer_running(root: Path) -> int | None:
