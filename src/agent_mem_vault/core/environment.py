@@ -78,8 +78,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "AGENT_MEM_VAULT_SYNC_BUDGET",
         "`2`",
-        "Seconds the session-start hook waits for a synced vault's remote before it goes on "
-        "with the notes on this machine (and says so in one line).",
+        "Seconds a session start (and `handoffs`, `peek`, the MCP listing) waits for a synced "
+        "vault's remote, when the syncer did not fetch moments ago, before it goes on with the "
+        "notes on this machine (and says so in one line); a remote that did not answer lately "
+        "gets 0.3 s once its back-off has passed.",
         "sync",
     ),
     Variable(
@@ -92,7 +94,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "AGENT_MEM_VAULT_SYNC_IDLE",
         "`600`",
-        "Seconds the background syncer waits with nothing to push before it leaves.",
+        "Seconds the background syncer stays with nothing to push and no agent of the machine "
+        "in use before it leaves; while an agent was in use within that time, it fetches "
+        "every 2 s.",
         "sync",
     ),
     Variable(
