@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..format.models import BrokenNote, Handoff, Memory, SkippedNote
 from ..format.snippets import snippet
 from .rows import MEMORY_COLUMNS, join_path, memory_from_row, unpack
 
 __all__ = ["IndexQueries"]
+
+_T = TypeVar("_T")
 
 
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
@@ -61,13 +63,21 @@ def _memory_filter(
     if status != "all":
         where.append("m.state=?")
         args.append(status)
+    _kind_and_tags(kind, tags, where, args)
+    return (" WHERE " + " AND ".join(where) if where else ""), args
+
+
+def _kind_and_tags(
+    kind: str | None, tags: Sequence[str], where: list[str], args: list[Any]
+) -> None:
+    """Add the conditions on ``memories m`` of a ``kind`` and of all ``tags``, and their
+    args, to a listing's or a search's."""
     if kind is not None:
         where.append("m.kind=?")
         args.append(kind)
     for tag in tags:
         where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
         args.append(tag)
-    return (" WHERE " + " AND ".join(where) if where else ""), args
 
 
 def _search_filter(
@@ -90,12 +100,7 @@ def _search_filter(
         # The range is the namespace's children ("ns/..."): '/' + 1 is '0'.
         conditions.append("(m.namespace = ? OR (m.namespace >= ? AND m.namespace < ?))")
         args.extend([namespace, namespace + "/", namespace + "0"])
-    if kind is not None:
-        conditions.append("m.kind = ?")
-        args.append(kind)
-    for tag in tags:
-        conditions.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
-        args.append(tag)
+    _kind_and_tags(kind, tags, conditions, args)
     if not conditions:
         return "memories_fts WHERE memories_fts MATCH ?", [match]
     return (
@@ -127,11 +132,14 @@ class IndexQueries:
 
     conn: sqlite3.Connection
 
+    def _one(self, sql: str, id: str, read: Callable[[Sequence[Any]], _T]) -> _T | None:
+        """The note the query of one ``id`` finds, as ``read`` makes it of its row; None
+        if there is none."""
+        row = self.conn.execute(sql, (id,)).fetchone()
+        return None if row is None else read(row)
+
     def handoff(self, id: str) -> Handoff | None:
-        row = self.conn.execute(
-            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE id=?", (id,)
-        ).fetchone()
-        return None if row is None else _handoff(row)
+        return self._one(f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE id=?", id, _handoff)
 
     def newest_pending(
         self, namespace: str, agent: str, skip: Sequence[str] = ()
@@ -215,10 +223,9 @@ class IndexQueries:
 
     def memory(self, id: str) -> Memory | None:
         """One memory by id, whatever its state."""
-        row = self.conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id=?", (id,)
-        ).fetchone()
-        return None if row is None else memory_from_row(row)
+        return self._one(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id=?", id, memory_from_row
+        )
 
     def list_memories(
         self,
