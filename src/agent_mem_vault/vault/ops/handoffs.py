@@ -36,6 +36,7 @@ from ..format.notes import (
     render_note,
 )
 from ..index.db import Index
+from ..index.filters import HandoffFilter
 from ..index.scan import Scope
 from .views import view_of
 from .writes import NoteWrites, damaged_note
@@ -153,17 +154,11 @@ class HandoffOps(NoteWrites):
         limit = check_limit(limit)
         offset = check_offset(offset)
 
+        wanted = HandoffFilter(namespace, status, agent, sender)
+
         def run(idx: Index) -> HandoffPage:
-            found = idx.list_handoffs(
-                namespace=namespace,
-                status=status,
-                agent=agent,
-                sender=sender,
-                limit=limit,
-                offset=offset,
-            )
-            total = idx.count_listed(namespace=namespace, status=status, agent=agent, sender=sender)
-            return HandoffPage(tuple(found), total, offset)
+            found = idx.list_handoffs(wanted, limit, offset)
+            return HandoffPage(tuple(found), idx.count_listed(wanted), offset)
 
         scope = [] if namespace is None else [(namespace, "handoffs")]
         return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)

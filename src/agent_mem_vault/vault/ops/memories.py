@@ -23,6 +23,7 @@ from ..format.namespaces import (
 from ..format.notes import NoteError, memory_meta, parse_note, render_body, render_note
 from ..index.db import Index
 from ..index.embeddings import Embedder, EmbeddingUnavailable
+from ..index.filters import HandoffFilter
 from ..index.vectors import (
     ensure_vector_schema,
     memories_by_rowid,
@@ -410,13 +411,7 @@ class MemoryOps(NoteWrites):
                 lambda idx: idx.recent_memories(namespace, "decision", MAX_DECISIONS)
             )
             pending = self._upkeep.query(
-                lambda idx: idx.list_handoffs(
-                    namespace=namespace,
-                    status="pending",
-                    agent=None,
-                    sender=None,
-                    limit=MAX_PENDING,
-                )
+                lambda idx: idx.list_handoffs(HandoffFilter(namespace, "pending"), MAX_PENDING)
             )
         return Brief(
             namespace=namespace,

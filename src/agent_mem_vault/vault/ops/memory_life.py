@@ -45,6 +45,7 @@ from ..format.notes import (
     render_note,
 )
 from ..index.db import Index
+from ..index.filters import MemoryFilter
 from .views import view_of
 from .writes import NoteWrites, damaged_note
 
@@ -78,15 +79,10 @@ class MemoryLifeOps(NoteWrites):
         limit = check_limit(limit)
         offset = check_offset(offset)
 
+        wanted = MemoryFilter(namespace, status, kind, tag_tuple)
+
         def run(idx: Index) -> MemoryPage:
-            total, found = idx.list_memories(
-                namespace=namespace,
-                status=status,
-                kind=kind,
-                tags=tag_tuple,
-                limit=limit,
-                offset=offset,
-            )
+            total, found = idx.list_memories(wanted, limit, offset)
             return MemoryPage(tuple(found), total, offset)
 
         scope = [] if namespace is None else [(namespace, "memories")]
