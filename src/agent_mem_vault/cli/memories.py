@@ -7,6 +7,8 @@ it stands for (``memory list`` is ``list_memories``, ``memory forget`` is
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .options import (
@@ -16,6 +18,7 @@ from .options import (
     emit,
     emit_json,
     found_namespace,
+    id_command,
     memory_text,
     namespace_option,
     offset_option,
@@ -25,6 +28,9 @@ from .options import (
     short_time,
     vault_options,
 )
+
+if TYPE_CHECKING:
+    from ..vault import Memory, Vault
 
 __all__ = ["memory"]
 
@@ -202,17 +208,15 @@ def memory_list(
     )
 
 
-@click.command("get")
-@click.argument("id")
-@vault_options
-def memory_get(id: str, vault_path: str, as_json: bool) -> None:
+@id_command(memory_text, name="get")
+def memory_get(vault: Vault, id: str) -> Memory:
     """Show one memory by ID, whatever its status (get_memory).
 
     \b
     Example:
       agent-mem-vault memory get 3l6qyvzp7ns2c
     """
-    emit(open_vault(vault_path).get_memory(id), as_json, memory_text)
+    return vault.get_memory(id)
 
 
 @click.command("update")
@@ -280,18 +284,15 @@ def memory_forget(id: str, purge: bool, vault_path: str, as_json: bool) -> None:
         )
 
 
-@click.command("restore")
-@click.argument("id")
-@vault_options
-def memory_restore(id: str, vault_path: str, as_json: bool) -> None:
+@id_command(lambda m: f"{m.id} is {m.status}.", name="restore")
+def memory_restore(vault: Vault, id: str) -> Memory:
     """Bring forgotten memory ID back into search and the brief (restore_memory).
 
     \b
     Example:
       agent-mem-vault memory restore 3l6qyvzp7ns2c
     """
-    restored = open_vault(vault_path).restore_memory(id)
-    emit(restored, as_json, lambda m: f"{m.id} is {m.status}.")
+    return vault.restore_memory(id)
 
 
 for _command in (memory_list, memory_get, memory_update, memory_forget, memory_restore):

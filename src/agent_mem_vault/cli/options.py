@@ -179,6 +179,26 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
         click.echo(text(value))
 
 
+def id_command(
+    text: Callable[[Any], str], name: str | None = None
+) -> Callable[[Callable[[Vault, str], object]], click.Command]:
+    """``@id_command(text)`` over ``def ack(vault, id) -> Handoff``: the command ``ack ID``
+    (with ``--vault`` and ``--json``) that makes this one call on the vault and prints
+    its answer as :func:`emit` does. The function's docstring is the command's help;
+    ``name`` is the command's when it is not the function's."""
+
+    def command(call: Callable[[Vault, str], object]) -> click.Command:
+        @click.command(name or call.__name__, help=call.__doc__)
+        @click.argument("id")
+        @vault_options
+        def run(id: str, vault_path: str, as_json: bool) -> None:
+            emit(call(open_vault(vault_path), id), as_json, text)
+
+        return run
+
+    return command
+
+
 def echo_listing(
     page: Any,
     found: Sequence[Any],

@@ -21,6 +21,7 @@ from .options import (
     emit_json,
     found_namespace,
     handoff_text,
+    id_command,
     memory_text,
     namespace_option,
     offset_option,
@@ -31,7 +32,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..vault import Repair
+    from ..vault import Handoff, Memory, Repair, Vault
 
 # -- commands ---------------------------------------------------------------------------
 
@@ -262,26 +263,25 @@ def handoffs(
     )
 
 
-@click.command()
-@click.argument("id")
-@vault_options
-def show(id: str, vault_path: str, as_json: bool) -> None:
+def _note_text(note: Handoff | Memory) -> str:
+    from ..vault import Handoff
+
+    return handoff_text(note) if isinstance(note, Handoff) else memory_text(note)
+
+
+@id_command(_note_text)
+def show(vault: Vault, id: str) -> Handoff | Memory:
     """Show one handoff or memory by ID, without changing it.
 
     \b
     Example:
       agent-mem-vault show 3l6qyvzp7ns2c
     """
-    from ..vault import Handoff
-
-    note = open_vault(vault_path).get_note(id)
-    emit(note, as_json, lambda n: handoff_text(n) if isinstance(n, Handoff) else memory_text(n))
+    return vault.get_note(id)
 
 
-@click.command()
-@click.argument("id")
-@vault_options
-def ack(id: str, vault_path: str, as_json: bool) -> None:
+@id_command(lambda h: f"{h.id} is read (read_at {h.read_at}).")
+def ack(vault: Vault, id: str) -> Handoff:
     """Mark handoff ID read without taking it (it was handled elsewhere).
 
     Acknowledging a handoff that is already read changes nothing.
@@ -290,22 +290,18 @@ def ack(id: str, vault_path: str, as_json: bool) -> None:
     Example:
       agent-mem-vault ack 3l6qyvzp7ns2c
     """
-    handoff = open_vault(vault_path).ack_handoff(id)
-    emit(handoff, as_json, lambda h: f"{h.id} is read (read_at {h.read_at}).")
+    return vault.ack_handoff(id)
 
 
-@click.command()
-@click.argument("id")
-@vault_options
-def reopen(id: str, vault_path: str, as_json: bool) -> None:
+@id_command(lambda h: f"{h.id} is pending again.")
+def reopen(vault: Vault, id: str) -> Handoff:
     """Make handoff ID pending again. A superseded handoff cannot be reopened.
 
     \b
     Example:
       agent-mem-vault reopen 3l6qyvzp7ns2c
     """
-    handoff = open_vault(vault_path).reopen_handoff(id)
-    emit(handoff, as_json, lambda h: f"{h.id} is pending again.")
+    return vault.reopen_handoff(id)
 
 
 def _search_status_text(status: dict[str, Any]) -> str:

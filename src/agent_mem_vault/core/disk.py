@@ -115,66 +115,71 @@ def sqlite_failure(
     where = str(path)
     reason = " ".join(str(exc).split()) or type(exc).__name__
     tail = f"; {what}" if what else ""
+
+    def failure(
+        kind: type[AgentMemVaultError], message: str, code: str, number: int | None = None
+    ) -> AgentMemVaultError:
+        # Every message ends with ``what``; the errno's name goes with the ones that have one.
+        named = {} if number is None else {"errno": errno.errorcode[number]}
+        error = kind(message + tail, code=code, path=where, **named)
+        error.__cause__ = exc
+        return error
+
     io = code in (_IOERR, _CANTOPEN, _FULL, 0)
-    error: AgentMemVaultError
     if code == _FULL or "disk is full" in reason or (io and disk_full(where)):
-        error = UnavailableError(
-            f"the disk holding {where} is full ({reason}); free space on it, then retry{tail}",
-            code="no_space",
-            path=where,
-            errno=errno.errorcode[errno.ENOSPC],
+        return failure(
+            UnavailableError,
+            f"the disk holding {where} is full ({reason}); free space on it, then retry",
+            "no_space",
+            errno.ENOSPC,
         )
-    elif code == _READONLY or (io and read_only(where)):
-        error = AccessDeniedError(
+    if code == _READONLY or (io and read_only(where)):
+        return failure(
+            AccessDeniedError,
             f"{where} is on a read-only filesystem ({reason}); remount it read-write or "
-            f"use a vault on a writable disk{tail}",
-            code="permission_denied",
-            path=where,
-            errno=errno.errorcode[errno.EROFS],
+            "use a vault on a writable disk",
+            "permission_denied",
+            errno.EROFS,
         )
-    elif code == _CANTOPEN and os.path.isdir(where):
-        error = InvalidInputError(
-            f"a folder stands where the database file {where} belongs ({reason}); move it "
-            f"away{tail}",
-            code="bad_path",
-            path=where,
-            errno=errno.errorcode[errno.EISDIR],
+    if code == _CANTOPEN and os.path.isdir(where):
+        return failure(
+            InvalidInputError,
+            f"a folder stands where the database file {where} belongs ({reason}); move it away",
+            "bad_path",
+            errno.EISDIR,
         )
-    elif code in (_BUSY, _LOCKED):
-        error = UnavailableError(
-            f"{where} stayed locked by another program ({reason}); retry{tail}",
-            code="lock_timeout",
-            path=where,
+    if code in (_BUSY, _LOCKED):
+        return failure(
+            UnavailableError,
+            f"{where} stayed locked by another program ({reason}); retry",
+            "lock_timeout",
         )
-    elif code in (_CORRUPT, _NOTADB) or is_damage(exc):
-        error = DataError(
-            f"{where} is damaged ({reason}); restore it from a backup or remove it{tail}",
-            code="file_damaged",
-            path=where,
+    if code in (_CORRUPT, _NOTADB) or is_damage(exc):
+        return failure(
+            DataError,
+            f"{where} is damaged ({reason}); restore it from a backup or remove it",
+            "file_damaged",
         )
-    elif code == _CANTOPEN:
-        error = DataError(
+    if code == _CANTOPEN:
+        return failure(
+            DataError,
             f"could not open {where} ({reason}); check that its folder exists and may be "
-            f"written, then retry{tail}",
-            code="io_error",
-            path=where,
+            "written, then retry",
+            "io_error",
         )
-    elif io:
-        error = DataError(
+    if io:
+        return failure(
+            DataError,
             f"reading or writing {where} failed ({reason}); check the disk (the kernel log "
-            f"says more: 'dmesg'), then retry{tail}",
-            code="io_error",
-            path=where,
+            "says more: 'dmesg'), then retry",
+            "io_error",
         )
-    else:
-        error = DataError(
-            f"SQLite refused a statement on {where} ({reason}); this is a bug in "
-            f"agent-mem-vault: please report it{tail}",
-            code="database_error",
-            path=where,
-        )
-    error.__cause__ = exc
-    return error
+    return failure(
+        DataError,
+        f"SQLite refused a statement on {where} ({reason}); this is a bug in "
+        "agent-mem-vault: please report it",
+        "database_error",
+    )
 
 
 def roll_back_open(conn: sqlite3.Connection) -> None:

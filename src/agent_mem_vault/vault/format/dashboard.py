@@ -63,6 +63,21 @@ MEMORY_PROPERTIES = (
 )
 
 
+# The columns every handoff view starts with.
+_HANDOFF_COLUMNS = ["file.name", "note.namespace", "note.from", "note.to", "note.origin"]
+
+
+def _table(name: str, filters: list[str], order: list[str]) -> dict[str, Any]:
+    """A table view of the notes that pass every filter, newest first."""
+    return {
+        "type": "table",
+        "name": name,
+        "filters": {"and": filters},
+        "order": order,
+        "sort": [{"property": "note.created_at", "direction": "DESC"}],
+    }
+
+
 def _dashboard() -> dict[str, Any]:
     return {
         "filters": {"and": ['file.ext == "md"']},
@@ -73,42 +88,26 @@ def _dashboard() -> dict[str, Any]:
             "note.origin": {"displayName": "Origin"},
         },
         "views": [
-            {
-                "type": "table",
-                "name": "Pending handoffs",
-                "filters": {"and": ['note.type == "handoff"', "note.read != true"]},
-                "order": [
-                    "file.name",
-                    "note.namespace",
-                    "note.from",
-                    "note.to",
-                    "note.origin",
-                    "note.created_at",
-                ],
-                "sort": [{"property": "note.created_at", "direction": "DESC"}],
-            },
-            {
-                "type": "table",
-                "name": "All handoffs",
-                "filters": {"and": ['note.type == "handoff"']},
-                "order": [
-                    "file.name",
-                    "note.namespace",
-                    "note.from",
-                    "note.to",
-                    "note.origin",
+            _table(
+                "Pending handoffs",
+                ['note.type == "handoff"', "note.read != true"],
+                [*_HANDOFF_COLUMNS, "note.created_at"],
+            ),
+            _table(
+                "All handoffs",
+                ['note.type == "handoff"'],
+                [
+                    *_HANDOFF_COLUMNS,
                     "note.status",
                     "note.created_at",
                     "note.read_at",
                     "note.superseded_by",
                 ],
-                "sort": [{"property": "note.created_at", "direction": "DESC"}],
-            },
-            {
-                "type": "table",
-                "name": "Memories",
-                "filters": {"and": ['note.type == "memory"']},
-                "order": [
+            ),
+            _table(
+                "Memories",
+                ['note.type == "memory"'],
+                [
                     "note.title",
                     "note.namespace",
                     "note.kind",
@@ -118,8 +117,7 @@ def _dashboard() -> dict[str, Any]:
                     "note.superseded_by",
                     "note.forgotten_at",
                 ],
-                "sort": [{"property": "note.created_at", "direction": "DESC"}],
-            },
+            ),
         ],
     }
 

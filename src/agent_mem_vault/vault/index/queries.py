@@ -10,14 +10,18 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from ..format.models import BrokenNote, Handoff, Memory, SkippedNote
 from ..format.snippets import snippet
+from .filters import HandoffFilter, MemoryFilter, search_from
 from .rows import MEMORY_COLUMNS, join_path, memory_from_row, unpack
 
 __all__ = ["IndexQueries"]
+
+_T = TypeVar("_T")
 
 
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
@@ -27,82 +31,6 @@ _HANDOFF_COLUMNS = (
     "id, namespace, sender, recipient, status, created_at, read_at, supersedes, "
     "superseded_by, summary, context, path"
 )
-
-
-def _handoff_filter(
-    namespace: str | None, status: str, agent: str | None, sender: str | None
-) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (with a leading space, or empty) of a handoff listing, and its args.
-
-    ``agent`` is matched exactly, and handoffs to any agent (``recipient`` empty: a
-    note written by hand with no ``to``) are for every agent too."""
-    where: list[str] = []
-    args: list[Any] = []
-    for column, value in (("namespace", namespace), ("recipient", agent), ("sender", sender)):
-        if value is not None:
-            where.append("recipient IN (?, '')" if column == "recipient" else f"{column}=?")
-            args.append(value)
-    if status != "all":
-        where.append("status=?")
-        args.append(status)
-    return (" WHERE " + " AND ".join(where) if where else ""), args
-
-
-def _memory_filter(
-    namespace: str | None, status: str, kind: str | None, tags: Sequence[str]
-) -> tuple[str, list[Any]]:
-    """The ``WHERE`` clause (with a leading space, or empty) of a memory listing over
-    ``memories m``, and its args."""
-    where: list[str] = []
-    args: list[Any] = []
-    if namespace is not None:
-        where.append("m.namespace=?")
-        args.append(namespace)
-    if status != "all":
-        where.append("m.state=?")
-        args.append(status)
-    if kind is not None:
-        where.append("m.kind=?")
-        args.append(kind)
-    for tag in tags:
-        where.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
-        args.append(tag)
-    return (" WHERE " + " AND ".join(where) if where else ""), args
-
-
-def _search_filter(
-    match: str,
-    namespace: str | None,
-    kind: str | None = None,
-    tags: Sequence[str] = (),
-) -> tuple[str, list[Any]]:
-    """The ``FROM … WHERE`` of a search: the match, the namespace with those below
-    it, and the ``kind`` and ``tags`` filters.
-
-    The matches drive the query (``CROSS JOIN`` keeps them outermost); each is
-    then tested on its ``memories`` row, found by rowid. That costs one lookup
-    per match, where a list of the namespace's rowids would cost one per memory
-    of the namespace, and FTS5 never fetches a match's text to test it.
-    """
-    conditions: list[str] = []
-    args: list[Any] = []
-    if namespace is not None:
-        # The range is the namespace's children ("ns/..."): '/' + 1 is '0'.
-        conditions.append("(m.namespace = ? OR (m.namespace >= ? AND m.namespace < ?))")
-        args.extend([namespace, namespace + "/", namespace + "0"])
-    if kind is not None:
-        conditions.append("m.kind = ?")
-        args.append(kind)
-    for tag in tags:
-        conditions.append("EXISTS (SELECT 1 FROM json_each(m.tags) WHERE value = ?)")
-        args.append(tag)
-    if not conditions:
-        return "memories_fts WHERE memories_fts MATCH ?", [match]
-    return (
-        "memories_fts CROSS JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {' AND '.join(conditions)}",
-        [match, *args],
-    )
 
 
 def _handoff(row: Sequence[Any]) -> Handoff:
@@ -127,11 +55,14 @@ class IndexQueries:
 
     conn: sqlite3.Connection
 
+    def _one(self, sql: str, id: str, read: Callable[[Sequence[Any]], _T]) -> _T | None:
+        """The note the query of one ``id`` finds, as ``read`` makes it of its row; None
+        if there is none."""
+        row = self.conn.execute(sql, (id,)).fetchone()
+        return None if row is None else read(row)
+
     def handoff(self, id: str) -> Handoff | None:
-        row = self.conn.execute(
-            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE id=?", (id,)
-        ).fetchone()
-        return None if row is None else _handoff(row)
+        return self._one(f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE id=?", id, _handoff)
 
     def newest_pending(
         self, namespace: str, agent: str, skip: Sequence[str] = ()
@@ -156,27 +87,19 @@ class IndexQueries:
         sql += " ORDER BY created_at DESC, id DESC LIMIT 1"
         return self.conn.execute(sql, args).fetchone()
 
-    def list_handoffs(
-        self,
-        *,
-        namespace: str | None,
-        status: str,
-        agent: str | None,
-        sender: str | None,
-        limit: int,
-        offset: int = 0,
-    ) -> list[Handoff]:
+    def list_handoffs(self, wanted: HandoffFilter, limit: int, offset: int = 0) -> list[Handoff]:
+        """The handoffs ``wanted`` from ``offset``, at most ``limit``, newest first."""
         order = " ORDER BY created_at DESC, id DESC"
-        if agent is None:
-            where, args = _handoff_filter(namespace, status, agent, sender)
+        if wanted.agent is None:
+            where, args = wanted.where()
             sql = f"SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}{order} LIMIT ? OFFSET ?"
             return [_handoff(row) for row in self.conn.execute(sql, [*args, limit, offset])]
         # To the agent, or to any agent: each read in order from the queue's index (as
         # far as the page reaches), then the two merged, never a sort of all of them.
         parts: list[str] = []
         args = []
-        for who in (agent, ""):
-            where, part_args = _handoff_filter(namespace, status, None, sender)
+        for who in (wanted.agent, ""):
+            where, part_args = replace(wanted, agent=None).where()
             where += (" AND " if where else " WHERE ") + "recipient=?"
             parts.append(
                 f"SELECT * FROM (SELECT {_HANDOFF_COLUMNS} FROM handoffs{where}{order} LIMIT ?)"
@@ -185,11 +108,9 @@ class IndexQueries:
         sql = f"SELECT * FROM ({' UNION ALL '.join(parts)}){order} LIMIT ? OFFSET ?"
         return [_handoff(row) for row in self.conn.execute(sql, [*args, limit, offset])]
 
-    def count_listed(
-        self, *, namespace: str | None, status: str, agent: str | None, sender: str | None
-    ) -> int:
-        """How many handoffs ``list_handoffs`` with these filters has in all."""
-        where, args = _handoff_filter(namespace, status, agent, sender)
+    def count_listed(self, wanted: HandoffFilter) -> int:
+        """How many handoffs ``list_handoffs`` of ``wanted`` has in all."""
+        where, args = wanted.where()
         return int(self.conn.execute(f"SELECT count(*) FROM handoffs{where}", args).fetchone()[0])
 
     def count_handoffs(self, status: str | None = None) -> int:
@@ -215,32 +136,23 @@ class IndexQueries:
 
     def memory(self, id: str) -> Memory | None:
         """One memory by id, whatever its state."""
-        row = self.conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id=?", (id,)
-        ).fetchone()
-        return None if row is None else memory_from_row(row)
+        return self._one(
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id=?", id, memory_from_row
+        )
 
     def list_memories(
-        self,
-        *,
-        namespace: str | None,
-        status: str,
-        kind: str | None,
-        tags: Sequence[str],
-        limit: int,
-        offset: int = 0,
+        self, wanted: MemoryFilter, limit: int, offset: int = 0
     ) -> tuple[int, list[Memory]]:
-        """(how many match in all, the page from ``offset``), newest first: by
-        ``namespace`` (exactly), ``status`` (live, superseded, forgotten or all),
-        ``kind`` and ``tags`` (all of them). The index ``memories_list`` serves a
-        namespace's live memories in order, ``memories_time`` the whole vault's."""
-        where, args = _memory_filter(namespace, status, kind, tags)
+        """(how many match in all, the page from ``offset``), newest first, of the memories
+        ``wanted``. The index ``memories_list`` serves a namespace's live memories in
+        order, ``memories_time`` the whole vault's."""
+        where, args = wanted.where()
         rows = self.conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories m{where} "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
-        if (namespace, status, kind, tags) == (None, "live", None, ()):
+        if wanted == MemoryFilter(None, "live"):
             # Every memory less the few retired: SQLite counts a whole table from its
             # pages (0.2 ms at 100,000), where counting the live ones walks an index.
             retired = self.conn.execute(
@@ -283,7 +195,7 @@ class IndexQueries:
         This is the lexical ranking a hybrid search fuses with others. ``kind``
         and ``tags`` filter before ranking, like the namespace.
         """
-        where, args = _search_filter(match, namespace, kind, tags)
+        where, args = search_from(match, namespace, kind, tags)
         # The total comes from the same pass that ranks (a window over every
         # match), so matches are found and tested once per search, not twice.
         top = self.conn.execute(
@@ -325,7 +237,7 @@ class IndexQueries:
         tags: Sequence[str] = (),
     ) -> int:
         """How many memories ``search`` ranks for ``match`` (its ``total``)."""
-        where, args = _search_filter(match, namespace, kind, tags)
+        where, args = search_from(match, namespace, kind, tags)
         return int(self.conn.execute(f"SELECT count(*) FROM {where}", args).fetchone()[0])
 
     def matching_rowids(self, match: str, rowids: Sequence[int]) -> set[int]:

@@ -36,7 +36,9 @@ from ..format.notes import (
     render_note,
 )
 from ..index.db import Index
+from ..index.filters import HandoffFilter
 from ..index.scan import Scope
+from .views import view_of
 from .writes import NoteWrites, damaged_note
 
 __all__ = ["HandoffOps", "StatusFilter", "Taken"]
@@ -130,29 +132,6 @@ class HandoffOps(NoteWrites):
             lambda idx: idx.newest_pending(namespace, agent), [(namespace, "handoffs")]
         )
 
-    def list_handoffs(
-        self,
-        *,
-        namespace: str | None = None,
-        status: StatusFilter = "pending",
-        agent: str | None = None,
-        sender: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[Handoff]:
-        """Handoffs, newest first: by ``status`` (pending, read or all), recipient ``agent``
-        and ``sender``; all namespaces when ``namespace`` is None. ``page_handoffs``
-        also says how many there are in all."""
-        page = self.page_handoffs(
-            namespace=namespace,
-            status=status,
-            agent=agent,
-            sender=sender,
-            limit=limit,
-            offset=offset,
-        )
-        return list(page.handoffs)
-
     def page_handoffs(
         self,
         *,
@@ -175,20 +154,21 @@ class HandoffOps(NoteWrites):
         limit = check_limit(limit)
         offset = check_offset(offset)
 
+        wanted = HandoffFilter(namespace, status, agent, sender)
+
         def run(idx: Index) -> HandoffPage:
-            found = idx.list_handoffs(
-                namespace=namespace,
-                status=status,
-                agent=agent,
-                sender=sender,
-                limit=limit,
-                offset=offset,
-            )
-            total = idx.count_listed(namespace=namespace, status=status, agent=agent, sender=sender)
-            return HandoffPage(tuple(found), total, offset)
+            found = idx.list_handoffs(wanted, limit, offset)
+            return HandoffPage(tuple(found), idx.count_listed(wanted), offset)
 
         scope = [] if namespace is None else [(namespace, "handoffs")]
         return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)
+
+    @view_of(page_handoffs)
+    def list_handoffs(self, page: HandoffPage) -> list[Handoff]:
+        """Handoffs, newest first: by ``status`` (pending, read or all), recipient ``agent``
+        and ``sender``; all namespaces when ``namespace`` is None. ``page_handoffs``
+        also says how many there are in all."""
+        return list(page.handoffs)
 
     def get_handoff(self, id: str) -> Handoff:
         """One handoff by id; ``NotFoundError`` (``handoff_not_found``) if there is none."""

@@ -23,6 +23,7 @@ from ..format.namespaces import (
 from ..format.notes import NoteError, memory_meta, parse_note, render_body, render_note
 from ..index.db import Index
 from ..index.embeddings import Embedder, EmbeddingUnavailable
+from ..index.filters import HandoffFilter
 from ..index.vectors import (
     ensure_vector_schema,
     memories_by_rowid,
@@ -31,6 +32,7 @@ from ..index.vectors import (
     store_vectors,
     vector_schema_exists,
 )
+from .views import view_of
 from .writes import NoteWrites
 
 __all__ = ["MemoryOps"]
@@ -101,46 +103,6 @@ class MemoryOps(NoteWrites):
             text = render_note(memory_meta(memory), render_body(title, content))
             new.records.append(self._write(new.path, text, "memory", memory=memory))
         return memory
-
-    def search_memory(
-        self,
-        *,
-        query: str,
-        namespace: str | None = None,
-        limit: int = 10,
-        offset: int = 0,
-        kind: str | None = None,
-        tags: Iterable[str] = (),
-        mode: str = "auto",
-    ) -> SearchHits:
-        """Search memories (title, content, tags), best first; the result says which mode
-        answered, and (``total``, ``next_offset``) how to get the next page.
-
-        ``fts``: full text. All words must match; when no memory has them all,
-        memories with any of them are returned. Every matching memory is ranked
-        by BM25. ``hybrid``: the same, fused by reciprocal rank with the
-        memories nearest in meaning (see ``vectors.py``). ``auto`` (the default)
-        is ``hybrid`` when an embedder is available (``embeddings.py``) and
-        ``fts`` otherwise, with the reason. ``namespace`` includes the
-        namespaces below it; ``kind`` and ``tags`` (all of them) narrow the
-        memories before ranking. ``search_page`` gives the same as a ``SearchPage``.
-        """
-        page = self.search_page(
-            query=query,
-            namespace=namespace,
-            limit=limit,
-            offset=offset,
-            kind=kind,
-            tags=tags,
-            mode=mode,
-        )
-        return SearchHits(
-            list(page.hits),
-            mode=page.mode,
-            reason=page.reason,
-            total=page.total,
-            offset=page.offset,
-        )
 
     @property
     def search_may_embed(self) -> bool:
@@ -231,6 +193,28 @@ class MemoryOps(NoteWrites):
             return SearchPage(hits, total, offset, mode="fts", reason=reason)
 
         return self._query_fresh(run, lambda page: [h.memory.path for h in page.hits], scope)
+
+    @view_of(search_page)
+    def search_memory(self, page: SearchPage) -> SearchHits:
+        """Search memories (title, content, tags), best first; the result says which mode
+        answered, and (``total``, ``next_offset``) how to get the next page.
+
+        ``fts``: full text. All words must match; when no memory has them all,
+        memories with any of them are returned. Every matching memory is ranked
+        by BM25. ``hybrid``: the same, fused by reciprocal rank with the
+        memories nearest in meaning (see ``vectors.py``). ``auto`` (the default)
+        is ``hybrid`` when an embedder is available (``embeddings.py``) and
+        ``fts`` otherwise, with the reason. ``namespace`` includes the
+        namespaces below it; ``kind`` and ``tags`` (all of them) narrow the
+        memories before ranking. ``search_page`` gives the same as a ``SearchPage``.
+        """
+        return SearchHits(
+            list(page.hits),
+            mode=page.mode,
+            reason=page.reason,
+            total=page.total,
+            offset=page.offset,
+        )
 
     def _hybrid_page(
         self,
@@ -427,13 +411,7 @@ class MemoryOps(NoteWrites):
                 lambda idx: idx.recent_memories(namespace, "decision", MAX_DECISIONS)
             )
             pending = self._upkeep.query(
-                lambda idx: idx.list_handoffs(
-                    namespace=namespace,
-                    status="pending",
-                    agent=None,
-                    sender=None,
-                    limit=MAX_PENDING,
-                )
+                lambda idx: idx.list_handoffs(HandoffFilter(namespace, "pending"), MAX_PENDING)
             )
         return Brief(
             namespace=namespace,

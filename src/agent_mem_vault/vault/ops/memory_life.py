@@ -45,6 +45,8 @@ from ..format.notes import (
     render_note,
 )
 from ..index.db import Index
+from ..index.filters import MemoryFilter
+from .views import view_of
 from .writes import NoteWrites, damaged_note
 
 __all__ = ["MemoryLifeOps", "MemoryStatusFilter"]
@@ -55,24 +57,6 @@ _STATUSES = ("live", "superseded", "forgotten", "all")
 
 class MemoryLifeOps(NoteWrites):
     """Memories after they are saved: listed, read, corrected, forgotten, restored."""
-
-    def list_memories(
-        self,
-        *,
-        namespace: str | None = None,
-        status: MemoryStatusFilter = "live",
-        kind: str | None = None,
-        tags: Iterable[str] = (),
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[Memory]:
-        """Memories, newest first: live ones unless ``status`` says otherwise, in
-        ``namespace`` (every namespace when None), of ``kind``, carrying all ``tags``.
-        ``page_memories`` also says how many there are in all."""
-        page = self.page_memories(
-            namespace=namespace, status=status, kind=kind, tags=tags, limit=limit, offset=offset
-        )
-        return list(page.memories)
 
     def page_memories(
         self,
@@ -95,19 +79,21 @@ class MemoryLifeOps(NoteWrites):
         limit = check_limit(limit)
         offset = check_offset(offset)
 
+        wanted = MemoryFilter(namespace, status, kind, tag_tuple)
+
         def run(idx: Index) -> MemoryPage:
-            total, found = idx.list_memories(
-                namespace=namespace,
-                status=status,
-                kind=kind,
-                tags=tag_tuple,
-                limit=limit,
-                offset=offset,
-            )
+            total, found = idx.list_memories(wanted, limit, offset)
             return MemoryPage(tuple(found), total, offset)
 
         scope = [] if namespace is None else [(namespace, "memories")]
         return self._query_fresh(run, lambda page: [m.path for m in page.memories], scope)
+
+    @view_of(page_memories)
+    def list_memories(self, page: MemoryPage) -> list[Memory]:
+        """Memories, newest first: live ones unless ``status`` says otherwise, in
+        ``namespace`` (every namespace when None), of ``kind``, carrying all ``tags``.
+        ``page_memories`` also says how many there are in all."""
+        return list(page.memories)
 
     def get_memory(self, id: str) -> Memory:
         """One memory by id, whatever its status (a superseded version is history, still
