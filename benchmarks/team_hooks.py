@@ -2,7 +2,7 @@
 team, by the state of its remote.
 
 Each kind of remote is a machine of its own (its HOME, its vault), and each
-session start is a new ``agent-mem-vault hook session-start --agent codex``
+session start is a process of its own, ``agent-mem-vault hook session-start --agent codex``
 process, given the hook JSON on stdin with its ``cwd`` in a clone named
 ``harbor-api`` (the namespace ``project/harbor-api``, which the vault's remote
 carries), spawn → exit. One session start per machine comes first, untimed: the

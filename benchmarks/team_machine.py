@@ -29,7 +29,7 @@ from typing import Any
 from agent_mem_vault.core.errors import AgentMemVaultError
 from agent_mem_vault.vault import Vault
 
-COMMANDS = ("join", "seed", "writes", "claims", "floor")
+COMMANDS = ("join", "leave", "writes", "claims", "floor")
 RETRIES = 50
 """Attempts at one step before the machine gives up and says so (the run fails)."""
 
@@ -70,11 +70,11 @@ class Machine:
             self.sync()
         return {"seconds": time.monotonic() - start}
 
-    def seed(self, namespace: str, count: int) -> dict[str, Any]:
+    def leave(self, namespace: str, count: int) -> dict[str, Any]:
         """``count`` pending handoffs for codex, on the remote (not timed)."""
         ids = [
             self.vault.create_handoff(
-                to="codex", summary=f"seeded {i}", context="C", namespace=namespace
+                to="codex", summary=f"pending {i}", context="C", namespace=namespace
             ).id
             for i in range(count)
         ]
@@ -125,7 +125,7 @@ class Machine:
         }
 
     def floor(self, url: str, count: int, ref: str) -> dict[str, Any]:
-        """Row 3: ``count`` plain ``git push``es, each of one new small commit to ``ref``
+        """Row 3: ``count`` plain ``git push``es, each of one small commit of its own to ``ref``
         (the machine's own), from the machine's own clone."""
         if not self.clone.exists():
             git("clone", "--quiet", "--bare", url, str(self.clone))
