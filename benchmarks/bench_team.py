@@ -489,7 +489,7 @@ def remove(work: Path) -> None:
     files each. Each unlink can wait on the disk (ext4 mounted with ``discard`` does),
     so the machines' folders go many at once: minutes become seconds."""
     print(f"removing {work}", file=sys.stderr, flush=True)
-    machines = []
+    machines: list[Path] = []
     for folder, dirs, _files in os.walk(work):
         mine = [d for d in dirs if d.startswith(("machine-", "sender", "vault-"))]
         machines.extend(Path(folder, d) for d in mine)
