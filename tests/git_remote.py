@@ -110,10 +110,12 @@ def _facts(message: str) -> dict[str, Any]:
 
 class GitDaemon:
     """``git daemon`` serving the bare repositories under ``base`` (pushes allowed) on a
-    loopback port; ``url(name)`` is what a clone or a vault is given."""
+    loopback port; ``url(name)`` is what a clone or a vault is given. ``options`` go to
+    ``git daemon`` as well (``--max-connections=0`` for more than its 32 clients at once)."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, options: tuple[str, ...] = ()) -> None:
         self.base = base
+        self.options = options
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -132,6 +134,7 @@ class GitDaemon:
                 "--listen=127.0.0.1",
                 f"--port={self.port}",
                 f"--base-path={self.base}",
+                *self.options,
                 str(self.base),
             ],
             stdout=subprocess.DEVNULL,
