@@ -20,11 +20,10 @@ import pytest
 from agent_mem_vault.core.clock import format_datetime
 from agent_mem_vault.integrations.session_hook import HookInput, render_session_start
 from agent_mem_vault.vault import Vault
-from agent_mem_vault.vault.sync import operations
 from agent_mem_vault.vault.sync.syncer import syncer_running
-from agent_mem_vault.vault.sync.view import QUICK
+from agent_mem_vault.vault.sync.view import FRESH, QUICK, view_age
 from tests.cli_process import BIN, cli_env, run_process, succeeded
-from tests.git_remote import git_env
+from tests.git_remote import git_env, remote_tree
 
 from .conftest import NS, Machine
 
@@ -51,7 +50,7 @@ def _point_at(vault: Vault, old: str, url: str) -> None:
     config.write_text(config.read_text().replace(old, url))
 
 
-def _until(done: Callable[[], bool], why: str) -> None:
+def _until(done: Callable[[], object], why: str) -> None:
     deadline = time.monotonic() + 60
     while not done():
         assert time.monotonic() < deadline, why
@@ -161,6 +160,8 @@ def test_a_view_shown_without_the_remote_says_how_old_it_is(
 def test_a_session_start_lists_what_the_watching_syncer_fetched_without_asking_the_remote(
     machine: Machine, remote: Path, silent: Silent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A fetch of the syncer's that has started stays unanswered for the rest of the test.
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "600")
     laptop, desktop = machine("laptop"), machine("desktop")
     for vault in (laptop, desktop):
         vault.join_remote(str(remote))
@@ -176,10 +177,29 @@ def test_a_session_start_lists_what_the_watching_syncer_fetched_without_asking_t
     )
 
     # From now on the remote would hang whoever asked it; a session start does not ask
-    # (the syncer's fetch is recent: how recent counts is widened so that a slow
-    # machine does not decide the test), and lists the handoff.
+    # it (the syncer does), and lists the handoff.
     _point_at(desktop, str(remote), silent.url)
-    monkeypatch.setattr(operations, "FRESH", 3600.0)
     text = _start(desktop, tmp_path)
     assert text.startswith("agent-mem-vault: project memory"), text
     assert f"- {h.id} from " in text and "Sent from the laptop" in text
+
+
+def test_a_session_start_says_so_when_the_watching_syncer_cannot_reach_the_remote(
+    machine: Machine, remote: Path, silent: Silent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "1")  # the syncer's look gives up soon
+    vault = machine("a")
+    vault.join_remote(str(remote))
+    h = vault.create_handoff(to="codex", summary="Here already", context="C", namespace=NS)
+    _start(vault, tmp_path)  # an agent here: the syncer watches
+    _until(lambda: syncer_running(vault.path) is not None, "the syncer never started")
+    _until(lambda: h.path in remote_tree(remote), "the syncer never sent the handoff")
+    _point_at(vault, str(remote), silent.url)
+    _until(
+        lambda: _state(vault).get("failures") and (view_age(_state(vault)) or 0) >= FRESH,
+        "the syncer never tried the silent remote",
+    )
+    text = _start(vault, tmp_path)
+    first = text.splitlines()[0]
+    assert "did not answer within 1 s" in first, first
+    assert "this session starts with the notes on this machine" in first and h.id in text

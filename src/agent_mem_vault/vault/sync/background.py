@@ -133,8 +133,11 @@ def _run(root: Path, marker: Path | None, stopping: list[bool]) -> None:
                 config = load_config(root)
                 if config is None:
                     return
+                # A look at the remote with nothing to send gives up after the usual
+                # network timeout, not a large push's patience: it holds the route's turn.
+                patient = first or waiting or not fetch
                 for route in config.routes:
-                    sync_route(vault, config, route, fetch=fetch, full=first)
+                    sync_route(vault, config, route, fetch=fetch, full=first, patient=patient)
             except ImportError:
                 # The package was upgraded under this process and its modules moved: it
                 # leaves, with every change still on disk and in the journal, and the

@@ -457,12 +457,15 @@ def sync_route(
     fetch: bool = True,
     full: bool = False,
     wait: float | None = None,
+    patient: bool = True,
 ) -> RouteReport:
     """Commit what changed, fetch (``fetch``, else only when a push is refused), merge,
-    push; errors are raised (the caller decides whether one is a report's line)."""
+    push; errors are raised (the caller decides whether one is a report's line).
+    ``patient``: a fetch or push may take ``PATIENT`` seconds (a large vault's first
+    push), else ``net_timeout()`` (the syncer's look at the remote)."""
     sync = RouteSync(vault, config, route)
     report = RouteReport(route)
-    patience = max(net_timeout(), PATIENT)
+    patience = max(net_timeout(), PATIENT) if patient else net_timeout()
     with sync.network_turn(wait):
         with vault._held(), vault._locked():
             stage_journal(vault, config, syncs=[sync])

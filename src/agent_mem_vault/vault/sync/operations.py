@@ -348,10 +348,17 @@ def catch_up(
     sync = RouteSync(vault, config, route)
     state = sync.state()
     age = view_age(state, now)
-    # The syncer fetches every few seconds only once an agent here was in use: a view
-    # it fetched moments ago holds all that another machine sent before that.
+    # The syncer fetches every few seconds once an agent here was in use: what it
+    # fetched holds all that another machine sent before that, and asking the remote
+    # here too would only wait behind it. Said only when it is old, or failing.
     watched = looked is not None and now - looked < idle_limit()
-    if watched and age is not None and age < FRESH and syncer_running(vault.path):
+    if watched and syncer_running(vault.path):
+        if failures(state) and (age is None or age >= FRESH):
+            error = state.get("error") or {}
+            said = str(error.get("message") or f"{route.label} did not answer").split("; ")[0]
+            return _here_line(said, doing, age)
+        if age is None or age > STALE:
+            return _here_line(f"{route.label} was not fetched lately", doing, age)
         return ""
     after = ask_after(state)
     if after is not None and now < after:
