@@ -289,7 +289,10 @@ def test_a_call_that_checked_a_big_namespace_starts_a_keeper(tmp_path: Path) -> 
         assert _peek(root, **{SWITCH_ENV: "off"}) is not None
         assert _keeper_processes(root) == []  # switched off: none started
         assert _peek(root) is not None
-        assert len(_keeper_processes(root)) == 1
+        assert _keeper_processes(root)  # started before the call returned
+        # One keeper holds the vault. On a loaded machine a second one, started at
+        # the same moment, has been seen: it finds the keeper lock held and leaves.
+        assert eventually(lambda: len(_keeper_processes(root)) == 1)
         assert eventually(lambda: keeper_status(root).get("ready") is True)
         before = _answered(root)
         assert _peek(root) is not None

@@ -21,13 +21,15 @@ def test_refs_deleted_on_the_remote_are_written_again_and_a_read_handoff_stays_r
     a, b = machine("a"), machine("b")
     a.join_remote(str(remote))
     b.join_remote(str(remote))
-    taken = a.create_handoff(to="codex", summary="Taken", context="C", namespace=NS)
-    waiting = a.create_handoff(to="codex", summary="Waiting", context="C", namespace=NS)
+    first = a.create_handoff(to="codex", summary="First", context="C", namespace=NS)
+    second = a.create_handoff(to="codex", summary="Second", context="C", namespace=NS)
     memory = a.save_memory(namespace=NS, title="Batches of 1000", content="Lock time < 50 ms")
     a.sync()
     b.sync()
-    assert b.read_handoff(agent="codex", namespace=NS) is not None  # the newest: waiting
-    # b took "Waiting"; then the remote loses every ref the vault keeps there.
+    took = b.read_handoff(agent="codex", namespace=NS)
+    assert took is not None
+    (left,) = [h for h in (first, second) if h.id != took.id]
+    # b took one; then the remote loses every ref the vault keeps there.
     for ref in git("for-each-ref", "--format=%(refname)", cwd=remote).split():
         git("update-ref", "-d", ref, cwd=remote)
     assert remote_tree(remote) == {}
@@ -36,11 +38,12 @@ def test_refs_deleted_on_the_remote_are_written_again_and_a_read_handoff_stays_r
     b.sync()
     a.sync()
     tree = remote_tree(remote)
-    assert {taken.path, waiting.path, memory.path} <= set(tree)
-    assert "status: read" in tree[waiting.path]  # read wins, as in every merge
-    assert a.get_handoff(waiting.id).status == "read"
-    assert [h.id for h in a.list_handoffs(namespace=NS, agent="codex")] == [taken.id]
-    assert [h.id for h in b.list_handoffs(namespace=NS, agent="codex")] == [taken.id]
+    assert {first.path, second.path, memory.path} <= set(tree)
+    assert "status: read" in tree[took.path]  # read wins, as in every merge
+    assert "status: pending" in tree[left.path]
+    assert a.get_handoff(took.id).status == "read"
+    assert [h.id for h in a.list_handoffs(namespace=NS, agent="codex")] == [left.id]
+    assert [h.id for h in b.list_handoffs(namespace=NS, agent="codex")] == [left.id]
 
 
 def test_a_host_that_refuses_refs_outside_branches_gets_one_line_naming_the_fix(

@@ -112,6 +112,13 @@ class RouteSync(LocalRoute):
         if now.log is not None and not whole and now.log != before.applied:
             entries = log_entries(self.git, before.applied, now.log)
         linked = True
+        if now.log is not None and not whole and now.log != before.applied and not entries:
+            # The log went back to an entry before the one applied here: the remote lost
+            # the entries after it (a backup restored; or its refs deleted and written
+            # again, by a machine that had not fetched them, as the very commits it had
+            # sent before). It is read whole, as no later state of what was fetched here.
+            self._fetch_refs(True, limit)
+            now, whole, linked = self._refs(), True, False
         if not whole and any(e.checkpoint for e in entries):
             # Many notes changed at once: start again from the checkpoint they went to.
             self._fetch_refs(True, limit)
