@@ -145,6 +145,8 @@ def test_a_view_shown_without_the_remote_says_how_old_it_is(
     stamp = format_datetime(datetime.fromtimestamp(twelve_minutes_ago, UTC))
     _edit_state(vault, last_fetch=stamp, last_push=stamp)
 
+    age = vault._port().view_age(NS)  # what the operations' port says of the view
+    assert age is not None and 12 * 60 <= age < 13 * 60
     line = _start(vault, tmp_path).splitlines()[0]
     assert line.endswith(
         "this session starts with the notes on this machine, as of the remote 12 min ago"
