@@ -122,6 +122,14 @@ class CreatedHandoffResult(_Result):
 PageOffset = Annotated[
     int, Field(description="Where this page starts among them (0 for the first).")
 ]
+RemoteLine = Annotated[
+    str | None,
+    Field(
+        description="Present when this machine's notes were shown without asking the "
+        "vault's remote just now (it did not answer lately, or the view is old): one line "
+        "saying so, and how old this machine's view of it is."
+    ),
+]
 NextOffset = Annotated[
     int | None, Field(description="Pass as offset to get the next page; null on the last page.")
 ]
@@ -155,12 +163,7 @@ class NextHandoffResult(_Result):
         description="Who left the handoff, for whom, when and its id, then "
         "'## Summary\\n…\\n\\n## Full Context\\n…'; or a note that nothing is pending."
     )
-    remote: str | None = Field(
-        default=None,
-        description="Present when the vault travels and its remote was not asked just now "
-        "(it did not answer lately): one line saying so, and how old this machine's "
-        "view of it is.",
-    )
+    remote: RemoteLine = None
 
 
 class HandoffListResult(_Result):
@@ -172,12 +175,7 @@ class HandoffListResult(_Result):
     offset: PageOffset
     more: bool = _more("handoffs")
     next_offset: NextOffset
-    remote: str | None = Field(
-        default=None,
-        description="Present when the vault travels and its remote was not asked just now "
-        "(it did not answer lately): one line saying so, and how old this machine's "
-        "view of it is.",
-    )
+    remote: RemoteLine = None
 
 
 class MemoryOut(BaseModel):

@@ -47,7 +47,7 @@ from .view import backoff, failures
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
 
-__all__ = ["TURN_WAIT", "Heads", "LocalRoute", "RouteReport", "state_file"]
+__all__ = ["TURN_WAIT", "Heads", "LocalRoute", "RouteReport", "read_state", "state_file"]
 
 _REGULAR = ("100644", "100755")
 TURN_WAIT = 30.0
@@ -58,6 +58,16 @@ machine is fetching or pushing) before it gives up (``sync_busy``)."""
 def state_file(root: Path, route: Route) -> Path:
     """Where a route's state is kept: what its remote last said, and when."""
     return root / SYNC_DIR / f"{route.key}.state.json"
+
+
+def read_state(path: Path) -> dict[str, Any]:
+    """A route's state ({} when there is none yet, or it cannot be read: it is only
+    ever written whole, and losing it costs precision, not notes)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @dataclass(slots=True)
@@ -463,11 +473,7 @@ class LocalRoute:
             atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
 
     def state(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.state_file.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
+        return read_state(self.state_file)
 
     def ahead_behind(self) -> tuple[int, int]:
         """Commits ``local`` has that the remote lacked at the last fetch, and the other

@@ -354,16 +354,13 @@ def catch_up(
     watched = looked is not None and now - looked < idle_limit()
     if watched and syncer_running(vault.path):
         if failures(state) and (age is None or age >= FRESH):
-            error = state.get("error") or {}
-            said = str(error.get("message") or f"{route.label} did not answer").split("; ")[0]
-            return _here_line(said, doing, age)
+            return _here_line(_last_said(state, route), doing, age)
         if age is None or age > STALE:
             return _here_line(f"{route.label} was not fetched lately", doing, age)
         return ""
     after = ask_after(state)
     if after is not None and now < after:
-        error = state.get("error") or {}
-        said = str(error.get("message") or f"{route.label} did not answer").split("; ")[0]
+        said = _last_said(state, route)
         return _here_line(f"{said} (asked again in {after - now:.0f} s)", doing, age)
     limit = budget if budget is not None else _budget()
     if failures(state):
@@ -378,6 +375,12 @@ def catch_up(
     except AgentMemVaultError as exc:
         return _here_line(exc.message.split("; ")[0], doing, age)
     return ""
+
+
+def _last_said(state: dict[str, Any], route: Route) -> str:
+    """What the remote's last failure was, in the words of its error, without the fix."""
+    error = state.get("error") or {}
+    return str(error.get("message") or f"{route.label} did not answer").split("; ")[0]
 
 
 def _here_line(why: str, doing: str, age: float | None) -> str:

@@ -57,17 +57,11 @@ class GitSync:
         return Origin()
 
     def view_age(self, namespace: str) -> float | None:
-        import json
-
-        from .local import state_file
+        from .local import read_state, state_file
         from .view import view_age
 
         config = load_config(self.root)
         route = None if config is None else config.route_for(namespace)
         if route is None:
             return None
-        try:
-            state = json.loads(state_file(self.root, route).read_bytes())
-        except (OSError, ValueError):
-            return None
-        return view_age(state) if isinstance(state, dict) else None
+        return view_age(read_state(state_file(self.root, route)))
