@@ -9,10 +9,11 @@ compare-and-set on the document's version, retried on a conflict.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import DataError
+from ..core.wire import LEFT_OUT, CamelJson
 from ..store import Doc, Persistence, VersionConflictError, scan_all
 
 __all__ = ["THREADS", "ThreadEntry", "create_entry", "get_entry", "list_entries", "update_entry"]
@@ -21,7 +22,7 @@ THREADS = "harness.threads"
 
 
 @dataclass(frozen=True, slots=True)
-class ThreadEntry:
+class ThreadEntry(CamelJson):
     """A thread's index entry: which harness, which tenant, who may see it."""
 
     tenant: str
@@ -31,18 +32,8 @@ class ThreadEntry:
     members: Mapping[str, str]
     metadata: Mapping[str, Any]
     created_at: str
-    version: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tenant": self.tenant,
-            "threadId": self.thread_id,
-            "harness": self.harness,
-            "owner": self.owner,
-            "members": dict(self.members),
-            "metadata": dict(self.metadata),
-            "createdAt": self.created_at,
-        }
+    version: int = field(default=0, metadata=LEFT_OUT)
+    """The stored document's version, for compare-and-set; not part of the document."""
 
 
 def _key(tenant: str, thread_id: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..core.wire import CamelJson
 from .messages import Message
 from .model import Usage
 
@@ -20,7 +21,7 @@ RunStatus = Literal["completed", "interrupted", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
-class Wait:
+class Wait(CamelJson):
     """Something the thread waits for; a ``human`` wait is a person taking over.
 
     ``before`` is the agent that answered before the handoff (None: the main
@@ -35,17 +36,6 @@ class Wait:
     status: Literal["open", "answered", "resolved", "cancelled"] = "open"
     created_at: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "waitId": self.wait_id,
-            "kind": self.kind,
-            "message": self.message,
-            "runId": self.run_id,
-            "before": self.before,
-            "status": self.status,
-            "createdAt": self.created_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
@@ -59,7 +49,7 @@ class InputRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(CamelJson):
     """A tool call the harness answered with an error during a turn, so the app sees it too.
 
     ``code``: ``too_many_handoffs``, ``unknown_agent``, ``duplicate_handoff``,
@@ -73,15 +63,6 @@ class Refusal:
     tool_call_id: str
     agent: str | None = None
     """The agent whose model made the call (None: the main model)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "tool": self.tool,
-            "toolCallId": self.tool_call_id,
-            "agent": self.agent,
-        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Refusal:

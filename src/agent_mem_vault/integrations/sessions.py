@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..core.clock import SYSTEM_CLOCK, format_datetime
 from ..core.errors import InvalidInputError, UnavailableError
+from ..core.wire import CamelJson
 from ..vault.folder.files import VaultLock
 from .auto_handoff import Stopped, build_auto_handoff, max_bytes_from_env, work_after_last_handoff
 from .transcripts import CLIENTS, find_transcript, read_transcript
@@ -146,7 +147,7 @@ class StartOutcome:
 
 
 @dataclass(frozen=True)
-class SessionState:
+class SessionState(CamelJson):
     """One session of a namespace as ``agent-mem-vault sessions`` shows it."""
 
     run: str
@@ -163,21 +164,6 @@ class SessionState:
     """The automatic handoff's id, when one was written."""
     to_run: str | None = None
     error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run,
-            "client": self.client,
-            "agent": self.agent,
-            "sessionId": self.session_id,
-            "startedAt": self.started_at,
-            "state": self.state,
-            "transcript": self.transcript,
-            "outcome": self.outcome,
-            "handoff": self.handoff,
-            "toRun": self.to_run,
-            "error": self.error,
-        }
 
 
 class SessionBook:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from ..core.wire import CamelJson
 from .process import ProcessId
 from .records import Generator
 
@@ -13,7 +14,7 @@ __all__ = ["AgentStatus", "HandoffEntry", "RunInfo", "RunState"]
 
 
 @dataclass(frozen=True, slots=True)
-class RunInfo:
+class RunInfo(CamelJson):
     """One run of an agent as the registry recorded it when the run started."""
 
     agent: str
@@ -28,18 +29,6 @@ class RunInfo:
     lease_seconds: float
     process: ProcessId | None = None
     """The process doing the run, when known (see :mod:`.process`)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent": self.agent,
-            "run": self.run,
-            "seq": self.seq,
-            "previous": self.previous,
-            "startedAt": self.started_at,
-            "generator": None if self.generator is None else self.generator.to_json(),
-            "leaseSeconds": self.lease_seconds,
-            "process": None if self.process is None else self.process.to_json(),
-        }
 
     @classmethod
     def from_json(cls, agent: str, seq: int, data: dict[str, Any]) -> RunInfo:

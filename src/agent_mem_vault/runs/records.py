@@ -10,13 +10,14 @@ off to itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..atproto.lexicon import RecordValidationError, validate_record
 from ..core.clock import format_datetime
 from ..core.version import __version__
+from ..core.wire import ONLY_WHEN_SET, CamelJson
 
 __all__ = [
     "DEFAULT_GENERATOR",
@@ -30,21 +31,15 @@ HANDOFF_NSID = "garden.engram.agents.handoff"
 
 
 @dataclass(frozen=True, slots=True)
-class Generator:
+class Generator(CamelJson):
     """The software that wrote a record (``garden.engram.agents.defs#generator``)."""
 
     name: str
     """Name of the software, e.g. ``agent-mem-vault`` or your agent's name."""
     version: str
     """Its version, e.g. ``0.1.0``."""
-    url: str | None = None
+    url: str | None = field(default=None, metadata=ONLY_WHEN_SET)
     """Where to learn about it (optional)."""
-
-    def to_json(self) -> dict[str, str]:
-        out = {"name": self.name, "version": self.version}
-        if self.url is not None:
-            out["url"] = self.url
-        return out
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Generator:
