@@ -26,34 +26,13 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-from .model import (
-    CLIENTS,
-    AssistantMessage,
-    Entry,
-    TodoItem,
-    TodoList,
-    ToolCall,
-    Transcript,
-    UserMessage,
-    is_vault_handoff_tool,
-)
+from . import model
+from .model import *  # noqa: F403  (its __all__, below)
+from .model import Transcript
 
-__all__ = [
-    "CLIENTS",
-    "READERS",
-    "AssistantMessage",
-    "Entry",
-    "TodoItem",
-    "TodoList",
-    "ToolCall",
-    "Transcript",
-    "UserMessage",
-    "find_transcript",
-    "is_vault_handoff_tool",
-    "locate_at_start",
-    "locate_transcript",
-    "read_transcript",
-]
+__all__ = ["READERS", "find_transcript", "locate_at_start", "locate_transcript", "read_transcript"]
+# Every value of a transcript, as model.py lists them.
+__all__ += model.__all__
 
 READERS: dict[str, str] = {
     "claude-code": f"{__name__}.claude_code",

@@ -37,12 +37,14 @@ __all__ = [
     "ascii_segment",
     "check_limit",
     "check_offset",
+    "check_page",
     "check_status",
     "not_found",
     "validate_agent",
     "validate_id",
     "validate_kind",
     "validate_namespace",
+    "validate_namespace_filter",
     "validate_summary",
     "validate_tags",
     "validate_text",
@@ -117,6 +119,11 @@ def validate_namespace(value: object, *, field: str = "namespace") -> str:
                 "pick another name",
             )
     return value
+
+
+def validate_namespace_filter(value: object) -> str | None:
+    """A filter by namespace: None takes every namespace, anything else must be one."""
+    return None if value is None else validate_namespace(value)
 
 
 _NOT_SEGMENT = re.compile(r"[^A-Za-z0-9._-]+")
@@ -265,6 +272,11 @@ def check_limit(limit: object) -> int:
 def check_offset(offset: object) -> int:
     """``offset`` if it is a whole number from 0 to ``MAX_OFFSET`` (where a page starts)."""
     return _whole_number("offset", offset, 0, MAX_OFFSET)
+
+
+def check_page(limit: object, offset: object) -> tuple[int, int]:
+    """A listing's ``limit`` and ``offset``, in the order every listing checks them last."""
+    return check_limit(limit), check_offset(offset)
 
 
 def _whole_number(field: str, value: object, low: int, high: int) -> int:

@@ -43,6 +43,7 @@ __all__ = [
     "apply_told",
     "changed_dirs",
     "folder_signature",
+    "listing_scope",
     "merged_copy",
     "rebuild_tree",
     "repaired",
@@ -149,6 +150,13 @@ def stamp_dir(root: Path, directory: str) -> Stamps | None:
 
 Scope = tuple[str, str]
 """What a call reads: (a namespace's folder, ``handoffs`` or ``memories``)."""
+
+
+def listing_scope(namespace: str | None, folder: str) -> list[Scope]:
+    """What a listing of ``folder`` notes reads: one namespace's folder, or none for a
+    listing of every namespace (None), whose notes are then not each checked by ``stat``
+    (``IndexUpkeep.sync``)."""
+    return [] if namespace is None else [(namespace, folder)]
 
 
 def repaired(root: Path, record: FileRecord) -> FileRecord:

@@ -17,13 +17,13 @@ from ..folder.records import FileRecord, read_file, twice_delivered
 from ..format import lifecycle
 from ..format.models import Handoff, HandoffPage
 from ..format.namespaces import (
-    check_limit,
-    check_offset,
+    check_page,
     check_status,
     not_found,
     validate_agent,
     validate_id,
     validate_namespace,
+    validate_namespace_filter,
     validate_summary,
     validate_text,
 )
@@ -37,7 +37,7 @@ from ..format.notes import (
 )
 from ..index.db import Index
 from ..index.filters import HandoffFilter
-from ..index.scan import Scope
+from ..index.scan import Scope, listing_scope
 from .views import view_of
 from .writes import NoteWrites, damaged_note
 
@@ -144,15 +144,13 @@ class HandoffOps(NoteWrites):
     ) -> HandoffPage:
         """One page of ``list_handoffs``: the handoffs from ``offset``, the total, and the
         ``next_offset`` to pass for the next page (``None`` on the last one)."""
-        if namespace is not None:
-            namespace = validate_namespace(namespace)
+        namespace = validate_namespace_filter(namespace)
         check_status(status, ("pending", "read", "all"))
         if agent is not None:
             agent = validate_agent(agent)
         if sender is not None:
             sender = validate_agent(sender, field="sender")
-        limit = check_limit(limit)
-        offset = check_offset(offset)
+        limit, offset = check_page(limit, offset)
 
         wanted = HandoffFilter(namespace, status, agent, sender)
 
@@ -160,7 +158,7 @@ class HandoffOps(NoteWrites):
             found = idx.list_handoffs(wanted, limit, offset)
             return HandoffPage(tuple(found), idx.count_listed(wanted), offset)
 
-        scope = [] if namespace is None else [(namespace, "handoffs")]
+        scope = listing_scope(namespace, "handoffs")
         return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)
 
     @view_of(page_handoffs)

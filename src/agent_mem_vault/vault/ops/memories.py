@@ -11,11 +11,11 @@ from ...core.errors import InvalidInputError
 from ..format.brief import MAX_DECISIONS, MAX_PENDING
 from ..format.models import Brief, Memory, SearchHit, SearchHits, SearchPage
 from ..format.namespaces import (
-    check_limit,
-    check_offset,
+    check_page,
     validate_agent,
     validate_kind,
     validate_namespace,
+    validate_namespace_filter,
     validate_tags,
     validate_text,
     validate_title,
@@ -24,6 +24,7 @@ from ..format.notes import NoteError, memory_meta, parse_note, render_body, rend
 from ..index.db import Index
 from ..index.embeddings import Embedder, EmbeddingUnavailable
 from ..index.filters import HandoffFilter
+from ..index.scan import listing_scope
 from ..index.vectors import (
     ensure_vector_schema,
     memories_by_rowid,
@@ -143,13 +144,11 @@ class MemoryOps(NoteWrites):
                 code="invalid_mode",
                 field="mode",
             )
-        if namespace is not None:
-            namespace = validate_namespace(namespace)
+        namespace = validate_namespace_filter(namespace)
         if kind is not None:
             kind = validate_kind(kind)
         tag_tuple = validate_tags(tags)
-        limit = check_limit(limit)
-        offset = check_offset(offset)
+        limit, offset = check_page(limit, offset)
         # Before the model is looked for (and perhaps fetched): no vault, no search.
         self._require_vault()
         embedder: Embedder | None = None
@@ -164,7 +163,7 @@ class MemoryOps(NoteWrites):
                 )
         # Each word quoted: FTS5 syntax in a query is taken as words, never as operators.
         terms = ['"' + w.replace('"', "") + '"' for w in words[:MAX_QUERY_WORDS]]
-        scope = [] if namespace is None else [(namespace, "memories")]
+        scope = listing_scope(namespace, "memories")
         if embedder is not None:
             try:
                 return self._hybrid_page(

@@ -24,14 +24,13 @@ from ..folder.records import FileRecord
 from ..format import lifecycle
 from ..format.models import Handoff, Memory, MemoryPage
 from ..format.namespaces import (
-    check_limit,
-    check_offset,
+    check_page,
     check_status,
     not_found,
     validate_agent,
     validate_id,
     validate_kind,
-    validate_namespace,
+    validate_namespace_filter,
     validate_tags,
     validate_text,
     validate_title,
@@ -46,6 +45,7 @@ from ..format.notes import (
 )
 from ..index.db import Index
 from ..index.filters import MemoryFilter
+from ..index.scan import listing_scope
 from .views import view_of
 from .writes import NoteWrites, damaged_note
 
@@ -70,14 +70,12 @@ class MemoryLifeOps(NoteWrites):
     ) -> MemoryPage:
         """One page of ``list_memories``: the memories from ``offset``, the total, and the
         ``next_offset`` to pass for the next page (``None`` on the last one)."""
-        if namespace is not None:
-            namespace = validate_namespace(namespace)
+        namespace = validate_namespace_filter(namespace)
         check_status(status, _STATUSES)
         if kind is not None:
             kind = validate_kind(kind)
         tag_tuple = validate_tags(tags)
-        limit = check_limit(limit)
-        offset = check_offset(offset)
+        limit, offset = check_page(limit, offset)
 
         wanted = MemoryFilter(namespace, status, kind, tag_tuple)
 
@@ -85,7 +83,7 @@ class MemoryLifeOps(NoteWrites):
             total, found = idx.list_memories(wanted, limit, offset)
             return MemoryPage(tuple(found), total, offset)
 
-        scope = [] if namespace is None else [(namespace, "memories")]
+        scope = listing_scope(namespace, "memories")
         return self._query_fresh(run, lambda page: [m.path for m in page.memories], scope)
 
     @view_of(page_memories)

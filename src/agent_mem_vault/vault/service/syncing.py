@@ -16,8 +16,9 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..folder.layout import syncs
-from ..format.namespaces import validate_agent, validate_namespace
+from ..format.namespaces import validate_agent, validate_namespace_filter
 from ..index.db import Index
+from ..index.scan import listing_scope
 from ..ops.base import VaultBase
 from ..ops.port import NO_SYNC, SyncPort
 
@@ -79,8 +80,7 @@ class SyncOps(VaultBase):
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""
-        if namespace is not None:
-            namespace = validate_namespace(namespace)
+        namespace = validate_namespace_filter(namespace)
         route: Route = sync_commands().leave(self, namespace)
         return route
 
@@ -123,11 +123,10 @@ class SyncOps(VaultBase):
         """Handoffs whose note records that they were delivered on two machines (a merge
         found it: docs/sync.md), with what happened; for ``agent`` (the recipient) in
         ``namespace``, or all."""
-        if namespace is not None:
-            namespace = validate_namespace(namespace)
+        namespace = validate_namespace_filter(namespace)
         if agent is not None:
             agent = validate_agent(agent)
-        scope = [] if namespace is None else [(namespace, "handoffs")]
+        scope = listing_scope(namespace, "handoffs")
 
         def run(idx: Index) -> list[tuple[Handoff, str]]:
             out = []
