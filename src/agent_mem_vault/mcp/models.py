@@ -10,25 +10,35 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, create_model
+
+# What a stored handoff and a just-created one say alike about these fields.
+HandoffId = Annotated[
+    str, Field(description="TID of the handoff; pass it to ack_handoff or reopen_handoff.")
+]
+Recipient = Annotated[str, Field(description="Agent the handoff is for (matched exactly).")]
+CreatedAt = Annotated[str, Field(description="When it was created (RFC 3339, UTC).")]
+HandoffPath = Annotated[
+    str, Field(description="The note's path inside the vault (open it in Obsidian).")
+]
 
 
 class HandoffOut(BaseModel):
     """One handoff, as stored in its note."""
 
-    id: str = Field(description="TID of the handoff; pass it to ack_handoff or reopen_handoff.")
+    id: HandoffId
     namespace: str = Field(description="Path-like project namespace, e.g. project/harbor-api.")
     from_: str = Field(alias="from", description="Agent that wrote the handoff.")
-    to: str = Field(description="Agent the handoff is for (matched exactly).")
+    to: Recipient
     status: str = Field(description="pending or read.")
     read: bool = Field(description="True once read_handoff or ack_handoff consumed it.")
-    created_at: str = Field(description="When it was created (RFC 3339, UTC).")
+    created_at: CreatedAt
     read_at: str | None = Field(description="When it was read, or null while pending.")
     summary: str = Field(description="One-line summary of the work to continue.")
     context: str = Field(description="Full context: what happened and what to do next.")
     supersedes: list[str] = Field(description="Ids of older handoffs this one replaces.")
     superseded_by: str | None = Field(description="Id of the newer handoff that replaced it.")
-    path: str = Field(description="The note's path inside the vault (open it in Obsidian).")
+    path: HandoffPath
 
     model_config = {"populate_by_name": True}
 
@@ -98,14 +108,14 @@ class CreatedHandoff(BaseModel):
     always false or null on a new handoff.
     """
 
-    id: str = Field(description="TID of the handoff; pass it to ack_handoff or reopen_handoff.")
+    id: HandoffId
     namespace: str = Field(description="The namespace it was left in.")
     from_: str = Field(alias="from", description="Agent that wrote the handoff (you).")
-    to: str = Field(description="Agent the handoff is for (matched exactly).")
+    to: Recipient
     status: str = Field(description="pending.")
-    created_at: str = Field(description="When it was created (RFC 3339, UTC).")
+    created_at: CreatedAt
     supersedes: list[str] = Field(description="Ids of older handoffs it replaced (now read).")
-    path: str = Field(description="The note's path inside the vault (open it in Obsidian).")
+    path: HandoffPath
 
     model_config = {"populate_by_name": True}
 
@@ -147,6 +157,21 @@ def _more(items: str) -> Any:
     return Field(description=f"True when the list was cut: more {items} match.")
 
 
+def _listing(name: str, doc: str, items: str, listed: Any, **after: Any) -> type[_Result]:
+    """The result model of a listing: its ``items`` (newest first), then the paging
+    fields every listing has, then ``after``: the order ``to_dict`` writes them in."""
+    fields: dict[str, Any] = {
+        items: (listed, Field(description=f"Matching {items}, newest first.")),
+        "count": (int, _count(items)),
+        "total": (int, _total(items)),
+        "offset": PageOffset,
+        "more": (bool, _more(items)),
+        "next_offset": NextOffset,
+        **after,
+    }
+    return create_model(name, __base__=_Result, __doc__=doc, __module__=__name__, **fields)
+
+
 class HandoffResult(_Result):
     """Result of ack and reopen: the handoff as it is now."""
 
@@ -166,16 +191,13 @@ class NextHandoffResult(_Result):
     remote: RemoteLine = None
 
 
-class HandoffListResult(_Result):
-    """Result of list_handoffs, newest first."""
-
-    handoffs: list[HandoffJson] = Field(description="Matching handoffs, newest first.")
-    count: int = _count("handoffs")
-    total: int = _total("handoffs")
-    offset: PageOffset
-    more: bool = _more("handoffs")
-    next_offset: NextOffset
-    remote: RemoteLine = None
+HandoffListResult = _listing(
+    "HandoffListResult",
+    "Result of list_handoffs, newest first.",
+    "handoffs",
+    list[HandoffJson],
+    remote=(RemoteLine, None),
+)
 
 
 class MemoryOut(BaseModel):
@@ -218,15 +240,9 @@ class ForgottenMemoryResult(_Result):
     purged: bool = Field(description="True when the note was deleted for good.")
 
 
-class MemoryListResult(_Result):
-    """Result of list_memories, newest first."""
-
-    memories: list[MemoryJson] = Field(description="Matching memories, newest first.")
-    count: int = _count("memories")
-    total: int = _total("memories")
-    offset: PageOffset
-    more: bool = _more("memories")
-    next_offset: NextOffset
+MemoryListResult = _listing(
+    "MemoryListResult", "Result of list_memories, newest first.", "memories", list[MemoryJson]
+)
 
 
 class SearchHit(BaseModel):
