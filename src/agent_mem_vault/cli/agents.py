@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .options import agent_namespace_option, open_vault, vault_option
+from .options import agent_namespace_option, choice_option, open_vault, vault_option
 
 if TYPE_CHECKING:
     from ..integrations.session_hook import HookInput
@@ -50,12 +50,10 @@ def _hook_input() -> HookInput:
 @client_option
 @agent_namespace_option
 @vault_option
-@click.option(
+@choice_option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+    choices=["text", "json"],
     help="text: plain context; json: the hookSpecificOutput object the tools accept.",
 )
 @click.option(

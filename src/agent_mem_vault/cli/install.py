@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .options import DEFAULT_VAULT, checked_vault, open_vault
+from .options import DEFAULT_VAULT, checked_vault, choice_option, open_vault
 
 if TYPE_CHECKING:
     from ..integrations.config_files import FileChange
@@ -70,11 +70,9 @@ def _install_options(fn: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(
         [
             click.argument("tool", type=click.Choice(AGENTS), metavar="TOOL"),
-            click.option(
+            choice_option(
                 "--scope",
-                type=click.Choice(["project", "user"]),
-                default="project",
-                show_default=True,
+                choices=["project", "user"],
                 help="project: files in the repository, meant to be committed (.mcp.json and "
                 ".claude/settings.json; .gemini/settings.json; opencode.json and "
                 ".opencode/plugin/); user: the same in your home folder. Codex is always "

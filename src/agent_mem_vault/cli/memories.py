@@ -13,6 +13,7 @@ import click
 
 from .options import (
     all_namespaces_option,
+    choice_option,
     echo_listing,
     echo_page_note,
     emit,
@@ -87,11 +88,9 @@ def memory_save(
 @all_namespaces_option
 @click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
 @click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
-@click.option(
+@choice_option(
     "--mode",
-    type=click.Choice(["auto", "fts", "hybrid"]),
-    default="auto",
-    show_default=True,
+    choices=["auto", "fts", "hybrid"],
     help="fts: words only; hybrid: words and meaning; auto: hybrid when an embedder is set up.",
 )
 @click.option("--limit", default=10, show_default=True, help="At most this many results.")
@@ -152,11 +151,9 @@ def memory_search(
 @click.command("list")
 @namespace_option(required=False)
 @all_namespaces_option
-@click.option(
+@choice_option(
     "--status",
-    type=click.Choice(["live", "superseded", "forgotten", "all"]),
-    default="live",
-    show_default=True,
+    choices=["live", "superseded", "forgotten", "all"],
     help="live: searched and briefed; superseded: earlier versions; forgotten: set aside.",
 )
 @click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")

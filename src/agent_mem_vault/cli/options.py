@@ -129,6 +129,14 @@ def found_namespace(
     return namespace
 
 
+def choice_option(*names: str, choices: Sequence[str], help: str) -> Callable[[_F], _F]:
+    """An option that takes one word of ``choices``, the first by default (``--help``
+    shows it): every such option lists its default first."""
+    return click.option(
+        *names, type=click.Choice(choices), default=choices[0], show_default=True, help=help
+    )
+
+
 offset_option = click.option(
     "--offset",
     default=0,

@@ -15,6 +15,7 @@ import click
 from ..core.words import counted
 from .options import (
     all_namespaces_option,
+    choice_option,
     echo_listing,
     echo_view_line,
     emit,
@@ -198,11 +199,9 @@ def peek(agent: str, namespace: str | None, vault_path: str, as_json: bool) -> N
 @click.command()
 @namespace_option(required=False)
 @all_namespaces_option
-@click.option(
+@choice_option(
     "--status",
-    type=click.Choice(["pending", "read", "all"]),
-    default="pending",
-    show_default=True,
+    choices=["pending", "read", "all"],
     help="Which handoffs to list.",
 )
 @click.option("--agent", "--to", "agent", help="Only handoffs to this agent.")
