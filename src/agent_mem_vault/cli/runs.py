@@ -10,15 +10,16 @@ choose another); each handoff record is also a note in the vault under
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..core.words import counted
-from .options import vault_option
+from .options import choice_option, emit_json, vault_option
 
 if TYPE_CHECKING:
+    from ..runs.models import AgentStatus, HandoffEntry, RunState
     from ..runs.service import RunsHome
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -57,8 +58,15 @@ def _run(coro: Coroutine[Any, Any, _T]) -> _T:
     return asyncio.run(coro)
 
 
-def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+def _echo_each(
+    items: Sequence[_T], as_json: bool, to_json: Callable[[_T], Any], line: Callable[[_T], str]
+) -> None:
+    """What a runs command prints of its records: a JSON list for scripts, else a line each."""
+    if as_json:
+        emit_json([to_json(item) for item in items])
+        return
+    for item in items:
+        click.echo(line(item))
 
 
 @click.group("runs")
@@ -145,72 +153,79 @@ def stop(agent: str, run: str | None, vault_path: str, store_path: str | None) -
 def status(agent: str | None, vault_path: str, store_path: str | None, as_json: bool) -> None:
     """Show the current run of AGENT (or of every agent), and whether it is alive."""
     results = _run(_home(vault_path, store_path).status(agent))
-    if as_json:
-        emit_json([s.to_json() for s in results])
-        return
-    if not results:
+    if not results and not as_json:
         click.echo("no runs yet: start one with `agent-mem-vault runs start AGENT`")
-    for s in results:
-        cur = s.current
-        state = "none" if cur is None else f"{cur.info.run} ({'alive' if cur.alive else 'lapsed'})"
-        line = (
-            f"{s.agent}: current {state}, {counted(s.runs, 'run')}, "
-            f"{counted(s.handoffs, 'handoff')}"
+    _echo_each(results, as_json, lambda s: s.to_json(), _status_line)
+
+
+def _status_line(s: AgentStatus) -> str:
+    cur = s.current
+    state = "none" if cur is None else f"{cur.info.run} ({'alive' if cur.alive else 'lapsed'})"
+    line = f"{s.agent}: current {state}, {counted(s.runs, 'run')}, {counted(s.handoffs, 'handoff')}"
+    if s.pending:
+        line += f", awaiting handoff from {', '.join(s.pending)}"
+    return line
+
+
+def _records_command(
+    name: str, to_json: Callable[[_T], Any], line: Callable[[_T], str]
+) -> Callable[[Callable[[RunsHome, str], Coroutine[Any, Any, list[_T]]]], click.Command]:
+    """``@_records_command(name, to_json, line)`` over ``def list_(home, agent)``: the
+    command ``runs NAME AGENT`` that makes this one call on the runs and prints the
+    records it returns as :func:`_echo_each` does. The function's docstring is the
+    command's help."""
+
+    def command(call: Callable[[RunsHome, str], Coroutine[Any, Any, list[_T]]]) -> click.Command:
+        @runs.command(name, help=call.__doc__)
+        @click.argument("agent")
+        @_home_options
+        @_json_option
+        def run(agent: str, vault_path: str, store_path: str | None, as_json: bool) -> None:
+            _echo_each(_run(call(_home(vault_path, store_path), agent)), as_json, to_json, line)
+
+        return run
+
+    return command
+
+
+def _run_json(s: RunState) -> dict[str, Any]:
+    return {
+        **s.info.to_json(),
+        "state": s.state,
+        "alive": s.alive,
+        "takenOverBy": s.taken_over_by,
+        "handoffWritten": s.handoff_written,
+    }
+
+
+def _run_line(s: RunState) -> str:
+    if s.state == "current":
+        fate = "current" + (" (alive)" if s.alive else " (lapsed)")
+    else:
+        fate = f"taken over by {s.taken_over_by}" + (
+            "" if s.handoff_written else " (handoff pending)"
         )
-        if s.pending:
-            line += f", awaiting handoff from {', '.join(s.pending)}"
-        click.echo(line)
+    return f"{s.info.run}  {s.info.started_at}  {fate}"
 
 
-@runs.command("list")
-@click.argument("agent")
-@_home_options
-@_json_option
-def list_(agent: str, vault_path: str, store_path: str | None, as_json: bool) -> None:
+@_records_command("list", _run_json, _run_line)
+def list_(home: RunsHome, agent: str) -> Coroutine[Any, Any, list[RunState]]:
     """List every run of AGENT, oldest first, with what became of it."""
-    states = _run(_home(vault_path, store_path).list_runs(agent))
-    if as_json:
-        emit_json(
-            [
-                {
-                    **s.info.to_json(),
-                    "state": s.state,
-                    "alive": s.alive,
-                    "takenOverBy": s.taken_over_by,
-                    "handoffWritten": s.handoff_written,
-                }
-                for s in states
-            ]
-        )
-        return
-    for s in states:
-        if s.state == "current":
-            fate = "current" + (" (alive)" if s.alive else " (lapsed)")
-        else:
-            fate = f"taken over by {s.taken_over_by}" + (
-                "" if s.handoff_written else " (handoff pending)"
-            )
-        click.echo(f"{s.info.run}  {s.info.started_at}  {fate}")
+    return home.list_runs(agent)
 
 
-@runs.command("handoffs")
-@click.argument("agent")
-@_home_options
-@_json_option
-def handoffs(agent: str, vault_path: str, store_path: str | None, as_json: bool) -> None:
+def _entry_json(e: HandoffEntry) -> dict[str, Any]:
+    return {"rkey": e.rkey, "cid": e.cid, "writtenBy": e.written_by, "record": e.record}
+
+
+def _entry_line(e: HandoffEntry) -> str:
+    return f"{e.record['fromRun']} -> {e.record['toRun']}  {e.record['createdAt']}  {e.cid}"
+
+
+@_records_command("handoffs", _entry_json, _entry_line)
+def handoffs(home: RunsHome, agent: str) -> Coroutine[Any, Any, list[HandoffEntry]]:
     """List AGENT's handoff records (fromRun → toRun)."""
-    entries = _run(_home(vault_path, store_path).handoffs(agent))
-    if as_json:
-        emit_json(
-            [
-                {"rkey": e.rkey, "cid": e.cid, "writtenBy": e.written_by, "record": e.record}
-                for e in entries
-            ]
-        )
-        return
-    for e in entries:
-        r = e.record
-        click.echo(f"{r['fromRun']} -> {r['toRun']}  {r['createdAt']}  {e.cid}")
+    return home.handoffs(agent)
 
 
 @runs.command("export")
@@ -242,11 +257,9 @@ def export(agent: str, vault_path: str, store_path: str | None) -> None:
     required=True,
     help="An app password (env AGENT_MEM_VAULT_PDS_PASSWORD; prefer the variable).",
 )
-@click.option(
+@choice_option(
     "--mode",
-    type=click.Choice(["create", "put"]),
-    default="create",
-    show_default=True,
+    choices=["create", "put"],
     help="createRecord with the key, or putRecord with swapRecord null.",
 )
 @click.option(
@@ -305,24 +318,22 @@ def publish(
         )
     )
     pending = _run(home.pending(agent))
-    if as_json:
-        emit_json(
-            [
-                {
-                    "rkey": p.entry.rkey,
-                    "outcome": p.outcome,
-                    "uri": p.uri,
-                    "cid": p.cid,
-                    "ours": p.ours,
-                    "validationStatus": p.validation_status,
-                }
-                for p in results
-            ]
-        )
-    else:
-        for p in results:
-            status = f"  validationStatus={p.validation_status}" if p.validation_status else ""
-            click.echo(f"{p.outcome:<18} {p.uri}  {p.cid}{status}")
+    _echo_each(
+        results,
+        as_json,
+        lambda p: {
+            "rkey": p.entry.rkey,
+            "outcome": p.outcome,
+            "uri": p.uri,
+            "cid": p.cid,
+            "ours": p.ours,
+            "validationStatus": p.validation_status,
+        },
+        lambda p: (
+            f"{p.outcome:<18} {p.uri}  {p.cid}"
+            + (f"  validationStatus={p.validation_status}" if p.validation_status else "")
+        ),
+    )
     for r in pending:
         when = (
             f"when its lease lapses at {r.lease_expires_at.isoformat(timespec='seconds')}"
