@@ -30,6 +30,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -64,10 +65,28 @@ def _backed_by(stream: Any, fd: int) -> bool:
         return False
 
 
-def _unwatch(remove: Callable[[int], object], fd: int) -> None:
-    """Stop the loop watching ``fd``; a loop that closed or never watched it is fine."""
-    with contextlib.suppress(OSError, ValueError, RuntimeError):
-        remove(fd)
+@dataclass(slots=True)
+class _Watch:
+    """The loop watching one fd for a stream, switched on and off as the stream needs:
+    added once however often it is started, and a loop that closed or never watched
+    the fd is fine to stop."""
+
+    add: Callable[[int, Callable[[], None]], object]
+    remove: Callable[[int], object]
+    fd: int
+    callback: Callable[[], None]
+    on: bool
+
+    def start(self) -> None:
+        if not self.on:
+            self.on = True
+            self.add(self.fd, self.callback)
+
+    def stop(self) -> None:
+        if self.on:
+            self.on = False
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                self.remove(self.fd)
 
 
 class _Stream:
@@ -214,7 +233,11 @@ class _Incoming(_Stream):
         self._queue: collections.deque[SessionMessage] = collections.deque()
         self._partial = bytearray()
         self._waiter: asyncio.Future[None] | None = None
-        self._reading = True
+        # LoopStdio.claim adds the reader before anything can be read.
+        loop = pipes.loop
+        self._reader = _Watch(
+            loop.add_reader, loop.remove_reader, pipes.in_fd, self.on_readable, on=True
+        )
         self._ended = False
         self._closed = False
 
@@ -275,14 +298,12 @@ class _Incoming(_Stream):
 
     def stop(self) -> None:
         """Stop reading stdin: at the end, or while the server catches up (``_resume``)."""
-        if self._reading:
-            self._reading = False
-            _unwatch(self._pipes.loop.remove_reader, self._pipes.in_fd)
+        self._reader.stop()
 
     def _resume(self) -> None:
-        if not self._reading and not self._ended and not self._closed:
-            self._reading = True
-            self._pipes.loop.add_reader(self._pipes.in_fd, self.on_readable)
+        # On every message taken: while stdin is read (nearly always) it costs one look.
+        if not self._reader.on and not self._ended and not self._closed:
+            self._reader.start()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -327,7 +348,10 @@ class _Outgoing(_Stream):
         self._pipes = pipes
         self._backlog: collections.deque[memoryview] = collections.deque()
         self._waiters: list[asyncio.Future[None]] = []
-        self._watching = False
+        loop = pipes.loop
+        self._writer = _Watch(
+            loop.add_writer, loop.remove_writer, pipes.out_fd, self._on_writable, on=False
+        )
         self._broken = False
         self._closed = False
 
@@ -350,12 +374,7 @@ class _Outgoing(_Stream):
             return
         if written < len(data):
             self._backlog.append(memoryview(data)[written:])
-            self._watch()
-
-    def _watch(self) -> None:
-        if not self._watching:
-            self._watching = True
-            self._pipes.loop.add_writer(self._pipes.out_fd, self._on_writable)
+            self._writer.start()
 
     def _on_writable(self) -> None:
         backlog = self._backlog
@@ -372,19 +391,14 @@ class _Outgoing(_Stream):
                 backlog[0] = chunk[written:]
                 return
             backlog.popleft()
-        self._unwatch()
+        self._writer.stop()
         self._wake()
-
-    def _unwatch(self) -> None:
-        if self._watching:
-            self._watching = False
-            _unwatch(self._pipes.loop.remove_writer, self._pipes.out_fd)
 
     def _break(self) -> None:
         """stdout is gone: drop what waits, and end the connection as EOF on stdin would."""
         self._broken = True
         self._backlog.clear()
-        self._unwatch()
+        self._writer.stop()
         self._wake()
         self._pipes.incoming.end()
 
@@ -395,7 +409,7 @@ class _Outgoing(_Stream):
                 waiter.set_result(None)
 
     def stop(self) -> None:
-        self._unwatch()
+        self._writer.stop()
 
     async def drained(self) -> None:
         """Until every message written so far has left (or stdout is gone)."""
