@@ -170,85 +170,74 @@ async def run_transfer(
         envelope_messages=envelope.messages,
         envelope_note=envelope.note,
     ) as span:
-        result = await _run_transfer(
-            host,
-            from_=from_,
-            to=to,
-            envelope=envelope,
-            user=user,
+        tenant = host.tenant(user)
+        source_id = _check_request(host, from_, to, envelope)
+        transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host.next_id()
+        await _check_access(host, tenant, source_id, from_, to, user)
+        if span.is_recording():
+            # Started from app code, the transfer is a new trace: it continues the
+            # source thread's story (its last turn's trace), as a link.
+            source_state = await host.read_state(tenant, source_id)
+            spans.continue_story(span, source_state.trace)
+        plan = await _record_plan(host, tenant, transfer_id, from_, to, envelope, user)
+        target_id = str(plan["targetThreadId"])
+        if plan.get("status") == "done":
+            return _traced(span, TransferResult(target_id, transfer_id, retried=True))
+        move = _Move(
+            tenant=tenant,
             transfer_id=transfer_id,
-            summary_timeout=summary_timeout,
-            span=span,
+            source_id=source_id,
+            target_id=target_id,
+            origin={
+                "threadId": source_id,
+                "harness": from_.harness.name,
+                "transferId": transfer_id,
+            },
+            destination={
+                "threadId": target_id,
+                "harness": to.harness.name,
+                "transferId": transfer_id,
+            },
+            user=user,
         )
-        span.set_attributes(
-            {
-                "agent_mem_vault.transfer.id": result.transfer_id,
-                "agent_mem_vault.transfer.target.thread_id": result.thread_id,
-                "agent_mem_vault.transfer.retried": result.retried,
-            }
+
+        # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
+        target_log = host.log(tenant, target_id)
+        source_log = host.log(tenant, source_id)
+        await target_log.own()
+        await source_log.own()
+        summary = plan.get("summary")
+        if envelope.messages == "summary" and summary is None:
+            # The summary call may outlast the leases (up to summary_timeout): keep both.
+            async with target_log.renewing(), source_log.renewing():
+                summary = await _summarize(host, move, from_.harness, summary_timeout)
+            await _remember_summary(host, move, summary)
+
+        await _open_target(host, move, to)
+        await _write_target(host, move, envelope, summary)
+        await _write_source(host, move)
+        await _announce(
+            host,
+            tenant,
+            transfer_id,
+            move.origin,
+            move.destination,
+            user,
+            int(plan.get("hostSeq", 0)),
         )
-        return result
+        return _traced(span, TransferResult(target_id, transfer_id))
 
 
-async def _run_transfer(
-    host: Threads,
-    *,
-    from_: Endpoint,
-    to: Endpoint,
-    envelope: Envelope,
-    user: User | None,
-    transfer_id: str | None,
-    summary_timeout: float,
-    span: Any,
-) -> TransferResult:
-    tenant = host.tenant(user)
-    source_id = _check_request(host, from_, to, envelope)
-    transfer_id = check_name("transfer_id", transfer_id) if transfer_id else host.next_id()
-    await _check_access(host, tenant, source_id, from_, to, user)
-    if span.is_recording():
-        # Started from app code, the transfer is a new trace: it continues the
-        # source thread's story (its last turn's trace), as a link.
-        source_state = await host.read_state(tenant, source_id)
-        spans.continue_story(span, source_state.trace)
-    plan = await _record_plan(host, tenant, transfer_id, from_, to, envelope, user)
-    target_id = str(plan["targetThreadId"])
-    if plan.get("status") == "done":
-        return TransferResult(target_id, transfer_id, retried=True)
-    move = _Move(
-        tenant=tenant,
-        transfer_id=transfer_id,
-        source_id=source_id,
-        target_id=target_id,
-        origin={"threadId": source_id, "harness": from_.harness.name, "transferId": transfer_id},
-        destination={"threadId": target_id, "harness": to.harness.name, "transferId": transfer_id},
-        user=user,
+def _traced(span: Any, result: TransferResult) -> TransferResult:
+    """``result``, its ids and whether it was a retry said on the transfer's span."""
+    span.set_attributes(
+        {
+            "agent_mem_vault.transfer.id": result.transfer_id,
+            "agent_mem_vault.transfer.target.thread_id": result.thread_id,
+            "agent_mem_vault.transfer.retried": result.retried,
+        }
     )
-
-    # Both logs must be ours before anything moves: LogOwnedElsewhereError otherwise.
-    target_log = host.log(tenant, target_id)
-    source_log = host.log(tenant, source_id)
-    await target_log.own()
-    await source_log.own()
-    summary = plan.get("summary")
-    if envelope.messages == "summary" and summary is None:
-        # The summary call may outlast the leases (up to summary_timeout): keep both.
-        async with target_log.renewing(), source_log.renewing():
-            summary = await _summarize(host, move, from_.harness, summary_timeout)
-        await _remember_summary(host, move, summary)
-
-    await _open_target(host, move, to)
-    await _write_target(host, move, envelope, summary)
-    await _write_source(host, move)
-    await _announce(
-        host,
-        tenant,
-        transfer_id,
-        move.origin,
-        move.destination,
-        user,
-        int(plan.get("hostSeq", 0)),
-    )
-    return TransferResult(target_id, transfer_id)
+    return result
 
 
 def _check_request(host: Threads, from_: Endpoint, to: Endpoint, envelope: Envelope) -> str:
