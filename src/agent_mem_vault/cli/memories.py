@@ -7,14 +7,14 @@ it stands for (``memory list`` is ``list_memories``, ``memory forget`` is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from .listing import list_command
 from .options import (
     all_namespaces_option,
     choice_option,
-    echo_listing,
     echo_page_note,
     emit,
     emit_json,
@@ -31,9 +31,17 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..vault import Memory, Vault
+    from ..vault import Memory, MemoryPage, Vault
 
 __all__ = ["memory"]
+
+
+_kind_filter = click.option(
+    "--kind", "-k", default=None, help="Only memories of this kind, e.g. decision."
+)
+_tags_filter = click.option(
+    "--tag", "tags", multiple=True, help="Only memories with this tag (repeat)."
+)
 
 
 @click.group()
@@ -86,8 +94,8 @@ def memory_save(
 @click.argument("query")
 @namespace_option(required=False)
 @all_namespaces_option
-@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
-@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
+@_kind_filter
+@_tags_filter
 @choice_option(
     "--mode",
     choices=["auto", "fts", "hybrid"],
@@ -148,61 +156,29 @@ def memory_search(
         echo_page_note(len(hits), page.total, offset, page.next_offset, "memory")
 
 
-@click.command("list")
-@namespace_option(required=False)
-@all_namespaces_option
-@choice_option(
-    "--status",
-    choices=["live", "superseded", "forgotten", "all"],
-    help="live: searched and briefed; superseded: earlier versions; forgotten: set aside.",
+@list_command(
+    "list",
+    statuses=["live", "superseded", "forgotten", "all"],
+    status_help="live: searched and briefed; superseded: earlier versions; forgotten: set aside.",
+    filters=[_kind_filter, _tags_filter],
+    what=("memory", "memories"),
+    unnamed=("all", "live"),
+    headers=["ID", "CREATED", "KIND", "STATUS", "TITLE"],
+    row=lambda m: [m.id, short_time(m.created_at), m.kind, m.status, m.title],
+    namespace_at=3,
 )
-@click.option("--kind", "-k", default=None, help="Only memories of this kind, e.g. decision.")
-@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeat).")
-@click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
-@offset_option
-@vault_options
 def memory_list(
-    namespace: str | None,
-    everywhere: bool,
-    status: str,
-    kind: str | None,
-    tags: tuple[str, ...],
-    limit: int,
-    offset: int,
-    vault_path: str,
-    as_json: bool,
-) -> None:
+    vault: Vault, namespace: str | None, **query: Any
+) -> tuple[MemoryPage, tuple[Memory, ...]]:
     """List memories as a table, newest first (list_memories).
-
-    When more match than --limit, the last line says how many there are and
-    the --offset that gives the next page (--json: total, more, next_offset).
 
     \b
     Examples:
       agent-mem-vault memory list -n project/harbor-api --kind decision
       agent-mem-vault memory list --status forgotten --json
     """
-    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
-    page = open_vault(vault_path).page_memories(
-        namespace=namespace,
-        status=status,  # type: ignore[arg-type]  # click.Choice checked it
-        kind=kind,
-        tags=tags,
-        limit=limit,
-        offset=offset,
-    )
-    label = "" if status in ("all", "live") else f"{status} "
-    echo_listing(
-        page,
-        page.memories,
-        as_json=as_json,
-        what=("memory", "memories", label),
-        namespace=namespace,
-        offset=offset,
-        headers=["ID", "CREATED", "KIND", "STATUS", "TITLE"],
-        row=lambda m: [m.id, short_time(m.created_at), m.kind, m.status, m.title],
-        namespace_at=3,
-    )
+    page = vault.page_memories(namespace=namespace, **query)
+    return page, page.memories
 
 
 @id_command(memory_text, name="get")

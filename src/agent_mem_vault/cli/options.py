@@ -207,43 +207,6 @@ def id_command(
     return command
 
 
-def echo_listing(
-    page: Any,
-    found: Sequence[Any],
-    *,
-    as_json: bool,
-    what: tuple[str, str, str],
-    namespace: str | None,
-    offset: int,
-    headers: Sequence[str],
-    row: Callable[[Any], list[str]],
-    namespace_at: int,
-) -> None:
-    """A listing's page: JSON, or a table of ``row(item)`` lines with the page note after.
-
-    ``what`` is (one, many, label): how the page note and the line that says
-    nothing was found name the items. Listing every namespace, each row gets
-    the item's namespace as a column at ``namespace_at``.
-    """
-    if as_json:
-        emit_json(page.to_dict())
-        return
-    one, many, label = what
-    if not found:
-        echo_nothing_found(many, label, namespace, offset, page.total)
-        return
-    rows = [row(item) for item in found]
-    columns = list(headers)
-    if namespace is None:
-        rows = [
-            [*r[:namespace_at], item.namespace, *r[namespace_at:]]
-            for r, item in zip(rows, found, strict=True)
-        ]
-        columns.insert(namespace_at, "NAMESPACE")
-    click.echo(render_table(columns, rows))
-    echo_page_note(len(found), page.total, offset, page.next_offset, one)
-
-
 def read_text(value: str) -> str:
     """``-`` means: read the text from standard input."""
     return sys.stdin.read() if value == "-" else value
@@ -292,15 +255,6 @@ def _properties(pairs: Sequence[tuple[str, object]]) -> str:
     """``name: value`` lines, the values in one column; a property that is None is left
     out."""
     return "\n".join(f"{name + ':':<15}{value}" for name, value in pairs if value is not None)
-
-
-def echo_nothing_found(
-    plural: str, label: str, namespace: str | None, offset: int, total: int
-) -> None:
-    """The line a listing prints instead of an empty table."""
-    where = f" in {namespace}" if namespace else ""
-    more = f" from offset {offset} (there are {total})" if offset else ""
-    click.echo(f"No {label}{plural}{where}{more}.")
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, width: int = 100) -> str:

@@ -13,10 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.words import counted
+from .listing import list_command
 from .options import (
-    all_namespaces_option,
-    choice_option,
-    echo_listing,
     echo_view_line,
     emit,
     emit_json,
@@ -25,7 +23,6 @@ from .options import (
     id_command,
     memory_text,
     namespace_option,
-    offset_option,
     open_vault,
     read_text,
     short_time,
@@ -33,7 +30,7 @@ from .options import (
 )
 
 if TYPE_CHECKING:
-    from ..vault import Handoff, Memory, Repair, Vault
+    from ..vault import Handoff, HandoffPage, Memory, Repair, Vault
 
 # -- commands ---------------------------------------------------------------------------
 
@@ -196,34 +193,30 @@ def peek(agent: str, namespace: str | None, vault_path: str, as_json: bool) -> N
     _take(False, agent, namespace, vault_path, as_json)
 
 
-@click.command()
-@namespace_option(required=False)
-@all_namespaces_option
-@choice_option(
-    "--status",
-    choices=["pending", "read", "all"],
-    help="Which handoffs to list.",
+@list_command(
+    "handoffs",
+    statuses=["pending", "read", "all"],
+    status_help="Which handoffs to list.",
+    filters=[
+        click.option("--agent", "--to", "agent", help="Only handoffs to this agent."),
+        click.option("--from", "sender", help="Only handoffs from this agent."),
+    ],
+    what=("handoff", "handoffs"),
+    headers=["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"],
+    row=lambda h: [
+        h.id,
+        short_time(h.created_at),
+        h.sender,
+        h.recipient or "*",
+        h.status,
+        h.summary,
+    ],
+    namespace_at=4,
 )
-@click.option("--agent", "--to", "agent", help="Only handoffs to this agent.")
-@click.option("--from", "sender", help="Only handoffs from this agent.")
-@click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
-@offset_option
-@vault_options
 def handoffs(
-    namespace: str | None,
-    everywhere: bool,
-    status: str,
-    agent: str | None,
-    sender: str | None,
-    limit: int,
-    offset: int,
-    vault_path: str,
-    as_json: bool,
-) -> None:
+    vault: Vault, namespace: str | None, **query: Any
+) -> tuple[HandoffPage, tuple[Handoff, ...]]:
     """List handoffs as a table, newest first.
-
-    When more match than --limit, the last line says how many there are and
-    the --offset that gives the next page (--json: total, more, next_offset).
 
     \b
     Examples:
@@ -231,35 +224,9 @@ def handoffs(
       agent-mem-vault handoffs --status all --from claude-code --json
       agent-mem-vault handoffs --status all --offset 50
     """
-    namespace = found_namespace(namespace, required=False, everywhere=everywhere)
-    vault = open_vault(vault_path)
     echo_view_line(vault, namespace)
-    page = vault.page_handoffs(
-        namespace=namespace,
-        status=status,  # type: ignore[arg-type]  # click.Choice checked it
-        agent=agent,
-        sender=sender,
-        limit=limit,
-        offset=offset,
-    )
-    echo_listing(
-        page,
-        page.handoffs,
-        as_json=as_json,
-        what=("handoff", "handoffs", "" if status == "all" else f"{status} "),
-        namespace=namespace,
-        offset=offset,
-        headers=["ID", "CREATED", "FROM", "TO", "STATUS", "SUMMARY"],
-        row=lambda h: [
-            h.id,
-            short_time(h.created_at),
-            h.sender,
-            h.recipient or "*",
-            h.status,
-            h.summary,
-        ],
-        namespace_at=4,
-    )
+    page = vault.page_handoffs(namespace=namespace, **query)
+    return page, page.handoffs
 
 
 def _note_text(note: Handoff | Memory) -> str:
