@@ -4,8 +4,8 @@ No model is called: the same transcript always gives the same text. What a
 person picking up the work needs, newest first in importance: what the
 session was doing when it stopped, the request it was working on, its todo
 list, the files it changed, its last commands and their exit status, its last
-message. Everything passes through :func:`~.redact.redact`, and the context
-is kept under a byte budget (``AGENT_MEM_VAULT_AUTO_HANDOFF_BYTES``, 6 KB by
+message. Everything passes through :func:`~agent_mem_vault.core.secrets.redact`, and the
+context is kept under a byte budget (``AGENT_MEM_VAULT_AUTO_HANDOFF_BYTES``, 6 KB by
 default) by dropping the oldest items first, with a line saying what went.
 
 Only what the session did after its last explicit ``create_handoff`` counts:
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from .redact import redact
+from ..core.secrets import redact
 from .transcripts.model import (
     AssistantMessage,
     Entry,
