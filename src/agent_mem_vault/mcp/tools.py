@@ -213,7 +213,7 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
             ),
             viewed(next_text(who, ns)),
             read_only=True,
-            slow=True,  # it may fetch from the remote first
+            slow=vault.has_route,  # then it may fetch from the remote first
         )
 
     @tool(_READ_ONLY)
@@ -254,7 +254,7 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
             ),
             viewed(handoff_list_text),
             read_only=True,
-            slow=True,  # it may fetch from the remote first
+            slow=vault.has_route,  # then it may fetch from the remote first
         )
 
     @tool(_SET_STATE)

@@ -91,6 +91,12 @@ class SyncOps(VaultBase):
         report: SyncReport = sync_commands().sync_all(self)
         return report
 
+    @property
+    def has_route(self) -> bool:
+        """Whether this vault syncs (one ``stat``): only then may a view wait on the
+        network, catching up with the remote first."""
+        return syncs(self.path)
+
     def sync_status(self) -> tuple[RouteStatus, ...]:
         """Each route's remote, ahead/behind as of the last fetch and the last error,
         without asking the remote; () for a vault that does not sync."""
