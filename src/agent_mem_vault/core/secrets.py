@@ -31,6 +31,7 @@ UUID, a TID, a number or a path.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -271,6 +272,9 @@ class Finding:
 
 def find_secrets(text: str) -> list[Finding]:
     """Every secret in ``text``, in the order they stand; none overlap."""
+    # The spans taken, in order of their starts. They never overlap, so their ends are
+    # in the same order, and only the two neighbours of a new span can overlap it.
+    starts: list[int] = []
     spans: list[tuple[int, int, str]] = []
     lower: str | None = None
     for shape in SHAPES:
@@ -291,9 +295,11 @@ def find_secrets(text: str) -> list[Finding]:
                     continue
             else:
                 start, end = match.span()
-            if not any(start < e and s < end for s, e, _ in spans):
-                spans.append((start, end, shape.name))
-    spans.sort()
+            at = bisect.bisect_left(starts, start)
+            if (at and spans[at - 1][1] > start) or (at < len(spans) and spans[at][0] < end):
+                continue  # an earlier shape found this text
+            starts.insert(at, start)
+            spans.insert(at, (start, end, shape.name))
     found = []
     line, counted_to = 1, 0
     for start, end, kind in spans:
