@@ -52,8 +52,9 @@ class Shape:
     """The match; for a generic shape, group ``value`` is the secret (the text before it
     names it and stays)."""
     generic: bool = False
-    """Its value passes the guards (:func:`_is_placeholder`, and for ``judged`` names
-    :func:`_is_plain_value`) before it counts."""
+    """Its value counts only when it is not a placeholder (``_PLACEHOLDER``)."""
+    judged: bool = False
+    """Nor plainly something else (``_PLAIN``): a value merely assigned to a secret's name."""
     folded: bool = False
     """Matched on the text in lower case (the pattern is written in lower case)."""
 
@@ -65,12 +66,12 @@ def _shape(
     regex: str,
     *,
     generic: bool = False,
+    judged: bool = False,
     folded: bool = False,
     dotall: bool = False,
 ) -> Shape:
-    return Shape(
-        name, finds, anchors, re.compile(regex, re.DOTALL if dotall else 0), generic, folded
-    )
+    pattern = re.compile(regex, re.DOTALL if dotall else 0)
+    return Shape(name, finds, anchors, pattern, generic, judged, folded)
 
 
 _VALUE = r"(?P<value>(?!\[redacted)[^\s\"',;]"
@@ -229,13 +230,11 @@ SHAPES: tuple[Shape, ...] = (
         ("key", "secret", "token", "passw", "pwd", "credential"),
         rf"(?P<keep>{_NAMES}[\"']?\s*[:=]\s*[\"']?){_VALUE}{{6,}})",
         generic=True,
+        judged=True,
         folded=True,
     ),
 )
 """Every shape, specific before generic: where two find the same text, the earlier names it."""
-
-_JUDGED = frozenset({"secret assignment"})
-"""The shapes whose value is a secret only when it is not plainly something else."""
 
 _PLACEHOLDER = re.compile(
     r"\$\{?[A-Za-z_]\w*\}?|%\(\w+\)s|%s|<[^>]*>|\{\{[^}]*\}\}|\{\w+\}|[xX*._-]{3,}|…+"
@@ -289,9 +288,7 @@ def find_secrets(text: str) -> list[Finding]:
             if shape.generic:
                 start, end = match.span("value")
                 value = text[start:end]
-                if _PLACEHOLDER.fullmatch(value) or (
-                    shape.name in _JUDGED and _PLAIN.fullmatch(value)
-                ):
+                if _PLACEHOLDER.fullmatch(value) or (shape.judged and _PLAIN.fullmatch(value)):
                     continue
             else:
                 start, end = match.span()

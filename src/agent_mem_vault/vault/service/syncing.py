@@ -101,7 +101,7 @@ class SyncOps(VaultBase):
         """Each route's remote, ahead/behind as of the last fetch and the last error,
         without asking the remote; () for a vault that does not sync."""
         self._require_vault()
-        if not syncs(self.path):
+        if not self.has_route:
             return ()
         found: tuple[RouteStatus, ...] = sync_commands().status(self)
         return found
@@ -118,7 +118,7 @@ class SyncOps(VaultBase):
         ``AGENT_MEM_VAULT_SYNC_BUDGET``, 2). '' when what is here is current or nothing
         syncs, else one line saying why what is here is used (``doing`` it) and how old
         it is."""
-        if not syncs(self.path):
+        if not self.has_route:
             return ""
         line: str = sync_commands().catch_up(self, namespace, budget, doing)
         return line
