@@ -18,12 +18,18 @@ brackets), through what a user runs, with defaults:
   note, index them);
 - ``sync`` with nothing new (``Vault.sync``: commit what the journal names, fetch,
   nothing to merge or push);
-- a session start that fetches one new handoff: A leaves one and pushes it; B's
-  session-start hook fetches, merges and lists it (``render_session_start`` on a
-  new ``Vault`` object, as a fresh process's first call), and the same as an
-  ``agent-mem-vault hook session-start`` process (spawn → exit);
-- a claim (``read_handoff`` on B): commit, push, taken; and with one refusal
-  (A pushed first: the push is refused, B fetches, merges, claims again, pushes);
+- a session start after A left one handoff and pushed it: B's session-start
+  hook lists the pending handoffs (``render_session_start`` on a new ``Vault``
+  object, as a fresh process's first call), and the same as an ``agent-mem-vault
+  hook session-start`` process (spawn → exit). B's syncer runs, as it does on a
+  machine whose agent is in use, so the hook lists what the syncer last fetched
+  and asks nothing of the remote (docs/sync.md);
+- a claim (``read_handoff`` on B) of a handoff already here (B synced first):
+  commit, push, taken; and with one refusal (A pushed first: the push is refused,
+  B fetches, merges, claims again, pushes);
+- a session start and then a claim, on one new ``Vault`` object, of a handoff A
+  pushed a moment before: what an agent's first turn costs when its task has just
+  arrived;
 - a write on A until it is on the remote, by the background syncer (create →
   the remote's ref moved).
 
@@ -52,10 +58,11 @@ from measure import EXE, elapsed, load, ms_p95
 NS = NAMESPACES[0]
 ROWS = (
     "`sync` with nothing new",
-    "session start that fetches one new handoff, the hook's vault part",
-    "session start that fetches one new handoff, `hook session-start` spawn → exit",
-    "claim (`read_handoff`: commit, push)",
+    "session start after another machine pushed one handoff, the hook's vault part",
+    "session start after another machine pushed one handoff, `hook session-start` spawn → exit",
+    "claim of a handoff already here (`read_handoff`: commit, push)",
     "claim with one refusal (push refused, fetch, merge, claim again, push)",
+    "session start, then claim of the handoff another machine pushed a moment before",
     "a write until it is on the remote (background syncer)",
 )
 
@@ -131,16 +138,28 @@ def one_round(pair: Pair, i: int) -> None:
             )
         ),
     )
+    b.sync()  # the claim below finds the handoff here and the remote where B saw it
     pair.add(ROWS[3], elapsed(lambda: b.read_handoff(agent="codex", namespace=NS)))
     a.create_handoff(to="aider", summary=f"moves the remote {i}", context="C", namespace=NS)
     a.sync()  # B's next push is refused: it fetches, merges and claims again
     pair.add(ROWS[4], elapsed(lambda: b.read_handoff(agent="codex", namespace=NS)))
+    a.create_handoff(to="codex", summary=f"next task {i}", context="C", namespace=NS)
+    a.sync()
+    fresh = Vault(b.path)
+
+    def start_then_claim() -> None:
+        render_session_start(fresh, hook, agent="codex", namespace=NS)
+        if fresh.read_handoff(agent="codex", namespace=NS) is None:
+            raise SystemExit(f"bench_sync: B's claim found nothing in round {i}")
+
+    pair.add(ROWS[5], elapsed(start_then_claim))
+    fresh.close()
     before = remote_head(pair.remote)
     start = time.perf_counter()
     a.create_handoff(to="codex", summary=f"in the background {i}", context="C", namespace=NS)
     while remote_head(pair.remote) == before:
         time.sleep(0.002)
-    pair.add(ROWS[5], (time.perf_counter() - start) * 1000)
+    pair.add(ROWS[6], (time.perf_counter() - start) * 1000)
 
 
 def main() -> None:
