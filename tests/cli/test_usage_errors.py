@@ -36,7 +36,7 @@ def one_usage_line(proc: Proc) -> str:
 @pytest.mark.parametrize(
     ("args", "suggested"),
     [
-        (["creat"], "Did you mean 'create'?"),
+        (["craete"], "Did you mean 'create'?"),
         (["handoff"], "Did you mean 'handoffs'?"),
         (["memory", "serch", "x"], "Did you mean 'search'?"),
         (["runs", "strat", "bot"], "'start'"),

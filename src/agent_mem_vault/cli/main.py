@@ -7,7 +7,8 @@ Library errors become exit statuses and messages here, and nowhere else.
 Exit statuses: 0 ok · 1 unexpected failure · 2 bad input or usage · 3 not
 found · 4 conflict (state forbids it) · 5 access denied · 6 unavailable (a
 lock or lease did not come; retry) · 7 damaged data · 8 remote service failed ·
-9 a server could not start.
+9 a server could not start · 10 written on this machine, held back from its
+remote (a secret in it; ``agent-mem-vault redact``).
 
 A path the operating system refuses (a file where a folder belongs, no
 permission, a read-only filesystem) is reported like a library error, with
@@ -47,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "show": "agent_mem_vault.cli.vault:show",
     "ack": "agent_mem_vault.cli.vault:ack",
     "reopen": "agent_mem_vault.cli.vault:reopen",
+    "redact": "agent_mem_vault.cli.secrets:redact",
     "memory": "agent_mem_vault.cli.memories:memory",
     "brief": "agent_mem_vault.cli.vault:brief",
     "reindex": "agent_mem_vault.cli.vault:reindex",

@@ -27,6 +27,7 @@ from .options import (
     read_text,
     render_table,
     short_time,
+    tell_held_back,
     vault_options,
 )
 
@@ -76,7 +77,8 @@ def memory_save(
       agent-mem-vault memory save -n project/harbor-api -k decision \\
         -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
     """
-    saved = open_vault(vault_path).save_memory(
+    vault = open_vault(vault_path)
+    saved = vault.save_memory(
         namespace=found_namespace(namespace) or "",
         title=title,
         content=read_text(content),
@@ -84,10 +86,8 @@ def memory_save(
         tags=tags,
         agent=agent,
     )
-    if as_json:
-        emit_json(saved.to_dict())
-    else:
-        click.echo(saved.id)
+    emit(saved, as_json, lambda m: str(m.id))
+    tell_held_back(vault, saved.path)
 
 
 @memory.command("search")
@@ -217,7 +217,8 @@ def memory_update(
     Example:
       agent-mem-vault memory update 3l6qyvzp7ns2c -c "Batches of 500: lock time rose."
     """
-    updated = open_vault(vault_path).update_memory(
+    vault = open_vault(vault_path)
+    updated = vault.update_memory(
         id,
         title=title,
         content=None if content is None else read_text(content),
@@ -226,6 +227,7 @@ def memory_update(
         agent=agent,
     )
     emit(updated, as_json, lambda m: str(m.id))
+    tell_held_back(vault, updated.path)
 
 
 @click.command("forget")

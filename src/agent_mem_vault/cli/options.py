@@ -187,6 +187,20 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
         click.echo(text(value))
 
 
+HELD_BACK_EXIT = 10
+"""The exit status of a write whose note was saved here and stays off its remote: neither
+a failure to retry (it would write the note twice) nor a plain success to overlook."""
+
+
+def tell_held_back(vault: Vault, path: str) -> None:
+    """After a write: if the note stays on this machine (a secret in it), say why and what
+    to do on stderr, and exit ``HELD_BACK_EXIT``; what was printed before stands."""
+    line = vault.held_back(path)
+    if line is not None:
+        click.echo(f"agent-mem-vault: {line}", err=True)
+        sys.exit(HELD_BACK_EXIT)
+
+
 def id_command(
     text: Callable[[Any], str], name: str | None = None
 ) -> Callable[[Callable[[Vault, str], object]], click.Command]:

@@ -184,9 +184,9 @@ def report_lines(report: RouteReport) -> list[str]:
     return lines
 
 
-def status_lines(routes: list[dict[str, Any]]) -> list[str]:
+def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str]:
     """Where each route stands (``RouteStatus.to_dict``), for ``sync --status`` and
-    ``doctor``."""
+    ``doctor`` (which lists the notes held back among its problems: ``held=False``)."""
     if not routes:
         return [
             "sync: none; the vault stays on this machine ('agent-mem-vault sync init REMOTE' "
@@ -221,6 +221,8 @@ def status_lines(routes: list[dict[str, Any]]) -> list[str]:
                 f"starts and views do not ask it again before {status['ask_after']} "
                 "('agent-mem-vault sync' asks now)"
             )
+        if held:
+            out += [f"  {item['said']}" for item in status.get("held_back") or ()]
     return out
 
 

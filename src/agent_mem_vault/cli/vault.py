@@ -26,6 +26,7 @@ from .options import (
     open_vault,
     read_text,
     short_time,
+    tell_held_back,
     vault_options,
 )
 
@@ -134,7 +135,8 @@ def create(
         -s "Batch the orders backfill" \\
         -c "The backfill in migrations/0007 needs batching. Start with 1000 rows."
     """
-    handoff = open_vault(vault_path).create_handoff(
+    vault = open_vault(vault_path)
+    handoff = vault.create_handoff(
         to=to,
         summary=summary,
         context=read_text(context),
@@ -143,6 +145,7 @@ def create(
         from_=from_,
     )
     emit(handoff, as_json, lambda h: str(h.id))
+    tell_held_back(vault, handoff.path)
 
 
 def _take(take: bool, agent: str, given: str | None, vault_path: str, as_json: bool) -> None:
@@ -408,7 +411,7 @@ def doctor(vault_path: str, as_json: bool) -> None:
         if report.sync:
             from .sync import status_lines
 
-            for line in status_lines(list(report.sync)):
+            for line in status_lines(list(report.sync), held=False):
                 click.echo(line)
         click.echo(_keeper_text(keeper))
         click.echo("watch: " + (unwatched or "serve can watch the vault."))

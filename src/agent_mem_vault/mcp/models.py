@@ -126,6 +126,11 @@ class CreatedHandoffResult(_Result):
     handoff: Annotated[CreatedHandoff, _inline(CreatedHandoff)] = Field(
         description="The handoff as stored, without the text just sent."
     )
+    held_back: str | None = Field(
+        default=None,
+        description="Present when the note stays on this machine instead of going to the "
+        "vault's remote (it holds what looks like a secret): which line, and how to free it.",
+    )
 
 
 # The paging fields that every listing shares (see ``Page`` in the vault's models).
@@ -228,6 +233,11 @@ class MemoryResult(_Result):
     """Result of save_memory, get_memory, update_memory and restore_memory."""
 
     memory: MemoryJson = Field(description="The memory as it is now (update: the new version).")
+    held_back: str | None = Field(
+        default=None,
+        description="Present when the note stays on this machine instead of going to the "
+        "vault's remote (it holds what looks like a secret): which line, and how to free it.",
+    )
 
 
 class ForgottenMemoryResult(_Result):

@@ -30,9 +30,26 @@ __all__ = [
     "search_text",
     "updated_text",
     "viewed",
+    "written",
 ]
 
 Rendered = tuple[str, dict[str, Any]]
+
+
+def written(render: Callable[[Any], Rendered]) -> Callable[[tuple[Any, str | None]], Rendered]:
+    """``render`` for a write whose note may stay on this machine (``Vault.held_back``: a
+    secret in it): the line saying so, and what to do, goes first in the text, and in
+    ``held_back``, so the agent neither misses it nor writes the note again."""
+
+    def go(value: tuple[Any, str | None]) -> Rendered:
+        inner, line = value
+        text, data = render(inner)
+        if line:
+            text = f"{line[0].upper()}{line[1:]}. It is saved: do not write it again.\n\n{text}"
+            data["held_back"] = line
+        return text, data
+
+    return go
 
 
 def viewed(render: Callable[[Any], Rendered]) -> Callable[[tuple[str, Any]], Rendered]:

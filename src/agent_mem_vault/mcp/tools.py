@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -45,8 +45,12 @@ from .rendering import (
     search_text,
     updated_text,
     viewed,
+    written,
 )
 from .runner import Runner
+
+if TYPE_CHECKING:
+    from ..vault import Vault
 
 __all__ = ["add_handoff_tools", "add_memory_life_tools", "add_memory_tools"]
 
@@ -124,6 +128,19 @@ def _guarded(fn: F) -> F:
     return tool  # type: ignore[return-value]
 
 
+class _Note(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+N = TypeVar("N", bound=_Note)
+
+
+def _and_held(vault: Vault, note: N) -> tuple[N, str | None]:
+    """A note just written, and why it stays on this machine if it does (``written``)."""
+    return note, vault.held_back(note.path)
+
+
 def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[F], F]]:
     """``@tool(hints)``: register a tool on ``server`` with its hints, vault errors guarded."""
 
@@ -171,15 +188,18 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.create_handoff(
-                to=to,
-                summary=summary,
-                context=context,
-                namespace=ns,
-                supersedes=tuple(supersedes or ()),
-                from_=me,
+            lambda: _and_held(
+                vault,
+                vault.create_handoff(
+                    to=to,
+                    summary=summary,
+                    context=context,
+                    namespace=ns,
+                    supersedes=tuple(supersedes or ()),
+                    from_=me,
+                ),
             ),
-            created_text,
+            written(created_text),
         )
 
     @tool(_CONSUME)
@@ -289,15 +309,18 @@ def add_memory_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         ns = run.namespace(namespace)
         return await run.call(
-            lambda: vault.save_memory(
-                namespace=ns,
-                title=title,
-                content=content,
-                kind=kind,
-                tags=tuple(tags or ()),
-                agent=me,
+            lambda: _and_held(
+                vault,
+                vault.save_memory(
+                    namespace=ns,
+                    title=title,
+                    content=content,
+                    kind=kind,
+                    tags=tuple(tags or ()),
+                    agent=me,
+                ),
             ),
-            memory_text,
+            written(memory_text),
         )
 
     @tool(_READ_ONLY)
@@ -415,15 +438,18 @@ def add_memory_life_tools(server: MCPServer[Any], run: Runner) -> None:
         returns the new version with its new id.
         """
         return await run.call(
-            lambda: vault.update_memory(
-                id,
-                title=title,
-                content=content,
-                kind=kind,
-                tags=None if tags is None else tuple(tags),
-                agent=me,
+            lambda: _and_held(
+                vault,
+                vault.update_memory(
+                    id,
+                    title=title,
+                    content=content,
+                    kind=kind,
+                    tags=None if tags is None else tuple(tags),
+                    agent=me,
+                ),
             ),
-            updated_text,
+            written(updated_text),
         )
 
     @tool(_FORGET)

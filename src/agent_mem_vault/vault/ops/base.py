@@ -92,9 +92,6 @@ class VaultBase:
         self._dashboard_checked = False
         self._read_only: bool | None = None
         """Whether this user cannot write the vault (``_is_read_only``); None: not looked at."""
-        self._withheld: set[str] = set()
-        """Notes written in this locked section that the sync held back (``_write``):
-        left out of what it is told (``_feed``)."""
         self._staged: list[tuple[str, Staged]] = []
         """Notes written to their temp files and not yet published (``_write``, ``_commit``):
         (the note's path relative to the vault, its temp file)."""
@@ -385,6 +382,20 @@ class VaultBase:
                         self._upkeep.refresh(idx, path)
             return self._upkeep.query(run)
 
+    def held_back(self, path: str) -> str | None:
+        """Why the note at ``path`` (relative to the vault, as ``Handoff.path`` and
+        ``Memory.path`` give it) stays on this machine rather than going to its remote,
+        in one line for whoever wrote it: a secret it gained here, until
+        ``agent-mem-vault redact`` takes it out. None: it may travel, or nothing does."""
+        port = self._port()
+        if port is NO_SYNC:
+            return None
+        try:
+            text = (self.path / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return port.hold_back(self, path, text)
+
     def _port(self) -> SyncPort:
         """What the operations ask of the vault's sync and tell it (``port.py``). Here:
         ``NO_SYNC``; the service plugs sync in where a route is configured
@@ -393,14 +404,11 @@ class VaultBase:
 
     def _feed(self) -> None:
         """Tell the sync the notes the index stored or removed since the last call (the
-        caller holds the vault lock); notes held back (``_write``) are left out."""
+        caller holds the vault lock)."""
         idx = self._upkeep.current
         if idx is None or not idx.touched:
             return
         touched = idx.take_touched()
-        if self._withheld:
-            touched -= self._withheld
-            self._withheld = set()
         if touched:
             self._port().changed(touched)
 

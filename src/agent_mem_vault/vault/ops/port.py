@@ -11,8 +11,9 @@ operation does:
 - ``travels`` and ``claim``: a read of a handoff in a namespace that travels
   counts only once the remote took the claim, so the operation hands the whole
   read to sync;
-- ``hold_back``: a note that must not leave the machine (a secret in it, a note
-  or namespace marked private) is named before it is committed for a remote;
+- ``hold_back``: whether a note must not leave the machine (a secret it gained
+  here), so that whoever wrote it is told at once; sync holds it back itself
+  whenever it commits for a remote, told or not;
 - ``origin`` and ``view_age``: what a view of a note adds (who wrote its text and
   whether that is verified; how old this machine's view of the remote is).
 
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
+    from .base import VaultBase
     from .handoffs import HandoffOps
 
 __all__ = ["NO_SYNC", "NoSync", "Origin", "SyncPort"]
@@ -63,9 +65,9 @@ class SyncPort(Protocol):
         ``agent``, marked read once the remote took the claim; None if none is pending."""
         ...
 
-    def hold_back(self, path: str, text: str) -> str | None:
-        """Why the note at ``path`` (relative to the vault) with ``text`` must not be
-        committed for a remote, in one line for the writer; None: it may travel."""
+    def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
+        """Why the note at ``path`` (relative to the vault) with ``text`` stays on this
+        machine, in one line for the writer; None: it may travel."""
         ...
 
     def changed(self, paths: Iterable[str]) -> None:
@@ -92,7 +94,7 @@ class NoSync:
     def claim(self, vault: HandoffOps, *, agent: str, namespace: str) -> Handoff | None:
         raise AssertionError("claim is asked only where travels() is true")
 
-    def hold_back(self, path: str, text: str) -> str | None:
+    def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
         return None
 
     def changed(self, paths: Iterable[str]) -> None:

@@ -149,8 +149,6 @@ class NoteWrites(VaultBase):
         A change of several notes (a create that supersedes, with the namespace's
         first brief) is written whole before any of it is renamed: on a full disk
         it fails with nothing to show for it, never half made."""
-        if self._port().hold_back(path, text) is not None:
-            self._withheld.add(path)
         staged = stage(self.path / path, text, durable=self.durable)
         self._staged.append((path, staged))
         st = staged.stat

@@ -43,12 +43,13 @@ from ..ops.base import VaultBase
 from ..ops.handoffs import HandoffOps, StatusFilter
 from ..ops.memories import MemoryOps
 from ..ops.memory_life import MemoryLifeOps
+from ..ops.redaction import RedactionOps
 from .syncing import SyncOps
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
 
-class Vault(HandoffOps, MemoryOps, MemoryLifeOps, SyncOps, VaultBase):
+class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, SyncOps, VaultBase):
     """A vault folder of Markdown notes, with a derived SQLite index.
 
     The handoff operations live in ``handoffs.py``, saving and searching memories
@@ -174,8 +175,15 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, SyncOps, VaultBase):
                 repairs=tuple(repairs.recent(self.path, self.clock.now())),
             )
         # Outside the lock: it asks git (and only in a vault that syncs).
-        routes = tuple(r.to_dict() for r in self.sync_status())
-        return dataclasses.replace(report, sync=routes) if routes else report
+        statuses = self.sync_status()
+        if not statuses:
+            return report
+        held = tuple(line for status in statuses for line in status.held_lines())
+        return dataclasses.replace(
+            report,
+            sync=tuple(r.to_dict() for r in statuses),
+            problems=(*report.problems, *held),
+        )
 
     def _merge_problems(self, idx: Index, kept: list[str]) -> list[str]:
         """What merges left for a person: a side that lost (``kept``: its conflict notes)

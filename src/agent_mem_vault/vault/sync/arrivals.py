@@ -55,21 +55,26 @@ def integrate(sync: LocalRoute, theirs: str | None, report: RouteReport) -> None
     # as ours: a note whose file is not the blob ours holds was edited here.
     edited = []
     for path, (old, _new) in incoming.items():
-        held = mine[path][1] if path in mine else old
-        if _blob_id(sync.root / path, len(held or theirs)) != held:
+        ours_blob = mine[path][1] if path in mine else old
+        if _blob_id(sync.root / path, len(ours_blob or theirs)) != ours_blob:
             edited.append(path)
+    held: dict[str, str] = {}
     if edited:
         sync.stage(edited)
         committed = sync.commit("notes changed here")
         if committed is not None and committed != ours:
             ours = committed
             mine = sync.changes(base, ours)
+        held = _held_edits(sync.root, edited, mine, incoming, len(theirs))
     wanted: set[str] = set()
     for path, (old, new) in incoming.items():
         wanted.update(b for b in (old, new) if b)
         if path in mine:
             wanted.update(b for b in mine[path] if b)
     blobs = sync.blobs(sorted(wanted))
+    for path, text in held.items():  # merged from the file, under a name of its own
+        blobs[f"held:{path}"] = text
+        mine[path] = (incoming[path][0], f"held:{path}")
     writes: dict[str, str] = {}
     removes: list[str] = []
     supersedes: list[tuple[str, str, str]] = []
@@ -156,6 +161,28 @@ def _write(sync: LocalRoute, writes: dict[str, str], removes: list[str]) -> list
         # Staged by the caller as they arrived: not changes of this vault to send back.
         idx.touched.difference_update(changed)
     return changed
+
+
+def _held_edits(
+    root: Path,
+    edited: list[str],
+    mine: dict[str, tuple[str | None, str | None]],
+    incoming: dict[str, tuple[str | None, str | None]],
+    digits: int,
+) -> dict[str, str]:
+    """The edits made here that the gate kept out of the commit (a secret gained here,
+    ``gate.py``), path → the text on disk: ours all the same, so they are merged from
+    the file and the remote's change never overwrites them."""
+    out = {}
+    for path in edited:
+        committed = mine[path][1] if path in mine else incoming[path][0]
+        try:
+            data = (root / path).read_bytes()
+        except OSError:
+            continue
+        if object_id(b"blob", data, digits) != committed:
+            out[path] = data.decode("utf-8", "replace")
+    return out
 
 
 def _blob_id(path: Path, digits: int) -> str | None:

@@ -35,7 +35,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-from ...core.errors import AgentMemVaultError, UnavailableError
+from ...core.errors import AgentMemVaultError, ConflictError, UnavailableError
 from ..folder.files import LockBusy
 from .engine import FETCH_FIRST, MAX_ROUNDS, RouteSync, stage_journal
 from .local import RouteReport
@@ -62,6 +62,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
     looked = False
     with sync.network_turn():
         for attempt in range(MAX_ROUNDS):
+            held: ConflictError | None = None
             with vault._writing(scope=scope) as idx:
                 taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
                 before, before_tree = sync.heads()[0], sync.local_tree()
@@ -69,14 +70,20 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 if taken is not None:
                     # Not journaled: the syncer never sends a read that did not count.
                     idx.touched.discard(taken.handoff.path)
-                    head = sync.commit_notes([taken.handoff.path], f"read {taken.handoff.id}")
-                if head is None:  # nothing taken, or no commit to build on yet
+                    try:
+                        head = sync.commit_notes([taken.handoff.path], f"read {taken.handoff.id}")
+                    except ConflictError as exc:  # it gained a secret here (gate.py)
+                        held = exc
+                if held is None and head is None:  # nothing taken, or no commit yet
                     also = [taken.handoff.path] if taken is not None else []
                     stage_journal(vault, config, also, syncs=[sync])
                     staged = True
                     head = sync.commit(
                         f"read {taken.handoff.id}" if taken else "notes changed here"
                     )
+            if held is not None and taken is not None:
+                _put_back(vault, sync, taken, commit=False)
+                raise held
             if taken is None:
                 if looked:
                     return None

@@ -312,7 +312,7 @@ class RouteSync(LocalRoute):
         state = self.state()
         sent = state.get("sent")
         state["sent"] = {**(sent if isinstance(sent, dict) else {}), entry: commit}
-        self._save(state)
+        self.save_state(state)
         # Raises if the remote did not answer: the pair stays written down.
         refused = self._send(limit, *specs, atomic=len(specs) > 1, sent=entry)
         if refused is None:
@@ -326,7 +326,7 @@ class RouteSync(LocalRoute):
         sent = state.get("sent")
         if isinstance(sent, dict) and any(e in sent for e in entries):
             state["sent"] = {e: c for e, c in sent.items() if e not in entries}
-            self._save(state)
+            self.save_state(state)
 
     def checkpoint_if_due(self, timeout: float | None = None) -> bool:
         """A new checkpoint of the remote's notes, if its log has grown ``CHECKPOINT_EVERY``
@@ -343,7 +343,7 @@ class RouteSync(LocalRoute):
         if int(self.git.text("rev-list", "--count", *span)) < CHECKPOINT_EVERY:
             return False
         state["checkpoint_tried"] = known.log  # tried once per CHECKPOINT_EVERY entries
-        self._save(state)
+        self.save_state(state)
         tree = known.fetched_tree or self._tree(known.fetched)
         checkpoint = self.git.text(
             "commit-tree", "--no-gpg-sign", tree, "-m", checkpoint_message(known.log)

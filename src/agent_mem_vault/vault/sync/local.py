@@ -13,7 +13,9 @@ merge: the notes are the truth, and git moves them.
   the route's index; ``update-index`` reads only files whose size or mtime
   changed.
 - **commit** (under the vault lock and the route's turn): a tree from that
-  index, committed on ``local`` if it differs.
+  index, committed on ``local`` if it differs; a note that gained a secret here
+  keeps in it the version the remote may have (``gate.py``), so ``local``,
+  and every entry and checkpoint made from it, never holds the secret.
 - **integrate** (under the vault lock): the fetched commit merged into the
   notes, path by path: what only the remote changed is written, what both
   changed is merged by fields (``format/merge.py``), then ``local`` moves to a
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, UnavailableError
 from ..folder.files import VaultLock, atomic_write
+from .gate import gated_notes, gated_tree
 from .gitcmd import Git
 from .routes import SYNC_DIR, Route, SyncConfig
 from .trees import edited_tree, empty_tree_id
@@ -277,6 +280,9 @@ class LocalRoute:
             return head
         if head is None and tree == empty_tree_id(len(tree)):
             return None
+        tree = gated_tree(self, tree, known.local_tree, known.local_tree)
+        if head is not None and known.local_tree == tree:
+            return head
         parents = ["-p", head] if head is not None else []
         new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
         self.git.run("update-ref", self.local, new, head or "")
@@ -296,6 +302,9 @@ class LocalRoute:
             return known.local
         if any("\n" in p for p in mine):
             return None  # --stdin-paths reads a path per line
+        mine = gated_notes(self, mine, known.local_tree)
+        if not mine:
+            return known.local
         blobs = self.git.run(
             "hash-object",
             "-w",
@@ -342,7 +351,7 @@ class LocalRoute:
         unstaged = state.pop("unstaged", None)
         if unstaged:
             self.stage([str(p) for p in unstaged])
-            self._save(state)
+            self.save_state(state)
         seen = state.get("index")
         if isinstance(seen, list) and len(seen) == 4 and seen[:3] == _stamp(index):
             return str(seen[3])
@@ -350,7 +359,7 @@ class LocalRoute:
         stamp = _stamp(index)
         if stamp is not None:
             state["index"] = [*stamp, tree]
-            self._save(state)
+            self.save_state(state)
         return tree
 
     def retract(self, commit: str, back_to: str | None, tree: str | None) -> None:
@@ -370,8 +379,10 @@ class LocalRoute:
     def advance(self, ours: str | None, theirs: str, base: str | None) -> None:
         """Move ``local`` past ``theirs``: to it when the route's index now holds exactly
         its tree (a fast-forward), else to a merge commit of the two."""
-        tree = self._write_tree()
-        if (ours is None or base == ours) and tree == self.fetched_tree(theirs):
+        tree, their_tree = self._write_tree(), self.fetched_tree(theirs)
+        if tree != their_tree:  # what the merge adds to theirs passes the gate (gate.py)
+            tree = gated_tree(self, tree, their_tree, their_tree, self.local_tree())
+        if (ours is None or base == ours) and tree == their_tree:
             self.git.run("update-ref", self.local, theirs, ours or "")
             self._moved(local=theirs, local_tree=tree)
             return
@@ -415,19 +426,35 @@ class LocalRoute:
         return out
 
     def blobs(self, ids: list[str]) -> dict[str, str]:
-        """The text of each blob ``ids`` names (one ``cat-file`` for all)."""
+        """The text of each object ``ids`` names (a blob id, or ``<tree>:<path>``), with one
+        ``cat-file`` for all; left out where there is no such blob."""
         if not ids:
             return {}
         raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
         out: dict[str, str] = {}
         pos = 0
-        for blob_id in ids:
+        for name in ids:
             end = raw.index(b"\n", pos)
-            header = raw[pos:end].decode().split(" ")
-            size = int(header[2]) if len(header) == 3 else 0
-            body = raw[end + 1 : end + 1 + size]
-            out[blob_id] = body.decode("utf-8", "replace")
-            pos = end + 1 + size + 1
+            header = raw[pos:end].decode("utf-8", "replace").rsplit(" ", 2)
+            pos = end + 1
+            if len(header) != 3 or header[1] != "blob":
+                continue  # "<name> missing", or a tree
+            size = int(header[2])
+            out[name] = raw[pos : pos + size].decode("utf-8", "replace")
+            pos += size + 1
+        return out
+
+    def entries(self, tree: str | None, paths: Sequence[str]) -> dict[str, str]:
+        """The blob of each of ``paths`` in ``tree``, where it has one as a regular file."""
+        if tree is None or not paths:
+            return {}
+        raw = self.git.run("ls-tree", "-z", tree, "--", *paths).out
+        out = {}
+        for item in raw.decode("utf-8", "surrogateescape").split("\0"):
+            meta, _, path = item.partition("\t")
+            fields = meta.split(" ")
+            if path and len(fields) == 3 and fields[0] in _REGULAR:
+                out[path] = fields[2]
         return out
 
     # -- what the route last said ---------------------------------------------------
@@ -463,9 +490,9 @@ class LocalRoute:
             count = failures(state) + 1
             state["failures"] = count
             state["ask_after"] = time.time() + backoff(count)
-        self._save(state)
+        self.save_state(state)
 
-    def _save(self, state: dict[str, Any]) -> None:
+    def save_state(self, state: dict[str, Any]) -> None:
         # Lost, the state costs only precision: --status's lines, the index's stamp (a
         # write-tree more), ``sent`` (a merge that keeps the remote's side); ``unstaged``,
         # which must not be lost, is written by ``_later``.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
+from .gate import Held, held_notes, said
 from .gitcmd import Git
 from .journal import waiting
 from .local import RouteReport
@@ -90,6 +91,12 @@ class RouteStatus:
     """Talks with the remote in a row that it did not answer (refused, silent, gone)."""
     ask_after: str | None = None
     """Until when session starts and views do not ask it again (RFC 3339), if they wait."""
+    held: dict[str, list[Held]] = field(default_factory=dict)
+    """Notes kept off the remote (path → the secrets they gained here, ``gate.py``)."""
+
+    def held_lines(self) -> list[str]:
+        """One line for each note held back, saying what to do (``gate.said``)."""
+        return [said(path, found, self.route.label) for path, found in self.held.items()]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -107,6 +114,10 @@ class RouteStatus:
             "syncer": self.syncer,
             "failures": self.failures,
             "ask_after": self.ask_after,
+            "held_back": [
+                {"path": p, "found": [h.to_dict() for h in found], "said": line}
+                for (p, found), line in zip(self.held.items(), self.held_lines(), strict=True)
+            ],
         }
 
 
@@ -428,6 +439,7 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 syncer=pid,
                 failures=failures(state),
                 ask_after=_stamp(ask_after(state)),
+                held=held_notes(sync),
             )
         )
     return tuple(out)

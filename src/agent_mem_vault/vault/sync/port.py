@@ -5,8 +5,9 @@ that has a route: a read in a namespace that travels is a claim the remote must
 take (``claim.py``); every change the operations tell it goes into the journal
 (``journal.py``) and wakes the background syncer (``syncer.py``), which commits
 and pushes it in its own time; how old this machine's view of a remote is comes
-from the route's state (``view.py``). Nothing is held back yet, and who wrote a
-note is not known yet: the answers below say so.
+from the route's state (``view.py``); a note that gained a secret here is named
+to its writer (``gate.py``, which also holds it back at every commit). Who wrote
+a note is not known yet: ``origin`` says so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...core.secrets import find_secrets
 from ..ops.port import Origin
 from .journal import note_changes
 from .routes import load_config
@@ -22,6 +24,7 @@ from .syncer import ensure_syncer
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
+    from ..ops.base import VaultBase
     from ..ops.handoffs import HandoffOps
 
 __all__ = ["GitSync"]
@@ -46,8 +49,17 @@ class GitSync:
             return vault._read_here(agent, namespace)
         return claim(vault, route, agent=agent, namespace=namespace)
 
-    def hold_back(self, path: str, text: str) -> str | None:
-        return None
+    def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
+        if not find_secrets(text):
+            return None  # nearly every note: no git asked
+        config = load_config(self.root)
+        route = None if config is None else config.route_of(path)
+        if config is None or route is None:
+            return None
+        from .gate import held_text
+        from .local import LocalRoute
+
+        return held_text(LocalRoute(vault, config, route), path, text)
 
     def changed(self, paths: Iterable[str]) -> None:
         if note_changes(self.root, paths):

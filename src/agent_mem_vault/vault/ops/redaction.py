@@ -1,0 +1,103 @@
+"""Taking the secrets out of a note in place: what frees a note held back from its remote.
+
+A note that gained a secret stays on this machine (``vault/sync/gate.py``). Writing
+it again without the secret is what lets it go, and the person who is told
+"held back" should not have to find the line and edit front matter by hand:
+``redact`` replaces each secret with ``[redacted <kind>]``, in the body and in
+every text property, as one locked write that the sync is told of like any
+other. It finds what the gate finds (``core/secrets.py``), so a note it leaves
+is one the gate lets pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.errors import NotFoundError
+from ...core.secrets import find_secrets, redact
+from ..folder.records import classify
+from ..format.namespaces import validate_id
+from ..format.notes import parse_text, render_note
+from .writes import NoteWrites
+
+__all__ = ["Redacted", "RedactionOps"]
+
+
+@dataclass(frozen=True, slots=True)
+class Redacted:
+    """What ``redact`` took out of one note (or would, with ``dry_run``)."""
+
+    path: str
+    found: tuple[tuple[int, str], ...]
+    """(line, kind) of each secret, in the note as it was."""
+    written: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "found": [{"line": line, "kind": kind} for line, kind in self.found],
+            "written": self.written,
+        }
+
+
+class RedactionOps(NoteWrites):
+    def redact_note(self, note: str, *, dry_run: bool = False) -> Redacted:
+        """Replace each secret in a note (a handoff's or memory's id, or its path in the
+        vault) with ``[redacted <kind>]``, in its body and its text properties; with
+        ``dry_run``, only say what would be. Nothing found: nothing written."""
+        with self._writing() as idx:
+            path = self._note_path(idx, note)
+            found = self._note_from_disk(idx, path)
+            if found is None:
+                raise NotFoundError(f"no note at {path}", code="note_not_found")
+            text = (self.path / path).read_text(encoding="utf-8")
+            secrets = tuple((f.line, f.kind) for f in find_secrets(text))
+            if not secrets or dry_run:
+                return Redacted(path, secrets, written=False)
+            parsed = parse_text(text)
+            meta = {key: _redacted(value) for key, value in parsed.meta.items()}
+            new_text = render_note(meta, redact(parsed.body))
+            made = classify(path, 0, len(new_text), new_text)
+            record = self._write(
+                path,
+                new_text,
+                made.kind,
+                handoff=made.handoff,
+                memory=made.memory,
+                namespace=made.namespace,
+                problem=made.problem,
+            )
+            self._commit(idx, [record])
+            return Redacted(path, secrets, written=True)
+
+    def _note_path(self, idx: Any, note: str) -> str:
+        """The vault-relative path of the note ``note`` names (an id, or a path)."""
+        if note.endswith(".md"):
+            path = note.replace("\\", "/").lstrip("./")
+            if ".." in path.split("/") or not (self.path / path).is_file():
+                raise NotFoundError(
+                    f"no note at {note!r} in the vault (give its path relative to the vault, "
+                    "or its id)",
+                    code="note_not_found",
+                )
+            return path
+        validate_id(note, field="note")
+        found = idx.handoff(note) or idx.memory(note)
+        if found is None:
+            raise NotFoundError(
+                f"no handoff or memory with id {note}; 'agent-mem-vault handoffs --status all' "
+                "and 'agent-mem-vault memory list --status all' show the ids there are",
+                code="note_not_found",
+                id=note,
+            )
+        return str(found.path)
+
+
+def _redacted(value: Any) -> Any:
+    """A property's value with its secrets replaced (text, and text in lists)."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value

@@ -1,0 +1,218 @@
+"""What must not leave the machine: a secret a note gained here is held back from its remote.
+
+An agent pastes a connection string into a handoff, a command's output with an
+API key lands in a memory: committed and pushed, the secret would sit in the
+team's remote and its history for good. So before a note's text goes into a
+commit that a remote will see, its secrets are looked for (``core/secrets.py``),
+and a secret counts only when the note gained it here: one the remote already
+has (in the version this machine last fetched or committed) is not leaving.
+
+A held note stays on disk as the person or agent wrote it; the commit keeps the
+version the remote may already have (or none), so nothing of the new text is
+sent, and it goes out at the first commit after the secret is gone
+(``agent-mem-vault redact``). The route's state names each held note, for
+``sync --status`` and ``doctor``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...core.clock import format_datetime, utc_now
+from ...core.errors import ConflictError
+from ...core.secrets import Finding, find_secrets
+
+if TYPE_CHECKING:
+    from .local import LocalRoute
+
+__all__ = [
+    "Held",
+    "gated_notes",
+    "gated_tree",
+    "held_notes",
+    "held_text",
+    "mask",
+    "new_secrets",
+    "said",
+]
+
+_CLEAN: set[str] = set()
+"""Blobs this process found free of secrets: a note judged once is not read again."""
+_CLEAN_MAX = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """One secret that keeps a note on this machine."""
+
+    kind: str
+    line: int
+    masked: str
+    """The secret with its middle left out, enough for a person to know which it is."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"kind": self.kind, "line": self.line, "masked": self.masked}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Held | None:
+        if not isinstance(data, dict):
+            return None
+        kind, line, masked = data.get("kind"), data.get("line"), data.get("masked")
+        if isinstance(kind, str) and isinstance(line, int) and isinstance(masked, str):
+            return cls(kind, line, masked)
+        return None
+
+
+def mask(secret: str) -> str:
+    """``AKIA…MPLE (20 chars)``: the ends of a long secret, never more than a fifth of it."""
+    keep = min(4, len(secret) // 5)
+    if keep == 0:
+        return f"… ({len(secret)} chars)"
+    return f"{secret[:keep]}…{secret[-keep:]} ({len(secret)} chars)"
+
+
+def new_secrets(text: str, before: Iterable[str]) -> list[Held]:
+    """The secrets in ``text`` that none of the texts in ``before`` holds (the versions a
+    remote has or may have): what a commit of ``text`` would send for the first time."""
+    found: list[Finding] = find_secrets(text)
+    if not found:
+        return []
+    earlier = [t for t in before if t]
+    out = []
+    for finding in found:
+        secret = text[finding.start : finding.end]
+        if any(secret in old for old in earlier):
+            continue
+        out.append(Held(finding.kind, finding.line, mask(secret)))
+    return out
+
+
+def said(path: str, held: list[Held], label: str) -> str:
+    """One line for whoever wrote the note: which line holds what, and what to do."""
+    first = held[0]
+    more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
+    return (
+        f"held back on this machine: line {first.line} of {path} holds what looks like "
+        f"a secret ({first.kind}: {first.masked}){more}; the note is saved here and does not go "
+        f"to {label} until the secret is gone: 'agent-mem-vault redact {path}' replaces "
+        "it in place"
+    )
+
+
+def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None) -> str:
+    """``tree`` (the route's index) with each note it changed since ``base`` that gained
+    a secret here set back to its version in the first of the trees ``keep`` that has
+    one (left out where none has), in the index too; the notes held go into the
+    route's state."""
+    moved = {p: new for p, (_old, new) in route.changes(base, tree).items() if new is not None}
+    changed = {path: blob for path, blob in moved.items() if blob not in _CLEAN}
+    if not changed:
+        _record(route, {}, judged=moved)
+        return tree
+    texts = route.blobs(sorted(set(changed.values())))
+    suspects = {p: texts[b] for p, b in changed.items() if b in texts and find_secrets(texts[b])}
+    if len(_CLEAN) > _CLEAN_MAX:
+        _CLEAN.clear()
+    _CLEAN.update(b for p, b in changed.items() if p not in suspects)
+    held = _judge(route, suspects, [base, *keep, _fetched_tree(route)])
+    _record(route, held, judged=moved)
+    if not held:
+        return tree
+    kept: dict[str, str] = {}
+    for source in keep:
+        for path, blob in route.entries(source, sorted(set(held) - set(kept))).items():
+            kept.setdefault(path, blob)
+    zero = "0" * len(tree)
+    lines = [f"100644 {kept[p]}\t{p}\0" if p in kept else f"0 {zero}\t{p}\0" for p in sorted(held)]
+    route.git.run("update-index", "-z", "--index-info", input="".join(lines).encode())
+    return route.git.text("write-tree")
+
+
+def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> list[str]:
+    """The notes of a claim's commit (``LocalRoute.commit_notes``, from disk) that may go
+    to the remote: one that gained a secret here and that the remote never had stays
+    out (nobody else can take it); one it had cannot be claimed through the remote
+    until the secret is gone (``held_back``)."""
+    suspects = {}
+    for path in paths:
+        try:
+            text = (route.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if find_secrets(text):
+            suspects[path] = text
+    if not suspects:
+        return paths
+    held = _judge(route, suspects, [local_tree, _fetched_tree(route)])
+    _record(route, held, judged=suspects)
+    for path in sorted(route.entries(local_tree, sorted(held))):
+        raise ConflictError(
+            f"the read was not taken: {said(path, held[path], route.route.label)}; the remote "
+            "has an earlier version of this handoff, and a read counts only once the remote "
+            "has it",
+            code="held_back",
+        )
+    return [p for p in paths if p not in held]
+
+
+def held_text(route: LocalRoute, path: str, text: str) -> str | None:
+    """Why ``text``, written at ``path``, stays on this machine (``said``); None if it may
+    go to the remote."""
+    trees = [route.local_tree(), _fetched_tree(route)]
+    held = _judge(route, {path: text}, trees)
+    return said(path, held[path], route.route.label) if held else None
+
+
+def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
+    """The notes of ``route`` held back on this machine, as its last commit judged them."""
+    record = route.state().get("held")
+    if not isinstance(record, dict):
+        return {}
+    out = {}
+    for path, value in sorted(record.items()):
+        found = value.get("found") if isinstance(value, dict) else None
+        items = [h for h in map(Held.from_dict, found or []) if h is not None]
+        if items and (route.root / path).is_file():
+            out[path] = items
+    return out
+
+
+def _fetched_tree(route: LocalRoute) -> str | None:
+    fetched = route.heads()[1]
+    return None if fetched is None else route.fetched_tree(fetched)
+
+
+def _judge(
+    route: LocalRoute, suspects: dict[str, str], trees: Sequence[str | None]
+) -> dict[str, list[Held]]:
+    """Which of ``suspects`` (path → its new text) hold a secret that the versions of
+    the same path in ``trees`` lack."""
+    if not suspects:
+        return {}
+    where = [t for t in dict.fromkeys(trees) if t]
+    earlier = route.blobs([f"{t}:{p}" for p in suspects for t in where])
+    held = {}
+    for path, text in suspects.items():
+        found = new_secrets(text, [earlier.get(f"{t}:{path}", "") for t in where])
+        if found:
+            held[path] = found
+    return held
+
+
+def _record(route: LocalRoute, held: dict[str, list[Held]], *, judged: Iterable[str]) -> None:
+    """The route's state names the notes held back now: those judged here that hold a
+    secret, and the earlier ones not judged again that are still on disk."""
+    state = route.state()
+    before = state.get("held")
+    record = dict(before) if isinstance(before, dict) else {}
+    for path in judged:
+        record.pop(path, None)
+    now = format_datetime(utc_now())
+    for path, found in held.items():
+        record[path] = {"since": now, "found": [f.to_dict() for f in found]}
+    record = {p: v for p, v in record.items() if (route.root / p).is_file()}
+    if record != (before if isinstance(before, dict) else {}):
+        state["held"] = record
+        route.save_state(state)
