@@ -29,7 +29,9 @@ brackets), through what a user runs, with defaults:
   B fetches, merges, claims again, pushes);
 - a session start and then a claim, on one new ``Vault`` object, of a handoff A
   pushed a moment before: what an agent's first turn costs when its task has just
-  arrived;
+  arrived (B's view is behind: the claim fetches first); and the same once B's
+  syncer, watching the remote while B is in use, has fetched it (a task sent a
+  few seconds before the session starts);
 - a write on A until it is on the remote, by the background syncer (create →
   the remote's ref moved).
 
@@ -63,6 +65,7 @@ ROWS = (
     "claim of a handoff already here (`read_handoff`: commit, push)",
     "claim with one refusal (push refused, fetch, merge, claim again, push)",
     "session start, then claim of the handoff another machine pushed a moment before",
+    "the same, of one B's watching syncer has fetched meanwhile",
     "a write until it is on the remote (background syncer)",
 )
 
@@ -154,12 +157,23 @@ def one_round(pair: Pair, i: int) -> None:
 
     pair.add(ROWS[5], elapsed(start_then_claim))
     fresh.close()
+    watched = a.create_handoff(to="codex", summary=f"watched {i}", context="C", namespace=NS)
+    a.sync()
+    deadline = time.monotonic() + 30
+    while not (b.path / watched.path).exists():  # B's syncer fetches while B is in use
+        if time.monotonic() > deadline:
+            raise SystemExit("bench_sync: B's syncer did not fetch a new handoff within 30 s")
+        time.sleep(0.01)
+    fresh = Vault(b.path)
+    pair.add(ROWS[6], elapsed(start_then_claim))
+    fresh.close()
     before = remote_head(pair.remote)
     start = time.perf_counter()
-    a.create_handoff(to="codex", summary=f"in the background {i}", context="C", namespace=NS)
+    # For another agent: codex's queue stays empty for the next round's claims.
+    a.create_handoff(to="aider", summary=f"in the background {i}", context="C", namespace=NS)
     while remote_head(pair.remote) == before:
         time.sleep(0.002)
-    pair.add(ROWS[6], (time.perf_counter() - start) * 1000)
+    pair.add(ROWS[7], (time.perf_counter() - start) * 1000)
 
 
 def main() -> None:

@@ -239,7 +239,9 @@ def test_the_readme_install_lines_work_as_written_from_the_clone(
     assert "`uv tool install .`" in readme and "`pipx install .`" in readme
     clone = tmp_path / "clone"
     shutil.copytree(
-        ROOT, clone, ignore=shutil.ignore_patterns(".venv*", ".cache", ".git", "node_modules")
+        ROOT,
+        clone,
+        ignore=shutil.ignore_patterns(".venv*", ".cache", ".git", ".benchmarks", "node_modules"),
     )
     env = {**_uv_tool_env(home), "PATH": f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"}
     got = _run(["uv", "tool", "install", "."], env=env, cwd=clone)
