@@ -187,7 +187,9 @@ def held_text(route: LocalRoute, path: str, text: str) -> str | None:
 
 
 def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
-    """The notes of ``route`` held back on this machine, as its last commit judged them."""
+    """The notes of ``route`` held back on this machine, as its last commit judged them;
+    one whose secrets have gone from its file since (edited, not committed yet) is left
+    out, as the next commit will send it."""
     record = route.state().get("held")
     if not isinstance(record, dict):
         return {}
@@ -195,7 +197,11 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
     for path, value in sorted(record.items()):
         found = value.get("found") if isinstance(value, dict) else None
         items = [h for h in map(Held.from_dict, found or []) if h is not None]
-        if items and (route.root / path).is_file():
+        try:
+            text = (route.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if items and find_secrets(text):
             out[path] = items
     return out
 
