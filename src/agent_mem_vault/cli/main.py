@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "ack": "agent_mem_vault.cli.vault:ack",
     "reopen": "agent_mem_vault.cli.vault:reopen",
     "redact": "agent_mem_vault.cli.secrets:redact",
+    "secrets": "agent_mem_vault.cli.secrets:secrets",
     "memory": "agent_mem_vault.cli.memories:memory",
     "brief": "agent_mem_vault.cli.vault:brief",
     "reindex": "agent_mem_vault.cli.vault:reindex",

@@ -295,3 +295,86 @@ def test_redact_names_what_it_cannot_find(machine: Machine, tmp_path: Path) -> N
     clean = succeeded(run_process([BIN, "redact", m.id], env=cli))
     assert "nothing that looks like a secret" in clean.stdout
     assert (a.path / m.path).read_bytes() == before
+
+
+# -- allowed by a person at a terminal ---------------------------------------------------
+
+
+def in_terminal(argv: list[str | Path], env: dict[str, str], typed: str) -> tuple[int, str]:
+    """``argv`` with a pseudo-terminal as stdin and stderr, as when a person runs it,
+    ``typed`` typed at it: (exit status, what the terminal showed)."""
+    import os
+    import select
+
+    main, child = os.openpty()
+    proc = subprocess.Popen(
+        [str(a) for a in argv], stdin=child, stdout=child, stderr=child, env=env, close_fds=True
+    )
+    os.close(child)
+    os.write(main, typed.encode())
+    shown = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 60)
+        assert ready, f"the command showed nothing more for 60 s: {shown!r}"
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    return proc.wait(timeout=60), shown.decode(errors="replace")
+
+
+EXAMPLE_KEY = "AKIAIOSFODNN7EXAMPLE"  # the key AWS's own documentation uses
+
+
+def test_an_allowed_finding_goes_out_and_a_new_secret_in_the_same_note_is_held(
+    machine: Machine, remote: Path, tmp_path: Path
+) -> None:
+    a = machine("a")
+    a.join_remote(str(remote))
+    m = a.save_memory(
+        namespace=NS, title="How to set up the CLI", content=f"export KEY_ID={EXAMPLE_KEY}"
+    )
+    a.sync()
+    assert m.path not in remote_tree(remote)
+    line = int((a.held_back(m.path) or "").split("line ")[1].split()[0])
+    cli = cli_env(vault=a.path, **git_env(tmp_path / "home"), AGENT_MEM_VAULT_SYNC_AUTO="off")
+
+    declined = in_terminal([BIN, "secrets", "allow", m.id, "--line", str(line)], cli, "no\n")
+    assert declined[0] == 1 and "Nothing allowed." in declined[1]
+    status, shown = in_terminal(
+        [BIN, "secrets", "allow", m.id, "--line", str(line)], cli, "allow\n"
+    )
+    assert status == 0, shown
+    assert "AWS access key" in shown and "allowed:" in shown and EXAMPLE_KEY not in shown
+    assert a.held_back(m.path) is None
+    a.sync()
+    assert EXAMPLE_KEY in remote_tree(remote)[m.path]
+
+    # A real secret added to the same note is held again; the allowed one is not named.
+    note = a.path / m.path
+    note.write_text(note.read_text() + f"\nand the real one: {GITHUB}\n")
+    told = a.held_back(m.path) or ""
+    assert "GitHub token" in told and "AWS" not in told
+    a.sync()
+    assert GITHUB.encode() not in remote_objects(remote)
+
+
+def test_a_secret_cannot_be_allowed_without_a_terminal(
+    machine: Machine, remote: Path, tmp_path: Path
+) -> None:
+    a = machine("a")
+    a.join_remote(str(remote))
+    m = a.save_memory(namespace=NS, title="Keys", content=f"KEY_ID={EXAMPLE_KEY}")
+    cli = cli_env(vault=a.path, **git_env(tmp_path / "home"), AGENT_MEM_VAULT_SYNC_AUTO="off")
+    refused = run_process([BIN, "secrets", "allow", m.id, "--line", "14"], env=cli, input="allow\n")
+    assert refused.returncode == 5
+    assert "allow_needs_a_person" in refused.stderr and "redact" in refused.stderr
+    assert not (a.path / ".agent-mem-vault-sync" / "allowed.json").exists()
+    assert a.held_back(m.path) is not None
+    # And a line that holds nothing says what the note does hold.
+    status, shown = in_terminal([BIN, "secrets", "allow", m.id, "--line", "2"], cli, "allow\n")
+    assert status == 3 and "no secret on line 2" in shown and "AWS access key" in shown

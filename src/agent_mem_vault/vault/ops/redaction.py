@@ -12,7 +12,8 @@ is one the gate lets pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import NotFoundError
 from ...core.secrets import find_secrets, redact
@@ -21,7 +22,10 @@ from ..format.namespaces import validate_id
 from ..format.notes import parse_text, render_note
 from .writes import NoteWrites
 
-__all__ = ["Redacted", "RedactionOps"]
+if TYPE_CHECKING:
+    from ..index.db import Index
+
+__all__ = ["Redacted", "RedactionOps", "note_path"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,7 @@ class RedactionOps(NoteWrites):
         vault) with ``[redacted <kind>]``, in its body and its text properties; with
         ``dry_run``, only say what would be. Nothing found: nothing written."""
         with self._writing() as idx:
-            path = self._note_path(idx, note)
+            path = note_path(self.path, idx, note)
             found = self._note_from_disk(idx, path)
             if found is None:
                 raise NotFoundError(f"no note at {path}", code="note_not_found")
@@ -71,27 +75,29 @@ class RedactionOps(NoteWrites):
             self._commit(idx, [record])
             return Redacted(path, secrets, written=True)
 
-    def _note_path(self, idx: Any, note: str) -> str:
-        """The vault-relative path of the note ``note`` names (an id, or a path)."""
-        if note.endswith(".md"):
-            path = note.replace("\\", "/").lstrip("./")
-            if ".." in path.split("/") or not (self.path / path).is_file():
-                raise NotFoundError(
-                    f"no note at {note!r} in the vault (give its path relative to the vault, "
-                    "or its id)",
-                    code="note_not_found",
-                )
-            return path
-        validate_id(note, field="note")
-        found = idx.handoff(note) or idx.memory(note)
-        if found is None:
+
+def note_path(root: Path, idx: Index, note: str) -> str:
+    """The vault-relative path of the note ``note`` names: a handoff's or memory's id, or
+    a path in the vault (ending in ``.md``)."""
+    if note.endswith(".md"):
+        path = note.replace("\\", "/").lstrip("./")
+        if ".." in path.split("/") or not (root / path).is_file():
             raise NotFoundError(
-                f"no handoff or memory with id {note}; 'agent-mem-vault handoffs --status all' "
-                "and 'agent-mem-vault memory list --status all' show the ids there are",
+                f"no note at {note!r} in the vault (give its path relative to the vault, "
+                "or its id)",
                 code="note_not_found",
-                id=note,
             )
-        return str(found.path)
+        return path
+    validate_id(note, field="note")
+    found = idx.handoff(note) or idx.memory(note)
+    if found is None:
+        raise NotFoundError(
+            f"no handoff or memory with id {note}; 'agent-mem-vault handoffs --status all' "
+            "and 'agent-mem-vault memory list --status all' show the ids there are",
+            code="note_not_found",
+            id=note,
+        )
+    return str(found.path)
 
 
 def _redacted(value: Any) -> Any:

@@ -21,9 +21,11 @@ from ..index.db import Index
 from ..index.scan import listing_scope
 from ..ops.base import VaultBase
 from ..ops.port import NO_SYNC, SyncPort
+from ..ops.redaction import note_path
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
+    from ..sync.gate import Held
     from ..sync.operations import RouteStatus, SyncReport
     from ..sync.routes import Route
 
@@ -105,6 +107,16 @@ class SyncOps(VaultBase):
             return ()
         found: tuple[RouteStatus, ...] = sync_commands().status(self)
         return found
+
+    def allow_secret(self, note: str, *, line: int, kind: str | None = None) -> list[Held]:
+        """Let what looks like a secret on ``line`` of a note (an id or its path; only
+        findings of ``kind`` if given) go to the remote after all, and sync it: what a
+        person decides at a terminal (``agent-mem-vault secrets allow``), never an
+        agent's tool. Returns what was allowed."""
+        self._require_vault()
+        path = self._query(lambda idx: note_path(self.path, idx, note))
+        allowed: list[Held] = sync_commands().allow(self, path, line, kind)
+        return allowed
 
     def catch_up(
         self,

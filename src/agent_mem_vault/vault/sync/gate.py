@@ -12,23 +12,37 @@ version the remote may already have (or none), so nothing of the new text is
 sent, and it goes out at the first commit after the secret is gone
 (``agent-mem-vault redact``). The route's state names each held note, for
 ``sync --status`` and ``doctor``.
+
+A finding that is no secret (an example key in a how-to, a test fixture) is let
+go by a person at a terminal (``agent-mem-vault secrets allow``): the
+fingerprint of that value in that note is kept in ``allowed.json`` in the sync
+folder. It stays on this machine and never travels, so no writer elsewhere can
+forge it, and no MCP tool writes it; a new secret in the same note is held again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+import json
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.clock import format_datetime, utc_now
-from ...core.errors import ConflictError
+from ...core.errors import ConflictError, NotFoundError
 from ...core.secrets import Finding, find_secrets
+from ..folder.files import atomic_write
+from .routes import SYNC_DIR
 
 if TYPE_CHECKING:
     from .local import LocalRoute
 
 __all__ = [
+    "ALLOWED",
     "Held",
+    "allow_secret",
+    "allowed_here",
     "gated_notes",
     "gated_tree",
     "held_notes",
@@ -41,6 +55,8 @@ __all__ = [
 _CLEAN: set[str] = set()
 """Blobs this process found free of secrets: a note judged once is not read again."""
 _CLEAN_MAX = 200_000
+ALLOWED = "allowed.json"
+"""In the sync folder: the findings a person let go (``allow_secret``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +89,15 @@ def mask(secret: str) -> str:
     return f"{secret[:keep]}…{secret[-keep:]} ({len(secret)} chars)"
 
 
-def new_secrets(text: str, before: Iterable[str]) -> list[Held]:
+def fingerprint(secret: str) -> str:
+    """What ``allowed.json`` keeps of an allowed value: enough to know it again, not it."""
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def new_secrets(text: str, before: Iterable[str], allowed: Collection[str] = ()) -> list[Held]:
     """The secrets in ``text`` that none of the texts in ``before`` holds (the versions a
-    remote has or may have): what a commit of ``text`` would send for the first time."""
+    remote has or may have) and a person did not allow (fingerprints): what a commit of
+    ``text`` would send for the first time."""
     found: list[Finding] = find_secrets(text)
     if not found:
         return []
@@ -83,7 +105,7 @@ def new_secrets(text: str, before: Iterable[str]) -> list[Held]:
     out = []
     for finding in found:
         secret = text[finding.start : finding.end]
-        if any(secret in old for old in earlier):
+        if any(secret in old for old in earlier) or (allowed and fingerprint(secret) in allowed):
             continue
         out.append(Held(finding.kind, finding.line, mask(secret)))
     return out
@@ -160,13 +182,14 @@ def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> 
 def held_text(route: LocalRoute, path: str, text: str) -> str | None:
     """Why ``text``, written at ``path``, stays on this machine (``said``); None if it may
     go to the remote."""
-    trees = [route.local_tree(), _fetched_tree(route)]
-    held = _judge(route, {path: text}, trees)
+    held = _judge(route, {path: text}, [route.local_tree(), _fetched_tree(route)])
     return said(path, held[path], route.route.label) if held else None
 
 
 def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
-    """The notes of ``route`` held back on this machine, as its last commit judged them."""
+    """The notes of ``route`` held back on this machine, as its last commit judged them;
+    one whose secrets have gone from its file since (edited, not committed yet) is left
+    out, as the next commit will send it."""
     record = route.state().get("held")
     if not isinstance(record, dict):
         return {}
@@ -174,7 +197,11 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
     for path, value in sorted(record.items()):
         found = value.get("found") if isinstance(value, dict) else None
         items = [h for h in map(Held.from_dict, found or []) if h is not None]
-        if items and (route.root / path).is_file():
+        try:
+            text = (route.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if items and find_secrets(text):
             out[path] = items
     return out
 
@@ -193,9 +220,11 @@ def _judge(
         return {}
     where = [t for t in dict.fromkeys(trees) if t]
     earlier = route.blobs([f"{t}:{p}" for p in suspects for t in where])
+    allowed = allowed_here(route.root)
     held = {}
     for path, text in suspects.items():
-        found = new_secrets(text, [earlier.get(f"{t}:{path}", "") for t in where])
+        olds = [earlier.get(f"{t}:{path}", "") for t in where]
+        found = new_secrets(text, olds, allowed.get(path, ()))
         if found:
             held[path] = found
     return held
@@ -216,3 +245,58 @@ def _record(route: LocalRoute, held: dict[str, list[Held]], *, judged: Iterable[
     if record != (before if isinstance(before, dict) else {}):
         state["held"] = record
         route.save_state(state)
+
+
+def allowed_here(root: Path) -> dict[str, set[str]]:
+    """The fingerprints a person allowed, by note ({} when none, or the file is
+    unreadable: then the findings are held again, which loses nothing)."""
+    try:
+        entries = json.loads((root / SYNC_DIR / ALLOWED).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, set[str]] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict):
+            path, digest = entry.get("path"), entry.get("fingerprint")
+            if isinstance(path, str) and isinstance(digest, str):
+                out.setdefault(path, set()).add(digest)
+    return out
+
+
+def secrets_on_line(text: str, line: int, kind: str | None) -> list[tuple[Finding, str]]:
+    """The findings on ``line`` of ``text`` (of ``kind`` if given), with their values."""
+    return [
+        (f, text[f.start : f.end])
+        for f in find_secrets(text)
+        if f.line == line and (kind is None or f.kind == kind)
+    ]
+
+
+def allow_secret(root: Path, path: str, text: str, line: int, kind: str | None) -> list[Held]:
+    """Let the findings on ``line`` of the note at ``path`` (whose text is ``text``) go to
+    the remote: their fingerprints join ``allowed.json``. The caller checked that a
+    person asked (``secrets allow``); nothing found there is an error that says what is."""
+    found = secrets_on_line(text, line, kind)
+    if not found:
+        there = sorted({(f.line, f.kind) for f in find_secrets(text)})
+        listed = "; ".join(f"line {n}: {k}" for n, k in there) or "none in this note"
+        raise NotFoundError(
+            f"no secret{' of kind ' + repr(kind) if kind else ''} on line {line} of {path} "
+            f"(what looks like one: {listed})",
+            code="secret_not_found",
+        )
+    file = root / SYNC_DIR / ALLOWED
+    try:
+        entries = json.loads(file.read_bytes())
+    except (OSError, ValueError):
+        entries = []
+    if not isinstance(entries, list):
+        entries = []
+    now = format_datetime(utc_now())
+    known = {(e.get("path"), e.get("fingerprint")) for e in entries if isinstance(e, dict)}
+    for finding, value in found:
+        digest = fingerprint(value)
+        if (path, digest) not in known:
+            entries.append({"path": path, "kind": finding.kind, "fingerprint": digest, "at": now})
+    atomic_write(file, json.dumps(entries, indent=1) + "\n")
+    return [Held(f.kind, f.line, mask(value)) for f, value in found]

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
-from .gate import Held, held_notes, said
+from .gate import Held, allow_secret, held_notes, said
 from .gitcmd import Git
-from .journal import waiting
+from .journal import note_changes, waiting
 from .local import RouteReport
 from .routes import (
     SYNC_DIR,
@@ -43,6 +43,7 @@ __all__ = [
     "BUDGET_ENV",
     "RouteStatus",
     "SyncReport",
+    "allow",
     "catch_up",
     "join_project",
     "join_remote",
@@ -443,6 +444,20 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
             )
         )
     return tuple(out)
+
+
+def allow(vault: VaultBase, path: str, line: int, kind: str | None) -> list[Held]:
+    """A person lets the findings on ``line`` of ``path`` go (``gate.allow_secret``); the
+    note is named to the syncer again, so it goes out now."""
+    try:
+        text = (vault.path / path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise NotFoundError(f"cannot read {path}: {exc.strerror}", code="note_not_found") from None
+    allowed = allow_secret(vault.path, path, text, line, kind)
+    with vault._held(), vault._locked():
+        note_changes(vault.path, [path])
+    ensure_syncer(vault.path)
+    return allowed
 
 
 def _stamp(epoch: float | None) -> str | None:
