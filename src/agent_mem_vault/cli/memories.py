@@ -24,6 +24,8 @@ from .options import (
     namespace_option,
     offset_option,
     open_vault,
+    private_option,
+    private_properties,
     read_text,
     render_table,
     short_time,
@@ -59,6 +61,7 @@ def memory() -> None:
 )
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--agent", "-a", help="Who is saving it.")
+@private_option
 @vault_options
 def memory_save(
     namespace: str | None,
@@ -67,6 +70,7 @@ def memory_save(
     kind: str,
     tags: tuple[str, ...],
     agent: str | None,
+    private: bool,
     vault_path: str,
     as_json: bool,
 ) -> None:
@@ -85,6 +89,7 @@ def memory_save(
         kind=kind,
         tags=tags,
         agent=agent,
+        properties=private_properties(private),
     )
     emit(saved, as_json, lambda m: str(m.id))
     tell_held_back(vault, saved.path)

@@ -187,6 +187,19 @@ def emit(value: Any, as_json: bool, text: Callable[[Any], str]) -> None:
         click.echo(text(value))
 
 
+private_option = click.option(
+    "--private",
+    is_flag=True,
+    help="Keep the note on this machine: it never goes to the vault's remote "
+    "(the note says private: true; remove that line to send it).",
+)
+
+
+def private_properties(private: bool) -> dict[str, Any] | None:
+    """The note properties ``--private`` asks for."""
+    return {"private": True} if private else None
+
+
 HELD_BACK_EXIT = 10
 """The exit status of a write whose note was saved here and stays off its remote: neither
 a failure to retry (it would write the note twice) nor a plain success to overlook."""

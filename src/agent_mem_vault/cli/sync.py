@@ -223,6 +223,11 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
             )
         if held:
             out += [f"  {item['said']}" for item in status.get("held_back") or ()]
+        if status.get("private"):
+            out.append(
+                f"  {counted(len(status['private']), 'private note')} stay on this machine "
+                "(they say private: true)"
+            )
     return out
 
 

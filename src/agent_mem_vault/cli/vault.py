@@ -24,6 +24,8 @@ from .options import (
     memory_text,
     namespace_option,
     open_vault,
+    private_option,
+    private_properties,
     read_text,
     short_time,
     tell_held_back,
@@ -116,6 +118,7 @@ def init(vault_path: str, as_json: bool, rewrite_dashboard: bool, remote: str | 
     metavar="ID",
     help="Id of an older handoff this one replaces (repeatable).",
 )
+@private_option
 @vault_options
 def create(
     to: str,
@@ -124,6 +127,7 @@ def create(
     namespace: str | None,
     from_: str,
     supersedes: tuple[str, ...],
+    private: bool,
     vault_path: str,
     as_json: bool,
 ) -> None:
@@ -143,6 +147,7 @@ def create(
         namespace=found_namespace(namespace) or "",
         supersedes=supersedes,
         from_=from_,
+        properties=private_properties(private),
     )
     emit(handoff, as_json, lambda h: str(h.id))
     tell_held_back(vault, handoff.path)

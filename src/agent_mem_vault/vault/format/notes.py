@@ -32,6 +32,7 @@ from .links import link_id, wikilink
 from .models import Handoff, Memory
 
 __all__ = [
+    "PRIVATE",
     "NoteError",
     "ParsedNote",
     "apply_memory",
@@ -42,11 +43,15 @@ __all__ = [
     "needs_repair",
     "parse_note",
     "parse_text",
+    "private_line",
     "render_body",
     "render_note",
     "split_body",
 ]
 
+PRIVATE = "private"
+"""The property that keeps a note on its machine (``private: true``): sync never sends
+a version of it that says so (``vault/sync/gate.py``)."""
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _PLAIN_SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9._/@-]*")
 _INT = re.compile(r"[-+]?[0-9]+")
@@ -237,6 +242,20 @@ def parse_text(text: str) -> ParsedNote:
 
 
 # -- body ---------------------------------------------------------------------------
+
+
+def private_line(text: str) -> int | None:
+    """The line of ``private: true`` in the front matter of a note's ``text``, or None when
+    the note is not private (the substring test first: nearly every note is not)."""
+    if f"{PRIVATE}:" not in text:
+        return None
+    note = parse_note(text)
+    if note is None or note.meta.get(PRIVATE) is not True:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(f"{PRIVATE}:"):
+            return number
+    return 1
 
 
 def render_body(summary: str, context: str) -> str:

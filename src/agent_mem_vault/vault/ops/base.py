@@ -386,7 +386,8 @@ class VaultBase:
         """Why the note at ``path`` (relative to the vault, as ``Handoff.path`` and
         ``Memory.path`` give it) stays on this machine rather than going to its remote,
         in one line for whoever wrote it: a secret it gained here, until
-        ``agent-mem-vault redact`` takes it out. None: it may travel, or nothing does."""
+        ``agent-mem-vault redact`` takes it out. None: it may travel, nothing does, or
+        it stays because it says ``private: true``, as asked."""
         port = self._port()
         if port is NO_SYNC:
             return None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.errors import InvalidInputError
 from ..format.brief import MAX_DECISIONS, MAX_PENDING
@@ -80,8 +81,11 @@ class MemoryOps(NoteWrites):
         kind: str = "note",
         tags: Iterable[str] = (),
         agent: str | None = None,
+        properties: Mapping[str, Any] | None = None,
     ) -> Memory:
-        """Keep a decision, note, task or risk; it is searchable at once."""
+        """Keep a decision, note, task or risk; it is searchable at once. ``properties``
+        are extra note properties (``private: true`` keeps it on this machine), as for
+        ``create_handoff``: they never replace the memory's own ones."""
         namespace = validate_namespace(namespace)
         title = validate_title(title)
         content = validate_text(content, field="content")
@@ -101,7 +105,9 @@ class MemoryOps(NoteWrites):
                 agent=agent,
                 path=new.path,
             )
-            text = render_note(memory_meta(memory), render_body(title, content))
+            meta = memory_meta(memory)
+            meta.update({k: v for k, v in (properties or {}).items() if k not in meta})
+            text = render_note(meta, render_body(title, content))
             new.records.append(self._write(new.path, text, "memory", memory=memory))
         return memory
 

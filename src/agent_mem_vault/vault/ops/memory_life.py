@@ -36,6 +36,7 @@ from ..format.namespaces import (
     validate_title,
 )
 from ..format.notes import (
+    PRIVATE,
     NoteError,
     ParsedNote,
     apply_memory,
@@ -175,6 +176,8 @@ class MemoryLifeOps(NoteWrites):
                 supersedes=(old.id,),
             )
             meta = memory_meta(newer, {old.id: old.path})
+            if note.meta.get(PRIVATE) is True:  # a private memory's new version stays home too
+                meta[PRIVATE] = True
             text = render_note(meta, render_body(newer.title, newer.content))
             # The new version first: killed in between, the old one is still live
             # (two live versions, both found) rather than lost.

@@ -13,6 +13,10 @@ sent, and it goes out at the first commit after the secret is gone
 (``agent-mem-vault redact``). The route's state names each held note, for
 ``sync --status`` and ``doctor``.
 
+A note whose front matter says ``private: true`` is held back the same way, its
+secrets or none: a version that says so never goes out (a note made private
+after it travelled keeps, on the remote, the version it had before).
+
 A finding that is no secret (an example key in a how-to, a test fixture) is let
 go by a person at a terminal (``agent-mem-vault secrets allow``): the
 fingerprint of that value in that note is kept in ``allowed.json`` in the sync
@@ -33,6 +37,7 @@ from ...core.clock import format_datetime, utc_now
 from ...core.errors import ConflictError, NotFoundError
 from ...core.secrets import Finding, find_secrets
 from ..folder.files import atomic_write
+from ..format.notes import private_line
 from .routes import SYNC_DIR
 
 if TYPE_CHECKING:
@@ -50,11 +55,14 @@ __all__ = [
     "mask",
     "new_secrets",
     "said",
+    "suspect",
 ]
 
 _CLEAN: set[str] = set()
 """Blobs this process found free of secrets: a note judged once is not read again."""
 _CLEAN_MAX = 200_000
+PRIVATE_KIND = "private note"
+"""The ``kind`` of what holds a note marked ``private: true``."""
 ALLOWED = "allowed.json"
 """In the sync folder: the findings a person let go (``allow_secret``)."""
 
@@ -114,6 +122,11 @@ def new_secrets(text: str, before: Iterable[str], allowed: Collection[str] = ())
 def said(path: str, held: list[Held], label: str) -> str:
     """One line for whoever wrote the note: which line holds what, and what to do."""
     first = held[0]
+    if first.kind == PRIVATE_KIND:
+        return (
+            f"held back on this machine: {path} is private (line {first.line}: "
+            f"{first.masked}); it stays here and does not go to {label} while it says so"
+        )
     more = f" (and {len(held) - 1} more)" if len(held) > 1 else ""
     return (
         f"held back on this machine: line {first.line} of {path} holds what looks like "
@@ -134,7 +147,7 @@ def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None
         _record(route, {}, judged=moved)
         return tree
     texts = route.blobs(sorted(set(changed.values())))
-    suspects = {p: texts[b] for p, b in changed.items() if b in texts and find_secrets(texts[b])}
+    suspects = {p: texts[b] for p, b in changed.items() if b in texts and suspect(texts[b])}
     if len(_CLEAN) > _CLEAN_MAX:
         _CLEAN.clear()
     _CLEAN.update(b for p, b in changed.items() if p not in suspects)
@@ -163,7 +176,7 @@ def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> 
             text = (route.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if find_secrets(text):
+        if suspect(text):
             suspects[path] = text
     if not suspects:
         return paths
@@ -180,10 +193,13 @@ def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> 
 
 
 def held_text(route: LocalRoute, path: str, text: str) -> str | None:
-    """Why ``text``, written at ``path``, stays on this machine (``said``); None if it may
-    go to the remote."""
+    """Why ``text``, written at ``path``, stays on this machine (``said``), for whoever
+    wrote it to act on; None if it may go to the remote, or stays because it is
+    private, as its writer asked."""
     held = _judge(route, {path: text}, [route.local_tree(), _fetched_tree(route)])
-    return said(path, held[path], route.route.label) if held else None
+    if not held or held[path][0].kind == PRIVATE_KIND:
+        return None
+    return said(path, held[path], route.route.label)
 
 
 def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
@@ -201,9 +217,15 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
             text = (route.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if items and find_secrets(text):
+        if items and suspect(text):
             out[path] = items
     return out
+
+
+def suspect(text: str) -> bool:
+    """Whether a note's ``text`` may have to stay here (private, or a secret's shape in
+    it): the cheap first look, before any earlier version is read."""
+    return private_line(text) is not None or bool(find_secrets(text))
 
 
 def _fetched_tree(route: LocalRoute) -> str | None:
@@ -223,6 +245,10 @@ def _judge(
     allowed = allowed_here(route.root)
     held = {}
     for path, text in suspects.items():
+        line = private_line(text)
+        if line is not None:
+            held[path] = [Held(PRIVATE_KIND, line, "private: true")]
+            continue
         olds = [earlier.get(f"{t}:{path}", "") for t in where]
         found = new_secrets(text, olds, allowed.get(path, ()))
         if found:

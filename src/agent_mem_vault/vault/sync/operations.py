@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
-from .gate import Held, allow_secret, held_notes, said
+from .gate import PRIVATE_KIND, Held, allow_secret, held_notes, said
 from .gitcmd import Git
 from .journal import note_changes, waiting
 from .local import RouteReport
@@ -93,7 +93,10 @@ class RouteStatus:
     ask_after: str | None = None
     """Until when session starts and views do not ask it again (RFC 3339), if they wait."""
     held: dict[str, list[Held]] = field(default_factory=dict)
-    """Notes kept off the remote (path → the secrets they gained here, ``gate.py``)."""
+    """Notes kept off the remote for a secret they gained here (path → the secrets,
+    ``gate.py``): each a problem until redacted or allowed."""
+    private: tuple[str, ...] = ()
+    """Notes that stay on this machine because they say ``private: true``: as asked."""
 
     def held_lines(self) -> list[str]:
         """One line for each note held back, saying what to do (``gate.said``)."""
@@ -115,6 +118,7 @@ class RouteStatus:
             "syncer": self.syncer,
             "failures": self.failures,
             "ask_after": self.ask_after,
+            "private": list(self.private),
             "held_back": [
                 {"path": p, "found": [h.to_dict() for h in found], "said": line}
                 for (p, found), line in zip(self.held.items(), self.held_lines(), strict=True)
@@ -428,6 +432,7 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
         except Exception:  # a git folder gone or damaged: the state file still says why
             ahead = behind = 0
         state = sync.state()
+        kept = held_notes(sync)
         out.append(
             RouteStatus(
                 route=route,
@@ -440,7 +445,8 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 syncer=pid,
                 failures=failures(state),
                 ask_after=_stamp(ask_after(state)),
-                held=held_notes(sync),
+                held={p: h for p, h in kept.items() if h[0].kind != PRIVATE_KIND},
+                private=tuple(p for p, h in kept.items() if h[0].kind == PRIVATE_KIND),
             )
         )
     return tuple(out)

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...core.secrets import find_secrets
 from ..ops.port import Origin
+from .gate import suspect
 from .journal import note_changes
 from .routes import load_config
 from .syncer import ensure_syncer
@@ -50,7 +50,7 @@ class GitSync:
         return claim(vault, route, agent=agent, namespace=namespace)
 
     def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
-        if not find_secrets(text):
+        if not suspect(text):
             return None  # nearly every note: no git asked
         config = load_config(self.root)
         route = None if config is None else config.route_of(path)
