@@ -59,6 +59,15 @@ def checkout(rev: str, work: Path) -> Path:
     return folder
 
 
+def revisions_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The options every A/B script takes: the two revisions, and where they go."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--a", required=True, help="the revision measured against (e.g. main)")
+    parser.add_argument("--b", default=".", help="the revision measured (default: the work tree)")
+    parser.add_argument("--work", type=Path, default=ROOT / ".benchmarks" / "ab")
+    return parser
+
+
 def figures(output: str) -> dict[Cell, float]:
     """Every numeric cell of the Markdown tables in ``output``, keyed by where it stands."""
     found: dict[Cell, float] = {}
@@ -104,11 +113,8 @@ def run(folder: Path, runtime: Path, script: str, args: list[str]) -> dict[Cell,
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, help="the revision measured against (e.g. main)")
-    parser.add_argument("--b", default=".", help="the revision measured (default: the work tree)")
+    parser = revisions_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each revision")
-    parser.add_argument("--work", type=Path, default=ROOT / ".benchmarks" / "ab")
     parser.add_argument("script", help="a script of benchmarks/, e.g. bench_vault.py")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     opts = parser.parse_args()

@@ -16,7 +16,6 @@ goes to A then B, or B then A, in turn. The figure is each tool's median over
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -29,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from ab import ROOT, checkout
+from ab import checkout, revisions_parser
 from mcp import Client, StdioServerParameters
 
 NS = "project/bench"
@@ -106,11 +105,8 @@ async def compare(a: StdioServerParameters, b: StdioServerParameters, calls: int
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, help="the revision measured against (e.g. main)")
-    parser.add_argument("--b", default=".", help="the revision measured (default: the work tree)")
+    parser = revisions_parser(__doc__)
     parser.add_argument("--calls", type=int, default=300, help="calls of each tool per side")
-    parser.add_argument("--work", type=Path, default=ROOT / ".benchmarks" / "ab")
     opts = parser.parse_args()
     if opts.calls < 1:
         parser.error("--calls must be at least 1")

@@ -36,36 +36,39 @@ __all__ = [
 Rendered = tuple[str, dict[str, Any]]
 
 
-def written(render: Callable[[Any], Rendered]) -> Callable[[tuple[Any, str | None]], Rendered]:
-    """``render`` for a write whose note may stay on this machine (``Vault.held_back``: a
-    secret in it): the line saying so, and what to do, goes first in the text, and in
-    ``held_back``, so the agent neither misses it nor writes the note again."""
+def headed(
+    key: str, render: Callable[[Any], Rendered], say: Callable[[str], str] = str
+) -> Callable[[tuple[str | None, Any]], Rendered]:
+    """``render`` for a value that may come with a line the agent must not miss (``line,
+    value``): the line (as ``say`` puts it) goes first in the text, and in ``key``."""
 
-    def go(value: tuple[Any, str | None]) -> Rendered:
-        inner, line = value
-        text, data = render(inner)
-        if line:
-            text = f"{line[0].upper()}{line[1:]}. It is saved: do not write it again.\n\n{text}"
-            data["held_back"] = line
-        return text, data
-
-    return go
-
-
-def viewed(render: Callable[[Any], Rendered]) -> Callable[[tuple[str, Any]], Rendered]:
-    """``render`` for a view that caught up with the remote first (``Vault.catch_up``):
-    the line saying this machine's notes were shown without it goes first in the text,
-    and in ``remote``."""
-
-    def go(value: tuple[str, Any]) -> Rendered:
+    def go(value: tuple[str | None, Any]) -> Rendered:
         line, inner = value
         text, data = render(inner)
         if line:
-            text = f"{line}\n\n{text}"
-            data["remote"] = line
+            text = f"{say(line)}\n\n{text}"
+            data[key] = line
         return text, data
 
     return go
+
+
+def written(render: Callable[[Any], Rendered]) -> Callable[[tuple[str | None, Any]], Rendered]:
+    """``render`` for a write whose note stays on this machine (``Vault.held_back``: a
+    secret in it): what to do, and that the note is saved, so the agent neither misses
+    it nor writes the note again."""
+    return headed(
+        "held_back",
+        render,
+        lambda line: f"{line[0].upper()}{line[1:]}. It is saved: do not write it again.",
+    )
+
+
+def viewed(render: Callable[[Any], Rendered]) -> Callable[[tuple[str | None, Any]], Rendered]:
+    """``render`` for a view that caught up with the remote first (``Vault.catch_up``):
+    the line saying this machine's notes were shown without it goes first, and in
+    ``remote``."""
+    return headed("remote", render)
 
 
 def handoff_text(h: Handoff) -> Rendered:

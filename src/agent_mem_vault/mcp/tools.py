@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -33,6 +33,7 @@ from .models import (
     SearchResult,
 )
 from .rendering import (
+    Rendered,
     brief_text,
     created_text,
     forgotten_text,
@@ -48,9 +49,6 @@ from .rendering import (
     written,
 )
 from .runner import Runner
-
-if TYPE_CHECKING:
-    from ..vault import Vault
 
 __all__ = ["add_handoff_tools", "add_memory_life_tools", "add_memory_tools"]
 
@@ -136,9 +134,17 @@ class _Note(Protocol):
 N = TypeVar("N", bound=_Note)
 
 
-def _and_held(vault: Vault, note: N) -> tuple[N, str | None]:
-    """A note just written, and why it stays on this machine if it does (``written``)."""
-    return note, vault.held_back(note.path)
+async def _write(
+    run: Runner, make: Callable[[], N], render: Callable[[N], Rendered]
+) -> CallToolResult:
+    """A tool that writes a note: its answer says first whether the note stays on this
+    machine (``Vault.held_back``: a secret in it), and what to do (``written``)."""
+
+    def made() -> tuple[str | None, N]:
+        note = make()
+        return run.vault.held_back(note.path), note
+
+    return await run.call(made, written(render))
 
 
 def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[F], F]]:
@@ -187,19 +193,17 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         is you; returns its id, where it went (namespace, note path) and its status.
         """
         ns = run.namespace(namespace)
-        return await run.call(
-            lambda: _and_held(
-                vault,
-                vault.create_handoff(
-                    to=to,
-                    summary=summary,
-                    context=context,
-                    namespace=ns,
-                    supersedes=tuple(supersedes or ()),
-                    from_=me,
-                ),
+        return await _write(
+            run,
+            lambda: vault.create_handoff(
+                to=to,
+                summary=summary,
+                context=context,
+                namespace=ns,
+                supersedes=tuple(supersedes or ()),
+                from_=me,
             ),
-            written(created_text),
+            created_text,
         )
 
     @tool(_CONSUME)
@@ -308,19 +312,17 @@ def add_memory_tools(server: MCPServer[Any], run: Runner) -> None:
         Decisions appear in get_project_brief. Save before stopping.
         """
         ns = run.namespace(namespace)
-        return await run.call(
-            lambda: _and_held(
-                vault,
-                vault.save_memory(
-                    namespace=ns,
-                    title=title,
-                    content=content,
-                    kind=kind,
-                    tags=tuple(tags or ()),
-                    agent=me,
-                ),
+        return await _write(
+            run,
+            lambda: vault.save_memory(
+                namespace=ns,
+                title=title,
+                content=content,
+                kind=kind,
+                tags=tuple(tags or ()),
+                agent=me,
             ),
-            written(memory_text),
+            memory_text,
         )
 
     @tool(_READ_ONLY)
@@ -437,19 +439,17 @@ def add_memory_life_tools(server: MCPServer[Any], run: Runner) -> None:
         is searched and in the brief. Update the live version (the one search shows);
         returns the new version with its new id.
         """
-        return await run.call(
-            lambda: _and_held(
-                vault,
-                vault.update_memory(
-                    id,
-                    title=title,
-                    content=content,
-                    kind=kind,
-                    tags=None if tags is None else tuple(tags),
-                    agent=me,
-                ),
+        return await _write(
+            run,
+            lambda: vault.update_memory(
+                id,
+                title=title,
+                content=content,
+                kind=kind,
+                tags=None if tags is None else tuple(tags),
+                agent=me,
             ),
-            written(updated_text),
+            updated_text,
         )
 
     @tool(_FORGET)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.core.errors import ConflictError
+from agent_mem_vault.vault import Memory, Vault
 from agent_mem_vault.vault.format.notes import parse_note, render_note
 from tests.cli_process import BIN, cli_env, run_process, succeeded
 from tests.git_remote import git_env, remote_tree
@@ -40,6 +41,15 @@ SECRETS = {
 @pytest.fixture(autouse=True)
 def _no_syncer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_AUTO", "off")  # each push is the test's
+
+
+def sent_memory(vault: Vault, remote: Path, content: str) -> tuple[Memory, str]:
+    """``vault`` joined to ``remote``, a memory saved there and sent: it, and its text
+    as the remote has it."""
+    vault.join_remote(str(remote))
+    memory = vault.save_memory(namespace=NS, title="Plan", content=content)
+    assert vault.sync().ok
+    return memory, remote_tree(remote)[memory.path]
 
 
 def remote_objects(repo: Path) -> bytes:
@@ -78,10 +88,7 @@ def test_a_memory_edited_by_hand_with_a_secret_is_held_back_and_its_remote_versi
     machine: Machine, remote: Path
 ) -> None:
     a = machine("a")
-    a.join_remote(str(remote))
-    m = a.save_memory(namespace=NS, title="Staging", content="Creds are in the vault")
-    a.sync()
-    sent = remote_tree(remote)[m.path]
+    m, sent = sent_memory(a, remote, "Creds are in the vault")
     note = a.path / m.path
     note.write_text(note.read_text() + f"\nOr just use {GITHUB}\n")
     a.sync()

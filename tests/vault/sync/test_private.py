@@ -11,7 +11,7 @@ from tests.cli_process import BIN, cli_env, run_process, succeeded
 from tests.git_remote import git_env, remote_tree
 
 from .conftest import NS, Machine
-from .test_hold_back import remote_objects
+from .test_hold_back import remote_objects, sent_memory
 
 PRIVATE = {"private": True}
 
@@ -71,10 +71,7 @@ def test_a_note_made_private_after_it_travelled_keeps_its_sent_version_there(
     machine: Machine, remote: Path
 ) -> None:
     a = machine("a")
-    a.join_remote(str(remote))
-    m = a.save_memory(namespace=NS, title="Plan", content="the plan as sent")
-    a.sync()
-    sent = remote_tree(remote)[m.path]
+    m, sent = sent_memory(a, remote, "the plan as sent")
     note = parse_note((a.path / m.path).read_text())
     assert note is not None
     (a.path / m.path).write_text(
