@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import NotFoundError
-from ...core.secrets import find_secrets, redact
 from ..folder.records import classify
 from ..format.namespaces import validate_id
 from ..format.notes import parse_text, render_note
@@ -50,6 +49,9 @@ class RedactionOps(NoteWrites):
         """Replace each secret in a note (a handoff's or memory's id, or its path in the
         vault) with ``[redacted <kind>]``, in its body and its text properties; with
         ``dry_run``, only say what would be. Nothing found: nothing written."""
+        # The shapes compile on first use: a vault that never redacts never pays for them.
+        from ...core.secrets import find_secrets
+
         with self._writing() as idx:
             path = note_path(self.path, idx, note)
             found = self._note_from_disk(idx, path)
@@ -61,7 +63,7 @@ class RedactionOps(NoteWrites):
                 return Redacted(path, secrets, written=False)
             parsed = parse_text(text)
             meta = {key: _redacted(value) for key, value in parsed.meta.items()}
-            new_text = render_note(meta, redact(parsed.body))
+            new_text = render_note(meta, _redacted(parsed.body))
             made = classify(path, 0, len(new_text), new_text)
             record = self._write(
                 path,
@@ -102,6 +104,8 @@ def note_path(root: Path, idx: Index, note: str) -> str:
 
 def _redacted(value: Any) -> Any:
     """A property's value with its secrets replaced (text, and text in lists)."""
+    from ...core.secrets import redact
+
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
