@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import ConflictError, NotFoundError
-from ...core.secrets import Finding, find_secrets
 from ..folder.files import atomic_write
 from ..format.notes import private_line
 from .routes import SYNC_DIR
 
 if TYPE_CHECKING:
+    from ...core.secrets import Finding
     from .local import LocalRoute
 
 __all__ = [
@@ -65,6 +65,14 @@ PRIVATE_KIND = "private note"
 """The ``kind`` of what holds a note marked ``private: true``."""
 ALLOWED = "allowed.json"
 """In the sync folder: the findings a person let go (``allow_secret``)."""
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """``core.secrets.find_secrets``, its shapes compiled on first use: a process that only
+    reads (a session start) never pays for them."""
+    from ...core.secrets import find_secrets as find
+
+    return find(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..ops.port import Origin
-from .gate import suspect
 from .journal import note_changes
 from .routes import load_config
 from .syncer import ensure_syncer
@@ -50,6 +49,8 @@ class GitSync:
         return claim(vault, route, agent=agent, namespace=namespace)
 
     def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
+        from .gate import suspect  # the shapes compile on first use, not at a hook's start
+
         if not suspect(text):
             return None  # nearly every note: no git asked
         config = load_config(self.root)
@@ -57,7 +58,7 @@ class GitSync:
         if config is None or route is None:
             return None
         from .gate import held_text
-        from .local import LocalRoute
+        from .local import LocalRoute  # the route's git: only for a note that may be held
 
         return held_text(LocalRoute(vault, config, route), path, text)
 
