@@ -223,6 +223,14 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
             )
         if held:
             out += [f"  {item['said']}" for item in status.get("held_back") or ()]
+        if status.get("sender"):
+            out.append(f"  sends as {status['sender']} from {status['machine']}")
+        elif "sender" in status:
+            out.append(
+                f"  sends unnamed from {status['machine']}: git has no user for this route "
+                "(git config --global user.name 'Your Name'; git config --global user.email "
+                "you@example.com)"
+            )
         if status.get("private"):
             out.append(
                 f"  {counted(len(status['private']), 'private note')} stay on this machine "

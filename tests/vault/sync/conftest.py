@@ -9,7 +9,7 @@ import pytest
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.syncer import stop_syncer
-from tests.git_remote import bare_repo, own_git_home
+from tests.git_remote import bare_repo, git, own_git_home
 
 NS = "project/harbor-api"
 
@@ -42,3 +42,22 @@ def machine(tmp_path: Path) -> Iterator[Machine]:
     for vault in made:
         stop_syncer(vault.path)
         vault.close()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The project's shared repository, with a branch of code on it."""
+    repo = bare_repo(tmp_path / "harbor-api.git")
+    work = tmp_path / "seed"
+    git("clone", "--quiet", repo, work)
+    (work / "README.md").write_text("Harbor API\n")
+    git("add", "README.md", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "code", cwd=work)
+    git("push", "--quiet", "origin", "HEAD:main", cwd=work)
+    return repo
+
+
+def clone_of(project: Path, where: Path) -> Path:
+    """A clone of the project's repository at ``where``, as a person makes one."""
+    git("clone", "--quiet", project, where)
+    return where

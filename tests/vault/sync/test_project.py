@@ -8,36 +8,18 @@ import pytest
 
 from agent_mem_vault.core.errors import NotFoundError
 from agent_mem_vault.vault.sync.routes import project_ref
-from tests.git_remote import bare_repo, git, remote_tree
+from tests.git_remote import git, remote_tree
 
-from .conftest import NS, Machine
+from .conftest import NS, Machine, clone_of
 
 REF = project_ref(NS)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """The project's shared repository, with a branch of code on it."""
-    repo = bare_repo(tmp_path / "harbor-api.git")
-    work = tmp_path / "seed"
-    git("clone", "--quiet", repo, work)
-    (work / "README.md").write_text("Harbor API\n")
-    git("add", "README.md", cwd=work)
-    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "code", cwd=work)
-    git("push", "--quiet", "origin", "HEAD:main", cwd=work)
-    return repo
-
-
-def _clone(project: Path, where: Path) -> Path:
-    git("clone", "--quiet", project, where)
-    return where
 
 
 def test_a_namespace_travels_through_the_project_repository_on_a_ref_no_branch_shows(
     machine: Machine, project: Path, tmp_path: Path
 ) -> None:
     a, b = machine("a"), machine("b")
-    clone_a = _clone(project, tmp_path / "a-src" / "harbor-api")
+    clone_a = clone_of(project, tmp_path / "a-src" / "harbor-api")
     head_before = git("rev-parse", "HEAD", cwd=clone_a)
     h = a.create_handoff(to="codex", summary="Batch it", context="C", namespace=NS)
     a.save_memory(namespace="project/other", title="Elsewhere", content="not for this repo")
@@ -47,7 +29,7 @@ def test_a_namespace_travels_through_the_project_repository_on_a_ref_no_branch_s
     assert all(p.startswith(f"{NS}/") for p in tree), tree
     # No branch list, pull request or plain clone shows it.
     assert "agent-mem-vault" not in git("ls-remote", "--heads", "--tags", project)
-    fresh = _clone(project, tmp_path / "fresh")
+    fresh = clone_of(project, tmp_path / "fresh")
     assert "agent-mem-vault" not in git("for-each-ref", cwd=fresh)
     assert "agent-mem-vault" not in git("branch", "-a", cwd=fresh)
     # The clone the route goes through: its branch and work tree are as they were.
@@ -55,7 +37,7 @@ def test_a_namespace_travels_through_the_project_repository_on_a_ref_no_branch_s
     assert git("status", "--porcelain", cwd=clone_a) == ""
     assert git("rev-parse", "refs/heads/main", cwd=project).strip() == head_before.strip()
     # Another machine with a clone of the project reaches the handoffs with one fetch.
-    clone_b = _clone(project, tmp_path / "b-src" / "harbor-api")
+    clone_b = clone_of(project, tmp_path / "b-src" / "harbor-api")
     assert b.join_project(NS, clone_b).ok
     assert [x.id for x in b.list_handoffs(namespace=NS)] == [h.id]
     assert b.list_handoffs(namespace="project/other", status="all") == []
@@ -69,7 +51,7 @@ def test_a_namespace_with_a_project_route_leaves_the_vault_remote(
 ) -> None:
     a = machine("a")
     a.join_remote(str(remote))
-    a.join_project(NS, _clone(project, tmp_path / "src" / "harbor-api"))
+    a.join_project(NS, clone_of(project, tmp_path / "src" / "harbor-api"))
     h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
     m = a.save_memory(namespace="personal/notes", title="T", content="mine")
     a.sync()

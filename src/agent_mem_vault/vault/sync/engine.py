@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from .gitcmd import GitResult, remote_failure
+from .identity import identity
 from .journal import take_changes
 from .local import Heads, LocalRoute, RouteReport
 from .log import (
@@ -267,10 +268,26 @@ class RouteSync(LocalRoute):
             return self._push_checkpoint(commit, known, parent, limit)
         blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
         tree = edited_tree(self.git, empty_tree_id(len(commit)), blobs)
-        entry = self.git.text(
-            "commit-tree", "--no-gpg-sign", tree, *parent, "-m", entry_message(title, removed)
-        )
+        entry = self._sent(tree, parent, entry_message(title, removed, machine=self.machine))
         return self._send_entry(commit, entry, known, limit, f"{entry}:{self.route.log_ref}")
+
+    @property
+    def machine(self) -> str:
+        return self.config.machine
+
+    def _sent(self, tree: str, parents: list[str], message: str) -> str:
+        """A commit the remote will receive (a log entry, a checkpoint), authored by the
+        person git names for this route (``identity.py``); by agent-mem-vault when none."""
+        who = identity(self.git.git_dir)
+        return self.git.text(
+            "commit-tree",
+            "--no-gpg-sign",
+            tree,
+            *parents,
+            "-m",
+            message,
+            env=None if who is None else who.env(),
+        )
 
     def _push_checkpoint(
         self, commit: str, known: Heads, parent: list[str], limit: float
@@ -278,16 +295,11 @@ class RouteSync(LocalRoute):
         """Many notes at once: a checkpoint of every note, and a log entry pointing at it,
         in one atomic push (the log's compare-and-swap decides for both)."""
         tree = self._tree(commit)
-        checkpoint = self.git.text(
-            "commit-tree", "--no-gpg-sign", tree, "-m", checkpoint_message(known.log)
-        )
-        marker = self.git.text(
-            "commit-tree",
-            "--no-gpg-sign",
+        checkpoint = self._sent(tree, [], checkpoint_message(known.log))
+        marker = self._sent(
             self._empty_tree(len(commit)),
-            *parent,
-            "-m",
-            entry_message("checkpoint", [], checkpoint),
+            parent,
+            entry_message("checkpoint", [], checkpoint, machine=self.machine),
         )
         refused = self._send_entry(
             commit,
@@ -345,9 +357,7 @@ class RouteSync(LocalRoute):
         state["checkpoint_tried"] = known.log  # tried once per CHECKPOINT_EVERY entries
         self.save_state(state)
         tree = known.fetched_tree or self._tree(known.fetched)
-        checkpoint = self.git.text(
-            "commit-tree", "--no-gpg-sign", tree, "-m", checkpoint_message(known.log)
-        )
+        checkpoint = self._sent(tree, [], checkpoint_message(known.log))
         lease = f"--force-with-lease={self.route.ref}:{known.checkpoint or ''}"
         limit = net_timeout() if timeout is None else timeout
         # No "+": a forced refspec would override the lease.

@@ -137,9 +137,12 @@ class Git:
             raise GitFailed(args, result)
         return result
 
-    def text(self, *args: str, timeout: float = LOCAL_TIMEOUT) -> str:
+    def text(
+        self, *args: str, timeout: float = LOCAL_TIMEOUT, env: Mapping[str, str] | None = None
+    ) -> str:
         """``run`` and its output as text, stripped."""
-        return self.run(*args, timeout=timeout).out.decode("utf-8", "surrogateescape").strip()
+        out = self.run(*args, timeout=timeout, env=env).out
+        return out.decode("utf-8", "surrogateescape").strip()
 
 
 _INDEX_COMMANDS = frozenset({"update-index", "write-tree", "ls-files", "read-tree"})

@@ -66,8 +66,14 @@ class Entry:
     """A push of many notes: the remote's notes are those of this checkpoint commit."""
 
 
-def entry_message(title: str, removed: list[str], checkpoint: str | None = None) -> str:
+def entry_message(
+    title: str, removed: list[str], checkpoint: str | None = None, *, machine: str | None = None
+) -> str:
+    """A log entry's message: its title, then the facts a reader needs (what it removed,
+    the checkpoint it points at, the machine it was made on) as JSON."""
     facts: dict[str, Any] = {}
+    if machine is not None:
+        facts["machine"] = machine
     if removed:
         facts["removed"] = sorted(removed)
     if checkpoint is not None:

@@ -20,6 +20,7 @@ from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError,
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
 from .gate import PRIVATE_KIND, Held, allow_secret, held_notes, said
 from .gitcmd import Git
+from .identity import identity
 from .journal import note_changes, waiting
 from .local import RouteReport
 from .routes import (
@@ -97,6 +98,10 @@ class RouteStatus:
     ``gate.py``): each a problem until redacted or allowed."""
     private: tuple[str, ...] = ()
     """Notes that stay on this machine because they say ``private: true``: as asked."""
+    sender: str | None = None
+    """Who the entries this machine sends are authored by (``identity.py``); None: nobody
+    is named, git has no user for this route."""
+    machine: str = ""
 
     def held_lines(self) -> list[str]:
         """One line for each note held back, saying what to do (``gate.said``)."""
@@ -119,6 +124,8 @@ class RouteStatus:
             "failures": self.failures,
             "ask_after": self.ask_after,
             "private": list(self.private),
+            "sender": self.sender,
+            "machine": self.machine,
             "held_back": [
                 {"path": p, "found": [h.to_dict() for h in found], "said": line}
                 for (p, found), line in zip(self.held.items(), self.held_lines(), strict=True)
@@ -433,6 +440,7 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
             ahead = behind = 0
         state = sync.state()
         kept = held_notes(sync)
+        who = identity(sync.git.git_dir)
         out.append(
             RouteStatus(
                 route=route,
@@ -447,6 +455,8 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 ask_after=_stamp(ask_after(state)),
                 held={p: h for p, h in kept.items() if h[0].kind != PRIVATE_KIND},
                 private=tuple(p for p, h in kept.items() if h[0].kind == PRIVATE_KIND),
+                sender=None if who is None else str(who),
+                machine=config.machine,
             )
         )
     return tuple(out)
