@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.core.errors import UnavailableError
+from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync import engine
 from agent_mem_vault.vault.sync.log import CHECKPOINT_FROM
+from agent_mem_vault.vault.sync.routes import load_config
 from tests.git_remote import bare_repo, git, remote_tree
 
 from .conftest import NS, Machine
@@ -31,6 +33,13 @@ def _facts(repo: Path, commit: str) -> dict[str, object]:
     return json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
 
 
+def _machine(vault: Vault) -> str:
+    """The name a vault's entries give their machine (its sync config's)."""
+    config = load_config(vault.path)
+    assert config is not None
+    return config.machine
+
+
 def test_each_push_sends_only_the_notes_it_changed(machine: Machine, remote: Path) -> None:
     a = machine("a")
     a.save_memory(namespace=NS, title="Old", content="kept")
@@ -45,7 +54,7 @@ def test_each_push_sends_only_the_notes_it_changed(machine: Machine, remote: Pat
     a.forget_memory(gone.id, purge=True)
     a.sync()
     assert _files(remote, LOG) == set()
-    assert _facts(remote, LOG) == {"removed": [gone.path]}
+    assert _facts(remote, LOG) == {"machine": _machine(a), "removed": [gone.path]}
     assert gone.path not in remote_tree(remote) and h.path in remote_tree(remote)
 
 
@@ -57,7 +66,7 @@ def test_a_vault_that_joins_with_its_notes_sends_a_checkpoint_and_a_log_entry_na
     assert a.join_remote(str(remote)).ok
     main = git("rev-parse", "refs/heads/main", cwd=remote).strip()
     assert h.path in _files(remote, main)  # a plain clone shows the notes
-    assert _facts(remote, LOG) == {"checkpoint": main}
+    assert _facts(remote, LOG) == {"machine": _machine(a), "checkpoint": main}
     assert _facts(remote, main) == {"log": None}  # the log held nothing before it
     assert git("rev-list", "--count", LOG, cwd=remote).strip() == "1"
 
@@ -79,7 +88,7 @@ def test_a_push_of_many_notes_goes_as_a_checkpoint_the_other_machines_start_agai
     a.sync()
     main = git("rev-parse", "refs/heads/main", cwd=remote).strip()
     assert main != before
-    assert _facts(remote, LOG) == {"checkpoint": main}
+    assert _facts(remote, LOG) == {"machine": _machine(a), "checkpoint": main}
     assert {m.path for m in made} | {small.path} <= _files(remote, main)
     after = a.create_handoff(to="codex", summary="after", context="C", namespace=NS)
     a.sync()

@@ -6,9 +6,11 @@ walks every entry of the tree the ref held before (``rev-list --objects --not
 at 100,000 notes, on every read's claim. So the notes travel on two refs:
 
 - the **log** (``Route.log_ref``): each push is a commit whose tree holds just the
-  notes that push changed, whole, at their paths; notes it removed are listed in
-  its message. A push that is not a fast-forward of the log is refused: that is
-  the compare-and-swap a claim builds on. Its walks cost what a push changed.
+  notes that push changed, whole, at their paths; notes it removed, and the
+  machine it came from, are listed in its message, and its author is the person
+  who sent it (``identity.py``). A push that is not a fast-forward of the log is
+  refused: that is the compare-and-swap a claim builds on. Its walks cost what a
+  push changed.
 - the **checkpoint** (``Route.ref``: ``main`` of the vault's remote, or a project's
   ``refs/agent-mem-vault/<namespace>``): every note as it was at one point of the
   log, for a machine that joins; its message names that point (``{"log": …}``).
