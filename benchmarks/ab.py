@@ -36,6 +36,10 @@ NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 Cell = tuple[str, str, str]  # (table header, row, column)
 
 
+_TREES = ("src", "benchmarks", "tests")
+"""What a revision's folder holds of it."""
+
+
 def checkout(rev: str, work: Path) -> Path:
     """A folder holding ``rev``'s tree (the working tree itself for ``.``), its modules
     compiled to bytecode as an installed package's are: where Python may not write
@@ -53,10 +57,10 @@ def checkout(rev: str, work: Path) -> Path:
         if sha.returncode != 0:
             sys.exit(f"ab: {rev!r} is not a revision of this repository: {sha.stderr.strip()}")
         folder = work / sha.stdout.strip()[:12]
-        if not (folder / "src").is_dir():
+        if not (folder / "tests").is_dir():  # the team benchmark imports tests' git helpers
             folder.mkdir(parents=True, exist_ok=True)
             archive = subprocess.run(
-                ["git", "-C", str(ROOT), "archive", sha.stdout.strip(), "src", "benchmarks"],
+                ["git", "-C", str(ROOT), "archive", sha.stdout.strip(), *_TREES],
                 capture_output=True,
                 check=True,
             )
