@@ -43,7 +43,6 @@ __all__ = [
     "needs_repair",
     "parse_note",
     "parse_text",
-    "private_line",
     "render_body",
     "render_note",
     "split_body",
@@ -242,20 +241,6 @@ def parse_text(text: str) -> ParsedNote:
 
 
 # -- body ---------------------------------------------------------------------------
-
-
-def private_line(text: str) -> int | None:
-    """The line of ``private: true`` in the front matter of a note's ``text``, or None when
-    the note is not private (the substring test first: nearly every note is not)."""
-    if f"{PRIVATE}:" not in text:
-        return None
-    note = parse_note(text)
-    if note is None or note.meta.get(PRIVATE) is not True:
-        return None
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith(f"{PRIVATE}:"):
-            return number
-    return 1
 
 
 def render_body(summary: str, context: str) -> str:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import ConflictError, NotFoundError
 from ..folder.files import atomic_write
-from ..format.notes import private_line
+from ..format.notes import PRIVATE, parse_note
 from .routes import SYNC_DIR
 
 if TYPE_CHECKING:
@@ -228,6 +228,20 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
         if items and suspect(text):
             out[path] = items
     return out
+
+
+def private_line(text: str) -> int | None:
+    """The line of ``private: true`` in the front matter of a note's ``text``, or None when
+    the note is not private (the substring test first: nearly every note is not)."""
+    if f"{PRIVATE}:" not in text:
+        return None
+    note = parse_note(text)
+    if note is None or note.meta.get(PRIVATE) is not True:
+        return None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(f"{PRIVATE}:"):
+            return number
+    return 1
 
 
 def suspect(text: str) -> bool:
