@@ -241,6 +241,7 @@ def test_the_writer_is_told_which_note_which_kind_which_line(
     assert text.startswith("Held back on this machine: line ")
     assert "GitHub token" in text and "agent-mem-vault redact" in text
     assert "do not write it again" in text
+    assert "secrets allow" in text  # and what a person does when it is no secret
     held_line = made["structuredContent"]["held_back"]
     path = made["structuredContent"]["handoff"]["path"]
     assert path in held_line and GITHUB not in held_line and GITHUB[:4] in held_line

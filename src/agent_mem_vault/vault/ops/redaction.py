@@ -49,17 +49,16 @@ class RedactionOps(NoteWrites):
         """Replace each secret in a note (a handoff's or memory's id, or its path in the
         vault) with ``[redacted <kind>]``, in its body and its text properties; with
         ``dry_run``, only say what would be. Nothing found: nothing written."""
-        # The shapes compile on first use: a vault that never redacts never pays for them.
-        from ...core.secrets import find_secrets
-
+        if dry_run:  # a look: no lock, and a vault this user may only read will do
+            path = self._query(lambda idx: note_path(self.path, idx, note))
+            return Redacted(path, _secrets_in(self.path / path), written=False)
         with self._writing() as idx:
             path = note_path(self.path, idx, note)
-            found = self._note_from_disk(idx, path)
-            if found is None:
+            if self._note_from_disk(idx, path) is None:
                 raise NotFoundError(f"no note at {path}", code="note_not_found")
             text = (self.path / path).read_text(encoding="utf-8")
-            secrets = tuple((f.line, f.kind) for f in find_secrets(text))
-            if not secrets or dry_run:
+            secrets = _secrets_in(self.path / path, text)
+            if not secrets:
                 return Redacted(path, secrets, written=False)
             parsed = parse_text(text)
             meta = {key: _redacted(value) for key, value in parsed.meta.items()}
@@ -100,6 +99,20 @@ def note_path(root: Path, idx: Index, note: str) -> str:
             id=note,
         )
     return str(found.path)
+
+
+def _secrets_in(file: Path, text: str | None = None) -> tuple[tuple[int, str], ...]:
+    """(line, kind) of each secret in the note at ``file`` (whose ``text`` the caller may
+    have read already)."""
+    # The shapes compile on first use: a vault that never redacts never pays for them.
+    from ...core.secrets import find_secrets
+
+    if text is None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"no note at {file}", code="note_not_found") from None
+    return tuple((f.line, f.kind) for f in find_secrets(text))
 
 
 def _redacted(value: Any) -> Any:

@@ -268,12 +268,8 @@ class RouteSync(LocalRoute):
             return self._push_checkpoint(commit, known, parent, limit)
         blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
         tree = edited_tree(self.git, empty_tree_id(len(commit)), blobs)
-        entry = self._sent(tree, parent, entry_message(title, removed, machine=self.machine))
+        entry = self._sent(tree, parent, entry_message(title, removed, machine=self.config.machine))
         return self._send_entry(commit, entry, known, limit, f"{entry}:{self.route.log_ref}")
-
-    @property
-    def machine(self) -> str:
-        return self.config.machine
 
     def _sent(self, tree: str, parents: list[str], message: str) -> str:
         """A commit the remote will receive (a log entry, a checkpoint), authored by the
@@ -299,7 +295,7 @@ class RouteSync(LocalRoute):
         marker = self._sent(
             self._empty_tree(len(commit)),
             parent,
-            entry_message("checkpoint", [], checkpoint, machine=self.machine),
+            entry_message("checkpoint", [], checkpoint, machine=self.config.machine),
         )
         refused = self._send_entry(
             commit,

@@ -140,7 +140,8 @@ def said(path: str, held: list[Held], label: str) -> str:
         f"held back on this machine: line {first.line} of {path} holds what looks like "
         f"a secret ({first.kind}: {first.masked}){more}; the note is saved here and does not go "
         f"to {label} until the secret is gone: 'agent-mem-vault redact {path}' replaces "
-        "it in place"
+        f"it in place (a person who knows it is no secret: 'agent-mem-vault secrets allow "
+        f"{path} --line {first.line}')"
     )
 
 
@@ -152,7 +153,8 @@ def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None
     moved = {p: new for p, (_old, new) in route.changes(base, tree).items() if new is not None}
     changed = {path: blob for path, blob in moved.items() if blob not in _CLEAN}
     if not changed:
-        _record(route, {}, judged=moved)
+        if moved:  # a held note may have gone out since: its record goes
+            _record(route, {}, judged=moved)
         return tree
     texts = route.blobs(sorted(set(changed.values())))
     suspects = {p: texts[b] for p, b in changed.items() if b in texts and suspect(texts[b])}
@@ -190,7 +192,9 @@ def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> 
         return paths
     held = _judge(route, suspects, [local_tree, _fetched_tree(route)])
     _record(route, held, judged=suspects)
-    for path in sorted(route.entries(local_tree, sorted(held))):
+    sent_before = sorted(route.entries(local_tree, sorted(held)))
+    if sent_before:
+        path = sent_before[0]
         raise ConflictError(
             f"the read was not taken: {said(path, held[path], route.route.label)}; the remote "
             "has an earlier version of this handoff, and a read counts only once the remote "
