@@ -83,6 +83,18 @@ def sync(ctx: click.Context, show_status: bool, vault_path: str, as_json: bool) 
     show_default=True,
     help="With --project: the remote of that clone to use.",
 )
+@click.option(
+    "--sign",
+    is_flag=True,
+    help="Sign every commit this route sends with an SSH key you have (see --key); "
+    "without REMOTE or --project: the vault's route you joined already.",
+)
+@click.option(
+    "--key",
+    metavar="PATH|key::…",
+    help="With --sign: the SSH key (default: git's user.signingkey, the ssh-agent's first "
+    "key, ~/.ssh/id_ed25519).",
+)
 @vault_options
 def sync_init(
     remote: str | None,
@@ -90,6 +102,8 @@ def sync_init(
     namespace: str | None,
     repo: str | None,
     remote_name: str,
+    sign: bool,
+    key: str | None,
     vault_path: str,
     as_json: bool,
 ) -> None:
@@ -98,22 +112,32 @@ def sync_init(
 
     The first sync runs at once: what the remote holds is merged with what is
     here. A URL with a password is refused: let git's credential helper keep it.
+    With --sign, every commit the route sends is signed with your SSH key (your
+    git signs them anyway when it signs your commits: commit.gpgsign); it prints
+    the line a team's allowed signers file lists you by.
 
     \b
     Examples:
       agent-mem-vault sync init git@git.example:me/vault.git
       agent-mem-vault sync init /mnt/backup/vault.git
       agent-mem-vault sync init --project -n project/harbor-api
+      agent-mem-vault sync init --sign --key ~/.ssh/id_ed25519
     """
     from ..core.errors import InvalidInputError
 
     vault = open_vault(vault_path)
-    if project == (remote is not None):
+    if key is not None and not sign:
+        raise InvalidInputError("--key names the key of --sign: add --sign", code="usage_error")
+    if (project and remote is not None) or not (project or remote is not None or sign):
         raise InvalidInputError(
             "give a REMOTE for the whole vault, or --project for this project's namespace "
             "(not both)",
             code="usage_error",
         )
+    if not project and remote is None:  # --sign alone: the vault's route, as it is
+        signing = vault.sign_route(None, vault.signing_key(key))
+        _tell_signing(signing.to_dict(), as_json)
+        return
     if project:
         from ..integrations.namespace import discover_namespace, find_repo_root
 
@@ -125,11 +149,45 @@ def sync_init(
                 "PATH and -n NAMESPACE",
                 code="repo_not_found",
             )
-        report = vault.join_project(ns, root, remote_name)
+        chosen = vault.signing_key(key, root) if sign else None
+        report = vault.join_project(ns, root, remote_name, sign=chosen)
     else:
         assert remote is not None
-        report = vault.join_remote(remote)
-    _finish(report, as_json)
+        chosen = vault.signing_key(key) if sign else None
+        report = vault.join_remote(remote, sign=chosen)
+        ns = None
+    if chosen is None:
+        _finish(report, as_json)
+        return
+    told = vault.sign_route(ns, chosen).to_dict()
+    if as_json:
+        emit_json({**report.to_dict(), "signing": told})
+    else:
+        _tell_signing(told, False)
+    _finish(report, None if as_json else False)
+
+
+def _tell_signing(signing: dict[str, Any], as_json: bool) -> None:
+    """What ``sync init --sign`` set: the key, and the team's signers line for it."""
+    if as_json:
+        emit_json(signing)
+        return
+    where = "the vault" if signing["namespace"] is None else signing["namespace"]
+    who = signing["principal"]
+    click.echo(
+        f"signing: {where} ⇄ {signing['remote']} signs with {signing['signs_with']}"
+        + (f" as {who}" if who else "")
+        + "."
+    )
+    if who is None:
+        click.echo(
+            "  git names nobody for this route: set your email (git config --global "
+            "user.email you@example.com) so your team can list your key by it."
+        )
+    click.echo(
+        "  For your team's allowed signers file (a signed commit on the project's main "
+        f"branch):\n  {signing['signers_line']}"
+    )
 
 
 @sync.command("remove")
@@ -155,11 +213,12 @@ def sync_remove(namespace: str | None, vault_path: str, as_json: bool) -> None:
         click.echo(f"No longer syncing with {route.label}.")
 
 
-def _finish(report: SyncReport, as_json: bool) -> None:
-    """Print a sync's report; raise the first route's error (after printing them all)."""
+def _finish(report: SyncReport, as_json: bool | None) -> None:
+    """Print a sync's report (``as_json`` None: in JSON already, or not at all); raise the
+    first route's error (after printing them all)."""
     if as_json:
         emit_json(report.to_dict())
-    else:
+    elif as_json is False:
         for route in report.routes:
             for line in report_lines(route):
                 click.echo(line)
@@ -223,14 +282,17 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
             )
         if held:
             out += [f"  {item['said']}" for item in status.get("held_back") or ()]
+        signed = f", signed with {status['signs_with']}" if status.get("signs_with") else ""
         if status.get("sender"):
-            out.append(f"  sends as {status['sender']} from {status['machine']}")
+            out.append(f"  sends as {status['sender']} from {status['machine']}{signed}")
         elif "sender" in status:
             out.append(
                 f"  sends unnamed from {status['machine']}: git has no user for this route "
                 "(git config --global user.name 'Your Name'; git config --global user.email "
-                "you@example.com)"
+                f"you@example.com){signed}"
             )
+        if held and status.get("signing_held"):
+            out.append(f"  {status['signing_held']['said']}")
         if status.get("private"):
             out.append(
                 f"  {counted(len(status['private']), 'private note')} stay on this machine "

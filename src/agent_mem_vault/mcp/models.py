@@ -129,7 +129,8 @@ class CreatedHandoffResult(_Result):
     held_back: str | None = Field(
         default=None,
         description="Present when the note stays on this machine instead of going to the "
-        "vault's remote (it holds what looks like a secret): which line, and how to free it.",
+        "vault's remote (it holds what looks like a secret: which line, and how to free it; "
+        "or this machine signs what it sends and its key cannot sign now: what to do).",
     )
 
 
@@ -236,7 +237,8 @@ class MemoryResult(_Result):
     held_back: str | None = Field(
         default=None,
         description="Present when the note stays on this machine instead of going to the "
-        "vault's remote (it holds what looks like a secret): which line, and how to free it.",
+        "vault's remote (it holds what looks like a secret: which line, and how to free it; "
+        "or this machine signs what it sends and its key cannot sign now: what to do).",
     )
 
 

@@ -26,8 +26,9 @@ from ..ops.redaction import note_path
 if TYPE_CHECKING:
     from ..format.models import Handoff
     from ..sync.gate import Held
-    from ..sync.operations import RouteStatus, SyncReport
+    from ..sync.operations import RouteStatus, Signing, SyncReport
     from ..sync.routes import Route
+    from ..sync.signing import Chosen
 
 __all__ = ["SyncOps", "plug_in"]
 
@@ -63,22 +64,44 @@ class SyncOps(VaultBase):
     def _port(self) -> SyncPort:
         return _plugged.port_for(self.path)
 
-    def join_remote(self, remote: str) -> SyncReport:
+    def join_remote(self, remote: str, sign: Chosen | None = None) -> SyncReport:
         """Send the whole vault through ``remote`` (any URL or path git accepts), merging
-        what it holds already; then every write goes out by itself.
+        what it holds already; then every write goes out by itself. ``sign``: the key
+        every commit it sends is signed with (``signing_key``).
 
         >>> vault.join_remote("git@git.example:me/vault.git")  # doctest: +SKIP
         """
-        report: SyncReport = sync_commands().join_remote(self, remote)
+        key = None if sign is None else sign.key
+        report: SyncReport = sync_commands().join_remote(self, remote, key)
         return report
 
     def join_project(
-        self, namespace: str, repo: str | os.PathLike[str], remote: str = "origin"
+        self,
+        namespace: str,
+        repo: str | os.PathLike[str],
+        remote: str = "origin",
+        sign: Chosen | None = None,
     ) -> SyncReport:
         """Send ``namespace`` through the project's own repository (a clone at ``repo``
         and its remote ``remote``), on a ref that is not a branch."""
-        report: SyncReport = sync_commands().join_project(self, namespace, repo, remote)
+        key = None if sign is None else sign.key
+        report: SyncReport = sync_commands().join_project(self, namespace, repo, remote, key)
         return report
+
+    def signing_key(self, key: str | None = None, repo: Path | None = None) -> Chosen:
+        """The SSH key a route would sign with (``key``, a file or ``key::…``; else the
+        one git names, the ssh-agent's, ``~/.ssh/id_ed25519``…), tried once: refused,
+        naming the fix, when it cannot sign without a person."""
+        self._require_vault()
+        chosen: Chosen = sync_commands().signing_key(self, key, repo)
+        return chosen
+
+    def sign_route(self, namespace: str | None, key: Chosen) -> Signing:
+        """Sign every commit the route of ``namespace`` (None: the vault's) sends with
+        ``key`` from now on; says the line a team's allowed signers file lists it by."""
+        namespace = validate_namespace_filter(namespace)
+        signing: Signing = sync_commands().sign_route(self, namespace, key)
+        return signing
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""

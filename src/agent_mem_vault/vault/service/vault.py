@@ -178,7 +178,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, SyncOps, VaultBa
         statuses = self.sync_status()
         if not statuses:
             return report
-        held = tuple(line for status in statuses for line in status.held_lines())
+        held = tuple(line for status in statuses for line in status.problems())
         return dataclasses.replace(
             report,
             sync=tuple(r.to_dict() for r in statuses),

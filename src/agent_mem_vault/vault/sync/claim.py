@@ -40,6 +40,7 @@ from ..folder.files import LockBusy
 from .engine import FETCH_FIRST, MAX_ROUNDS, RouteSync, stage_journal
 from .local import RouteReport
 from .routes import Route, load_config
+from .signing import SigningHeld
 from .syncer import ensure_syncer
 
 if TYPE_CHECKING:
@@ -93,6 +94,10 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
             assert head is not None
             try:
                 refused = sync.push(head, title=f"read {taken.handoff.id}")
+            except SigningHeld as exc:  # nothing was sent: the claim is simply undone
+                _put_back(vault, sync, taken, commit=False, staged=staged)
+                sync.retract(head, before, before_tree)
+                raise _not_signed(taken, exc) from exc
             except AgentMemVaultError as exc:
                 # The remote may have taken it all the same (an answer lost on the way):
                 # the note goes back to pending in a commit of its own, which undoes the
@@ -144,6 +149,16 @@ def _put_back(
                 idx.touched.discard(taken.handoff.path)
         if commit:
             sync.commit(f"put back {taken.handoff.id}")
+
+
+def _not_signed(taken: Taken, cause: SigningHeld) -> SigningHeld:
+    h = taken.handoff
+    return SigningHeld(
+        f"the read of handoff {h.id} was not taken: {cause.message.split('; the change')[0]}; "
+        "peek_handoff (or 'agent-mem-vault peek') shows it without taking it",
+        code="signing_held",
+        id=h.id,
+    )
 
 
 def _unconfirmed(route: Route, taken: Taken, cause: AgentMemVaultError) -> UnavailableError:

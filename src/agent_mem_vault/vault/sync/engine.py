@@ -25,13 +25,14 @@ import random
 import time
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from .gitcmd import GitResult, remote_failure
 from .identity import identity
 from .journal import take_changes
-from .local import Heads, LocalRoute, RouteReport
+from .local import Heads, LocalRoute, RouteReport, read_state, state_file
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,
@@ -41,7 +42,8 @@ from .log import (
     log_position,
 )
 from .log import entries as log_entries
-from .routes import Route, SyncConfig
+from .routes import SYNC_DIR, Route, SyncConfig
+from .signing import HELD_MARK, SigningHeld, commit_signed, signer_for
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -273,16 +275,57 @@ class RouteSync(LocalRoute):
 
     def _sent(self, tree: str, parents: list[str], message: str) -> str:
         """A commit the remote will receive (a log entry, a checkpoint), authored by the
-        person git names for this route (``identity.py``); by agent-mem-vault when none."""
+        person git names for this route (``identity.py``), by agent-mem-vault when none;
+        signed as their git signs (``signing.py``): ``SigningHeld`` when the key cannot
+        sign now, and nothing is sent."""
         who = identity(self.git.git_dir)
-        return self.git.text(
-            "commit-tree",
-            "--no-gpg-sign",
-            tree,
-            *parents,
-            "-m",
-            message,
-            env=None if who is None else who.env(),
+        env = None if who is None else who.env()
+        signer = signer_for(self.git.git_dir, self.route)
+        if signer is None:
+            return self.git.text(
+                "commit-tree", "--no-gpg-sign", tree, *parents, "-m", message, env=env
+            )
+        try:
+            commit = commit_signed(
+                self.git, signer, self.root / SYNC_DIR, [tree, *parents, "-m", message], env
+            )
+        except SigningHeld as exc:
+            self._signing(getattr(exc, "held", None), exc)
+            raise
+        self._signing(None)
+        return commit
+
+    def _signing(self, held: dict[str, str] | None, error: SigningHeld | None = None) -> None:
+        """Write down that this route's key cannot sign (``held``: why, the fix), or that
+        it signs again; the sync folder's mark tells writes to look (``signing.py``)."""
+        state = self.state()
+        if held is None and "signing" not in state:
+            return
+        mark = self.root / SYNC_DIR / HELD_MARK
+        if held is None:
+            del state["signing"]
+            self.save_state(state)
+            if not any("signing" in self._state_of(r) for r in self.config.routes):
+                mark.unlink(missing_ok=True)
+            return
+        before = state.get("signing")
+        since = before.get("since") if isinstance(before, dict) else None
+        state["signing"] = {**held, "since": since or format_datetime(utc_now())}
+        if error is not None:
+            state["error"] = {
+                "code": error.code,
+                "message": error.message,
+                "at": format_datetime(utc_now()),
+            }
+        self.save_state(state)
+        with suppress(OSError):
+            mark.touch()
+
+    def _state_of(self, route: Route) -> dict[str, Any]:
+        return (
+            self.state()
+            if route.key == self.route.key
+            else read_state(state_file(self.root, route))
         )
 
     def _push_checkpoint(

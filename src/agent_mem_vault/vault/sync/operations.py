@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from .routes import (
     project_ref,
     save_config,
 )
+from .signing import Chosen, choose_key, signer_for
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
@@ -102,10 +103,27 @@ class RouteStatus:
     """Who the entries this machine sends are authored by (``identity.py``); None: nobody
     is named, git has no user for this route."""
     machine: str = ""
+    signs_with: str | None = None
+    """The key what this route sends is signed with (``signing.py``); None: unsigned."""
+    signing: dict[str, str] | None = None
+    """While that key cannot sign without a person: since when, why, and the fix."""
 
     def held_lines(self) -> list[str]:
         """One line for each note held back, saying what to do (``gate.said``)."""
         return [said(path, found, self.route.label) for path, found in self.held.items()]
+
+    def problems(self) -> list[str]:
+        """What ``doctor`` lists for this route: each note held back, and a key that
+        cannot sign (everything this route sends waits for it)."""
+        return [*self.held_lines(), *([self.signing_line()] if self.signing else [])]
+
+    def signing_line(self) -> str:
+        held = self.signing or {}
+        return (
+            f"{self.route.label}: sending held back since {held.get('since')}: the key "
+            f"{held.get('key')} {held.get('why')}; {held.get('fix')} (nothing goes out "
+            "unsigned)"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,6 +144,10 @@ class RouteStatus:
             "private": list(self.private),
             "sender": self.sender,
             "machine": self.machine,
+            "signs_with": self.signs_with,
+            "signing_held": None
+            if self.signing is None
+            else {**self.signing, "said": self.signing_line()},
             "held_back": [
                 {"path": p, "found": [h.to_dict() for h in found], "said": line}
                 for (p, found), line in zip(self.held.items(), self.held_lines(), strict=True)
@@ -136,9 +158,10 @@ class RouteStatus:
 # -- joining and leaving ------------------------------------------------------------------
 
 
-def join_remote(vault: VaultBase, remote: str) -> SyncReport:
+def join_remote(vault: VaultBase, remote: str, sign: str | None = None) -> SyncReport:
     """Send the whole vault through ``remote`` (a URL or path git accepts), on its
-    ``main`` branch: a remote with notes already is merged with this vault's."""
+    ``main`` branch: a remote with notes already is merged with this vault's; ``sign``:
+    the key every commit it sends is signed with (``choose_key``)."""
     url = check_url(remote)
     if "://" not in url and ":" not in url.split("/")[0] and not os.path.isabs(url):
         url = str(Path(url).expanduser().absolute())  # a path: the same from any folder
@@ -150,7 +173,8 @@ def join_remote(vault: VaultBase, remote: str) -> SyncReport:
             "first ('agent-mem-vault sync remove'), then join the new one",
             code="sync_already",
         )
-    route = Route(remote=url, ref=VAULT_REF, url=url)
+    sign = sign or (current.sign if current is not None else None)
+    route = Route(remote=url, ref=VAULT_REF, url=url, sign=sign)
     folder = vault.path / SYNC_DIR / f"{route.key}.git"
     made = not folder.exists()
     if made:
@@ -169,7 +193,11 @@ def join_remote(vault: VaultBase, remote: str) -> SyncReport:
 
 
 def join_project(
-    vault: VaultBase, namespace: str, repo: str | os.PathLike[str], remote: str = "origin"
+    vault: VaultBase,
+    namespace: str,
+    repo: str | os.PathLike[str],
+    remote: str = "origin",
+    sign: str | None = None,
 ) -> SyncReport:
     """Send ``namespace`` through the project's own repository (the clone at ``repo``,
     its remote ``remote``), on ``refs/agent-mem-vault/<namespace>``."""
@@ -197,8 +225,72 @@ def join_project(
             field="namespace",
         )
     config = load_config(vault.path) or new_config()
-    route = Route(remote=remote, ref=ref, namespace=namespace, repo=str(git_dir), url=shown)
+    current = config.route_for(namespace)
+    if sign is None and current is not None and current.namespace == namespace:
+        sign = current.sign
+    route = Route(
+        remote=remote, ref=ref, namespace=namespace, repo=str(git_dir), url=shown, sign=sign
+    )
     return _join(vault, config.with_route(route), route, cleanup=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Signing:
+    """A route set to sign what it sends (``sync init --sign``)."""
+
+    route: Route
+    chosen: Chosen
+    principal: str | None
+    """Whom the team's allowed signers file names for the key: the route's git email;
+    None while git names nobody for the route."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "remote": self.route.url or self.route.remote,
+            "namespace": self.route.namespace,
+            "key": self.chosen.key,
+            "signs_with": self.chosen.label,
+            "principal": self.principal,
+            "signers_line": self.chosen.signers_line(self.principal or "you@example.com"),
+        }
+
+
+def signing_key(vault: VaultBase, key: str | None, repo: Path | None = None) -> Chosen:
+    """The SSH key a route will sign with, tried once (``signing.choose_key``), before a
+    route is made or changed: a key that cannot sign changes nothing."""
+    git_dir = _common_git_dir(repo) if repo is not None else None
+    if git_dir is None:
+        config = load_config(vault.path)
+        route = None if config is None else config.vault_route
+        if config is not None and route is not None:
+            git_dir = RouteSync(vault, config, route).git.git_dir
+    return choose_key(key, git_dir)
+
+
+def sign_route(vault: VaultBase, namespace: str | None, chosen: Chosen) -> Signing:
+    """Sign every commit the route of ``namespace`` (None: the vault's) sends with
+    ``chosen`` from now on; what waits to be sent goes out signed."""
+    config = load_config(vault.path)
+    route = None
+    if config is not None:
+        route = next((r for r in config.routes if r.namespace == namespace), None)
+    if config is None or route is None:
+        what = "the vault" if namespace is None else f"namespace {namespace}"
+        raise NotFoundError(
+            f"{what} syncs with no remote here; join one with signing on: 'agent-mem-vault "
+            "sync init REMOTE --sign' (or --project --sign)",
+            code="no_sync_route",
+        )
+    signed = replace(route, sign=chosen.key)
+    with vault._held(), vault._locked():
+        save_config(vault.path, config.with_route(signed))
+    ensure_syncer(vault.path)
+    return _signing(vault, config, signed, chosen)
+
+
+def _signing(vault: VaultBase, config: SyncConfig, route: Route, chosen: Chosen) -> Signing:
+    who = identity(RouteSync(vault, config, route).git.git_dir)
+    return Signing(route, chosen, None if who is None else who.email)
 
 
 def leave(vault: VaultBase, namespace: str | None = None) -> Route:
@@ -441,6 +533,8 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
         state = sync.state()
         kept = held_notes(sync)
         who = identity(sync.git.git_dir)
+        signer = signer_for(sync.git.git_dir, route)
+        signing = state.get("signing")
         out.append(
             RouteStatus(
                 route=route,
@@ -457,6 +551,8 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 private=tuple(p for p, h in kept.items() if h[0].kind == PRIVATE_KIND),
                 sender=None if who is None else str(who),
                 machine=config.machine,
+                signs_with=None if signer is None else signer.label,
+                signing=signing if isinstance(signing, dict) and signer is not None else None,
             )
         )
     return tuple(out)

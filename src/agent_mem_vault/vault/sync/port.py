@@ -12,13 +12,15 @@ a note is not known yet: ``origin`` says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..ops.port import Origin
 from .journal import note_changes
-from .routes import load_config
+from .routes import SYNC_DIR, load_config
+from .signing import HELD_MARK, held_line
 from .syncer import ensure_syncer
 
 if TYPE_CHECKING:
@@ -51,7 +53,8 @@ class GitSync:
     def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
         from .gate import suspect  # the shapes compile on first use, not at a hook's start
 
-        if not suspect(text):
+        unsigned = os.path.exists(self.root / SYNC_DIR / HELD_MARK)
+        if not suspect(text) and not unsigned:
             return None  # nearly every note: no git asked
         config = load_config(self.root)
         route = None if config is None else config.route_of(path)
@@ -60,7 +63,10 @@ class GitSync:
         from .gate import held_text
         from .local import LocalRoute  # the route's git: only for a note that may be held
 
-        return held_text(LocalRoute(vault, config, route), path, text)
+        local = LocalRoute(vault, config, route)
+        line = held_text(local, path, text) if suspect(text) else None
+        signing = local.state().get("signing") if unsigned and line is None else None
+        return held_line(signing) if isinstance(signing, dict) else line
 
     def changed(self, paths: Iterable[str]) -> None:
         if note_changes(self.root, paths):

@@ -76,6 +76,10 @@ class Route:
     """A project route: the clone whose git folder keeps the route's objects."""
     url: str = ""
     """What ``remote`` pointed at when the route was made, for people to read."""
+    sign: str | None = None
+    """The SSH key every commit sent by this route is signed with (``sync init --sign``:
+    a key file or ``key::`` and a public key, as ``user.signingkey`` takes it); None:
+    signed only if the person's git signs their commits (``signing.py``)."""
 
     @property
     def log_ref(self) -> str:
@@ -242,6 +246,9 @@ def save_config(root: Path, config: SyncConfig) -> None:
     folder = root / SYNC_DIR
     folder.mkdir(exist_ok=True)
     data: dict[str, Any] = asdict(config)
+    for route in data["routes"]:
+        if route.get("sign") is None:
+            del route["sign"]  # a config an older release can still read
     atomic_write(config_file(root), json.dumps(data, indent=2) + "\n")
 
 
