@@ -50,6 +50,7 @@ COMMANDS: dict[str, str] = {
     "reopen": "agent_mem_vault.cli.vault:reopen",
     "redact": "agent_mem_vault.cli.secrets:redact",
     "secrets": "agent_mem_vault.cli.secrets:secrets",
+    "private": "agent_mem_vault.cli.private:private",
     "memory": "agent_mem_vault.cli.memories:memory",
     "brief": "agent_mem_vault.cli.vault:brief",
     "reindex": "agent_mem_vault.cli.vault:reindex",

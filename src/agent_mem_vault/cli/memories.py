@@ -25,7 +25,6 @@ from .options import (
     offset_option,
     open_vault,
     private_option,
-    private_properties,
     read_text,
     render_table,
     short_time,
@@ -82,6 +81,8 @@ def memory_save(
         -t "Backfill in batches of 1000" -c "Lock time stayed under 50 ms."
     """
     vault = open_vault(vault_path)
+    from ..vault.format.notes import private_properties
+
     saved = vault.save_memory(
         namespace=found_namespace(namespace) or "",
         title=title,

@@ -195,11 +195,6 @@ private_option = click.option(
 )
 
 
-def private_properties(private: bool) -> dict[str, Any] | None:
-    """The note properties ``--private`` asks for."""
-    return {"private": True} if private else None
-
-
 HELD_BACK_EXIT = 10
 """The exit status of a write whose note was saved here and stays off its remote: neither
 a failure to retry (it would write the note twice) nor a plain success to overlook."""

@@ -25,7 +25,6 @@ from .options import (
     namespace_option,
     open_vault,
     private_option,
-    private_properties,
     read_text,
     short_time,
     tell_held_back,
@@ -140,6 +139,8 @@ def create(
         -c "The backfill in migrations/0007 needs batching. Start with 1000 rows."
     """
     vault = open_vault(vault_path)
+    from ..vault.format.notes import private_properties
+
     handoff = vault.create_handoff(
         to=to,
         summary=summary,

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..core import tracing
 from ..core.errors import AgentMemVaultError, from_os_error
+from ..vault.format.notes import private_properties
 from .arguments import ArgumentCheck
 from .errors import tool_error
 from .models import (
@@ -133,6 +134,14 @@ class _Note(Protocol):
 
 N = TypeVar("N", bound=_Note)
 
+PrivateArg = Annotated[
+    bool,
+    Field(
+        description="Keep it on this machine: it never goes to a remote, by any route "
+        "(for what only this person should see)."
+    ),
+]
+
 
 async def _write(
     run: Runner, make: Callable[[], N], render: Callable[[N], Rendered]
@@ -184,6 +193,7 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
             list[str] | None,
             Field(description="Ids of your earlier handoffs this one replaces (they become read)."),
         ] = None,
+        private: PrivateArg = False,
     ) -> Annotated[CallToolResult, CreatedHandoffResult]:
         """Leave a handoff for another agent: work that should continue after you stop.
 
@@ -202,6 +212,7 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
                 namespace=ns,
                 supersedes=tuple(supersedes or ()),
                 from_=me,
+                properties=private_properties(private),
             ),
             created_text,
         )
@@ -306,6 +317,7 @@ def add_memory_tools(server: MCPServer[Any], run: Runner) -> None:
             str, Field(description="decision, note, task, risk (or another lowercase word).")
         ] = "note",
         tags: Annotated[list[str] | None, Field(description="Tags, without '#'.")] = None,
+        private: PrivateArg = False,
     ) -> Annotated[CallToolResult, MemoryResult]:
         """Record a decision, note, task or risk so later sessions and other agents know it.
 
@@ -321,6 +333,7 @@ def add_memory_tools(server: MCPServer[Any], run: Runner) -> None:
                 kind=kind,
                 tags=tuple(tags or ()),
                 agent=me,
+                properties=private_properties(private),
             ),
             memory_text,
         )

@@ -43,6 +43,7 @@ __all__ = [
     "needs_repair",
     "parse_note",
     "parse_text",
+    "private_properties",
     "render_body",
     "render_note",
     "split_body",
@@ -584,3 +585,9 @@ def memory_from_note(note: ParsedNote, path: str, *, facts: FileFacts | None = N
         superseded_by=_link(meta, "superseded_by"),
         forgotten_at=_str(meta, "forgotten_at", required=False),
     )
+
+
+def private_properties(private: bool) -> dict[str, Any] | None:
+    """The extra note properties a write that asks to stay on this machine gives
+    (``create --private``, the MCP tools' ``private``); None for any other write."""
+    return {PRIVATE: True} if private else None

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..format.models import Handoff
     from .base import VaultBase
     from .handoffs import HandoffOps
+    from .privacy import Marked
 
 __all__ = ["NO_SYNC", "NoSync", "Origin", "SyncPort"]
 
@@ -70,6 +71,12 @@ class SyncPort(Protocol):
         machine, in one line for the writer; None: it may travel."""
         ...
 
+    def kept_private(self, vault: VaultBase, marked: Marked, remove: bool) -> Marked:
+        """``marked`` (a note just made private, or no longer) with what it means for its
+        remote: whether the remote has a version of it; with ``remove``, taken off the
+        remote's notes at the next commit."""
+        ...
+
     def changed(self, paths: Iterable[str]) -> None:
         """The feed: the notes a locked section stored or removed (an empty path: every
         note, the index was rebuilt). Told under the vault lock; must not wait."""
@@ -96,6 +103,9 @@ class NoSync:
 
     def hold_back(self, vault: VaultBase, path: str, text: str) -> str | None:
         return None
+
+    def kept_private(self, vault: VaultBase, marked: Marked, remove: bool) -> Marked:
+        return marked
 
     def changed(self, paths: Iterable[str]) -> None:
         return None

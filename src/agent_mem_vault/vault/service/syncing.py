@@ -141,6 +141,28 @@ class SyncOps(VaultBase):
         allowed: list[Held] = sync_commands().allow(self, path, line, kind)
         return allowed
 
+    def private_patterns(self) -> tuple[str, ...]:
+        """The path patterns whose notes stay on this machine (``private add``)."""
+        self._require_vault()
+        found: tuple[str, ...] = sync_commands().private_patterns(self.path)
+        return found
+
+    def add_private_pattern(self, pattern: str) -> tuple[bool, list[str]]:
+        """Keep every note ``pattern`` matches on this machine (``*`` within a folder,
+        ``**`` across any): whether it is new, and the matching notes a remote already
+        has a version of (those versions, and their history, stay there)."""
+        self._require_vault()
+        commands = sync_commands()
+        added: bool = commands.add_pattern(self.path, pattern)
+        travelled: list[str] = commands.travelled_matching(self, pattern.strip())
+        return added, travelled
+
+    def remove_private_pattern(self, pattern: str) -> None:
+        """Let the notes ``pattern`` kept here travel again: each goes out with its next
+        change (``sync --full`` sends them all now)."""
+        self._require_vault()
+        sync_commands().release_pattern(self, pattern)
+
     def catch_up(
         self,
         namespace: str | None,

@@ -43,13 +43,14 @@ from ..ops.base import VaultBase
 from ..ops.handoffs import HandoffOps, StatusFilter
 from ..ops.memories import MemoryOps
 from ..ops.memory_life import MemoryLifeOps
+from ..ops.privacy import PrivacyOps
 from ..ops.redaction import RedactionOps
 from .syncing import SyncOps
 
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
 
-class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, SyncOps, VaultBase):
+class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, SyncOps, VaultBase):
     """A vault folder of Markdown notes, with a derived SQLite index.
 
     The handoff operations live in ``handoffs.py``, saving and searching memories

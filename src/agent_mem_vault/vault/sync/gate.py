@@ -37,6 +37,7 @@ from ...core.clock import format_datetime, utc_now
 from ...core.errors import ConflictError, NotFoundError
 from ..folder.files import atomic_write
 from ..format.notes import PRIVATE, parse_note
+from .privacy import UNSEND, matching, patterns
 from .routes import SYNC_DIR
 
 if TYPE_CHECKING:
@@ -130,6 +131,11 @@ def new_secrets(text: str, before: Iterable[str], allowed: Collection[str] = ())
 def said(path: str, held: list[Held], label: str) -> str:
     """One line for whoever wrote the note: which line holds what, and what to do."""
     first = held[0]
+    if first.kind == PRIVATE_KIND and first.line == 0:
+        return (
+            f"held back on this machine: {path} is private ({first.masked}); it stays here "
+            f"and does not go to {label} while the pattern is set"
+        )
     if first.kind == PRIVATE_KIND:
         return (
             f"held back on this machine: {path} is private (line {first.line}: "
@@ -151,23 +157,26 @@ def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None
     one (left out where none has), in the index too; the notes held go into the
     route's state."""
     moved = {p: new for p, (_old, new) in route.changes(base, tree).items() if new is not None}
-    changed = {path: blob for path, blob in moved.items() if blob not in _CLEAN}
-    if not changed:
+    by_setting = _private_by_setting(route.root, moved)
+    changed = {p: blob for p, blob in moved.items() if blob not in _CLEAN and p not in by_setting}
+    if not changed and not by_setting:
         if moved:  # a held note may have gone out since: its record goes
             _record(route, {}, judged=moved)
         return tree
-    texts = route.blobs(sorted(set(changed.values())))
+    texts = route.blobs(sorted(set(changed.values()))) if changed else {}
     suspects = {p: texts[b] for p, b in changed.items() if b in texts and suspect(texts[b])}
     if len(_CLEAN) > _CLEAN_MAX:
         _CLEAN.clear()
     _CLEAN.update(b for p, b in changed.items() if p not in suspects)
-    held = _judge(route, suspects, [base, *keep, _fetched_tree(route)])
+    held = {**_judge(route, suspects, [base, *keep, _fetched_tree(route)]), **by_setting}
     _record(route, held, judged=moved)
     if not held:
         return tree
+    # A private note whose person asked it off the remote is left out, not kept.
+    dropped = _unsend(route, held)
     kept: dict[str, str] = {}
     for source in keep:
-        for path, blob in route.entries(source, sorted(set(held) - set(kept))).items():
+        for path, blob in route.entries(source, sorted(set(held) - set(kept) - dropped)).items():
             kept.setdefault(path, blob)
     zero = "0" * len(tree)
     lines = [f"100644 {kept[p]}\t{p}\0" if p in kept else f"0 {zero}\t{p}\0" for p in sorted(held)]
@@ -181,16 +190,17 @@ def gated_notes(route: LocalRoute, paths: list[str], local_tree: str | None) -> 
     out (nobody else can take it); one it had cannot be claimed through the remote
     until the secret is gone (``held_back``)."""
     suspects = {}
+    by_setting = _private_by_setting(route.root, paths)
     for path in paths:
         try:
             text = (route.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if suspect(text):
+        if suspect(text) and path not in by_setting:
             suspects[path] = text
-    if not suspects:
+    if not suspects and not by_setting:
         return paths
-    held = _judge(route, suspects, [local_tree, _fetched_tree(route)])
+    held = {**_judge(route, suspects, [local_tree, _fetched_tree(route)]), **by_setting}
     _record(route, held, judged=suspects)
     sent_before = sorted(route.entries(local_tree, sorted(held)))
     if sent_before:
@@ -221,6 +231,7 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
     record = route.state().get("held")
     if not isinstance(record, dict):
         return {}
+    settings = patterns(route.root)
     out = {}
     for path, value in sorted(record.items()):
         found = value.get("found") if isinstance(value, dict) else None
@@ -229,7 +240,7 @@ def held_notes(route: LocalRoute) -> dict[str, list[Held]]:
             text = (route.root / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if items and suspect(text):
+        if items and (suspect(text) or (items[0].line == 0 and matching(settings, path))):
             out[path] = items
     return out
 
@@ -252,6 +263,39 @@ def suspect(text: str) -> bool:
     """Whether a note's ``text`` may have to stay here (private, or a secret's shape in
     it): the cheap first look, before any earlier version is read."""
     return private_line(text) is not None or bool(find_secrets(text))
+
+
+def _private_by_setting(root: Path, paths: Iterable[str]) -> dict[str, list[Held]]:
+    """The notes among ``paths`` a private pattern keeps here (``privacy.py``): each held
+    as a note that says ``private: true`` is, its line 0 (a setting, not a line)."""
+    settings = patterns(root)
+    if not settings:
+        return {}
+    out = {}
+    for path in paths:
+        pattern = matching(settings, path)
+        if pattern is not None:
+            out[path] = [Held(PRIVATE_KIND, 0, f"the pattern {pattern}")]
+    return out
+
+
+def _unsend(route: LocalRoute, held: dict[str, list[Held]]) -> set[str]:
+    """The private notes among ``held`` to take off the remote (``UNSEND`` in the route's
+    state: ``agent-mem-vault private ID --remove-from-remote``); done once, so the
+    request goes."""
+    state = route.state()
+    asked = state.get(UNSEND)
+    if not isinstance(asked, list):
+        return set()
+    now = {p for p in asked if p in held and held[p][0].kind == PRIVATE_KIND}
+    if now:
+        rest = [p for p in asked if p not in now]
+        if rest:
+            state[UNSEND] = rest
+        else:
+            state.pop(UNSEND, None)
+        route.save_state(state)
+    return now
 
 
 def _fetched_tree(route: LocalRoute) -> str | None:

@@ -23,6 +23,9 @@ from .gitcmd import Git
 from .identity import identity
 from .journal import note_changes, waiting
 from .local import RouteReport
+from .privacy import add_pattern
+from .privacy import patterns as private_patterns
+from .private_notes import release_pattern, travelled_matching
 from .routes import (
     SYNC_DIR,
     VAULT_REF,
@@ -44,14 +47,21 @@ if TYPE_CHECKING:
 __all__ = [
     "BUDGET_ENV",
     "RouteStatus",
+    "Signing",
     "SyncReport",
+    "add_pattern",
     "allow",
     "catch_up",
     "join_project",
     "join_remote",
     "leave",
+    "private_patterns",
+    "release_pattern",
+    "sign_route",
+    "signing_key",
     "status",
     "sync_all",
+    "travelled_matching",
 ]
 
 BUDGET_ENV = "AGENT_MEM_VAULT_SYNC_BUDGET"

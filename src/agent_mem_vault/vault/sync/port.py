@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ..ops.port import Origin
 from .journal import note_changes
+from .privacy import covers_namespace, patterns
 from .routes import SYNC_DIR, load_config
 from .signing import HELD_MARK, held_line
 from .syncer import ensure_syncer
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from ..format.models import Handoff
     from ..ops.base import VaultBase
     from ..ops.handoffs import HandoffOps
+    from ..ops.privacy import Marked
 
 __all__ = ["GitSync"]
 
@@ -39,7 +41,10 @@ class GitSync:
 
     def travels(self, namespace: str) -> bool:
         config = load_config(self.root)
-        return config is not None and config.route_for(namespace) is not None
+        if config is None or config.route_for(namespace) is None:
+            return False
+        # A namespace a private pattern covers whole stays here: its reads too.
+        return not covers_namespace(patterns(self.root), namespace)
 
     def claim(self, vault: HandoffOps, *, agent: str, namespace: str) -> Handoff | None:
         from .claim import claim  # the network half: loaded by the first read that travels
@@ -67,6 +72,11 @@ class GitSync:
         line = held_text(local, path, text) if suspect(text) else None
         signing = local.state().get("signing") if unsigned and line is None else None
         return held_line(signing) if isinstance(signing, dict) else line
+
+    def kept_private(self, vault: VaultBase, marked: Marked, remove: bool) -> Marked:
+        from .private_notes import kept_private
+
+        return kept_private(vault, marked, remove)
 
     def changed(self, paths: Iterable[str]) -> None:
         if note_changes(self.root, paths):
