@@ -5,6 +5,7 @@ link with 50 ms of round trip.
     .venv/bin/python benchmarks/bench_team.py            # 1, 8 and 32 machines
     .venv/bin/python benchmarks/bench_team.py --quick    # 1 and 8, fewer handoffs
     .venv/bin/python benchmarks/bench_team.py --sizes 1 4 --rounds 2 --writes 3 --pending 40
+    .venv/bin/python benchmarks/bench_team.py --quick --sign   # every machine signs
 
 On the 2-core VM at load 5–40 the full run measures for 27 minutes, most of it the
 32 machines' writes and claims, which go below one a second (``--pending 80``
@@ -45,6 +46,11 @@ at each team size:
    all. The process hands over to the warm process as for a user
    (docs/agents.md); each half of the run has a runtime folder of its own, so its
    warm process and syncers start, and end, with it.
+
+With ``--sign`` every machine's git signs its commits (a key file of its own,
+``commit.gpgsign``), so each entry a vault sends is signed: run it beside a run
+without to see what signing costs the team. The floor's commits are made before
+its timed pushes, so they are signed outside them.
 
 Then rows 1, 2, 3 and 4 again with 25 ms of delay each way between the machines
 and the remote: ``tc qdisc … netem`` on the loopback of a network namespace of
@@ -134,6 +140,9 @@ class Plan:
     writes: int
     pending: int
     hooks: int
+    sign: bool = False
+    """Every machine's git signs its commits (``--sign``): an ssh-ed25519 key file of its
+    own, ``commit.gpgsign``, so what its vault sends is signed (``sync/signing.py``)."""
 
     def pending_at(self, size: int) -> int:
         return self.pending * 2 if size >= 32 else self.pending
@@ -146,12 +155,14 @@ class Plan:
 class Member:
     """One ``team_machine.py`` process: its vault, and the pipes it is talked to by."""
 
-    def __init__(self, root: Path, name: str, barrier: int) -> None:
+    def __init__(self, root: Path, name: str, barrier: int, sign: bool = False) -> None:
         self.name = name
         self.vault = root / name / "vault"
         self.vault.parent.mkdir(parents=True)
         self.log = root / name / "stderr.log"
         env = machine_env(root / name / "home", name, self.vault, AGENT_MEM_VAULT_SYNC_AUTO="off")
+        if sign:
+            signs_commits(root / name / "home", env)
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, str(MACHINE), str(self.vault), str(barrier)],
@@ -198,10 +209,25 @@ class Team:
     """``size`` machines, the barrier they start on, and ``sender``: one more machine,
     outside the team, that leaves the handoffs the claims race for."""
 
-    def __init__(self, root: Path, size: int) -> None:
+    def __init__(self, root: Path, size: int, sign: bool = False) -> None:
         self.barrier, self.go = os.pipe()
-        self.sender = Member(root, "sender", self.barrier)
-        self.machines = [Member(root, f"machine-{i}", self.barrier) for i in range(size)]
+        self.sender = Member(root, "sender", self.barrier, sign)
+        self.machines = [Member(root, f"machine-{i}", self.barrier, sign) for i in range(size)]
+
+
+def signs_commits(home: Path, env: dict[str, str]) -> None:
+    """The git of the machine at ``home`` signs its commits with a key file of its own."""
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, env=env
+    )
+    for name, value in (
+        ("gpg.format", "ssh"),
+        ("user.signingkey", str(key)),
+        ("commit.gpgsign", "true"),
+    ):
+        subprocess.run(["git", "config", "--global", name, value], check=True, env=env)
 
     def ask(self, command: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
         for i, machine in enumerate(self.machines):
@@ -250,7 +276,7 @@ def team_rows(root: Path, base: Path, port: int, size: int, plan: Plan, out: Siz
     bare_repo(base / f"{name}-floor.git")
     url = f"git://127.0.0.1:{port}/{name}.git"
     began = time.monotonic()
-    team = Team(root / name, size)
+    team = Team(root / name, size, plan.sign)
     try:
         team.sender.ask({"do": "join", "url": url})
         team.ask(lambda _i: {"do": "join", "url": url})
@@ -457,6 +483,9 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=None, help="handoffs claimed (×2 at 32)")
     parser.add_argument("--hooks", type=int, default=None, help="session starts of each kind")
     parser.add_argument("--no-delay-phase", action="store_true", help="only the direct link")
+    parser.add_argument(
+        "--sign", action="store_true", help="every machine's git signs its commits (ssh key)"
+    )
     parser.add_argument("--inside-netem", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     plan = Plan(
@@ -465,6 +494,7 @@ def main() -> None:
         writes=args.writes or (2 if args.quick else 4),
         pending=args.pending or (16 if args.quick else 160),
         hooks=args.hooks or (3 if args.quick else 9),
+        sign=args.sign,
     )
     if args.inside_netem is not None:  # the parent's folder: the parent removes it
         link = f"{2 * DELAY_MS} ms round trip, by `tc netem` ({DELAY_MS} ms each way)"
@@ -501,7 +531,8 @@ def remove(work: Path) -> None:
 
 def report(phases: list[PhaseFigures], plan: Plan) -> None:
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
-    print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}\n")
+    signed = " · every machine signs its commits (ssh-ed25519)" if plan.sign else ""
+    print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}{signed}\n")
     for phase in phases:
         print("\n".join(team_table(phase, plan)) + "\n")
     print("\n".join(hooks_table(phases, plan.hooks)), flush=True)

@@ -76,6 +76,14 @@ VARIABLES: tuple[Variable, ...] = (
         "sync",
     ),
     Variable(
+        "AGENT_MEM_VAULT_SIGN_WAIT",
+        "`5`",
+        "Seconds signing a commit a synced vault sends may take (its key signs as your git "
+        "signs your commits); past it the signing program is killed, and what the route would "
+        "send waits here (never sent unsigned) until the key can sign.",
+        "sync",
+    ),
+    Variable(
         "AGENT_MEM_VAULT_SYNC_BUDGET",
         "`2`",
         "Seconds a session start (and `handoffs`, `peek`, the MCP listing) waits for a synced "

@@ -4,8 +4,9 @@ The ``git`` on ``PATH`` is run (never a library), so a user's ssh keys,
 credential helpers and ``insteadOf`` rules work as for any ``git push``. What
 could make it act on its own or wait for a person is turned off for our calls:
 no terminal prompt (a hook must not hang on a password), no hooks of the
-repository on push, no signing, no line-ending conversion, no file-system
-monitor. Every call has a time limit; past it the whole process group (git and
+repository on push, no line-ending conversion, no file-system monitor; a commit
+is signed only where the person's git signs theirs, and never waits for them
+(``signing.py``). Every call has a time limit; past it the whole process group (git and
 the ssh or https helper it started) is killed.
 
 A failure reaching the remote becomes one error of the package's tree that

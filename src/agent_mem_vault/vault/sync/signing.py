@@ -63,7 +63,7 @@ ASK_EVERY = 60.0
 _WRAPPER = "gpg-batch"
 _SETTINGS = (
     r"^(commit\.gpgsign|gpg\.format|user\.signingkey|gpg\.program|gpg\.openpgp\.program"
-    r"|gpg\.x509\.program|gpg\.ssh\.program|gpg\.ssh\.defaultkeycommand)$"
+    r"|gpg\.x509\.program)$"
 )
 _known: dict[tuple[str, str], tuple[float, Signer | None]] = {}
 
@@ -84,8 +84,6 @@ class Signer:
     None: git finds one (``gpg.ssh.defaultKeyCommand``; the committer's gpg key)."""
     program: str | None = None
     """The person's signing program for this format, when they named one."""
-    forced: bool = False
-    """Set by the route (``sync init --sign``), not by the person's git config."""
 
     def settings(self, sync_dir: Path) -> list[str]:
         """``-c`` pairs for the ``git commit-tree -S`` that signs."""
@@ -100,9 +98,7 @@ class Signer:
         """What the signing program runs with: it never asks anyone."""
         env = {"SSH_ASKPASS_REQUIRE": "never", "GIT_TERMINAL_PROMPT": "0"}
         if self.format in ("openpgp", "x509"):
-            env["AGENT_MEM_VAULT_GPG"] = self.program or (
-                "gpgsm" if self.format == "x509" else "gpg"
-            )
+            env["AMV_SIGN_PROGRAM"] = self.program or ("gpgsm" if self.format == "x509" else "gpg")
         return env
 
     @property
@@ -128,7 +124,7 @@ def signer_for(git_dir: Path, route: Route) -> Signer | None:
 
 def _ask(git_dir: Path, route: Route) -> Signer | None:
     if route.sign:
-        return Signer("ssh", route.sign, forced=True)
+        return Signer("ssh", route.sign)
     settings = _settings(git_dir)
     if settings.get("commit.gpgsign", "").lower() not in ("true", "yes", "on", "1"):
         return None
@@ -191,7 +187,7 @@ def commit_signed(
                 *args,
                 timeout=limit,
                 check=False,
-                env={**(env or {}), **signer.env(), "AGENT_MEM_VAULT_GPG_LOG": log.name},
+                env={**(env or {}), **signer.env(), "AMV_SIGN_LOG": log.name},
             )
         except TimeoutError:
             raise _held(signer, "timeout", f"did not sign within {limit:g} s") from None
@@ -308,8 +304,8 @@ def _wrapper(sync_dir: Path) -> Path:
         "#!/bin/sh\n"
         "# agent-mem-vault: a signature in the background never waits for a PIN; what gpg\n"
         "# says is kept for the message (git keeps only 'gpg failed to sign the data').\n"
-        'log="${AGENT_MEM_VAULT_GPG_LOG:-/dev/null}"\n'
-        '"${AGENT_MEM_VAULT_GPG:-gpg}" --batch --pinentry-mode error "$@" 2>"$log"\n'
+        'log="${AMV_SIGN_LOG:-/dev/null}"\n'
+        '"${AMV_SIGN_PROGRAM:-gpg}" --batch --pinentry-mode error "$@" 2>"$log"\n'
         "status=$?\n"
         'cat "$log" >&2\n'
         "exit $status\n"
@@ -409,7 +405,7 @@ def _probe(key: str, public: str) -> None:
     import subprocess
     import tempfile
 
-    signer = Signer("ssh", key, forced=True)
+    signer = Signer("ssh", key)
     with tempfile.TemporaryDirectory(prefix="agent-mem-vault-sign-") as folder:
         if key.startswith("key::"):
             pub = Path(folder) / "key.pub"
