@@ -198,7 +198,7 @@ async def test_bad_tool_arguments_get_one_actionable_line_over_stdio(vault_path:
     assert unknown.is_error and missing.is_error
     assert text_of(unknown) == (
         "error: create_handoff: tags: unknown argument (this tool takes: to, summary, "
-        "context, namespace, supersedes) [invalid_arguments]"
+        "context, namespace, supersedes, private) [invalid_arguments]"
     )
     assert text_of(missing) == (
         "error: create_handoff: summary: missing, expected a string; "

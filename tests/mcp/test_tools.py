@@ -52,7 +52,15 @@ async def test_tools_have_the_seed_names_and_arguments(vault: Vault) -> None:
     def params(name: str) -> set[str]:
         return set(tools[name].input_schema["properties"])
 
-    assert params("create_handoff") == {"to", "summary", "context", "namespace", "supersedes"}
+    # The seed's arguments, and private (a note that never leaves the machine: docs/sync.md).
+    assert params("create_handoff") == {
+        "to",
+        "summary",
+        "context",
+        "namespace",
+        "supersedes",
+        "private",
+    }
     assert tools["create_handoff"].input_schema["required"] == ["to", "summary", "context"]
     assert params("read_handoff") == {"agent", "namespace"}
     assert params("peek_handoff") == {"agent", "namespace"}
@@ -60,7 +68,7 @@ async def test_tools_have_the_seed_names_and_arguments(vault: Vault) -> None:
     assert params("ack_handoff") == {"id"}
     assert params("reopen_handoff") == {"id"}
     assert params("get_project_brief") == {"namespace"}
-    assert {"title", "content", "namespace", "kind", "tags"} == params("save_memory")
+    assert {"title", "content", "namespace", "kind", "tags", "private"} == params("save_memory")
     assert params("list_memories") == {"namespace", "status", "kind", "tags", "limit", "offset"}
     assert params("get_memory") == {"id"}
     assert params("update_memory") == {"id", "title", "content", "kind", "tags"}
@@ -303,7 +311,7 @@ async def test_bad_arguments_are_a_tool_error_not_a_crash(vault: Vault) -> None:
             {"to": "codex", "summary": "s", "context": "c", "tags": ["a"]},
             [
                 "tags: unknown argument (this tool takes: to, summary, context, namespace, "
-                "supersedes)"
+                "supersedes, private)"
             ],
         ),
         (
