@@ -19,6 +19,7 @@ from ..core.words import counted
 
 if TYPE_CHECKING:
     from ..vault import Handoff, Memory, Vault
+    from ..vault.format.models import Origin
 
 DEFAULT_VAULT = "~/agent-mem-vault"
 """``vault.base.DEFAULT_VAULT``, spelled out here so that ``--help`` imports no vault code."""
@@ -249,6 +250,7 @@ def memory_text(m: Memory) -> str:
             ("superseded_by", m.superseded_by or None),
             ("forgotten_at", m.forgotten_at or None),
             ("path", m.path),
+            *_writer_pairs(m.origin),
         ]
     )
     return f"{head}\n\n# {m.title}\n\n{m.content}"
@@ -268,9 +270,21 @@ def handoff_text(h: Handoff) -> str:
             ("supersedes", ", ".join(h.supersedes) or None),
             ("superseded_by", h.superseded_by or None),
             ("path", h.path),
+            *_writer_pairs(h.origin),
         ]
     )
     return f"{head}\n\n{h.text}"
+
+
+def _writer_pairs(origin: Origin | None) -> list[tuple[str, object]]:
+    """Who wrote the note's text, as ``show`` prints it (nothing where nobody is known)."""
+    if origin is None:
+        return []
+    return [
+        ("written_by", origin.author or "(git named nobody)"),
+        ("written_on", origin.machine),
+        ("verified", "not checked"),
+    ]
 
 
 def _properties(pairs: Sequence[tuple[str, object]]) -> str:

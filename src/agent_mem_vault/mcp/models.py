@@ -21,6 +21,14 @@ CreatedAt = Annotated[str, Field(description="When it was created (RFC 3339, UTC
 HandoffPath = Annotated[
     str, Field(description="The note's path inside the vault (open it in Obsidian).")
 ]
+WrittenBy = Annotated[
+    dict[str, str | bool | None] | None,
+    Field(
+        default=None,
+        description="Who wrote its text, where this one note was looked at in a vault that "
+        "syncs: person (as their git names them), machine, verified (null: not checked).",
+    ),
+]
 
 
 class HandoffOut(BaseModel):
@@ -39,6 +47,7 @@ class HandoffOut(BaseModel):
     supersedes: list[str] = Field(description="Ids of older handoffs this one replaces.")
     superseded_by: str | None = Field(description="Id of the newer handoff that replaced it.")
     path: HandoffPath
+    written_by: WrittenBy = None
 
     model_config = {"populate_by_name": True}
 
@@ -225,6 +234,7 @@ class MemoryOut(BaseModel):
     supersedes: list[str] = Field(description="Ids of the earlier versions this one replaced.")
     superseded_by: str | None = Field(description="Id of the newer version that replaced it.")
     forgotten_at: str | None = Field(description="When it was forgotten, or null.")
+    written_by: WrittenBy = None
 
 
 MemoryJson = Annotated[MemoryOut, _inline(MemoryOut)]

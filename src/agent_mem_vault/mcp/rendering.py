@@ -140,6 +140,8 @@ def one_memory_text(m: Memory) -> Rendered:
     head = f"memory {m.id} [{m.kind}, {m.status}] in {m.namespace}, {m.created_at}"
     if m.superseded_by:
         head += f"; superseded by {m.superseded_by}"
+    if m.origin is not None:
+        head += f"\n{m.origin.line}"
     return f"{head}\n# {m.title}\n\n{m.content}", {"memory": m.to_dict()}
 
 

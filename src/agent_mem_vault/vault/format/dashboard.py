@@ -46,8 +46,11 @@ HANDOFF_PROPERTIES = (
     "superseded_by",
     "tags",
     "origin",
+    "written_by",
+    "written_on",
 )
-"""``origin`` is on automatic handoffs only (``auto``: written from a dead session's transcript)."""
+"""``origin`` is on automatic handoffs only (``auto``: written from a dead session's transcript);
+``written_by`` and ``written_on`` on the notes of a vault that syncs (``writer.py``)."""
 MEMORY_PROPERTIES = (
     "type",
     "id",
@@ -60,6 +63,8 @@ MEMORY_PROPERTIES = (
     "supersedes",
     "superseded_by",
     "forgotten_at",
+    "written_by",
+    "written_on",
 )
 
 
@@ -86,6 +91,8 @@ def _dashboard() -> dict[str, Any]:
             "note.to": {"displayName": "To"},
             "note.created_at": {"displayName": "Created"},
             "note.origin": {"displayName": "Origin"},
+            "note.written_by": {"displayName": "Written by"},
+            "note.written_on": {"displayName": "On"},
         },
         "views": [
             _table(
@@ -102,6 +109,8 @@ def _dashboard() -> dict[str, Any]:
                     "note.created_at",
                     "note.read_at",
                     "note.superseded_by",
+                    "note.written_by",
+                    "note.written_on",
                 ],
             ),
             _table(
@@ -116,6 +125,8 @@ def _dashboard() -> dict[str, Any]:
                     "note.created_at",
                     "note.superseded_by",
                     "note.forgotten_at",
+                    "note.written_by",
+                    "note.written_on",
                 ],
             ),
         ],

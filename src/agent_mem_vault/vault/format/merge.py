@@ -42,10 +42,21 @@ from typing import Any
 from .links import link_id
 from .notes import NoteError, parse_note, render_note
 
-__all__ = ["CONFLICT_NOTE", "LIFECYCLE", "Merged", "conflict_note", "merge_notes", "merge_text"]
+__all__ = [
+    "CONFLICT_NOTE",
+    "LIFECYCLE",
+    "WRITER",
+    "Merged",
+    "conflict_note",
+    "merge_notes",
+    "merge_text",
+]
 
 LIFECYCLE = ("status", "read", "read_at", "superseded_by", "read_on", "also_read")
 """A handoff's properties that say whether and when it was taken, merged as one."""
+WRITER = ("written_by", "written_on")
+"""Who wrote a note's text (``writer.py``): it follows the text, so two sides that set it
+differently never clash; where both changed it, the side that wins the merge names it."""
 _LISTS = frozenset({"tags", "supersedes"})
 CONFLICT_NOTE = re.compile(r"(?P<stem>.+)\.conflict-[0-9a-f]{8}\.md")
 """The name of a conflict note (``conflict_note``), for ``doctor`` to find them."""
@@ -103,7 +114,7 @@ def merge_notes(base: str | None, ours: str, theirs: str) -> Merged:
         value, clash = _merge_value(
             key, b, win.meta.get(key, _MISSING), lose.meta.get(key, _MISSING), base_meta is None
         )
-        conflict = conflict or clash
+        conflict = conflict or (clash and key not in WRITER)
         if value is not _MISSING:
             meta[key] = value
     twice: tuple[str, ...] = ()

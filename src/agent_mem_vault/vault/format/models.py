@@ -22,6 +22,7 @@ __all__ = [
     "Memory",
     "MemoryPage",
     "MemoryStatus",
+    "Origin",
     "ReindexReport",
     "Repair",
     "SearchHit",
@@ -35,6 +36,37 @@ HandoffStatus = Literal["pending", "read"]
 MemoryStatus = Literal["live", "superseded", "forgotten"]
 """A memory is ``live`` (searched, briefed, listed) until a newer version replaces it
 (``superseded``, kept as history) or it is forgotten (``forgotten``, kept and restorable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who wrote a note's text: the person and machine its note names (``written_by``,
+    ``written_on``: stamped by whoever last changed what it says, ``format/writer.py``).
+
+    A teammate's read or ack changes only its lifecycle, so it does not make the text
+    theirs. Nothing checks the names yet (``verified`` is None): they are what the
+    writer's git said, as a commit's author is.
+
+    >>> Origin("Ada Lovelace <ada@example.com>", "laptop-3f2a").line
+    'Written by Ada Lovelace <ada@example.com> on laptop-3f2a (as its note says; not verified).'
+    """
+
+    author: str | None = None
+    """The person, as git names them (``Name <email>``); None: git named nobody."""
+    machine: str | None = None
+    """The machine the text was written on (its vault's sync name)."""
+    verified: bool | None = None
+    """Whether a key the team lists signed it; None: not checked."""
+
+    @property
+    def line(self) -> str:
+        """One line for a person or an agent reading the note."""
+        who = self.author or "someone git did not name"
+        on = f" on {self.machine}" if self.machine else ""
+        return f"Written by {who}{on} (as its note says; not verified)."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"person": self.author, "machine": self.machine, "verified": self.verified}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +105,9 @@ class Handoff:
     """Id of the newer handoff that replaced this one."""
     path: str = ""
     """The note's path relative to the vault, with ``/`` separators."""
+    origin: Origin | None = None
+    """Who wrote its text, where a view of this one note looked (None: not looked, or
+    the note names nobody)."""
 
     @property
     def read(self) -> bool:
@@ -95,7 +130,8 @@ class Handoff:
         'Handoff 3l6qyvzp7ns2c from claude-code to codex, 2026-01-01T00:00:00.000Z'
         """
         to = self.recipient or "any agent"
-        return f"Handoff {self.id} from {self.sender} to {to}, {self.created_at}"
+        line = f"Handoff {self.id} from {self.sender} to {to}, {self.created_at}"
+        return line if self.origin is None else f"{line}\n{self.origin.line}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape shared by the CLI's ``--json``, MCP and HTTP (``from``/``to`` as on disk)."""
@@ -113,7 +149,7 @@ class Handoff:
             "summary": self.summary,
             "context": self.context,
             "path": self.path,
-        }
+        } | _written_by(self.origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +174,8 @@ class Memory:
     forgotten_at: str | None = None
     """When it was forgotten (``forget_memory``): out of search, the brief and the
     default listing until ``restore_memory``."""
+    origin: Origin | None = None
+    """Who wrote its text, where a view of this one memory looked (see ``Handoff``)."""
 
     @property
     def status(self) -> MemoryStatus:
@@ -150,10 +188,17 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["origin"]
         data["tags"] = list(self.tags)
         data["supersedes"] = list(self.supersedes)
         data["status"] = self.status
-        return data
+        return data | _written_by(self.origin)
+
+
+def _written_by(origin: Origin | None) -> dict[str, Any]:
+    """``written_by`` in a note's JSON, where a view looked: present only then, so the
+    shape of a listing stays as it was."""
+    return {} if origin is None else {"written_by": origin.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)

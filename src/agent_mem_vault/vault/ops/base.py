@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -51,6 +52,8 @@ from ..folder.layout import (
     vault_not_found,
 )
 from ..format.dashboard import DASHBOARD_PATH, backup_name, dashboard_state, render_dashboard
+from ..format.models import Handoff, Memory, Origin
+from ..format.writer import writer_properties
 from ..index.db import Index
 from ..index.embeddings import EmbeddingSettings
 from ..index.scan import Scope
@@ -61,6 +64,7 @@ from .port import NO_SYNC, SyncPort
 __all__ = ["VaultBase"]
 
 _T = TypeVar("_T")
+N = TypeVar("N", bound=Handoff | Memory)
 _INDEX_FAILED = "no note was changed (the index catches up with the notes by itself)"
 
 
@@ -396,6 +400,17 @@ class VaultBase:
         except OSError:
             return None
         return port.hold_back(self, path, text)
+
+    def _stamped(self, namespace: str) -> tuple[dict[str, str], Origin | None]:
+        """The writer pair a note created now in ``namespace`` carries (``format/writer.py``)
+        and who that is: the person and machine where it travels, nothing where not."""
+        writer = self._port().writer(namespace)
+        return writer_properties(writer), writer
+
+    def _with_origin(self, note: N) -> N:
+        """``note`` (a handoff or a memory a view shows alone) with who wrote its text."""
+        origin = self._port().origin(note.path)
+        return note if origin is None else replace(note, origin=origin)
 
     def _port(self) -> SyncPort:
         """What the operations ask of the vault's sync and tell it (``port.py``). Here:

@@ -8,7 +8,7 @@ applies a rule and writes only what it returns, inside the vault lock.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ...core.errors import InvalidInputError, NotFoundError
@@ -93,6 +93,8 @@ class HandoffOps(NoteWrites):
                 path=new.path,
             )
             meta = handoff_meta(handoff, {old.id: old.path for old, _note in olds})
+            stamp, writer = self._stamped(namespace)
+            meta.update(stamp)
             meta.update({k: v for k, v in (properties or {}).items() if k not in meta})
             text = render_note(meta, render_body(summary, context))
             new.records.append(self._write(new.path, text, "handoff", handoff=handoff))
@@ -101,7 +103,7 @@ class HandoffOps(NoteWrites):
             for old, note in olds:
                 updated = lifecycle.supersede(old, new.id, handoff.created_at)
                 new.records.append(self._rewrite(old, note, updated))
-        return handoff
+        return handoff if writer is None else replace(handoff, origin=writer)
 
     def read_handoff(self, *, agent: str, namespace: str) -> Handoff | None:
         """Take the newest pending handoff for ``agent`` in ``namespace`` and mark it read.
@@ -115,8 +117,10 @@ class HandoffOps(NoteWrites):
         namespace = validate_namespace(namespace)
         sync = self._port()
         if sync.travels(namespace):
-            return sync.claim(self, agent=agent, namespace=namespace)
-        return self._read_here(agent, namespace)
+            taken = sync.claim(self, agent=agent, namespace=namespace)
+        else:
+            taken = self._read_here(agent, namespace)
+        return None if taken is None else self._with_origin(taken)
 
     def _read_here(self, agent: str, namespace: str) -> Handoff | None:
         """``read_handoff`` on this machine alone: the vault lock makes it exclusive."""
@@ -128,9 +132,10 @@ class HandoffOps(NoteWrites):
         """The handoff ``read_handoff`` would return, without marking it read."""
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
-        return self._reading(
+        found = self._reading(
             lambda idx: idx.newest_pending(namespace, agent), [(namespace, "handoffs")]
         )
+        return None if found is None else self._with_origin(found)
 
     def page_handoffs(
         self,
@@ -174,7 +179,7 @@ class HandoffOps(NoteWrites):
         found = self._reading(lambda idx: idx.handoff(id))
         if found is None:
             raise _handoff_not_found(id)
-        return found
+        return self._with_origin(found)
 
     def ack_handoff(self, id: str) -> Handoff:
         """Mark a handoff read without taking it; already read: returned unchanged."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.errors import InvalidInputError
@@ -106,10 +106,12 @@ class MemoryOps(NoteWrites):
                 path=new.path,
             )
             meta = memory_meta(memory)
+            stamp, writer = self._stamped(namespace)
+            meta.update(stamp)
             meta.update({k: v for k, v in (properties or {}).items() if k not in meta})
             text = render_note(meta, render_body(title, content))
             new.records.append(self._write(new.path, text, "memory", memory=memory))
-        return memory
+        return memory if writer is None else replace(memory, origin=writer)
 
     @property
     def search_may_embed(self) -> bool:

@@ -17,6 +17,7 @@ the vault lock, through the same note writes as every other change.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Literal
 
 from ...core.errors import InvalidInputError, NotFoundError
@@ -103,7 +104,7 @@ class MemoryLifeOps(NoteWrites):
         )
         if found is None:
             raise _memory_not_found(id)
-        return found
+        return self._with_origin(found)
 
     def get_note(self, id: str) -> Handoff | Memory:
         """The handoff or the memory with this id, for a caller that holds just an id
@@ -127,7 +128,7 @@ class MemoryLifeOps(NoteWrites):
                 code="note_not_found",
                 id=id,
             )
-        return found
+        return self._with_origin(found)
 
     def update_memory(
         self,
@@ -176,6 +177,8 @@ class MemoryLifeOps(NoteWrites):
                 supersedes=(old.id,),
             )
             meta = memory_meta(newer, {old.id: old.path})
+            stamp, writer = self._stamped(old.namespace)
+            meta.update(stamp)
             if note.meta.get(PRIVATE) is True:  # a private memory's new version stays home too
                 meta[PRIVATE] = True
             text = render_note(meta, render_body(newer.title, newer.content))
@@ -183,7 +186,7 @@ class MemoryLifeOps(NoteWrites):
             # (two live versions, both found) rather than lost.
             new.records.append(self._write(new.path, text, "memory", memory=newer))
             new.records.append(self._rewrite_memory(note, lifecycle.retire(old, new.id)))
-        return newer
+        return newer if writer is None else replace(newer, origin=writer)
 
     def forget_memory(self, id: str, *, purge: bool = False) -> Memory:
         """Take a memory out of search, the brief and the default listing; its note is

@@ -30,8 +30,9 @@ port; signatures, authors and secrets held back fill in ``origin`` and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from ..format.models import Origin
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
@@ -40,18 +41,6 @@ if TYPE_CHECKING:
     from .privacy import Marked
 
 __all__ = ["NO_SYNC", "NoSync", "Origin", "SyncPort"]
-
-
-@dataclass(frozen=True, slots=True)
-class Origin:
-    """Who wrote a note's text, as far as this machine knows; all None when unknown."""
-
-    author: str | None = None
-    """The person (their git identity, ``Name <email>``) whose change last set the text."""
-    machine: str | None = None
-    """The machine that change was made on."""
-    verified: bool | None = None
-    """Whether a listed key signed that change; None where nobody checks."""
 
 
 class SyncPort(Protocol):
@@ -82,8 +71,13 @@ class SyncPort(Protocol):
         note, the index was rebuilt). Told under the vault lock; must not wait."""
         ...
 
-    def origin(self, path: str) -> Origin:
-        """Who wrote the text of the note at ``path``."""
+    def origin(self, path: str) -> Origin | None:
+        """Who wrote the text of the note at ``path``; None where nobody is known."""
+        ...
+
+    def writer(self, namespace: str) -> Origin | None:
+        """Who a note written now in ``namespace`` is written by (the person git names for
+        its route, this machine), or None: it travels nowhere, so nothing is stamped."""
         ...
 
     def view_age(self, namespace: str) -> float | None:
@@ -110,8 +104,11 @@ class NoSync:
     def changed(self, paths: Iterable[str]) -> None:
         return None
 
-    def origin(self, path: str) -> Origin:
-        return Origin()
+    def origin(self, path: str) -> Origin | None:
+        return None
+
+    def writer(self, namespace: str) -> Origin | None:
+        return None
 
     def view_age(self, namespace: str) -> float | None:
         return None

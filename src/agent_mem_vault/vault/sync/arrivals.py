@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..index.db import Index
     from .local import LocalRoute, RouteReport
 
-__all__ = ["BULK", "integrate"]
+__all__ = ["BULK", "integrate", "record_written"]
 
 BULK = 500
 """Notes arriving at once from which they are written as a batch (see ``_write``)."""
@@ -157,7 +157,7 @@ def _write(sync: LocalRoute, writes: dict[str, str], removes: list[str]) -> list
         idx.touched.clear()
     else:
         idx = vault._upkeep.handle()
-        _record(sync.root, idx, list(writes), removes, touched_dirs | made)
+        record_written(sync.root, idx, list(writes), removes, touched_dirs | made)
         # Staged by the caller as they arrived: not changes of this vault to send back.
         idx.touched.difference_update(changed)
     return changed
@@ -222,8 +222,11 @@ def _make_folders(root: Path, folder: str) -> list[str]:
     return made
 
 
-def _record(root: Path, idx: Index, written: list[str], removed: list[str], dirs: set[str]) -> None:
-    """Tell the vault's index what arrived (the caller holds the vault lock)."""
+def record_written(
+    root: Path, idx: Index, written: list[str], removed: list[str], dirs: set[str]
+) -> None:
+    """Tell the vault's index what sync wrote into the folder: what arrived, a stamp (the
+    caller holds the vault lock)."""
     from ..index.scan import reread
 
     with idx.transaction():

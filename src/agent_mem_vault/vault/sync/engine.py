@@ -44,6 +44,7 @@ from .log import (
 from .log import entries as log_entries
 from .routes import SYNC_DIR, Route, SyncConfig
 from .signing import HELD_MARK, SigningHeld, commit_signed, signer_for
+from .stamps import stamp_edits
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -502,6 +503,8 @@ def stage_journal(
     at_hand = {s.route.key: s for s in syncs}
     for route in config.routes:
         sync = at_hand.get(route.key) or RouteSync(vault, config, route)
+        # A note edited by hand names its editor before it goes (stamps.py).
+        stamp_edits(sync, sync.modified() if changes is None else changes)
         sync.stage(None if changes is None else [*changes, *also])
 
 
@@ -526,6 +529,7 @@ def sync_route(
         with vault._held(), vault._locked():
             stage_journal(vault, config, syncs=[sync])
             if full:
+                stamp_edits(sync, sync.modified())
                 sync.stage(None)
             head = sync.commit("notes changed here")
         known = sync.heads()[1]

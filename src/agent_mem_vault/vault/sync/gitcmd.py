@@ -146,7 +146,7 @@ class Git:
         return out.decode("utf-8", "surrogateescape").strip()
 
 
-_INDEX_COMMANDS = frozenset({"update-index", "write-tree", "ls-files", "read-tree"})
+_INDEX_COMMANDS = frozenset({"update-index", "write-tree", "ls-files", "read-tree", "diff-files"})
 """The git commands this package runs that read or write the route's index."""
 
 _KEPT_GIT_VARIABLES = frozenset(

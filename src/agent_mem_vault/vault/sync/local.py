@@ -43,14 +43,21 @@ from ...core.errors import AgentMemVaultError, UnavailableError
 from ..folder.files import VaultLock, atomic_write
 from .gate import gated_notes, gated_tree
 from .gitcmd import Git
-from .routes import SYNC_DIR, Route, SyncConfig
+from .routes import SYNC_DIR, Route, SyncConfig, route_git_dir
 from .trees import edited_tree, empty_tree_id
 from .view import backoff, failures
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
 
-__all__ = ["TURN_WAIT", "Heads", "LocalRoute", "RouteReport", "read_state", "state_file"]
+__all__ = [
+    "TURN_WAIT",
+    "Heads",
+    "LocalRoute",
+    "RouteReport",
+    "read_state",
+    "state_file",
+]
 
 _REGULAR = ("100644", "100755")
 TURN_WAIT = 30.0
@@ -117,8 +124,8 @@ class LocalRoute:
         self.route = route
         folder = self.root / SYNC_DIR
         extra: tuple[str, ...] = ()
+        git_dir = route_git_dir(self.root, route)
         if route.repo is None:
-            git_dir = folder / f"{route.key}.git"
             self.local = "refs/heads/main"
             self.fetched = "refs/agent-mem-vault/fetched"
             self.log = "refs/agent-mem-vault/log"
@@ -129,7 +136,6 @@ class LocalRoute:
             # entry per note (the shared part lives in the route's own git folder).
             extra = ("core.splitIndex=true",)
         else:
-            git_dir = Path(route.repo)
             base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
             self.local, self.fetched = f"{base}/head", f"{base}/fetched"
             self.log, self.applied = f"{base}/log", f"{base}/applied"
@@ -213,6 +219,12 @@ class LocalRoute:
                     elif entry.name.endswith(".md") and self.config.covers(self.route, rel):
                         out.append(rel)
         return out
+
+    def modified(self) -> list[str]:
+        """The notes of the route's index whose file differs from what is staged (a stat
+        each, their text read only where the stat differs): what changed here since."""
+        raw = self.git.run("diff-files", "--name-only", "-z", "--no-renames")
+        return [p for p in raw.out.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def _staged(self) -> list[str]:
         raw = self.git.run("ls-files", "-z").out.decode("utf-8", "surrogateescape")

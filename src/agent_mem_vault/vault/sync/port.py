@@ -7,7 +7,8 @@ take (``claim.py``); every change the operations tell it goes into the journal
 and pushes it in its own time; how old this machine's view of a remote is comes
 from the route's state (``view.py``); a note that gained a secret here is named
 to its writer (``gate.py``, which also holds it back at every commit). Who wrote
-a note is not known yet: ``origin`` says so.
+a note's text is what its note says (``origin``), stamped with the person git
+names for the route and this machine (``writer``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..ops.port import Origin
+from .identity import identity
 from .journal import note_changes
 from .privacy import covers_namespace, patterns
-from .routes import SYNC_DIR, load_config
+from .routes import SYNC_DIR, load_config, route_git_dir
 from .signing import HELD_MARK, held_line
 from .syncer import ensure_syncer
 
@@ -82,8 +84,26 @@ class GitSync:
         if note_changes(self.root, paths):
             ensure_syncer(self.root)
 
-    def origin(self, path: str) -> Origin:
-        return Origin()
+    def origin(self, path: str) -> Origin | None:
+        from ..format.notes import parse_text
+        from ..format.writer import origin_in
+
+        try:
+            text = (self.root / path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        try:
+            return origin_in(parse_text(text).meta)
+        except ValueError:  # a note a person broke: doctor names it; no writer to show
+            return None
+
+    def writer(self, namespace: str) -> Origin | None:
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        if config is None or route is None:
+            return None
+        who = identity(route_git_dir(self.root, route))
+        return Origin(None if who is None else str(who), config.machine)
 
     def view_age(self, namespace: str) -> float | None:
         from .local import read_state, state_file

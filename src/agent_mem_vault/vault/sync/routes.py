@@ -42,6 +42,7 @@ __all__ = [
     "load_config",
     "namespace_of",
     "project_ref",
+    "route_git_dir",
     "save_config",
     "travels",
 ]
@@ -257,6 +258,12 @@ def new_config() -> SyncConfig:
     host = socket.gethostname().split(".")[0] or "machine"
     host = re.sub(r"[^A-Za-z0-9._-]", "-", host)[:40]
     return SyncConfig(vault_id=secrets.token_hex(4), machine=f"{host}-{secrets.token_hex(2)}")
+
+
+def route_git_dir(root: Path, route: Route) -> Path:
+    """The git folder that keeps ``route``'s objects: the vault route's own, in the sync
+    folder; a project route's clone's."""
+    return root / SYNC_DIR / f"{route.key}.git" if route.repo is None else Path(route.repo)
 
 
 def sync_dir(root: Path) -> Path:
