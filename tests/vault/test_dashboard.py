@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.format.dashboard import DASHBOARD_PATH, render_dashboard
 from agent_mem_vault.vault.format.notes import parse_note
+from agent_mem_vault.vault.sync.syncer import stop_syncer
+from tests.git_remote import bare_repo, own_git_home
 
 from .conftest import NS
 
@@ -39,7 +43,9 @@ def test_the_first_view_is_pending_handoffs_then_all_handoffs_then_memories(
     assert all(view["type"] == "table" for view in base["views"])
 
 
-def test_the_dashboard_filters_and_columns_name_real_properties(vault: Vault) -> None:
+def test_the_dashboard_filters_and_columns_name_real_properties(
+    vault: Vault, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS, from_="a")
     vault.ack_handoff(h.id)
     newer = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS)
@@ -50,8 +56,16 @@ def test_the_dashboard_filters_and_columns_name_real_properties(vault: Vault) ->
     auto = vault.create_handoff(
         to="codex", summary="s", context="c", namespace=NS, properties={"origin": "auto"}
     )
+    # A vault that syncs names who wrote each note (written_by, written_on).
+    own_git_home(tmp_path, monkeypatch)
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_AUTO", "off")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Ada Lovelace")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "ada@example.com")
+    assert vault.join_remote(str(bare_repo(tmp_path / "remote.git"))).ok
+    synced = vault.create_handoff(to="codex", summary="s", context="c", namespace=NS)
+    stop_syncer(vault.path)
     props: set[str] = set()
-    for path in (h.path, newer.path, m.path, forgotten.path, auto.path):
+    for path in (h.path, newer.path, m.path, forgotten.path, auto.path, synced.path):
         note = parse_note((vault.path / path).read_text(encoding="utf-8"))
         assert note is not None
         props |= set(note.meta)
