@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import InvalidInputError, NotFoundError
-from ..folder.records import classify
 from ..format.notes import PRIVATE, render_note
 from .redaction import note_path
 from .writes import NoteWrites
@@ -78,16 +77,5 @@ class PrivacyOps(NoteWrites):
             meta = {k: v for k, v in parsed.meta.items() if k != PRIVATE}
             if private:
                 meta[PRIVATE] = True
-            text = render_note(meta, parsed.body)
-            made = classify(path, 0, len(text), text)
-            record = self._write(
-                path,
-                text,
-                made.kind,
-                handoff=made.handoff,
-                memory=made.memory,
-                namespace=made.namespace,
-                problem=made.problem,
-            )
-            self._commit(idx, [record])
+            self._replace_text(idx, path, render_note(meta, parsed.body))
             return Marked(path, private, changed=True)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import NotFoundError
-from ..folder.records import classify
 from ..format.namespaces import validate_id
 from ..format.notes import parse_text, render_note
 from .writes import NoteWrites
@@ -62,18 +61,7 @@ class RedactionOps(NoteWrites):
                 return Redacted(path, secrets, written=False)
             parsed = parse_text(text)
             meta = {key: _redacted(value) for key, value in parsed.meta.items()}
-            new_text = render_note(meta, _redacted(parsed.body))
-            made = classify(path, 0, len(new_text), new_text)
-            record = self._write(
-                path,
-                new_text,
-                made.kind,
-                handoff=made.handoff,
-                memory=made.memory,
-                namespace=made.namespace,
-                problem=made.problem,
-            )
-            self._commit(idx, [record])
+            self._replace_text(idx, path, render_note(meta, _redacted(parsed.body)))
             return Redacted(path, secrets, written=True)
 
 

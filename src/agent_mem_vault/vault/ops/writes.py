@@ -218,6 +218,22 @@ class NoteWrites(VaultBase):
         except sqlite3.DatabaseError:
             self._upkeep.rescan_soon()  # the note is gone, which is the truth
 
+    def _replace_text(self, idx: Index, path: str, text: str) -> None:
+        """Write ``text`` over the note at ``path`` and index it as what it now is (a
+        handoff, a memory, another note): a change of a note in place, whole
+        (``redact``, ``private``), that the sync is told of like any other."""
+        made = classify(path, 0, len(text), text)
+        record = self._write(
+            path,
+            text,
+            made.kind,
+            handoff=made.handoff,
+            memory=made.memory,
+            namespace=made.namespace,
+            problem=made.problem,
+        )
+        self._commit(idx, [record])
+
     def _commit(
         self, idx: Index, records: list[FileRecord], folders: frozenset[str] = frozenset()
     ) -> None:

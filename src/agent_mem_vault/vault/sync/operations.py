@@ -35,6 +35,7 @@ from .routes import (
     load_config,
     new_config,
     project_ref,
+    route_git_dir,
     save_config,
 )
 from .signing import Chosen, choose_key, signer_for
@@ -272,25 +273,19 @@ def signing_key(vault: VaultBase, key: str | None, repo: Path | None = None) -> 
     if git_dir is None:
         config = load_config(vault.path)
         route = None if config is None else config.vault_route
-        if config is not None and route is not None:
-            git_dir = RouteSync(vault, config, route).git.git_dir
+        if route is not None:
+            git_dir = route_git_dir(vault.path, route)
     return choose_key(key, git_dir)
 
 
 def sign_route(vault: VaultBase, namespace: str | None, chosen: Chosen) -> Signing:
     """Sign every commit the route of ``namespace`` (None: the vault's) sends with
     ``chosen`` from now on; what waits to be sent goes out signed."""
-    config = load_config(vault.path)
-    route = None
-    if config is not None:
-        route = next((r for r in config.routes if r.namespace == namespace), None)
-    if config is None or route is None:
-        what = "the vault" if namespace is None else f"namespace {namespace}"
-        raise NotFoundError(
-            f"{what} syncs with no remote here; join one with signing on: 'agent-mem-vault "
-            "sync init REMOTE --sign' (or --project --sign)",
-            code="no_sync_route",
-        )
+    config, route = _route_named(
+        vault,
+        namespace,
+        "join one with signing on: 'agent-mem-vault sync init REMOTE --sign' (or --project --sign)",
+    )
     signed = replace(route, sign=chosen.key)
     with vault._held(), vault._locked():
         save_config(vault.path, config.with_route(signed))
@@ -299,24 +294,29 @@ def sign_route(vault: VaultBase, namespace: str | None, chosen: Chosen) -> Signi
 
 
 def _signing(vault: VaultBase, config: SyncConfig, route: Route, chosen: Chosen) -> Signing:
-    who = identity(RouteSync(vault, config, route).git.git_dir)
+    who = identity(route_git_dir(vault.path, route))
     return Signing(route, chosen, None if who is None else who.email)
 
 
-def leave(vault: VaultBase, namespace: str | None = None) -> Route:
-    """Stop sending notes through a route (the vault's, or ``namespace``'s); the notes
-    stay, and so does the remote. The route that was left."""
+def _route_named(vault: VaultBase, namespace: str | None, hint: str) -> tuple[SyncConfig, Route]:
+    """The config and the route of ``namespace`` (None: the vault's); ``no_sync_route``,
+    ending with ``hint``, when there is none."""
     config = load_config(vault.path)
     route = None
     if config is not None:
         route = next((r for r in config.routes if r.namespace == namespace), None)
     if config is None or route is None:
         what = "the vault" if namespace is None else f"namespace {namespace}"
-        raise NotFoundError(
-            f"{what} syncs with no remote here; 'agent-mem-vault sync --status' lists the "
-            "routes there are",
-            code="no_sync_route",
-        )
+        raise NotFoundError(f"{what} syncs with no remote here; {hint}", code="no_sync_route")
+    return config, route
+
+
+def leave(vault: VaultBase, namespace: str | None = None) -> Route:
+    """Stop sending notes through a route (the vault's, or ``namespace``'s); the notes
+    stay, and so does the remote. The route that was left."""
+    config, route = _route_named(
+        vault, namespace, "'agent-mem-vault sync --status' lists the routes there are"
+    )
     with vault._held(), vault._locked():
         rest = config.without(route)
         if rest.routes:
