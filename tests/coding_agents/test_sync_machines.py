@@ -118,7 +118,14 @@ def test_a_handoff_left_by_claude_code_on_one_machine_is_taken_by_codex_on_anoth
     result = _tool_output(outputs[0])
     taken_one = result["handoff"]
     heading = f"Handoff {handoff_id} from {taken_one['from']} to codex, {taken_one['created_at']}"
-    assert result["text"] == f"{heading}\n\n{EXPECTED}", transcript
+    # And who wrote it: the person A's git names, on A's machine.
+    writer = taken_one["written_by"]
+    config = json.loads((a.vault / ".agent-mem-vault-sync" / "config.json").read_text())
+    assert writer["machine"] == config["machine"], writer
+    written = (
+        f"Written by {writer['person']} on {writer['machine']} (as its note says; not verified)."
+    )
+    assert result["text"] == f"{heading}\n{written}\n\n{EXPECTED}", transcript
     # The read counted once the remote took it: it is read there already.
     assert "status: read" in remote_tree(project, REF)[path]
 
