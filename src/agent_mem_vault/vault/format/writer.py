@@ -17,14 +17,23 @@ the writer's word, like a commit's author; nothing checks it yet.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from .merge import LIFECYCLE, WRITER
 from .models import Origin
-from .notes import render_note
+from .notes import NoteError, parse_note, render_note
 
-__all__ = ["TEXTLESS", "WRITTEN_BY", "WRITTEN_ON", "origin_in", "text_of", "writer_properties"]
+__all__ = [
+    "TEXTLESS",
+    "WRITTEN_BY",
+    "WRITTEN_ON",
+    "origin_in",
+    "origin_in_head",
+    "text_of",
+    "writer_properties",
+]
 
 WRITTEN_BY, WRITTEN_ON = WRITER
 TEXTLESS = frozenset({*LIFECYCLE, "forgotten_at", "tags", *WRITER})
@@ -52,6 +61,26 @@ def origin_in(meta: Mapping[str, Any]) -> Origin | None:
     if author is None and machine is None:
         return None
     return Origin(author, machine)
+
+
+_PAIR = re.compile(rf"^(?:{WRITTEN_BY}|{WRITTEN_ON}):.*$", re.M)
+
+
+def origin_in_head(head: str) -> Origin | None:
+    """``origin_in`` from the start of a note's file (its front matter), reading only the
+    pair's two lines: a view of one note asks this on every call, and a whole note's
+    properties cost several times more to parse. None when the pair is not there."""
+    if not head.startswith("---"):
+        return None
+    end = head.find("\n---", 3)
+    lines = _PAIR.findall(head if end == -1 else head[:end])
+    if not lines:
+        return None
+    try:
+        parsed = parse_note("---\n" + "\n".join(lines) + "\n---\n")
+    except NoteError:
+        return None
+    return None if parsed is None else origin_in(parsed.meta)
 
 
 def text_of(meta: Mapping[str, Any], body: str) -> str:
