@@ -152,6 +152,21 @@ class Plan:
         return 1 if size >= 32 else self.rounds
 
 
+def signs_commits(home: Path, env: dict[str, str]) -> None:
+    """The git of the machine at ``home`` signs its commits with a key file of its own."""
+    key = home / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, env=env
+    )
+    for name, value in (
+        ("gpg.format", "ssh"),
+        ("user.signingkey", str(key)),
+        ("commit.gpgsign", "true"),
+    ):
+        subprocess.run(["git", "config", "--global", name, value], check=True, env=env)
+
+
 class Member:
     """One ``team_machine.py`` process: its vault, and the pipes it is talked to by."""
 
@@ -213,21 +228,6 @@ class Team:
         self.barrier, self.go = os.pipe()
         self.sender = Member(root, "sender", self.barrier, sign)
         self.machines = [Member(root, f"machine-{i}", self.barrier, sign) for i in range(size)]
-
-
-def signs_commits(home: Path, env: dict[str, str]) -> None:
-    """The git of the machine at ``home`` signs its commits with a key file of its own."""
-    key = home / ".ssh" / "id_ed25519"
-    key.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, env=env
-    )
-    for name, value in (
-        ("gpg.format", "ssh"),
-        ("user.signingkey", str(key)),
-        ("commit.gpgsign", "true"),
-    ):
-        subprocess.run(["git", "config", "--global", name, value], check=True, env=env)
 
     def ask(self, command: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
         for i, machine in enumerate(self.machines):
