@@ -11,6 +11,7 @@ import pytest
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync import identity
 from agent_mem_vault.vault.sync.engine import sync_route
+from agent_mem_vault.vault.sync.journal import note_changes
 from agent_mem_vault.vault.sync.routes import LOG_REFS, load_config
 from tests.cli_process import BIN, cli_env, run_process, succeeded
 from tests.git_remote import git, git_env, remote_tree
@@ -211,6 +212,9 @@ def test_an_edit_in_obsidian_is_stamped_with_its_editor_before_it_travels(
     note.write_text(note.read_text().replace("1000 rows", "500 rows"))  # as Obsidian saves
     hand = b.path / NS / "memories" / "hand-written.md"
     hand.write_text("# Deploys\n\nOnly on Tuesdays.\n")  # a note with no properties at all
+    own = b.path / "ideas.md"  # a person's own note, not the vault's: sent as it is
+    own.write_text("Ideas\n")
+    note_changes(b.path, ["ideas.md"])
     assert b.get_memory(m.id).content == "500 rows a batch"  # a look notices the edit
     b.list_memories(namespace=NS)  # and the new note
     assert b.sync().ok
@@ -219,6 +223,7 @@ def test_an_edit_in_obsidian_is_stamped_with_its_editor_before_it_travels(
     assert "500 rows" in tree[m.path] and "Bob Builder" in tree[m.path]
     assert f"written_on: {machine_of(b)}" in tree[m.path]
     assert "Bob Builder" in tree[f"{NS}/memories/hand-written.md"]
+    assert own.read_text() == "Ideas\n" and tree["ideas.md"] == "Ideas\n"
     assert a.sync().ok
     assert a.get_memory(m.id).origin.author == bob  # type: ignore[union-attr]
     # Stamped once: the next sync finds the pair its own and writes nothing again.

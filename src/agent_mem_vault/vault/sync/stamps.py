@@ -8,7 +8,9 @@ staged for its remote, its text is compared with the version this machine last
 committed for it; where the text changed and the pair is not this machine's,
 the pair is written again, in place, under the vault lock, and the index told.
 
-Only the text counts (``text_of``): a read, an ack, a supersede or new tags
+Only a namespace's notes are stamped (its handoffs, memories and brief): a
+person's other Markdown files in the vault travel as they are. Only the text
+counts (``text_of``): a read, an ack, a supersede or new tags
 leave the pair alone, and a note that arrived from a teammate keeps theirs.
 A note the ops wrote here carries this machine's pair already: one substring
 test, and nothing is read from git.
@@ -24,6 +26,7 @@ from ..format.notes import parse_text, render_note
 from ..format.writer import WRITTEN_BY, WRITTEN_ON, origin_in, text_of, writer_properties
 from .arrivals import record_written
 from .identity import identity
+from .routes import namespace_of
 
 if TYPE_CHECKING:
     from .local import LocalRoute
@@ -43,7 +46,8 @@ def stamp_edits(route: LocalRoute, paths: Sequence[str]) -> list[str]:
     lines = render_note(pair, "").splitlines()[1:-1]  # the pair as a note's front matter has it
     candidates: dict[str, tuple[dict[str, object], str]] = {}
     for path in paths:
-        if not route.config.covers(route.route, path):
+        # The vault's own notes only: a person's other Markdown files get no properties.
+        if namespace_of(path) is None or not route.config.covers(route.route, path):
             continue
         try:
             text = (route.root / path).read_text(encoding="utf-8")
