@@ -57,6 +57,8 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def keys(tmp_path: Path) -> Keys:
+    if shutil.which("ssh-keygen") is None or shutil.which("ssh-agent") is None:
+        pytest.skip("OpenSSH's ssh-keygen and ssh-agent are not installed (Debian: openssh-client)")
     home = tmp_path / "git-home"
     ssh = home / ".ssh"
     ssh.mkdir(parents=True, exist_ok=True)
