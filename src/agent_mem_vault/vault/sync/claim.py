@@ -158,6 +158,7 @@ def _not_signed(taken: Taken, cause: SigningHeld) -> SigningHeld:
         "peek_handoff (or 'agent-mem-vault peek') shows it without taking it",
         code="signing_held",
         id=h.id,
+        **cause.details,
     )
 
 

@@ -43,7 +43,7 @@ from .log import (
 )
 from .log import entries as log_entries
 from .routes import SYNC_DIR, Route, SyncConfig
-from .signing import HELD_MARK, SigningHeld, commit_signed, signer_for
+from .signing import HELD_KEYS, HELD_MARK, SigningHeld, commit_signed, signer_for
 from .stamps import stamp_edits
 from .trees import edited_tree, empty_tree_id
 
@@ -291,7 +291,7 @@ class RouteSync(LocalRoute):
                 self.git, signer, self.root / SYNC_DIR, [tree, *parents, "-m", message], env
             )
         except SigningHeld as exc:
-            self._signing(getattr(exc, "held", None), exc)
+            self._signing({k: str(exc.details.get(k)) for k in HELD_KEYS}, exc)
             raise
         self._signing(None)
         return commit

@@ -64,7 +64,8 @@ class GitSync:
         from .gate import suspect  # the shapes compile on first use, not at a hook's start
 
         unsigned = os.path.exists(self.root / SYNC_DIR / HELD_MARK)
-        if not suspect(text) and not unsigned:
+        suspected = suspect(text)
+        if not suspected and not unsigned:
             return None  # nearly every note: no git asked
         config = load_config(self.root)
         route = None if config is None else config.route_of(path)
@@ -74,7 +75,7 @@ class GitSync:
         from .local import LocalRoute  # the route's git: only for a note that may be held
 
         local = LocalRoute(vault, config, route)
-        line = held_text(local, path, text) if suspect(text) else None
+        line = held_text(local, path, text) if suspected else None
         signing = local.state().get("signing") if unsigned and line is None else None
         return held_line(signing) if isinstance(signing, dict) else line
 

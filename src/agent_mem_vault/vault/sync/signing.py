@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .routes import Route
 
 __all__ = [
+    "HELD_KEYS",
     "HELD_MARK",
     "SIGN_WAIT",
     "Signer",
@@ -56,6 +57,8 @@ SIGN_WAIT = 5.0
 held back (``AGENT_MEM_VAULT_SIGN_WAIT``): a hardware key waiting for a touch, a
 program that hangs."""
 WAIT_ENV = "AGENT_MEM_VAULT_SIGN_WAIT"
+HELD_KEYS = ("state", "key", "why", "fix")
+"""What a ``SigningHeld`` tells (its details), kept in the route's state as ``signing``."""
 HELD_MARK = "signing-held"
 """A file in the sync folder while some route's key cannot sign: a write asks the
 route's state why only when it is there (one ``stat`` a write otherwise)."""
@@ -242,14 +245,18 @@ def _fix(signer: Signer, state: str) -> str:
 
 
 def _held(signer: Signer, state: str, why: str) -> SigningHeld:
+    """The error for a signature that did not come; its details (``state``, ``key``,
+    ``why``, ``fix``) are what the route's state keeps and ``sync --status`` shows."""
     fix = _fix(signer, state)
-    error = SigningHeld(
+    return SigningHeld(
         f"this machine signs what it sends, and its key {signer.label} {why}; {fix}; "
         "the change stays here and goes out once the key can sign",
         code="signing_held",
+        state=state,
+        key=signer.label,
+        why=why,
+        fix=fix,
     )
-    error.held = {"state": state, "key": signer.label, "why": why, "fix": fix}  # type: ignore[attr-defined]
-    return error
 
 
 def held_line(record: Mapping[str, Any]) -> str:

@@ -38,6 +38,8 @@ def stamp_edits(route: LocalRoute, paths: Sequence[str]) -> list[str]:
     """Write this machine's writer pair into each of ``paths`` (journaled notes of
     ``route``) whose text changed here since its last commit; the paths stamped. The
     caller holds the vault lock."""
+    if not paths:
+        return []
     from ..format.models import Origin
 
     who = identity(route.git.git_dir)
