@@ -15,7 +15,10 @@ operation does:
   here), so that whoever wrote it is told at once; sync holds it back itself
   whenever it commits for a remote, told or not;
 - ``origin`` and ``view_age``: what a view of a note adds (who wrote its text and
-  whether that is verified; how old this machine's view of the remote is).
+  whether that is verified; how old this machine's view of the remote is);
+- ``writer``: who a note created now is written by, so the operations stamp it;
+- ``kept_private``: what making a note private means for its remote (whether it
+  has an earlier version; taking it off there when asked).
 
 Everything else flows one way, as a feed: ``changed`` is told, under the vault
 lock, the notes each locked section stored or removed, and sync commits and
