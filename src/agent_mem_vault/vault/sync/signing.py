@@ -176,27 +176,43 @@ def commit_signed(
     args: Sequence[str],
     env: Mapping[str, str] | None = None,
 ) -> str:
-    """``git commit-tree -S ARGS`` signed by ``signer``; ``SigningHeld`` (with ``held``, the
-    record of why and the fix) if the key could not sign without a person."""
+    """``git commit-tree -S ARGS`` signed by ``signer``; ``SigningHeld`` (its details say
+    why, and the fix) if the key could not sign without a person."""
+    if signer.format == "ssh":
+        return _signed(git, signer, sync_dir, args, env, None)
     import tempfile
 
-    limit = _wait()
+    # gpg's own words, which git keeps back ("gpg failed to sign the data"): the wrapper
+    # copies them here.
     with tempfile.NamedTemporaryFile(prefix="agent-mem-vault-gpg-", suffix=".log") as log:
-        try:
-            result = git.run(
-                *signer.settings(sync_dir),
-                "commit-tree",
-                "-S",
-                *args,
-                timeout=limit,
-                check=False,
-                env={**(env or {}), **signer.env(), "AMV_SIGN_LOG": log.name},
-            )
-        except TimeoutError:
-            raise _held(signer, "timeout", f"did not sign within {limit:g} s") from None
-        if result.status == 0:
-            return result.out.decode("ascii").strip()
-        said = Path(log.name).read_text(encoding="utf-8", errors="replace")
+        return _signed(git, signer, sync_dir, args, env, Path(log.name))
+
+
+def _signed(
+    git: Git,
+    signer: Signer,
+    sync_dir: Path,
+    args: Sequence[str],
+    env: Mapping[str, str] | None,
+    log: Path | None,
+) -> str:
+    limit = _wait()
+    extra = {} if log is None else {"AMV_SIGN_LOG": str(log)}
+    try:
+        result = git.run(
+            *signer.settings(sync_dir),
+            "commit-tree",
+            "-S",
+            *args,
+            timeout=limit,
+            check=False,
+            env={**(env or {}), **signer.env(), **extra},
+        )
+    except TimeoutError:
+        raise _held(signer, "timeout", f"did not sign within {limit:g} s") from None
+    if result.status == 0:
+        return result.out.decode("ascii").strip()
+    said = "" if log is None else log.read_text(encoding="utf-8", errors="replace")
     raise _held(signer, *_why(signer, f"{said}\n{result.err}"))
 
 
