@@ -6,6 +6,7 @@ link with 50 ms of round trip.
     .venv/bin/python benchmarks/bench_team.py --quick    # 1 and 8, fewer handoffs
     .venv/bin/python benchmarks/bench_team.py --sizes 1 4 --rounds 2 --writes 3 --pending 40
     .venv/bin/python benchmarks/bench_team.py --quick --sign   # every machine signs
+    .venv/bin/python benchmarks/bench_team.py --quick --layout 2   # a log per machine
 
 On the 2-core VM at load 5–40 the full run measures for 27 minutes, most of it the
 32 machines' writes and claims, which go below one a second (``--pending 80``
@@ -263,6 +264,11 @@ def ids_on_remote(bare: Path, namespace: str) -> set[str]:
         ).stdout
 
     paths = git("log", "--format=", "--name-only", "refs/agent-mem-vault-log/vault").split()
+    # Layout 2: every machine's log (each entry's tree holds the notes it set).
+    logs = git("for-each-ref", "--format=%(refname)", "refs/agent-mem-vault-sync/_vault/_log/")
+    for log in logs.split():
+        for commit in git("rev-list", log).split():
+            paths += git("ls-tree", "-r", "--name-only", commit).split()
     paths += git("ls-tree", "-r", "--name-only", "refs/heads/main").split()
     prefix = f"{namespace}/handoffs/"
     return {p[len(prefix) : -3] for p in paths if p.startswith(prefix) and p.endswith(".md")}
@@ -486,8 +492,16 @@ def main() -> None:
     parser.add_argument(
         "--sign", action="store_true", help="every machine's git signs its commits (ssh key)"
     )
+    parser.add_argument(
+        "--layout",
+        choices=("1", "2"),
+        default=None,
+        help="the layout the team's route is made in (AGENT_MEM_VAULT_SYNC_LAYOUT)",
+    )
     parser.add_argument("--inside-netem", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.layout is not None:  # every machine inherits it
+        os.environ["AGENT_MEM_VAULT_SYNC_LAYOUT"] = args.layout
     plan = Plan(
         sizes=args.sizes or ([1, 8] if args.quick else [1, 8, 32]),
         rounds=args.rounds or 2,
@@ -532,6 +546,7 @@ def remove(work: Path) -> None:
 def report(phases: list[PhaseFigures], plan: Plan) -> None:
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
     signed = " · every machine signs its commits (ssh-ed25519)" if plan.sign else ""
+    signed += f" · layout {os.environ.get('AGENT_MEM_VAULT_SYNC_LAYOUT') or '1'}"
     print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}{signed}\n")
     for phase in phases:
         print("\n".join(team_table(phase, plan)) + "\n")

@@ -90,6 +90,49 @@ def remote_tree(repo: Path, ref: str = "refs/heads/main") -> dict[str, str]:
     return notes
 
 
+def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
+    """The notes a layout-2 route keeps in the bare repository: path → text.
+
+    Read the way docs/sync.md describes it, with plain git: every entry of every
+    ``_log/<machine>``, each path's changes in (lamport, machine, seq) order; a change
+    made on the note as it stands is taken, a removal against a later change leaves
+    the change, and two changes made apart are merged by fields (``merge_notes``, whose
+    own tests say what it does) with the writer's version as the common one."""
+    from agent_mem_vault.vault.format.merge import merge_notes
+    from agent_mem_vault.vault.sync.arrivals import _generated
+
+    prefix = f"refs/agent-mem-vault-sync/{route}/_log/"
+    logs = git("for-each-ref", "--format=%(refname)", prefix, cwd=repo).split()
+    changes: list[tuple[tuple[int, str, int], str, str | None, str | None]] = []
+    for log in logs:
+        for commit in git("rev-list", log, cwd=repo).split():
+            facts = _facts(git("log", "-1", "--format=%B", commit, cwd=repo))
+            key = (int(facts["lamport"]), str(facts["machine"]), int(facts["seq"]))
+            base = facts.get("base", {})
+            listing = git("ls-tree", "-r", "-z", commit, cwd=repo).split("\0")
+            for item in filter(None, listing):
+                meta, _, path = item.partition("\t")
+                changes.append((key, path, base.get(path), meta.split(" ")[2]))
+            for path in facts.get("removed", []):
+                changes.append((key, path, base.get(path), None))
+
+    def text(blob: str) -> str:
+        return blob[5:] if blob.startswith("text:") else git("cat-file", "blob", blob, cwd=repo)
+
+    blobs: dict[str, str | None] = {}
+    for _key, path, old, new in sorted(changes, key=lambda c: (c[0], c[1])):
+        now = blobs.get(path)
+        if new == now or (new is None and old != now):
+            continue
+        if old == now or now is None:
+            blobs[path] = new
+            continue
+        assert new is not None
+        base = text(old) if old else _generated(path)
+        blobs[path] = "text:" + merge_notes(base, text(now), text(new)).text
+    return {p: text(b) for p, b in blobs.items() if b is not None}
+
+
 def _exists(repo: Path, ref: str) -> bool:
     found = subprocess.run(
         ["git", "rev-parse", "--verify", "-q", ref], cwd=repo, capture_output=True, check=False

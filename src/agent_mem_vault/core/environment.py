@@ -100,6 +100,14 @@ VARIABLES: tuple[Variable, ...] = (
         "sync",
     ),
     Variable(
+        "AGENT_MEM_VAULT_SYNC_LAYOUT",
+        "`1`",
+        "The refs a route is made with on a remote that has none yet: `1`, one log for "
+        "every machine; `2`, a log per machine and a ref per claim (docs/sync.md, "
+        '"A team on one remote"). A remote that has either keeps it.',
+        "sync",
+    ),
+    Variable(
         "AGENT_MEM_VAULT_SYNC_IDLE",
         "`600`",
         "Seconds the background syncer stays with nothing to push and no agent of the machine "

@@ -75,6 +75,20 @@ class IndexQueries:
             return None
         return _handoff(max(rows, key=lambda r: (r[5], r[0])))
 
+    def newest_pending_ids(self, namespace: str, agent: str, limit: int) -> list[str]:
+        """The ids of the ``limit`` newest pending handoffs to ``agent`` or to any agent,
+        newest first (what a busy team's reader chooses among)."""
+        rows: list[Any] = []
+        for who in (agent, ""):
+            rows.extend(
+                self.conn.execute(
+                    "SELECT created_at, id FROM handoffs WHERE namespace=? AND recipient=? "
+                    "AND status='pending' ORDER BY created_at DESC, id DESC LIMIT ?",
+                    (namespace, who, limit),
+                )
+            )
+        return [row[1] for row in sorted(rows, reverse=True)[:limit]]
+
     def _newest_to(self, namespace: str, recipient: str, skip: Sequence[str]) -> Any:
         sql = (
             f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE namespace=? AND recipient=? "

@@ -223,10 +223,12 @@ class HandoffOps(NoteWrites):
         agent: str,
         namespace: str,
         extra: Mapping[str, Any] | None = None,
+        skip: Sequence[str] = (),
     ) -> Taken | None:
         """Mark the newest pending handoff for ``agent`` read, inside a locked section
-        (``extra``: properties the note gets as well); what it was, or None."""
-        skip: list[str] = []
+        (``extra``: properties the note gets as well; ``skip``: ids not to take); what
+        it was, or None."""
+        skip = list(skip)
         while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
             # A claim may have to put the note back as it was (``_put_back``).
             found = read_file(self.path, candidate.path) if extra is not None else None

@@ -27,9 +27,10 @@ from .trees import object_id
 
 if TYPE_CHECKING:
     from ..index.db import Index
+    from .fold import Folded
     from .local import LocalRoute, RouteReport
 
-__all__ = ["BULK", "integrate", "record_written"]
+__all__ = ["BULK", "integrate", "keep_followups", "record_written"]
 
 BULK = 500
 """Notes arriving at once from which they are written as a batch (see ``_write``)."""
@@ -114,6 +115,26 @@ def integrate(sync: LocalRoute, theirs: str | None, report: RouteReport) -> None
         return
     sync.stage(changed)
     sync.advance(ours, theirs, base)
+
+
+def keep_followups(sync: LocalRoute, folded: Folded, report: RouteReport) -> None:
+    """What a fold of the machines' logs set aside (layout 2, ``fold.py``), written here:
+    a side that lost a conflict as a conflict note, a second supersede made one thread.
+    Staged, they go out with this machine's next entry; every machine that folds the
+    same entries writes the same names and bytes, which fold to one note."""
+    writes: dict[str, str] = {}
+    for path, text in folded.kept.items():
+        folder, _, name = path.rpartition("/")
+        kept_name, kept_text = conflict_note(text, name)
+        kept = f"{folder}/{kept_name}" if folder else kept_name
+        if not (sync.root / kept).exists():
+            writes[kept] = kept_text
+            report.kept.append(kept)
+    for path, newer, other in folded.superseded:
+        _supersede_other(sync.root, writes, path, newer, other)
+    report.twice.extend(p for p in folded.twice if p not in report.twice)
+    if writes:
+        sync.stage(_write(sync, writes, []))
 
 
 def _as_they_are(

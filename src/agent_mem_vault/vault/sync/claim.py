@@ -37,11 +37,13 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError, ConflictError, UnavailableError
 from ..folder.files import LockBusy
-from .engine import FETCH_FIRST, MAX_ROUNDS, RouteSync, stage_journal
-from .local import RouteReport
+from .engine import MAX_ROUNDS, RouteSync, stage_journal
+from .local import FETCH_FIRST, RouteReport
 from .routes import Route, load_config
 from .signing import SigningHeld
 from .syncer import ensure_syncer
+from .team import CLAIMED
+from .team_claim import Team
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
@@ -61,11 +63,16 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
     sync = RouteSync(vault, config, route)
     scope = [(namespace, "handoffs")]
     looked = False
+    team = Team(sync) if route.layout == 2 else None
     with sync.network_turn():
+        if team is not None and team.stale():
+            _catch_up(vault, sync)  # a claim rests on a view of every log, fetched lately
+            looked = True
         for attempt in range(MAX_ROUNDS):
             held: ConflictError | None = None
             with vault._writing(scope=scope) as idx:
-                taken = vault._take(idx, agent, namespace, {"read_on": config.machine})
+                skip = team.skip(idx, agent, namespace) if team is not None else ()
+                taken = vault._take(idx, agent, namespace, {"read_on": config.machine}, skip)
                 before, before_tree = sync.heads()[0], sync.local_tree()
                 head, staged = None, False
                 if taken is not None:
@@ -93,7 +100,9 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 continue
             assert head is not None
             try:
-                refused = sync.push(head, title=f"read {taken.handoff.id}")
+                refused = sync.push(
+                    head, title=f"read {taken.handoff.id}", claims=[taken.handoff.id]
+                )
             except SigningHeld as exc:  # nothing was sent: the claim is simply undone
                 _put_back(vault, sync, taken, commit=False, staged=staged)
                 sync.retract(head, before, before_tree)
@@ -111,6 +120,9 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
             # Refused: the remote never had it, so the claim's commit is simply undone.
             _put_back(vault, sync, taken, commit=False, staged=staged)
             sync.retract(head, before, before_tree)
+            if team is not None and refused == CLAIMED:
+                team.lost(taken.handoff.id)  # another machine has it: the next, at once
+                continue
             known = sync.heads()[1]
             try:
                 _catch_up(vault, sync)

@@ -20,7 +20,6 @@ merge, push until the remote takes it.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -29,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from .gitcmd import GitResult, remote_failure
+from . import team
+from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .identity import identity
 from .journal import take_changes
-from .local import Heads, LocalRoute, RouteReport, read_state, state_file
+from .local import FETCH_FIRST, Heads, LocalRoute, RouteReport, read_state, state_file
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,
@@ -58,26 +58,13 @@ __all__ = [
     "sync_route",
 ]
 
-NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
-"""Seconds a fetch or a push may take before it is given up (default 20)."""
 PATIENT = 300.0
 """Seconds a fetch or a push of a whole sync (``sync``, joining, the background syncer)
 may take: the first push of a large vault sends every note."""
-FETCH_FIRST = "fetch first"
-"""Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 MAX_ROUNDS = 200
 """Pushes a sync or a claim tries before it gives up on a remote that keeps moving."""
 UNANSWERED = ("remote_unreachable", "remote_not_found")
 """The failures that mean the remote could not be asked (``view.py``'s back-off)."""
-
-
-def net_timeout() -> float:
-    raw = os.environ.get(NET_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 20.0
-    except ValueError:
-        value = 20.0
-    return value if value > 0 else 20.0
 
 
 class RouteSync(LocalRoute):
@@ -87,9 +74,12 @@ class RouteSync(LocalRoute):
         """Merge the fetched commit ``theirs`` into the vault's notes and ``local``
         (``arrivals.py``, loaded by the first fetch that brought something; the caller
         holds the vault lock)."""
-        from .arrivals import integrate
+        from .arrivals import integrate, keep_followups
 
         integrate(self, theirs, report)
+        if self._followups is not None:
+            keep_followups(self, self._followups, report)
+            self._followups = None
 
     # -- network (the caller has the route's turn) -------------------------------------
 
@@ -97,6 +87,8 @@ class RouteSync(LocalRoute):
         """What the remote has for the route: its log's new entries fetched and applied
         to ``fetched`` (``log.py``); None when the remote has nothing yet."""
         limit = net_timeout() if timeout is None else timeout
+        if self.route.layout == 2:
+            return team.fetch(self, limit)
         before = self._refs()
         whole = before.fetched is None
         self._fetch_refs(whole, limit)
@@ -245,11 +237,20 @@ class RouteSync(LocalRoute):
         ``digits`` hex digits."""
         return edited_tree(self.git, empty_tree_id(digits), {})
 
-    def push(self, commit: str, timeout: float | None = None, title: str = "notes") -> str | None:
+    def push(
+        self,
+        commit: str,
+        timeout: float | None = None,
+        title: str = "notes",
+        claims: Sequence[str] = (),
+    ) -> str | None:
         """Send what ``commit`` changed since ``fetched`` as one entry of the route's log:
         None if the remote took it, else why it refused (it did not fast-forward the
-        log: another machine pushed first)."""
+        log: another machine pushed first). ``claims``: the handoffs a read takes, each
+        with a claim ref of its own in layout 2 (``team.py``)."""
         limit = net_timeout() if timeout is None else timeout
+        if self.route.layout == 2:
+            return team.push(self, commit, limit, title, claims)
         known = self._refs()
         if known.log != known.applied or (
             known.fetched is not None and not self.is_ancestor(known.fetched, commit)
@@ -384,6 +385,8 @@ class RouteSync(LocalRoute):
         """A new checkpoint of the remote's notes, if its log has grown ``CHECKPOINT_EVERY``
         entries past the one this machine knows (and it is still that one on the remote);
         whether one was written. Only after this machine applied the whole log."""
+        if self.route.layout == 2:
+            return False  # each machine's log: checkpoints of layout 2 are not built yet
         known = self._refs()
         if known.log is None or known.log != known.applied or known.fetched is None:
             return False

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ...core.errors import AccessDeniedError, AgentMemVaultError, RemoteError, UnavailableError
 
-__all__ = ["Git", "GitFailed", "GitResult", "remote_failure"]
+__all__ = ["NET_TIMEOUT_ENV", "Git", "GitFailed", "GitResult", "net_timeout", "remote_failure"]
 
 LOCAL_TIMEOUT = 60.0
 """Seconds a git command that does not touch the network may take (a commit of
@@ -48,6 +48,18 @@ _IDENTITY = {
     "GIT_COMMITTER_NAME": "agent-mem-vault",
     "GIT_COMMITTER_EMAIL": "agent-mem-vault@localhost",
 }
+
+NET_TIMEOUT_ENV = "AGENT_MEM_VAULT_SYNC_TIMEOUT"
+"""Seconds a fetch or a push may take before it is given up (default 20)."""
+
+
+def net_timeout() -> float:
+    raw = os.environ.get(NET_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else 20.0
+    except ValueError:
+        value = 20.0
+    return value if value > 0 else 20.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,8 +49,10 @@ from .view import backoff, failures
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
+    from .fold import Folded
 
 __all__ = [
+    "FETCH_FIRST",
     "TURN_WAIT",
     "Heads",
     "LocalRoute",
@@ -60,6 +62,8 @@ __all__ = [
 ]
 
 _REGULAR = ("100644", "100755")
+FETCH_FIRST = "fetch first"
+"""Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 TURN_WAIT = 30.0
 """Seconds a process waits for its turn at a route's remote (another process of this
 machine is fetching or pushing) before it gives up (``sync_busy``)."""
@@ -149,6 +153,8 @@ class LocalRoute:
         """What ``commit_notes`` set in each commit it made: path → blob."""
         """Commits this process made on ``local`` and ``fetched``, and their parents: what
         ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
+        self._followups: Folded | None = None
+        """What the last fold set aside for the vault's notes (layout 2: ``team.py``)."""
         self._known: Heads | None = None
         """The refs, as this process last set or read them: only the holder of the turn
         moves them, so while it is held they need not be read again."""

@@ -40,6 +40,7 @@ from .routes import (
 )
 from .signing import Chosen, choose_key, signer_for
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
+from .team import remote_layout
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
 if TYPE_CHECKING:
@@ -337,8 +338,12 @@ def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | No
     folder = vault.path / SYNC_DIR
     fresh = not folder.exists()
     folder.mkdir(exist_ok=True)
-    sync = RouteSync(vault, config, route)
     try:
+        layout = remote_layout(RouteSync(vault, config, route))
+        if layout != route.layout:
+            route = replace(route, layout=layout)
+            config = config.with_route(route)
+        sync = RouteSync(vault, config, route)
         with sync.network_turn():
             theirs = sync.fetch(max(net_timeout(), PATIENT))  # a whole vault may arrive
     except BaseException:

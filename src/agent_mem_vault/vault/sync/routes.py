@@ -81,6 +81,9 @@ class Route:
     """The SSH key every commit sent by this route is signed with (``sync init --sign``:
     a key file or ``key::`` and a public key, as ``user.signingkey`` takes it); None:
     signed only if the person's git signs their commits (``signing.py``)."""
+    layout: int = 1
+    """The refs the route keeps on its remote (``layout.py``): 1, one log for every
+    machine (``log.py``); 2, a log per machine (``team.py``)."""
 
     @property
     def log_ref(self) -> str:
@@ -250,6 +253,8 @@ def save_config(root: Path, config: SyncConfig) -> None:
     for route in data["routes"]:
         if route.get("sign") is None:
             del route["sign"]  # a config an older release can still read
+        if route.get("layout") == 1:
+            del route["layout"]
     atomic_write(config_file(root), json.dumps(data, indent=2) + "\n")
 
 

@@ -1,0 +1,187 @@
+"""A machine's log in layout 2 (``layout.py``): one commit per push, naming what it was
+made on.
+
+An entry's tree holds the notes its push set, whole, at their paths (as a
+layout-1 entry does); its message ends with one JSON line:
+
+- ``machine`` and ``seq`` (1, 2, … per machine): the entry's name, which no rewrite
+  of the commit changes;
+- ``lamport``: one more than the greatest ``lamport`` its writer had applied, so an
+  entry made after another one was read sorts after it on every machine;
+- ``base``: for every note it changed or removed, the blob its writer had (no key:
+  the writer had none). With it a reader merges an old change with what happened
+  since, as a rebase would, instead of taking it whole;
+- ``removed``: the notes it removed; ``claims``: the handoffs whose claim ref the
+  same push created.
+
+Every reader folds the entries of all logs per note in (lamport, machine, seq)
+order (``fold.py``): the same entries give the same notes everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .fold import Change
+from .layout import LAYOUT
+
+if TYPE_CHECKING:
+    from .gitcmd import Git
+
+__all__ = ["LogEntry", "read_entries", "team_entry_message"]
+
+_REGULAR = ("100644", "100755")
+
+
+@dataclass(slots=True)
+class LogEntry:
+    """One push of one machine, as its log holds it."""
+
+    commit: str
+    machine: str
+    seq: int
+    lamport: int
+    changed: dict[str, str] = field(default_factory=dict)
+    """Notes set: path → blob."""
+    removed: list[str] = field(default_factory=list)
+    base: dict[str, str] = field(default_factory=dict)
+    """path → the blob the writer had, for each note changed or removed."""
+    claims: list[str] = field(default_factory=list)
+    parent: str | None = None
+
+    @property
+    def key(self) -> tuple[int, str, int]:
+        return (self.lamport, self.machine, self.seq)
+
+    def changes(self) -> list[Change]:
+        """What the entry did to each note, for the fold."""
+        out = [
+            Change(self.lamport, self.machine, self.seq, self.commit, p, self.base.get(p), b)
+            for p, b in self.changed.items()
+        ]
+        out.extend(
+            Change(self.lamport, self.machine, self.seq, self.commit, p, self.base.get(p), None)
+            for p in self.removed
+            if p not in self.changed
+        )
+        return out
+
+
+def team_entry_message(
+    title: str,
+    *,
+    machine: str,
+    seq: int,
+    lamport: int,
+    base: Mapping[str, str],
+    removed: Sequence[str],
+    claims: Sequence[str] = (),
+) -> str:
+    """An entry's message: its title, then its facts as one sorted JSON line."""
+    facts: dict[str, Any] = {
+        "base": dict(sorted(base.items())),
+        "lamport": lamport,
+        "layout": LAYOUT,
+        "machine": machine,
+        "removed": sorted(removed),
+        "seq": seq,
+    }
+    if claims:
+        facts["claims"] = sorted(claims)
+    return f"{title}\n\n{json.dumps(facts, sort_keys=True)}\n"
+
+
+def read_entries(
+    git: Git, tips: Sequence[str], known: Sequence[str], empty_tree: str
+) -> list[LogEntry]:
+    """The entries reachable from ``tips`` and from none of ``known`` (the tips already
+    applied), of every log at once; each log's oldest first. Two git processes for any
+    number: the messages, then every entry's tree against the empty tree (its notes,
+    whole: a diff against the entry before would miss a note set again to what that
+    entry set, after another machine changed it between)."""
+    if not tips:
+        return []
+    raw = git.run(
+        "log",
+        "--reverse",
+        "--topo-order",
+        "--format=%x01%H %T %P%x00%B",
+        *tips,
+        "--not",
+        *known,
+        "--",
+    ).out.decode("utf-8", "surrogateescape")
+    out: list[LogEntry] = []
+    trees: dict[str, list[LogEntry]] = {}
+    for chunk in raw.split("\x01")[1:]:
+        head, _, message = chunk.partition("\0")
+        commit, tree, *parents = head.split(" ")
+        facts = _facts(message)
+        machine, seq, lamport = facts.get("machine"), facts.get("seq"), facts.get("lamport")
+        if not isinstance(machine, str) or not isinstance(seq, int):
+            continue  # not an entry (a fence, a marker): nothing to fold
+        entry = LogEntry(
+            commit,
+            machine,
+            seq,
+            lamport if isinstance(lamport, int) else 0,
+            parent=parents[0] if parents and parents[0] else None,
+        )
+        removed = facts.get("removed")
+        if isinstance(removed, list):
+            entry.removed = [str(p) for p in removed]
+        base = facts.get("base")
+        if isinstance(base, dict):
+            entry.base = {str(p): str(b) for p, b in base.items() if isinstance(b, str)}
+        claims = facts.get("claims")
+        if isinstance(claims, list):
+            entry.claims = [str(c) for c in claims]
+        out.append(entry)
+        if tree != empty_tree:
+            trees.setdefault(tree, []).append(entry)
+    if trees:
+        pairs = "".join(f"{empty_tree} {t}\n" for t in trees)
+        listing = git.run(
+            "diff-tree", "--stdin", "-r", "-z", "--no-renames", "--raw", input=pairs.encode()
+        ).out.decode("utf-8", "surrogateescape")
+        for tree, notes in _tree_notes(listing).items():
+            for entry in trees.get(tree, ()):
+                entry.changed = dict(notes)
+    return out
+
+
+def _tree_notes(listing: str) -> dict[str, dict[str, str]]:
+    """``diff-tree --stdin -z`` of (empty tree, tree) pairs: tree → path → blob. Each
+    pair's header ends with a newline, not a NUL, so it leads the next token."""
+    out: dict[str, dict[str, str]] = {}
+    current: dict[str, str] = {}
+    parts = listing.split("\0")
+    i = 0
+    while i < len(parts):
+        token = parts[i]
+        if "\n" in token:
+            *headers, token = token.split("\n")
+            for header in headers:
+                current = out.setdefault(header.split(" ")[-1], {})
+        if token.startswith(":") and i + 1 < len(parts):
+            fields = token[1:].split(" ")
+            if len(fields) >= 5 and fields[1] in _REGULAR:
+                current[parts[i + 1]] = fields[3]
+            i += 2
+            continue
+        i += 1
+    return out
+
+
+def _facts(message: str) -> dict[str, Any]:
+    for line in reversed(message.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}

@@ -1,0 +1,123 @@
+"""Which refs a route keeps on its remote: the layout, named by the remote itself.
+
+Layout 1 (``log.py``) keeps one log per route, and every machine's push must
+fast-forward it: a team's machines queue behind each other, and the one that
+won the last claim wins the next. Layout 2 gives each machine a log of its own,
+so no push of one machine refuses another's, and makes a read a create-only
+ref of its own, so two machines race only when they want the same handoff
+(``design/team-remote.md``). Its refs, under ``team_prefix(route)``:
+
+- ``_layout``: the marker, made once, create-only: the remote says which layout it
+  holds and which release it needs, so a release meeting a newer layout stops
+  with the upgrade line instead of guessing (``check_marker``);
+- ``_log/<machine>``: that machine's entries (``entries.py``), pushed only by it,
+  with a lease on its own tip;
+- ``_claim/<handoff id>``: the entry that read the handoff, created by one push
+  with that entry: of two machines creating it at once, exactly one lands.
+
+The layout-1 log name of the route keeps a **fence**, a commit whose message
+points at a checkpoint no checkpoint ref holds: a release that knows only
+layout 1 reads it, finds the remote "changed while it was read" and sends or
+delivers nothing, instead of starting a layout-1 log beside this one.
+
+A segment starting with ``_`` is never a namespace's (``format/namespaces.py``),
+so ``<prefix>/_log`` cannot clash with a nested namespace's prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import InvalidInputError, RemoteError
+
+if TYPE_CHECKING:
+    from .routes import Route
+
+__all__ = [
+    "LAYOUT",
+    "LAYOUT_ENV",
+    "TEAM_REFS",
+    "check_marker",
+    "fence_message",
+    "marker_message",
+    "new_route_layout",
+    "team_prefix",
+]
+
+LAYOUT = 2
+"""The newest layout this release reads and writes."""
+LAYOUT_ENV = "AGENT_MEM_VAULT_SYNC_LAYOUT"
+"""The layout a route is made in when its remote holds none yet (1 unless set)."""
+TEAM_REFS = "refs/agent-mem-vault-sync/"
+
+
+def team_prefix(route: Route) -> str:
+    """Where a layout-2 route's refs live on its remote (no trailing ``/``)."""
+    return TEAM_REFS + ("_vault" if route.namespace is None else route.namespace)
+
+
+def new_route_layout() -> int:
+    """The layout a route is made in on a remote that holds none (``LAYOUT_ENV``)."""
+    raw = os.environ.get(LAYOUT_ENV, "").strip()
+    if raw in ("", "1"):
+        return 1
+    if raw == "2":
+        return 2
+    raise InvalidInputError(
+        f"{LAYOUT_ENV}={raw!r} names no layout this release makes; use 1 or 2",
+        code="invalid_setting",
+        field=LAYOUT_ENV,
+    )
+
+
+def marker_message(route: Route, fence: str | None) -> str:
+    """The ``_layout`` commit's message: the layout, and the oldest layout a release
+    must know to read it and to write it (what a newer layout raises)."""
+    facts: dict[str, Any] = {
+        "fence": None if fence is None else {"commit": fence, "ref": route.log_ref},
+        "from_layout": None,
+        "layout": LAYOUT,
+        "readers": LAYOUT,
+        "route": team_prefix(route).rsplit("/", 1)[-1]
+        if route.namespace is None
+        else route.namespace,
+        "writers": LAYOUT,
+    }
+    return f"agent-mem-vault layout {LAYOUT}\n\n{json.dumps(facts, sort_keys=True)}\n"
+
+
+def fence_message(marker: str) -> str:
+    """The fence's message: layout 1's reader takes ``checkpoint`` as the checkpoint the
+    log points at, never finds it on the checkpoint ref, and stops (``remote_moved``)."""
+    facts = {"checkpoint": marker}
+    return (
+        "moved to layout 2: upgrade agent-mem-vault to use this remote\n\n"
+        f"{json.dumps(facts, sort_keys=True)}\n"
+    )
+
+
+def check_marker(route: Route, message: str) -> dict[str, Any]:
+    """The marker's facts; ``layout_newer`` when this release cannot read the route."""
+    facts = _facts(message)
+    readers = facts.get("readers")
+    if not isinstance(readers, int) or readers > LAYOUT:
+        layout = facts.get("layout")
+        raise RemoteError(
+            f"{route.label} keeps its notes in layout {layout}, which a newer "
+            "agent-mem-vault reads: pip install -U agent-mem-vault",
+            code="layout_newer",
+        )
+    return facts
+
+
+def _facts(message: str) -> dict[str, Any]:
+    for line in reversed(message.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                return {}
+            return data if isinstance(data, dict) else {}
+    return {}

@@ -1,0 +1,425 @@
+"""Fetch and push in layout 2 (``layout.py``): a log per machine, folded by each reader.
+
+- **fetch**: one ``git fetch`` of every ref under the route's prefix but the claims
+  (a wildcard never fails on a log that is not there), then every new entry of
+  every log in two git processes (``entries.py``), folded per note into ``fetched``
+  (``fold.py``: the same entries give the same notes everywhere). A log that went
+  back (a backup restored, a ``push --mirror``) is read again from its start, and
+  ``fetched`` is then unlinked: what this machine still has merges with no common
+  version, where a read stays read.
+- **push**: what ``local`` changed since ``fetched`` as this machine's next entry,
+  with a lease on its own log's tip: no other machine's push can refuse it. A claim
+  goes with a create-only ``_claim/<id>`` in the same atomic push; of two machines
+  taking one handoff exactly one lands, and the other learns it from its own push
+  (``CLAIMED``) without fetching anything.
+
+``engine.RouteSync`` calls these for a route whose ``layout`` is 2; the route's turn
+is held by the caller, as for layout 1.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from .entries import LogEntry, read_entries, team_entry_message
+from .fold import FoldStore, Tip
+from .gitcmd import net_timeout
+from .layout import check_marker, fence_message, marker_message, new_route_layout, team_prefix
+from .local import FETCH_FIRST
+from .routes import SYNC_DIR
+from .trees import edited_tree, empty_tree_id
+
+if TYPE_CHECKING:
+    from .engine import RouteSync
+
+__all__ = [
+    "CLAIMED",
+    "LOG_MOVED",
+    "claims_on_remote",
+    "fetch",
+    "push",
+    "remote_layout",
+    "store_of",
+]
+
+CLAIMED = "taken by another machine"
+"""Why a claim's push was refused: another machine's claim of that handoff stands."""
+LOG_MOVED = "this machine's log moved"
+"""Why a push was refused: the remote's copy of this machine's log is not the tip this
+machine knows (an answer lost on the way; or a copy of this vault on another machine)."""
+
+
+def remote_layout(sync: RouteSync) -> int:
+    """The layout the route's remote holds: 2 where it has a marker, 1 where it has
+    layout 1's refs, else the one new routes are made in (``new_route_layout``)."""
+    prefix, route = team_prefix(sync.route), sync.route
+    result = sync._network(
+        "ls-remote",
+        sync.remote,
+        f"{prefix}/_layout",
+        route.log_ref,
+        route.ref,
+        timeout=net_timeout(),
+    )
+    if result.status != 0:
+        raise sync._failed(result)
+    found = {line.partition("\t")[2] for line in result.out.decode().splitlines()}
+    if f"{prefix}/_layout" in found:
+        return 2
+    return 1 if found else new_route_layout()
+
+
+def store_of(sync: RouteSync) -> FoldStore:
+    """The route's fold store (disposable: rebuilt from the remote when lost)."""
+    return FoldStore(sync.root / SYNC_DIR / f"{sync.route.key}.fold.sqlite")
+
+
+def _mirror(sync: RouteSync) -> str:
+    """Where this machine keeps its copy of the route's refs on the remote."""
+    return sync.fetched.rsplit("/", 1)[0] + "/remote"
+
+
+def _mine(sync: RouteSync) -> str:
+    """This machine's own log tip, as the remote last confirmed it (kept when the
+    remote loses the log, so the next push writes it back whole)."""
+    return sync.fetched.rsplit("/", 1)[0] + "/mine"
+
+
+def _listing(sync: RouteSync, prefix: str) -> dict[str, str]:
+    raw = sync.git.run("for-each-ref", "--format=%(refname) %(objectname)", prefix + "/")
+    out = {}
+    for line in raw.out.decode().splitlines():
+        name, _, commit = line.partition(" ")
+        out[name.removeprefix(prefix + "/")] = commit
+    return out
+
+
+def fetch(sync: RouteSync, limit: float) -> str | None:
+    """What the remote has for the route, folded into ``fetched``; None when the remote
+    has nothing yet."""
+    started = time.time()
+    prefix, mirror = team_prefix(sync.route), _mirror(sync)
+    result = sync._network(
+        "fetch",
+        "--prune",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--no-recurse-submodules",
+        "--quiet",
+        sync.remote,
+        f"+{prefix}/*:{mirror}/*",
+        f"^{prefix}/_claim/*",
+        timeout=limit,
+    )
+    if result.status != 0:
+        raise sync._failed(result)
+    sync._remember(fetched=True)
+    sync._known = None
+    refs = _listing(sync, mirror)
+    state = sync.state()
+    marker = refs.get("_layout")
+    if marker is not None and state.get("marker") != marker:
+        message = sync.git.run("cat-file", "commit", marker).out.decode("utf-8", "replace")
+        check_marker(sync.route, message.partition("\n\n")[2])
+        state["marker"] = marker
+    logs = {n.removeprefix("_log/"): c for n, c in refs.items() if n.startswith("_log/")}
+    known = sync._refs()
+    store = store_of(sync)
+    try:
+        tips = store.tips()
+        if tips and state.get("fold_tree") != known.fetched_tree:
+            # The store went on without ``fetched`` (a process stopped between the two):
+            # what it holds is not what ``fetched`` holds, so both start again.
+            store.reset()
+            tips, known = {}, replace(known, fetched_tree=None)
+        gone = [
+            m
+            for m, tip in tips.items()
+            if logs.get(m) != tip.commit
+            and (m not in logs or not sync.is_ancestor(tip.commit, logs[m]))
+        ]
+        linked = not gone
+        if gone:
+            # A log that went back or went away: its notes are what the remote has now,
+            # so everything is folded again from the start, unlinked from what was here.
+            store.reset()
+            tips = {}
+        new = {m: c for m, c in logs.items() if m not in tips or tips[m].commit != c}
+        state["last_full_fetch"] = started
+        moved = state.get("moved")
+        state["moved"] = {
+            **(moved if isinstance(moved, dict) else {}),
+            **{m: started for m in new if m in tips},
+        }
+        if not new and linked:
+            sync.save_state(state)
+            return known.fetched
+        entries = read_entries(
+            sync.git,
+            list(new.values()),
+            [tips[m].commit for m in logs if m in tips],
+            empty_tree_id(len(next(iter(logs.values())) if logs else "0" * 40)),
+        )
+        new_tips = _tips(entries, new)
+        covered = [
+            c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)
+        ]
+        base_tree = known.fetched_tree if linked else None
+
+        def current(paths: Sequence[str]) -> dict[str, str | None]:
+            found = sync.entries(base_tree, list(paths))
+            return {p: found.get(p) for p in paths}
+
+        folded = store.fold(covered, new_tips, current, _Texts(sync))
+        state["lamport"] = max(int(state.get("lamport") or 0), store.max_lamport())
+    finally:
+        store.close()
+    sent = state.get("sent") if isinstance(state.get("sent"), dict) else {}
+    assert isinstance(sent, dict)
+    ours = [sent[e.commit] for e in entries if e.commit in sent]
+    for e in entries:
+        sent.pop(e.commit, None)
+    state["sent"] = sent
+    sync.save_state(state)
+    sync._followups = folded
+    if not logs and known.fetched is None:
+        return None
+    digits = len(known.fetched or next(iter(logs.values())))
+    start = base_tree or empty_tree_id(digits)
+    tree = edited_tree(sync.git, start, folded.blobs) if folded.blobs else start
+    parents = [known.fetched] if linked and known.fetched is not None else []
+    parents = list(dict.fromkeys([*parents, *ours]))
+    links = [a for p in parents for a in ("-p", p)]
+    commit = sync.git.text(
+        "commit-tree", "--no-gpg-sign", tree, *links, "-m", f"the remote's {len(logs)} logs"
+    )
+    sync._made[commit] = tuple(parents)
+    sync._set_refs({sync.fetched: (commit, known.fetched)})
+    _folded_into(sync, tree)
+    mine = logs.get(sync.config.machine)
+    if mine is not None:
+        sync._set_refs({_mine(sync): (mine, None)})
+    sync._moved(fetched=commit, fetched_tree=tree)
+    return commit
+
+
+def _folded_into(sync: RouteSync, tree: str) -> None:
+    """``fetched`` holds the store's fold now (its tree, which a push with nothing to
+    send leaves as it is)."""
+    state = sync.state()
+    state["fold_tree"] = tree
+    sync.save_state(state)
+
+
+def _tips(entries: list[LogEntry], new: dict[str, str]) -> dict[str, Tip]:
+    by_commit = {e.commit: e for e in entries}
+    out = {}
+    for machine, commit in new.items():
+        entry = by_commit.get(commit)
+        if entry is not None:
+            out[machine] = Tip(commit, entry.seq, entry.lamport)
+    return out
+
+
+class _Texts:
+    """The fold's view of the route's objects: texts read and written by git."""
+
+    def __init__(self, sync: RouteSync) -> None:
+        self.sync = sync
+
+    def texts(self, blobs: Sequence[str]) -> dict[str, str]:
+        return self.sync.blobs(list(blobs))
+
+    def write(self, text: str) -> str:
+        written = self.sync.git.run("hash-object", "-w", "--stdin", input=text.encode("utf-8"))
+        return written.out.decode().strip()
+
+
+def push(
+    sync: RouteSync,
+    commit: str,
+    limit: float,
+    title: str,
+    claims: Sequence[str] = (),
+) -> str | None:
+    """Send what ``commit`` changed since ``fetched`` as this machine's next entry (with a
+    create-only claim ref per id of ``claims``): None if the remote took it, else why
+    not (``CLAIMED``, ``LOG_MOVED``, or what the remote said)."""
+    known = sync._refs()
+    if known.fetched is not None and not sync.is_ancestor(known.fetched, commit):
+        return FETCH_FIRST  # an entry must be made on what was fetched, merged
+    changes = sync.changes(known.fetched, commit)
+    if not changes:
+        sync._set_refs({sync.fetched: (commit, known.fetched)})
+        sync._moved(fetched=commit, fetched_tree=None)
+        return None
+    prefix, machine = team_prefix(sync.route), sync.config.machine
+    state = sync.state()
+    store = store_of(sync)
+    try:
+        tips = store.tips()
+        listing = _listing(sync, _mirror(sync))
+        tip = listing.get(f"_log/{machine}")
+        own = tip or sync.git.run("rev-parse", "-q", "--verify", _mine(sync), check=False)
+        own_tip = own if isinstance(own, str) else (own.out.decode().strip() or None)
+        mine = tips.get(machine)
+        seq = max(int(state.get("seq") or 0), mine.seq if mine else 0) + 1
+        lamport = max(int(state.get("lamport") or 0), store.max_lamport()) + 1
+        marker = _marker_specs(sync, len(commit)) if "_layout" not in listing else ([], [])
+        base = {p: old for p, (old, _new) in changes.items() if old is not None}
+        removed = [p for p, (_old, new) in changes.items() if new is None]
+        blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
+        message = team_entry_message(
+            title,
+            machine=machine,
+            seq=seq,
+            lamport=lamport,
+            base=base,
+            removed=removed,
+            claims=claims,
+        )
+        tree = edited_tree(sync.git, empty_tree_id(len(commit)), blobs)
+        entry = sync._sent(tree, ["-p", own_tip] if own_tip else [], message)
+        specs = [f"{entry}:{prefix}/_log/{machine}", *marker[0]]
+        options = [f"--force-with-lease={prefix}/_log/{machine}:{tip or ''}", *marker[1]]
+        for id in claims:
+            specs.append(f"{entry}:{prefix}/_claim/{id}")
+            options.append(f"--force-with-lease={prefix}/_claim/{id}:")
+        for id, oid in _reopened(sync, changes).items():
+            specs.append(f":{prefix}/_claim/{id}")
+            options.append(f"--force-with-lease={prefix}/_claim/{id}:{oid}")
+        state["seq"] = seq
+        state["sent"] = {**(state.get("sent") or {}), entry: commit}
+        sync.save_state(state)
+        refused = _send(sync, limit, specs, options, entry)
+        if refused is not None:
+            _forget_sent(sync, entry)
+            return refused
+        # Its Lamport is past every entry applied here, so the fold takes each of its
+        # notes as it is: ``fetched`` is ``commit`` now.
+        store.fold(
+            LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims)).changes(),
+            {machine: Tip(entry, seq, lamport)},
+            lambda paths: {p: changes[p][0] if p in changes else None for p in paths},
+            _Texts(sync),
+        )
+    finally:
+        store.close()
+    moves: dict[str, tuple[str | None, str | None]] = {
+        sync.fetched: (commit, known.fetched),
+        f"{_mirror(sync)}/_log/{machine}": (entry, None),
+        _mine(sync): (entry, None),
+    }
+    if marker[0]:
+        moves[f"{_mirror(sync)}/_layout"] = (marker[0][0].split(":", 1)[0], None)
+    sync._set_refs(moves)
+    _folded_into(sync, sync._tree(commit))
+    _forget_sent(sync, entry, lamport=lamport)
+    sync._moved(fetched=commit, fetched_tree=None)
+    return None
+
+
+def _marker_specs(sync: RouteSync, digits: int) -> tuple[list[str], list[str]]:
+    """On a remote with no marker yet (the route is being made): the marker and the
+    fence on layout 1's log name, create-only, in the same push as the first entry (of
+    two machines making the route at once, one lands; the other fetches and goes on)."""
+    prefix = team_prefix(sync.route)
+    tree = edited_tree(sync.git, empty_tree_id(digits), {})
+    marker = sync.git.text(
+        "commit-tree", "--no-gpg-sign", tree, "-m", marker_message(sync.route, None)
+    )
+    fence = sync.git.text("commit-tree", "--no-gpg-sign", tree, "-m", fence_message(marker))
+    return (
+        [f"{marker}:{prefix}/_layout", f"{fence}:{sync.route.log_ref}"],
+        [f"--force-with-lease={prefix}/_layout:", f"--force-with-lease={sync.route.log_ref}:"],
+    )
+
+
+def _reopened(sync: RouteSync, changes: dict[str, tuple[str | None, str | None]]) -> dict[str, str]:
+    """Handoffs this entry makes pending again after a read (a reopen, a claim put back):
+    their claim refs go with the same push, so the next reader can take them."""
+    pairs = {
+        p: (old, new)
+        for p, (old, new) in changes.items()
+        if old is not None and new is not None and "/handoffs/" in p
+    }
+    if not pairs:
+        return {}
+    texts = sync.blobs(sorted({b for pair in pairs.values() for b in pair}))
+    ids = [
+        p.rsplit("/", 1)[-1].removesuffix(".md")
+        for p, (old, new) in pairs.items()
+        if _status(texts.get(old, "")) == "read" and _status(texts.get(new, "")) == "pending"
+    ]
+    if not ids:
+        return {}
+    return {i: c for i, c in claims_on_remote(sync, ids).items()}
+
+
+def _status(text: str) -> str | None:
+    for line in text.split("\n---", 1)[0].splitlines():
+        if line.startswith("status:"):
+            return line.partition(":")[2].strip().strip("'\"")
+    return None
+
+
+def claims_on_remote(sync: RouteSync, ids: Sequence[str] = ()) -> dict[str, str]:
+    """The claim refs the remote has (of ``ids``, or all): handoff id → the entry."""
+    prefix = team_prefix(sync.route)
+    patterns = [f"{prefix}/_claim/{i}" for i in ids] or [f"{prefix}/_claim/*"]
+    result = sync._network("ls-remote", sync.remote, *patterns, timeout=net_timeout())
+    if result.status != 0:
+        raise sync._failed(result)
+    out = {}
+    for line in result.out.decode().splitlines():
+        oid, _, ref = line.partition("\t")
+        out[ref.rsplit("/", 1)[-1]] = oid
+    return out
+
+
+def _send(
+    sync: RouteSync, limit: float, specs: list[str], options: list[str], entry: str
+) -> str | None:
+    result = sync._network(
+        "push",
+        "--no-verify",
+        "--porcelain",
+        "--quiet",
+        *(["--atomic"] if len(specs) > 1 else []),
+        *options,
+        sync.remote,
+        *specs,
+        timeout=limit,
+    )
+    lines = result.out.decode("utf-8", "replace").splitlines()
+    refused = [line for line in lines if line[:1] == "!"]
+    if result.status == 0 and not refused:
+        sync._remember(pushed=True, unsent=entry)
+        return None
+    if not refused:
+        raise sync._failed(result)
+    prefix = team_prefix(sync.route)
+    claim_lines = [r for r in refused if f"{prefix}/_claim/" in r.split("\t")[1]]
+    if any("stale info" in r for r in claim_lines) or (
+        f"cannot lock ref '{prefix}/_claim/" in result.err and "already exists" in result.err
+    ):
+        return CLAIMED
+    log = f"{prefix}/_log/{sync.config.machine}"
+    if any(log in r and "stale info" in r for r in refused):
+        return LOG_MOVED
+    cause = [r for r in refused if "atomic" not in r] or refused
+    return cause[0].rsplit("\t", 1)[-1]
+
+
+def _forget_sent(sync: RouteSync, entry: str, lamport: int | None = None) -> None:
+    """``entry`` is answered (taken or refused): no longer written down as sent."""
+    state = sync.state()
+    sent = state.get("sent")
+    if isinstance(sent, dict):
+        sent.pop(entry, None)
+    if lamport is not None:
+        state["lamport"] = max(int(state.get("lamport") or 0), lamport)
+    sync.save_state(state)

@@ -1,0 +1,115 @@
+"""What a read in layout 2 knows of the rest of the team: how fresh its view is, which
+handoffs another machine took, and whether to spread out.
+
+A claim's push creates ``_claim/<id>`` (``team.py``); of two machines after one
+handoff, one lands and the other is refused with nothing sent. The loser lists
+the remote's claim refs (one round trip), leaves all of those out, and takes
+another handoff at once, with no fetch and no merge. When the team is busy
+(a race lost here lately, or two other machines wrote in the last seconds),
+every reader takes one at random among the newest few instead of all going for
+the newest: eight machines after 160 handoffs then push 1.6 times a claim, not
+eight (design/team-remote.md §6, §13).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from .team import claims_on_remote
+
+if TYPE_CHECKING:
+    from ..index.db import Index
+    from .engine import RouteSync
+
+__all__ = ["FRESH", "GRACE", "Team"]
+
+FRESH = 30.0
+"""Seconds a view of every log stays good enough to claim on; older, it is fetched
+first (a watching syncer fetches every 2 s, so this is rare in use)."""
+GRACE = 300.0
+"""Seconds a handoff another machine took is left out here, until the fetch that
+brings that machine's entry makes it read here too."""
+BUSY = 30.0
+"""Seconds after a lost race (or two other machines' writes) that a reader spreads out."""
+SPREAD = 4
+"""Candidates per active machine a busy reader chooses among."""
+
+
+class Team:
+    """A route's claim state, read once per claim, written when a race is lost."""
+
+    def __init__(self, sync: RouteSync) -> None:
+        self.sync = sync
+        self.state: dict[str, Any] = sync.state()
+
+    def stale(self) -> bool:
+        """Whether the view of every log is too old (or from a clock that went back)."""
+        seen = self.state.get("last_full_fetch")
+        age = time.time() - float(seen) if isinstance(seen, int | float) else None
+        return age is None or age > FRESH or age < -1.0
+
+    def taken_elsewhere(self) -> list[str]:
+        """Handoffs another machine's claim ref names, still pending here."""
+        now = time.time()
+        found = self.state.get("taken_elsewhere")
+        if not isinstance(found, dict):
+            return []
+        return [i for i, at in found.items() if isinstance(at, int | float) and now - at < GRACE]
+
+    def skip(self, idx: Index, agent: str, namespace: str) -> list[str]:
+        """The ids a read leaves out: those taken elsewhere, and, when the team is busy,
+        the newer ones before a candidate chosen at random among the newest few."""
+        skip = self.taken_elsewhere()
+        if not self._busy():
+            return skip
+        active = max(2, len(self._moved()))
+        candidates = [
+            i
+            for i in idx.newest_pending_ids(namespace, agent, SPREAD * active + len(skip))
+            if i not in skip
+        ][: SPREAD * active]
+        if len(candidates) > 1:
+            skip.extend(candidates[: random.randrange(len(candidates))])
+        return skip
+
+    def lost(self, id: str) -> None:
+        """Another machine's claim of ``id`` stands: leave it and every handoff the remote
+        names as claimed out of the next tries (one ``ls-remote``; if that fails, just
+        ``id``)."""
+        now = time.time()
+        found = self.state.get("taken_elsewhere")
+        taken = {
+            i: at
+            for i, at in (found.items() if isinstance(found, dict) else ())
+            if isinstance(at, int | float) and now - at < GRACE
+        }
+        taken[id] = now
+        try:
+            for other in claims_on_remote(self.sync):
+                taken.setdefault(other, now)
+        except Exception:
+            pass
+        self.state = self.sync.state()
+        self.state["taken_elsewhere"] = taken
+        self.state["lost_at"] = now
+        self.sync.save_state(self.state)
+
+    def _busy(self) -> bool:
+        lost = self.state.get("lost_at")
+        if isinstance(lost, int | float) and 0 <= time.time() - lost < BUSY:
+            return True
+        return len(self._moved()) >= 2
+
+    def _moved(self) -> list[str]:
+        """Other machines whose log moved in the last ``BUSY`` seconds."""
+        moved = self.state.get("moved")
+        now, me = time.time(), self.sync.config.machine
+        if not isinstance(moved, dict):
+            return []
+        return [
+            m
+            for m, at in moved.items()
+            if m != me and isinstance(at, int | float) and now - at < BUSY
+        ]
