@@ -104,7 +104,7 @@ VARIABLES: tuple[Variable, ...] = (
         "`1`",
         "The refs a route is made with on a remote that has none yet: `1`, one log for "
         "every machine; `2`, a log per machine and a ref per claim (docs/sync.md, "
-        '"A team on one remote"). A remote that has either keeps it.',
+        '"A log per machine"). A remote that has either keeps it.',
         "sync",
     ),
     Variable(

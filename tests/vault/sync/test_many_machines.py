@@ -17,7 +17,7 @@ import pytest
 
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.format.notes import parse_note
-from tests.git_remote import GitDaemon, bare_repo, git_env, remote_tree
+from tests.git_remote import GitDaemon, bare_repo, git_env, remote_tree, team_tree
 
 from .conftest import NS
 
@@ -57,12 +57,13 @@ with open(out_path, "a") as out:
 """
 
 
-def _machines(tmp_path: Path, url: str) -> list[tuple[Path, dict[str, str]]]:
+def _machines(tmp_path: Path, url: str, layout: str) -> list[tuple[Path, dict[str, str]]]:
     """Each machine: its vault, joined to the remote, and its environment (its own HOME)."""
     out = []
     for i in range(MACHINES):
         home = tmp_path / f"home-{i}"
         env = {**os.environ, **git_env(home), "AGENT_MEM_VAULT_SYNC_AUTO": "off"}
+        env["AGENT_MEM_VAULT_SYNC_LAYOUT"] = layout
         vault = tmp_path / f"vault-{i}"
         proc = subprocess.run(
             [str(BIN), "init", "--vault", str(vault), "--remote", url],
@@ -106,18 +107,23 @@ def _delivered(outputs: list[Path]) -> tuple[list[str], list[dict[str, int]], in
     return ids, errors, done
 
 
-def _run(tmp_path: Path, *, outage: bool) -> None:
+def _run(tmp_path: Path, *, outage: bool, layout: str = "1") -> list[int]:
     """Eight machines reading one remote, which a git daemon serves (and, with
-    ``outage``, stops serving for a while mid-run)."""
+    ``outage``, stops serving for a while mid-run), its route made in ``layout``; how
+    many handoffs each machine got."""
     bare_repo(tmp_path / "served" / "vault.git")
     with GitDaemon(tmp_path / "served") as daemon:
-        _run_against(tmp_path, daemon, outage=outage)
+        return _run_against(tmp_path, daemon, outage=outage, layout=layout)
 
 
-def _run_against(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
+def _run_against(tmp_path: Path, daemon: GitDaemon, *, outage: bool, layout: str) -> list[int]:
     url = daemon.url("vault.git")
-    ids = _seed(tmp_path, url)
-    machines = _machines(tmp_path, url)
+    os.environ["AGENT_MEM_VAULT_SYNC_LAYOUT"] = layout  # the seed, in this process
+    try:
+        ids = _seed(tmp_path, url)
+    finally:
+        del os.environ["AGENT_MEM_VAULT_SYNC_LAYOUT"]
+    machines = _machines(tmp_path, url, layout)
     go = tmp_path / "go"
     outputs = [tmp_path / f"delivered-{i}.jsonl" for i in range(MACHINES)]
     readers = [
@@ -161,10 +167,9 @@ def _run_against(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
     assert repeated == [], f"delivered more than once: {repeated}"
     assert set(delivered) == ids, f"lost: {sorted(ids - set(delivered))}"
     # The remote says the same: every one read, each once, on the machine that got it.
+    read = team_tree if layout == "2" else remote_tree
     notes = {
-        p: parse_note(t)
-        for p, t in remote_tree(daemon.base / "vault.git").items()
-        if "/handoffs/" in p
+        p: parse_note(t) for p, t in read(daemon.base / "vault.git").items() if "/handoffs/" in p
     }
     assert len(notes) == HANDOFFS
     for note in notes.values():
@@ -175,6 +180,7 @@ def _run_against(tmp_path: Path, daemon: GitDaemon, *, outage: bool) -> None:
             e.get("claim_unconfirmed", 0) + e.get("remote_unreachable", 0) for e in errors
         )
         assert unconfirmed > 0, errors  # the remote did go away under the readers
+    return [sum(1 for line in out.read_text().splitlines() if '"id"' in line) for out in outputs]
 
 
 def test_eight_machines_reading_at_once_deliver_each_handoff_exactly_once(
@@ -187,3 +193,16 @@ def test_eight_machines_with_the_remote_going_away_mid_run_lose_and_repeat_nothi
     tmp_path: Path,
 ) -> None:
     _run(tmp_path, outage=True)
+
+
+def test_eight_machines_on_a_log_each_deliver_each_handoff_exactly_once_and_each_gets_some(
+    tmp_path: Path,
+) -> None:
+    got = _run(tmp_path, outage=False, layout="2")
+    assert all(n > 0 for n in got), got  # claims are shared out, not taken by one machine
+
+
+def test_eight_machines_on_a_log_each_with_the_remote_going_away_lose_and_repeat_nothing(
+    tmp_path: Path,
+) -> None:
+    _run(tmp_path, outage=True, layout="2")

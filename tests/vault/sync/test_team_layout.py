@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ import pytest
 from agent_mem_vault.core.errors import RemoteError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync.engine import RouteSync, sync_route
+from agent_mem_vault.vault.sync.prune import EVERY, prune_claims
 from agent_mem_vault.vault.sync.routes import Route, load_config
+from agent_mem_vault.vault.sync.team_claim import GRACE
 from tests.git_remote import git, remote_tree, team_tree
 
 from .conftest import NS, Machine
@@ -250,3 +253,34 @@ def test_a_layout_newer_than_this_release_is_refused_with_the_upgrade_line(
     assert raised.value.code == "layout_newer"
     assert "pip install -U agent-mem-vault" in raised.value.message
     assert load_config(a.path) is None  # nothing kept
+
+
+def test_claim_refs_older_than_the_grace_are_pruned_and_the_remote_stays_bounded(
+    machine: Machine, remote: Path
+) -> None:
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))
+    made = [
+        a.create_handoff(to="codex", summary=f"task {i}", context="C", namespace=NS)
+        for i in range(3)
+    ]
+    a.sync()
+    b.sync()
+    taken = [b.read_handoff(agent="codex", namespace=NS) for _ in range(2)]
+    assert set(_refs(remote, f"{PREFIX}/_claim")) == {h.id for h in taken if h}
+    _route_b, sync = _route(b)
+    start = time.time() + EVERY  # b's last sync looked at the claims a moment ago
+    with sync.network_turn():
+        sync.fetch()
+        assert prune_claims(sync, 20, now=start) == 0  # first seen now: within the grace
+        assert prune_claims(sync, 20, now=start + 1) == 0  # looked a moment ago
+        assert prune_claims(sync, 20, now=start + GRACE - 1) == 0
+        assert prune_claims(sync, 20, now=start + GRACE + EVERY) == 2
+    assert _refs(remote, f"{PREFIX}/_claim") == {}
+    # Every machine's view holds them read: neither is taken again, the third is.
+    a.sync()
+    last = a.read_handoff(agent="codex", namespace=NS)
+    assert last is not None and last.id not in {h.id for h in taken if h}
+    assert {h.id for h in made} == {last.id, *(h.id for h in taken if h)}
+    assert a.read_handoff(agent="codex", namespace=NS) is None

@@ -126,6 +126,19 @@ class FoldStore:
         rows = self._db.execute('SELECT machine, "commit", seq, lamport FROM tips')
         return {m: Tip(commit, seq, lamport) for m, commit, seq, lamport in rows}
 
+    def applied(self, commits: Sequence[str]) -> set[str]:
+        """Which of ``commits`` are entries folded here."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(commits))
+        for at in range(0, len(unique), 500):
+            chunk = unique[at : at + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f'SELECT DISTINCT "commit" FROM entries WHERE "commit" IN ({marks})', chunk
+            )
+            found.update(row[0] for row in rows)
+        return found
+
     def max_lamport(self) -> int:
         """The greatest Lamport applied here; 0 when nothing is."""
         (found,) = self._db.execute(

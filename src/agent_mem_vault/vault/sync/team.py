@@ -149,6 +149,9 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             tips = {}
         new = {m: c for m, c in logs.items() if m not in tips or tips[m].commit != c}
         state["last_full_fetch"] = started
+        # Every claim that landed before this fetch began came with its entry: what a
+        # lost race learned from the claim refs alone is known from the logs now.
+        state.pop("taken_elsewhere", None)
         moved = state.get("moved")
         state["moved"] = {
             **(moved if isinstance(moved, dict) else {}),

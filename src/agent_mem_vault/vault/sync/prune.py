@@ -1,0 +1,91 @@
+"""Keeping a layout-2 remote's refs bounded: claim refs go once no claim can need them.
+
+Every read leaves ``_claim/<id>`` on the remote (``team.py``). It is a lock, not
+the state: the state is the taker's entry, which landed in the same atomic push.
+So a claim ref can go once every machine that could claim the handoff would see
+that entry first. A machine claims only on a view of every log fetched less than
+``FRESH`` seconds before (``team_claim.py``); a ref goes ``GRACE`` seconds after
+this machine first listed it, and only when its entry is folded here. A claim
+made after the ref went rests on a fetch that began after the entry landed, which
+read it: that view holds the handoff read. Only each clock's rate matters, not
+how far apart two machines' clocks are.
+
+A syncer prunes at most once every ``EVERY`` seconds, right after a fetch of
+every log; a refused delete means another machine pruned first.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from .layout import team_prefix
+from .team import claims_on_remote, store_of
+from .team_claim import GRACE
+
+if TYPE_CHECKING:
+    from .engine import RouteSync
+
+__all__ = ["EVERY", "prune_claims"]
+
+EVERY = 60.0
+"""Seconds between two looks at a remote's claim refs by one machine."""
+_BATCH = 500
+"""Claim refs one push deletes."""
+
+
+def prune_claims(sync: RouteSync, limit: float, now: float | None = None) -> int:
+    """Delete the claim refs whose entries every machine has had ``GRACE`` seconds to
+    fetch (the caller has just fetched every log, holding the route's turn); how many
+    went."""
+    now = time.time() if now is None else now
+    state = sync.state()
+    last = state.get("pruned_at")
+    if isinstance(last, int | float) and 0 <= now - last < EVERY:
+        return 0
+    claims = claims_on_remote(sync)
+    before = state.get("claims_seen")
+    seen = {
+        i: at
+        for i, at in (before.items() if isinstance(before, dict) else ())
+        if i in claims and isinstance(at, int | float)
+    }
+    for id in claims:
+        seen.setdefault(id, now)
+    due = [i for i in claims if now - seen[i] >= GRACE]
+    store = store_of(sync)
+    try:
+        applied = store.applied([claims[i] for i in due])
+    finally:
+        store.close()
+    gone = [i for i in due if claims[i] in applied]
+    prefix = team_prefix(sync.route)
+    pruned = 0
+    for at in range(0, len(gone), _BATCH):
+        batch = gone[at : at + _BATCH]
+        result = sync._network(
+            "push",
+            "--no-verify",
+            "--porcelain",
+            "--quiet",
+            *(f"--force-with-lease={prefix}/_claim/{i}:{claims[i]}" for i in batch),
+            sync.remote,
+            *(f":{prefix}/_claim/{i}" for i in batch),
+            timeout=limit,
+        )
+        if result.status not in (0, 1):
+            raise sync._failed(result)
+        refused = {
+            line.split("\t")[1].rsplit("/", 1)[-1]
+            for line in result.out.decode("utf-8", "replace").splitlines()
+            if line[:1] == "!"
+        }
+        for id in batch:
+            if id not in refused:
+                pruned += 1
+            seen.pop(id, None)  # gone, by this push or another machine's
+    state = sync.state()
+    state["claims_seen"] = seen
+    state["pruned_at"] = now
+    sync.save_state(state)
+    return pruned
