@@ -93,7 +93,8 @@ def remote_tree(repo: Path, ref: str = "refs/heads/main") -> dict[str, str]:
 def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
     """The notes a layout-2 route keeps in the bare repository: path → text.
 
-    Read the way docs/sync.md describes it, with plain git: every entry of every
+    Read the way docs/sync.md describes it, with plain git: from ``_checkpoint`` (an
+    upgraded route's notes as layout 1 held them), every entry of every
     ``_log/<machine>``, each path's changes in (lamport, machine, seq) order; a change
     made on the note as it stands is taken, a removal against a later change leaves
     the change, and two changes made apart are merged by fields (``merge_notes``, whose
@@ -102,6 +103,7 @@ def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
     from agent_mem_vault.vault.sync.arrivals import _generated
 
     prefix = f"refs/agent-mem-vault-sync/{route}/_log/"
+    checkpoint = f"refs/agent-mem-vault-sync/{route}/_checkpoint"
     logs = git("for-each-ref", "--format=%(refname)", prefix, cwd=repo).split()
     changes: list[tuple[tuple[int, str, int], str, str | None, str | None]] = []
     for log in logs:
@@ -120,6 +122,10 @@ def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
         return blob[5:] if blob.startswith("text:") else git("cat-file", "blob", blob, cwd=repo)
 
     blobs: dict[str, str | None] = {}
+    if _exists(repo, checkpoint):  # an upgraded route: every fold starts there
+        for item in filter(None, git("ls-tree", "-r", "-z", checkpoint, cwd=repo).split("\0")):
+            meta, _, path = item.partition("\t")
+            blobs[path] = meta.split(" ")[2]
     for _key, path, old, new in sorted(changes, key=lambda c: (c[0], c[1])):
         now = blobs.get(path)
         if new == now or (new is None and old != now):

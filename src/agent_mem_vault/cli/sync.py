@@ -213,6 +213,37 @@ def sync_remove(namespace: str | None, vault_path: str, as_json: bool) -> None:
         click.echo(f"No longer syncing with {route.label}.")
 
 
+@sync.command("upgrade")
+@click.option(
+    "--project",
+    "-n",
+    "namespace",
+    metavar="NS",
+    help="Upgrade the project route of this namespace (default: the vault's own remote).",
+)
+@vault_options
+def sync_upgrade(namespace: str | None, vault_path: str, as_json: bool) -> None:
+    """Move a route to a log per machine (layout 2), for every machine on it.
+
+    One atomic push; every machine of this release follows at its next sync.
+    A release that keeps one log stops there and asks to be upgraded.
+
+    \b
+    Example:
+      agent-mem-vault sync upgrade
+    """
+    upgraded = open_vault(vault_path).upgrade_route(namespace)
+    if as_json:
+        emit_json(upgraded.to_dict())
+    elif upgraded.already:
+        click.echo(f"{upgraded.route.label} keeps a log per machine already.")
+    else:
+        click.echo(
+            f"{upgraded.route.label} keeps a log per machine now; every machine of this "
+            "release follows at its next sync."
+        )
+
+
 def _finish(report: SyncReport, as_json: bool | None) -> None:
     """Print a sync's report (``as_json`` None: in JSON already, or not at all); raise the
     first route's error (after printing them all)."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..sync.operations import RouteStatus, Signing, SyncReport
     from ..sync.routes import Route
     from ..sync.signing import Chosen
+    from ..sync.upgrade import Upgraded
 
 __all__ = ["SyncOps", "plug_in"]
 
@@ -108,6 +109,13 @@ class SyncOps(VaultBase):
         namespace = validate_namespace_filter(namespace)
         route: Route = sync_commands().leave(self, namespace)
         return route
+
+    def upgrade_route(self, namespace: str | None = None) -> Upgraded:
+        """Move the vault's route (or ``namespace``'s project route) to a log per machine
+        (layout 2), for every machine that uses it (docs/sync.md)."""
+        namespace = validate_namespace_filter(namespace)
+        upgraded: Upgraded = sync_commands().upgrade(self, namespace)
+        return upgraded
 
     def sync(self) -> SyncReport:
         """Commit, fetch, merge and push every route now; each route's failure is in its

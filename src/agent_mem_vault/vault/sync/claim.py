@@ -24,6 +24,13 @@ by the put back at the next sync (``RouteSync._send_entry``). A reader killed
 between its push and its answer may lose that one handoff (it counts as read,
 undelivered), never deliver it twice.
 
+In layout 2 (a log per machine, ``team.py``) the push is this machine's own
+log and a create-only claim ref of the handoff, in one atomic push: a refusal
+means another machine took that very handoff, and the next one is taken at once
+with no fetch (``team_claim.py`` says which ones to leave out, and when to
+spread out over the newest few). A claim rests on a view of every log fetched
+less than ``team_claim.FRESH`` seconds before.
+
 Only this process of the machine talks to the route's remote meanwhile (the
 route's turn); the vault lock is held only for the local steps, so writers of
 other namespaces and of this one go on while the push is on the wire.
@@ -69,6 +76,8 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
             _catch_up(vault, sync)  # a claim rests on a view of every log, fetched lately
             looked = True
         for attempt in range(MAX_ROUNDS):
+            if team is None and sync.route.layout == 2:
+                team = Team(sync)  # the remote was upgraded, and this route followed
             held: ConflictError | None = None
             with vault._writing(scope=scope) as idx:
                 skip = team.skip(idx, agent, namespace) if team is not None else ()

@@ -24,11 +24,12 @@ import random
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from . import team
+from . import log_fetch, team
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .identity import identity
 from .journal import take_changes
@@ -36,12 +37,10 @@ from .local import FETCH_FIRST, Heads, LocalRoute, RouteReport, read_state, stat
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,
-    Entry,
     checkpoint_message,
     entry_message,
     log_position,
 )
-from .log import entries as log_entries
 from .prune import prune_claims
 from .routes import SYNC_DIR, Route, SyncConfig
 from .signing import HELD_KEYS, HELD_MARK, SigningHeld, commit_signed, signer_for
@@ -85,142 +84,29 @@ class RouteSync(LocalRoute):
     # -- network (the caller has the route's turn) -------------------------------------
 
     def fetch(self, timeout: float | None = None) -> str | None:
-        """What the remote has for the route: its log's new entries fetched and applied
-        to ``fetched`` (``log.py``); None when the remote has nothing yet."""
+        """What the remote has for the route, applied to ``fetched`` (layout 1:
+        ``log_fetch.py``; layout 2: ``team.py``); None when the remote has nothing yet.
+        A layout-1 route whose log meets layout 2's fence follows the remote there."""
         limit = net_timeout() if timeout is None else timeout
         if self.route.layout == 2:
             return team.fetch(self, limit)
-        before = self._refs()
-        whole = before.fetched is None
-        self._fetch_refs(whole, limit)
-        now = self._refs()
-        if not whole and now.log is None:
-            self._fetch_refs(True, limit)  # the log went: is the checkpoint there?
-            now, whole = self._refs(), True
-        if before.fetched is not None and now.log is None and now.checkpoint is None:
-            # The remote lost the route's refs (a `push --mirror` from a clone that never
-            # fetched them, a ref deleted by hand): it is treated as a new remote, and
-            # the next push writes every note of this machine there again, as a join
-            # does. What others wrote meanwhile merges by fields when it comes back.
-            self._set_refs({self.fetched: (None, None), self.applied: (None, None)})
-            self._known = None
-            return None
-        entries = []
-        if now.log is not None and not whole and now.log != before.applied:
-            entries = log_entries(self.git, before.applied, now.log)
-        linked = True
-        if now.log is not None and not whole and now.log != before.applied and not entries:
-            # The log went back to an entry before the one applied here: the remote lost
-            # the entries after it (a backup restored; or its refs deleted and written
-            # again, by a machine that had not fetched them, as the very commits it had
-            # sent before). It is read whole, as no later state of what was fetched here.
-            self._fetch_refs(True, limit)
-            now, whole, linked = self._refs(), True, False
-        if not whole and any(e.checkpoint for e in entries):
-            # Many notes changed at once: start again from the checkpoint they went to.
-            self._fetch_refs(True, limit)
-            now, whole = self._refs(), True
-            # Or a log that does not go on from what this machine applied: the remote
-            # lost it and another machine wrote its notes there again (a checkpoint, as a
-            # join does). What arrives is then no later state of what was fetched here,
-            # so it merges with no common version: by fields, where read wins.
-            if before.applied is not None and now.log is not None:
-                linked = self.is_ancestor(before.applied, now.log)
-        if whole:
-            return self._apply_whole(now, linked)
-        if not entries:
-            return now.fetched
-        assert now.fetched is not None and now.fetched_tree is not None
-        return self._apply(now, now.fetched_tree, entries, [now.fetched])
+        try:
+            return log_fetch.fetch(self, limit)
+        except RemoteError as exc:
+            if exc.code != "remote_moved" or not team.fenced(self):
+                raise
+        self._follow_upgrade()
+        return team.fetch(self, limit)
 
-    def _fetch_refs(self, checkpoint: bool, limit: float) -> None:
-        """Fetch the route's log (and its checkpoint); a ref the remote does not have
-        (a remote with nothing yet, or written before the log) is left out."""
-        specs = {self.route.log_ref: f"+{self.route.log_ref}:{self.log}"}
-        if checkpoint:
-            specs[self.route.ref] = f"+{self.route.ref}:{self.checkpoint}"
-        while specs:
-            result = self._network(
-                "fetch",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--no-recurse-submodules",
-                "--quiet",
-                self.remote,
-                *specs.values(),
-                timeout=limit,
-            )
-            if result.status == 0:
-                break
-            missing = [r for r in specs if f"couldn't find remote ref {r}" in result.err]
-            if not missing:
-                raise self._failed(result)
-            for ref in missing:
-                del specs[ref]
-                self._set_refs(
-                    {self.log if ref == self.route.log_ref else self.checkpoint: (None, None)}
-                )
-        self._remember(fetched=True)
-        self._known = None
+    def _follow_upgrade(self) -> None:
+        """The remote moved to layout 2 (``upgrade.py``): so does this route, here."""
+        from .routes import load_config, save_config
 
-    def _apply_whole(self, now: Heads, linked: bool = True) -> str | None:
-        """``fetched`` made from the checkpoint and the log's entries after the point
-        it names (all of them, for a checkpoint written before the log); a child of the
-        ``fetched`` before it unless the remote was written again from elsewhere
-        (``linked`` false)."""
-        if now.checkpoint is None and now.log is None:
-            return now.fetched  # a remote with nothing yet
-        point = None
-        if now.checkpoint is None:
-            assert now.log is not None
-            tree, parents = self._empty_tree(len(now.log)), []
-        else:
-            tree, parents = self._tree(now.checkpoint), [now.checkpoint]
-            point = log_position(self.git, now.checkpoint)
-        if now.fetched is not None and linked:
-            parents.insert(0, now.fetched)
-        entries = log_entries(self.git, point, now.log) if now.log is not None else []
-        return self._apply(now, tree, entries, parents)
-
-    def _apply(self, now: Heads, tree: str, entries: list[Entry], parents: list[str]) -> str:
-        """``fetched`` made ``tree`` with ``entries`` applied in order (a new commit, its
-        parents ``parents``), then ``applied`` moved to the log's tip: ``fetched`` first,
-        as applying an entry twice changes nothing."""
-        # An entry of this machine whose push went unanswered: the remote has that commit.
-        sent = self.state().get("sent")
-        found = [e.commit for e in entries if isinstance(sent, dict) and e.commit in sent]
-        ours = [sent[c] for c in found] if isinstance(sent, dict) else []
-        marks = [i for i, e in enumerate(entries) if e.checkpoint is not None]
-        if marks:  # many notes changed at once: what came before the last such push is in it
-            checkpoint = entries[marks[-1]].checkpoint
-            assert checkpoint is not None
-            if checkpoint != now.checkpoint:
-                raise RemoteError(
-                    f"{self.route.label} changed while it was read (its log points at a "
-                    f"checkpoint {checkpoint[:12]} it does not hold); run "
-                    "'agent-mem-vault sync' again",
-                    code="remote_moved",
-                )
-            tree, entries = self._tree(checkpoint), entries[marks[-1] + 1 :]
-            parents = [*parents, checkpoint]
-        parents = [*parents, *ours]
-        changes: dict[str, str | None] = {}
-        for entry in entries:
-            for path in entry.removed:
-                changes[path] = None
-            changes.update(entry.changed)
-        mine = {p: b for p, b in changes.items() if self.config.covers(self.route, p)}
-        new_tree = edited_tree(self.git, tree, mine) if mine else tree
-        links = [a for p in dict.fromkeys(parents) for a in ("-p", p)]
-        commit = self.git.text(
-            "commit-tree", "--no-gpg-sign", new_tree, *links, "-m", f"the remote at {now.log}"
-        )
-        self._made[commit] = tuple(dict.fromkeys(parents))
-        self._set_refs({self.fetched: (commit, now.fetched), self.applied: (now.log, now.applied)})
-        if found:
-            self._unsent(*found)
-        self._moved(fetched=commit, fetched_tree=new_tree, applied=now.log)
-        return commit
+        self.route = replace(self.route, layout=2)
+        with self.vault._held(), self.vault._locked():
+            current = load_config(self.root) or self.config
+            self.config = current.with_route(self.route)
+            save_config(self.root, self.config)
 
     def _set_refs(self, moves: dict[str, tuple[str | None, str | None]]) -> None:
         """Move refs in one transaction: name → (new value or None to delete, old value

@@ -153,11 +153,14 @@ class FoldStore:
         tips: Mapping[str, Tip],
         current: Callable[[Sequence[str]], Mapping[str, str | None]],
         notes: NoteTexts,
+        start: Callable[[Sequence[str]], Mapping[str, str | None]] | None = None,
     ) -> Folded:
         """Fold ``changes`` into the notes; store them and ``tips``.
 
         ``current(paths)`` gives the blob the caller's ``fetched`` tree holds at each
-        path (a path it leaves out has none). Changes stored already are left out.
+        path (a path it leaves out has none); ``start(paths)``, the blob each path held
+        before every entry (the remote's checkpoint; none without one), where a path is
+        folded again. Changes stored already are left out.
         """
         db = self._db
         out = Folded()
@@ -174,9 +177,10 @@ class FoldStore:
                 else:
                     queues[path] = sorted([*self._stored(path), *new], key=_key)
                     out.refolded.append(path)
-            start = current(fast) if fast else {}
-            values = {p: start.get(p) for p in fast}
-            values.update(dict.fromkeys(out.refolded))
+            now = current(fast) if fast else {}
+            values = {p: now.get(p) for p in fast}
+            first = start(out.refolded) if start is not None and out.refolded else {}
+            values.update({p: first.get(p) for p in out.refolded})
             _fold(values, queues, notes, out)
             out.blobs = {p: values[p] for p in sorted(values)}
             db.executemany(

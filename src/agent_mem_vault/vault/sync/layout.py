@@ -36,10 +36,12 @@ if TYPE_CHECKING:
     from .routes import Route
 
 __all__ = [
+    "FENCE_TITLE",
     "LAYOUT",
     "LAYOUT_ENV",
     "TEAM_REFS",
     "check_marker",
+    "checkpoint_message",
     "fence_message",
     "marker_message",
     "new_route_layout",
@@ -51,6 +53,8 @@ LAYOUT = 2
 LAYOUT_ENV = "AGENT_MEM_VAULT_SYNC_LAYOUT"
 """The layout a route is made in when its remote holds none yet (1 unless set)."""
 TEAM_REFS = "refs/agent-mem-vault-sync/"
+FENCE_TITLE = "moved to layout 2"
+"""How a fence's message starts (``fence_message``)."""
 
 
 def team_prefix(route: Route) -> str:
@@ -72,20 +76,26 @@ def new_route_layout() -> int:
     )
 
 
-def marker_message(route: Route, fence: str | None) -> str:
-    """The ``_layout`` commit's message: the layout, and the oldest layout a release
-    must know to read it and to write it (what a newer layout raises)."""
+def marker_message(route: Route, from_layout: int | None) -> str:
+    """The ``_layout`` commit's message: the layout, the oldest layout a release must know
+    to read it and to write it (what a newer layout raises), and the one it was moved
+    from (None: made in this one)."""
     facts: dict[str, Any] = {
-        "fence": None if fence is None else {"commit": fence, "ref": route.log_ref},
-        "from_layout": None,
+        "fence": {"ref": route.log_ref},
+        "from_layout": from_layout,
         "layout": LAYOUT,
         "readers": LAYOUT,
-        "route": team_prefix(route).rsplit("/", 1)[-1]
-        if route.namespace is None
-        else route.namespace,
+        "route": team_prefix(route).removeprefix(TEAM_REFS),
         "writers": LAYOUT,
     }
     return f"agent-mem-vault layout {LAYOUT}\n\n{json.dumps(facts, sort_keys=True)}\n"
+
+
+def checkpoint_message() -> str:
+    """The checkpoint an upgrade leaves (every note as layout 1 held it, before any
+    machine's entry): never a ``log`` key, which layout 1's reader would follow."""
+    facts = {"frontier": {}, "lamport": 0, "layout": LAYOUT}
+    return f"notes\n\n{json.dumps(facts, sort_keys=True)}\n"
 
 
 def fence_message(marker: str) -> str:
@@ -93,7 +103,7 @@ def fence_message(marker: str) -> str:
     log points at, never finds it on the checkpoint ref, and stops (``remote_moved``)."""
     facts = {"checkpoint": marker}
     return (
-        "moved to layout 2: upgrade agent-mem-vault to use this remote\n\n"
+        f"{FENCE_TITLE}: upgrade agent-mem-vault to use this remote\n\n"
         f"{json.dumps(facts, sort_keys=True)}\n"
     )
 

@@ -36,11 +36,13 @@ from .routes import (
     new_config,
     project_ref,
     route_git_dir,
+    route_named,
     save_config,
 )
 from .signing import Chosen, choose_key, signer_for
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
+from .upgrade import upgrade
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ __all__ = [
     "status",
     "sync_all",
     "travelled_matching",
+    "upgrade",
 ]
 
 BUDGET_ENV = "AGENT_MEM_VAULT_SYNC_BUDGET"
@@ -282,8 +285,8 @@ def signing_key(vault: VaultBase, key: str | None, repo: Path | None = None) -> 
 def sign_route(vault: VaultBase, namespace: str | None, chosen: Chosen) -> Signing:
     """Sign every commit the route of ``namespace`` (None: the vault's) sends with
     ``chosen`` from now on; what waits to be sent goes out signed."""
-    config, route = _route_named(
-        vault,
+    config, route = route_named(
+        vault.path,
         namespace,
         "join one with signing on: 'agent-mem-vault sync init REMOTE --sign' (or --project --sign)",
     )
@@ -299,24 +302,11 @@ def _signing(vault: VaultBase, config: SyncConfig, route: Route, chosen: Chosen)
     return Signing(route, chosen, None if who is None else who.email)
 
 
-def _route_named(vault: VaultBase, namespace: str | None, hint: str) -> tuple[SyncConfig, Route]:
-    """The config and the route of ``namespace`` (None: the vault's); ``no_sync_route``,
-    ending with ``hint``, when there is none."""
-    config = load_config(vault.path)
-    route = None
-    if config is not None:
-        route = next((r for r in config.routes if r.namespace == namespace), None)
-    if config is None or route is None:
-        what = "the vault" if namespace is None else f"namespace {namespace}"
-        raise NotFoundError(f"{what} syncs with no remote here; {hint}", code="no_sync_route")
-    return config, route
-
-
 def leave(vault: VaultBase, namespace: str | None = None) -> Route:
     """Stop sending notes through a route (the vault's, or ``namespace``'s); the notes
     stay, and so does the remote. The route that was left."""
-    config, route = _route_named(
-        vault, namespace, "'agent-mem-vault sync --status' lists the routes there are"
+    config, route = route_named(
+        vault.path, namespace, "'agent-mem-vault sync --status' lists the routes there are"
     )
     with vault._held(), vault._locked():
         rest = config.without(route)

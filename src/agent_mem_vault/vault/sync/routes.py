@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import DataError, InvalidInputError
+from ...core.errors import DataError, InvalidInputError, NotFoundError
 from ..folder.copies import copy_of
 from ..folder.files import atomic_write
 
@@ -43,6 +43,7 @@ __all__ = [
     "namespace_of",
     "project_ref",
     "route_git_dir",
+    "route_named",
     "save_config",
     "travels",
 ]
@@ -269,6 +270,19 @@ def route_git_dir(root: Path, route: Route) -> Path:
     """The git folder that keeps ``route``'s objects: the vault route's own, in the sync
     folder; a project route's clone's."""
     return root / SYNC_DIR / f"{route.key}.git" if route.repo is None else Path(route.repo)
+
+
+def route_named(root: Path, namespace: str | None, hint: str) -> tuple[SyncConfig, Route]:
+    """The config and the route of ``namespace`` (None: the vault's); ``no_sync_route``,
+    ending with ``hint``, when there is none."""
+    config = load_config(root)
+    route = None
+    if config is not None:
+        route = next((r for r in config.routes if r.namespace == namespace), None)
+    if config is None or route is None:
+        what = "the vault" if namespace is None else f"namespace {namespace}"
+        raise NotFoundError(f"{what} syncs with no remote here; {hint}", code="no_sync_route")
+    return config, route
 
 
 def sync_dir(root: Path) -> Path:

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .entries import LogEntry, read_entries, team_entry_message
 from .fold import FoldStore, Tip
 from .gitcmd import net_timeout
-from .layout import check_marker, fence_message, marker_message, new_route_layout, team_prefix
+from .layout import (
+    FENCE_TITLE,
+    check_marker,
+    fence_message,
+    marker_message,
+    new_route_layout,
+    team_prefix,
+)
 from .local import FETCH_FIRST
 from .routes import SYNC_DIR
 from .trees import edited_tree, empty_tree_id
@@ -39,6 +45,7 @@ __all__ = [
     "CLAIMED",
     "LOG_MOVED",
     "claims_on_remote",
+    "fenced",
     "fetch",
     "push",
     "remote_layout",
@@ -70,6 +77,18 @@ def remote_layout(sync: RouteSync) -> int:
     if f"{prefix}/_layout" in found:
         return 2
     return 1 if found else new_route_layout()
+
+
+def fenced(sync: RouteSync) -> bool:
+    """Whether the layout-1 log this machine just fetched ends in layout 2's fence: the
+    remote was upgraded (``upgrade.py``)."""
+    sync._known = None
+    log = sync._refs().log
+    if log is None:
+        return False
+    found = sync.git.run("cat-file", "commit", log, check=False)
+    message = found.out.decode("utf-8", "replace").partition("\n\n")[2]
+    return found.status == 0 and message.startswith(FENCE_TITLE)
 
 
 def store_of(sync: RouteSync) -> FoldStore:
@@ -127,26 +146,31 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         state["marker"] = marker
     logs = {n.removeprefix("_log/"): c for n, c in refs.items() if n.startswith("_log/")}
     known = sync._refs()
+    # The checkpoint every fold starts from (a route upgraded from layout 1 has one); one
+    # the remote lost is written there again from here.
+    checkpoint = refs.get("_checkpoint") or state.get("checkpoint")
+    if checkpoint is not None and "_checkpoint" not in refs:
+        _restore(sync, limit, {f"{prefix}/_checkpoint": checkpoint})
     store = store_of(sync)
     try:
         tips = store.tips()
-        if tips and state.get("fold_tree") != known.fetched_tree:
-            # The store went on without ``fetched`` (a process stopped between the two):
-            # what it holds is not what ``fetched`` holds, so both start again.
-            store.reset()
-            tips, known = {}, replace(known, fetched_tree=None)
+        fresh = not tips or checkpoint != state.get("checkpoint")
+        if not fresh and state.get("fold_tree") != known.fetched_tree:
+            fresh = True  # the store went on without ``fetched`` (a process stopped between)
         gone = [
             m
             for m, tip in tips.items()
             if logs.get(m) != tip.commit
             and (m not in logs or not sync.is_ancestor(tip.commit, logs[m]))
         ]
+        # A log that went back or went away: its notes are what the remote has now, so
+        # everything is folded again from the start, unlinked from what was here.
         linked = not gone
-        if gone:
-            # A log that went back or went away: its notes are what the remote has now,
-            # so everything is folded again from the start, unlinked from what was here.
+        if tips and (fresh or gone):
             store.reset()
             tips = {}
+        fresh = fresh or bool(gone)
+        state["checkpoint"] = checkpoint
         new = {m: c for m, c in logs.items() if m not in tips or tips[m].commit != c}
         state["last_full_fetch"] = started
         # Every claim that landed before this fetch began came with its entry: what a
@@ -157,26 +181,32 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             **(moved if isinstance(moved, dict) else {}),
             **{m: started for m in new if m in tips},
         }
-        if not new and linked:
+        if not new and not fresh:
             sync.save_state(state)
             return known.fetched
+        digits = len(checkpoint or known.fetched or next(iter(logs.values()), "0" * 40))
         entries = read_entries(
             sync.git,
             list(new.values()),
             [tips[m].commit for m in logs if m in tips],
-            empty_tree_id(len(next(iter(logs.values())) if logs else "0" * 40)),
+            empty_tree_id(digits),
         )
         new_tips = _tips(entries, new)
         covered = [
             c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)
         ]
-        base_tree = known.fetched_tree if linked else None
+        start_tree = sync._tree(checkpoint) if checkpoint is not None else None
+        base_tree = start_tree if fresh else known.fetched_tree
 
         def current(paths: Sequence[str]) -> dict[str, str | None]:
             found = sync.entries(base_tree, list(paths))
             return {p: found.get(p) for p in paths}
 
-        folded = store.fold(covered, new_tips, current, _Texts(sync))
+        def start(paths: Sequence[str]) -> dict[str, str | None]:
+            found = sync.entries(start_tree, list(paths))
+            return {p: found.get(p) for p in paths}
+
+        folded = store.fold(covered, new_tips, current, _Texts(sync), start)
         state["lamport"] = max(int(state.get("lamport") or 0), store.max_lamport())
     finally:
         store.close()
@@ -188,11 +218,10 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     state["sent"] = sent
     sync.save_state(state)
     sync._followups = folded
-    if not logs and known.fetched is None:
+    if not logs and checkpoint is None and known.fetched is None:
         return None
-    digits = len(known.fetched or next(iter(logs.values())))
-    start = base_tree or empty_tree_id(digits)
-    tree = edited_tree(sync.git, start, folded.blobs) if folded.blobs else start
+    origin = base_tree or empty_tree_id(digits)
+    tree = edited_tree(sync.git, origin, folded.blobs) if folded.blobs else origin
     parents = [known.fetched] if linked and known.fetched is not None else []
     parents = list(dict.fromkeys([*parents, *ours]))
     links = [a for p in parents for a in ("-p", p)]
@@ -207,6 +236,21 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         sync._set_refs({_mine(sync): (mine, None)})
     sync._moved(fetched=commit, fetched_tree=tree)
     return commit
+
+
+def _restore(sync: RouteSync, limit: float, refs: dict[str, str]) -> None:
+    """Write refs the remote lost back as this machine last saw them, create-only (a
+    refusal means another machine did it first)."""
+    sync._network(
+        "push",
+        "--no-verify",
+        "--porcelain",
+        "--quiet",
+        *(f"--force-with-lease={ref}:" for ref in refs),
+        sync.remote,
+        *(f"{commit}:{ref}" for ref, commit in refs.items()),
+        timeout=limit,
+    )
 
 
 def _folded_into(sync: RouteSync, tree: str) -> None:
@@ -271,7 +315,7 @@ def push(
         mine = tips.get(machine)
         seq = max(int(state.get("seq") or 0), mine.seq if mine else 0) + 1
         lamport = max(int(state.get("lamport") or 0), store.max_lamport()) + 1
-        marker = _marker_specs(sync, len(commit)) if "_layout" not in listing else ([], [])
+        marker = _marker_specs(sync, len(commit), listing, state)
         base = {p: old for p, (old, _new) in changes.items() if old is not None}
         removed = [p for p, (_old, new) in changes.items() if new is None]
         blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
@@ -291,7 +335,7 @@ def push(
         for id in claims:
             specs.append(f"{entry}:{prefix}/_claim/{id}")
             options.append(f"--force-with-lease={prefix}/_claim/{id}:")
-        for id, oid in _reopened(sync, changes).items():
+        for id, oid in _reopened(sync, changes, claims).items():
             specs.append(f":{prefix}/_claim/{id}")
             options.append(f"--force-with-lease={prefix}/_claim/{id}:{oid}")
         state["seq"] = seq
@@ -319,35 +363,53 @@ def push(
     if marker[0]:
         moves[f"{_mirror(sync)}/_layout"] = (marker[0][0].split(":", 1)[0], None)
     sync._set_refs(moves)
-    _folded_into(sync, sync._tree(commit))
-    _forget_sent(sync, entry, lamport=lamport)
-    sync._moved(fetched=commit, fetched_tree=None)
+    tree = known.local_tree if known.local == commit and known.local_tree else sync._tree(commit)
+    _forget_sent(sync, entry, lamport=lamport, fold_tree=tree)
+    sync._moved(fetched=commit, fetched_tree=tree)
     return None
 
 
-def _marker_specs(sync: RouteSync, digits: int) -> tuple[list[str], list[str]]:
-    """On a remote with no marker yet (the route is being made): the marker and the
-    fence on layout 1's log name, create-only, in the same push as the first entry (of
-    two machines making the route at once, one lands; the other fetches and goes on)."""
+def _marker_specs(
+    sync: RouteSync, digits: int, listing: dict[str, str], state: dict[str, object]
+) -> tuple[list[str], list[str]]:
+    """What a push adds when the remote has no marker: on a new route, the marker and the
+    fence on layout 1's log name, create-only, with its first entry (of two machines
+    making the route at once, one lands; the other fetches and goes on); on a route that
+    lost its marker, the marker as it was."""
     prefix = team_prefix(sync.route)
+    if "_layout" in listing:
+        return [], []
+    lease = f"--force-with-lease={prefix}/_layout:"
+    seen = state.get("marker")
+    if isinstance(seen, str):
+        return [f"{seen}:{prefix}/_layout"], [lease]
     tree = edited_tree(sync.git, empty_tree_id(digits), {})
     marker = sync.git.text(
         "commit-tree", "--no-gpg-sign", tree, "-m", marker_message(sync.route, None)
     )
+    if any(name.startswith("_log/") for name in listing) or "_checkpoint" in listing:
+        return [f"{marker}:{prefix}/_layout"], [lease]
     fence = sync.git.text("commit-tree", "--no-gpg-sign", tree, "-m", fence_message(marker))
     return (
         [f"{marker}:{prefix}/_layout", f"{fence}:{sync.route.log_ref}"],
-        [f"--force-with-lease={prefix}/_layout:", f"--force-with-lease={sync.route.log_ref}:"],
+        [lease, f"--force-with-lease={sync.route.log_ref}:"],
     )
 
 
-def _reopened(sync: RouteSync, changes: dict[str, tuple[str | None, str | None]]) -> dict[str, str]:
+def _reopened(
+    sync: RouteSync, changes: dict[str, tuple[str | None, str | None]], claims: Sequence[str]
+) -> dict[str, str]:
     """Handoffs this entry makes pending again after a read (a reopen, a claim put back):
-    their claim refs go with the same push, so the next reader can take them."""
+    their claim refs go with the same push, so the next reader can take them. (A
+    claim's own note goes the other way: it is not looked at.)"""
+    taken = {f"{c}.md" for c in claims}
     pairs = {
         p: (old, new)
         for p, (old, new) in changes.items()
-        if old is not None and new is not None and "/handoffs/" in p
+        if old is not None
+        and new is not None
+        and "/handoffs/" in p
+        and p.rsplit("/", 1)[-1] not in taken
     }
     if not pairs:
         return {}
@@ -417,12 +479,17 @@ def _send(
     return cause[0].rsplit("\t", 1)[-1]
 
 
-def _forget_sent(sync: RouteSync, entry: str, lamport: int | None = None) -> None:
-    """``entry`` is answered (taken or refused): no longer written down as sent."""
+def _forget_sent(
+    sync: RouteSync, entry: str, lamport: int | None = None, fold_tree: str | None = None
+) -> None:
+    """``entry`` is answered (taken or refused): no longer written down as sent; taken,
+    its Lamport applied here and ``fetched`` holding the store's fold (``fold_tree``)."""
     state = sync.state()
     sent = state.get("sent")
     if isinstance(sent, dict):
         sent.pop(entry, None)
     if lamport is not None:
         state["lamport"] = max(int(state.get("lamport") or 0), lamport)
+    if fold_tree is not None:
+        state["fold_tree"] = fold_tree
     sync.save_state(state)
