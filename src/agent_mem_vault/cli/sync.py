@@ -244,6 +244,32 @@ def sync_upgrade(namespace: str | None, vault_path: str, as_json: bool) -> None:
         )
 
 
+@sync.command("reopen-stranded")
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@vault_options
+def sync_reopen_stranded(ids: tuple[str, ...], vault_path: str, as_json: bool) -> None:
+    """Make handoffs a stopped read took pending again, for the whole team.
+
+    A read killed after the remote took its claim leaves the handoff read with
+    no agent known to have it; 'sync --status' lists each. Reopen the ones
+    whose agent did not get it (none named: all of them).
+
+    \b
+    Example:
+      agent-mem-vault sync reopen-stranded 3l6qyvzp7ns2c
+    """
+    vault = open_vault(vault_path)
+    reopened = vault.reopen_stranded(ids)
+    if reopened:
+        vault.sync()
+    if as_json:
+        emit_json({"reopened": reopened})
+    elif reopened:
+        click.echo(f"Pending again for the team: {', '.join(reopened)}.")
+    else:
+        click.echo("No handoff was stranded on this machine.")
+
+
 def _finish(report: SyncReport, as_json: bool | None) -> None:
     """Print a sync's report (``as_json`` None: in JSON already, or not at all); raise the
     first route's error (after printing them all)."""
@@ -322,6 +348,9 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
                 "(git config --global user.name 'Your Name'; git config --global user.email "
                 f"you@example.com){signed}"
             )
+        out += [f"  {item['said']}" for item in status.get("stranded") or ()]
+        if status.get("layout") == 2:
+            out.append("  a log per machine (layout 2): no push waits for another machine's")
         if held and status.get("signing_held"):
             out.append(f"  {status['signing_held']['said']}")
         if status.get("private"):

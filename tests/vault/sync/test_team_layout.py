@@ -284,3 +284,22 @@ def test_claim_refs_older_than_the_grace_are_pruned_and_the_remote_stays_bounded
     assert last is not None and last.id not in {h.id for h in taken if h}
     assert {h.id for h in made} == {last.id, *(h.id for h in taken if h)}
     assert a.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_sync_status_says_the_route_keeps_a_log_per_machine(machine: Machine, remote: Path) -> None:
+    import subprocess
+    import sys
+
+    a = machine("a")
+    a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
+    a.join_remote(str(remote))
+    [status] = a.sync_status()
+    assert status.to_dict()["layout"] == 2
+    shown = subprocess.run(
+        [Path(sys.executable).parent / "agent-mem-vault", "sync", "--status", "--vault", a.path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "a log per machine (layout 2)" in shown

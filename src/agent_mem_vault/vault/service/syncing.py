@@ -9,7 +9,7 @@ Until then a vault does not sync (``NO_SYNC``). The manual is docs/sync.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -116,6 +116,12 @@ class SyncOps(VaultBase):
         namespace = validate_namespace_filter(namespace)
         upgraded: Upgraded = sync_commands().upgrade(self, namespace)
         return upgraded
+
+    def reopen_stranded(self, ids: Sequence[str] = ()) -> list[str]:
+        """Make handoffs a stopped read of this machine took on the remote pending again
+        for the team (none named: all of them); the ids reopened."""
+        reopened: list[str] = sync_commands().reopen_stranded(self, list(ids))
+        return reopened
 
     def sync(self) -> SyncReport:
         """Commit, fetch, merge and push every route now; each route's failure is in its

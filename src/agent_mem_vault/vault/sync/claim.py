@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError, ConflictError, UnavailableError
 from ..folder.files import LockBusy
+from . import inflight
 from .engine import MAX_ROUNDS, RouteSync, stage_journal
 from .local import FETCH_FIRST, RouteReport
 from .routes import Route, load_config
@@ -72,6 +73,8 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
     looked = False
     team = Team(sync) if route.layout == 2 else None
     with sync.network_turn():
+        if team is not None:
+            inflight.settle(vault, sync)  # a read here that stopped half-way
         if team is not None and team.stale():
             _catch_up(vault, sync)  # a claim rests on a view of every log, fetched lately
             looked = True
@@ -84,6 +87,8 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 taken = vault._take(idx, agent, namespace, {"read_on": config.machine}, skip)
                 before, before_tree = sync.heads()[0], sync.local_tree()
                 head, staged = None, False
+                if team is not None and taken is not None:
+                    inflight.begin(sync, taken.handoff.id, taken.handoff.path, before)
                 if taken is not None:
                     # Not journaled: the syncer never sends a read that did not count.
                     idx.touched.discard(taken.handoff.path)
@@ -98,50 +103,55 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                     head = sync.commit(
                         f"read {taken.handoff.id}" if taken else "notes changed here"
                     )
-            if held is not None and taken is not None:
-                _put_back(vault, sync, taken, commit=False)
-                raise held
-            if taken is None:
-                if looked:
-                    return None
-                _catch_up(vault, sync)  # nothing here: the remote may have new ones
-                looked = True
-                continue
-            assert head is not None
             try:
-                refused = sync.push(
-                    head, title=f"read {taken.handoff.id}", claims=[taken.handoff.id]
-                )
-            except SigningHeld as exc:  # nothing was sent: the claim is simply undone
+                if held is not None and taken is not None:
+                    _put_back(vault, sync, taken, commit=False)
+                    raise held
+                if taken is None:
+                    if looked:
+                        return None
+                    _catch_up(vault, sync)  # nothing here: the remote may have new ones
+                    looked = True
+                    continue
+                assert head is not None
+                try:
+                    refused = sync.push(
+                        head, title=f"read {taken.handoff.id}", claims=[taken.handoff.id]
+                    )
+                except SigningHeld as exc:  # nothing was sent: the claim is simply undone
+                    _put_back(vault, sync, taken, commit=False, staged=staged)
+                    sync.retract(head, before, before_tree)
+                    raise _not_signed(taken, exc) from exc
+                except AgentMemVaultError as exc:
+                    # The remote may have taken it all the same (an answer lost on the way):
+                    # the note goes back to pending in a commit of its own, which undoes the
+                    # read wherever the claim landed.
+                    _put_back(vault, sync, taken, commit=True)
+                    raise _unconfirmed(route, taken, exc) from exc
+                if refused is None:
+                    if not staged:
+                        ensure_syncer(vault.path)  # it stages the note in the route's index
+                    return taken.handoff
+                # Refused: the remote never had it, so the claim's commit is simply undone.
                 _put_back(vault, sync, taken, commit=False, staged=staged)
                 sync.retract(head, before, before_tree)
-                raise _not_signed(taken, exc) from exc
-            except AgentMemVaultError as exc:
-                # The remote may have taken it all the same (an answer lost on the way):
-                # the note goes back to pending in a commit of its own, which undoes the
-                # read wherever the claim landed.
-                _put_back(vault, sync, taken, commit=True)
-                raise _unconfirmed(route, taken, exc) from exc
-            if refused is None:
-                if not staged:
-                    ensure_syncer(vault.path)  # it stages the note in the route's index
-                return taken.handoff
-            # Refused: the remote never had it, so the claim's commit is simply undone.
-            _put_back(vault, sync, taken, commit=False, staged=staged)
-            sync.retract(head, before, before_tree)
-            if team is not None and refused == CLAIMED:
-                team.lost(taken.handoff.id)  # another machine has it: the next, at once
-                continue
-            known = sync.heads()[1]
-            try:
-                _catch_up(vault, sync)
-            except AgentMemVaultError as exc:
-                raise _unconfirmed(route, taken, exc) from exc
-            if sync.heads()[1] == known and refused != FETCH_FIRST:
-                raise sync.refused(refused)
-            looked = True
-            # Eight machines after one handoff: a moment's random wait spreads them out.
-            time.sleep(random.uniform(0, 0.005 * min(attempt + 1, 10)))
+                if team is not None and refused == CLAIMED:
+                    team.lost(taken.handoff.id)  # another machine has it: the next, at once
+                    continue
+                known = sync.heads()[1]
+                try:
+                    _catch_up(vault, sync)
+                except AgentMemVaultError as exc:
+                    raise _unconfirmed(route, taken, exc) from exc
+                if sync.heads()[1] == known and refused != FETCH_FIRST:
+                    raise sync.refused(refused)
+                looked = True
+                # Eight machines after one handoff: a moment's random wait spreads them out.
+                time.sleep(random.uniform(0, 0.005 * min(attempt + 1, 10)))
+            finally:
+                if team is not None and taken is not None:
+                    inflight.done(sync, taken.handoff.id)  # answered, one way or another
+
     raise UnavailableError(
         f"{route.label} kept moving: {MAX_ROUNDS} claims in a row were overtaken by other "
         "machines; nothing was taken, retry in a moment",

@@ -32,6 +32,7 @@ from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from . import log_fetch, team
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .identity import identity
+from .inflight import settle
 from .journal import take_changes
 from .local import FETCH_FIRST, Heads, LocalRoute, RouteReport, read_state, state_file
 from .log import (
@@ -416,6 +417,8 @@ def sync_route(
     report = RouteReport(route)
     patience = max(net_timeout(), PATIENT) if patient else net_timeout()
     with sync.network_turn(wait):
+        if route.layout == 2:
+            settle(vault, sync)  # a read here that stopped half-way (``inflight.py``)
         with vault._held(), vault._locked():
             stage_journal(vault, config, syncs=[sync])
             if full:

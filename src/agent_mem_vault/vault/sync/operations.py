@@ -10,22 +10,21 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...core.clock import format_datetime
 from ...core.errors import AgentMemVaultError, ConflictError, InvalidInputError, NotFoundError
 from .engine import PATIENT, RouteSync, net_timeout, sync_route
-from .gate import PRIVATE_KIND, Held, allow_secret, held_notes, said
+from .gate import Held, allow_secret
 from .gitcmd import Git
 from .identity import identity
-from .journal import note_changes, waiting
+from .journal import note_changes
 from .local import RouteReport
 from .privacy import add_pattern
 from .privacy import patterns as private_patterns
 from .private_notes import release_pattern, travelled_matching
+from .route_status import RouteStatus, status
 from .routes import (
     SYNC_DIR,
     VAULT_REF,
@@ -39,7 +38,8 @@ from .routes import (
     route_named,
     save_config,
 )
-from .signing import Chosen, choose_key, signer_for
+from .signing import Chosen, choose_key
+from .stranded import reopen_stranded
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
 from .upgrade import upgrade
@@ -61,6 +61,7 @@ __all__ = [
     "leave",
     "private_patterns",
     "release_pattern",
+    "reopen_stranded",
     "sign_route",
     "signing_key",
     "status",
@@ -86,88 +87,6 @@ class SyncReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "routes": [r.to_dict() for r in self.routes]}
-
-
-@dataclass(frozen=True, slots=True)
-class RouteStatus:
-    """Where a route stands, without asking the remote (``sync --status``, ``doctor``)."""
-
-    route: Route
-    ahead: int
-    """Commits here the remote did not have at the last fetch or push."""
-    behind: int
-    """Commits the remote had at the last fetch that are not merged here."""
-    waiting: int
-    """Changes noted and not yet committed (of every route)."""
-    last_fetch: str | None
-    last_push: str | None
-    error: dict[str, Any] | None
-    """The last failure talking to the remote (code, message, at), if the last talk failed."""
-    syncer: int | None = field(default=None)
-    """The pid of the background syncer, if one runs."""
-    failures: int = 0
-    """Talks with the remote in a row that it did not answer (refused, silent, gone)."""
-    ask_after: str | None = None
-    """Until when session starts and views do not ask it again (RFC 3339), if they wait."""
-    held: dict[str, list[Held]] = field(default_factory=dict)
-    """Notes kept off the remote for a secret they gained here (path → the secrets,
-    ``gate.py``): each a problem until redacted or allowed."""
-    private: tuple[str, ...] = ()
-    """Notes that stay on this machine because they say ``private: true``: as asked."""
-    sender: str | None = None
-    """Who the entries this machine sends are authored by (``identity.py``); None: nobody
-    is named, git has no user for this route."""
-    machine: str = ""
-    signs_with: str | None = None
-    """The key what this route sends is signed with (``signing.py``); None: unsigned."""
-    signing: dict[str, str] | None = None
-    """While that key cannot sign without a person: since when, why, and the fix."""
-
-    def held_lines(self) -> list[str]:
-        """One line for each note held back, saying what to do (``gate.said``)."""
-        return [said(path, found, self.route.label) for path, found in self.held.items()]
-
-    def problems(self) -> list[str]:
-        """What ``doctor`` lists for this route: each note held back, and a key that
-        cannot sign (everything this route sends waits for it)."""
-        return [*self.held_lines(), *([self.signing_line()] if self.signing else [])]
-
-    def signing_line(self) -> str:
-        held = self.signing or {}
-        return (
-            f"{self.route.label}: sending held back since {held.get('since')}: the key "
-            f"{held.get('key')} {held.get('why')}; {held.get('fix')} (nothing goes out "
-            "unsigned)"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "remote": self.route.url or self.route.remote,
-            "remote_name": self.route.remote if self.route.repo else None,
-            "ref": self.route.ref,
-            "namespace": self.route.namespace,
-            "repository": self.route.repo,
-            "ahead": self.ahead,
-            "behind": self.behind,
-            "waiting": self.waiting,
-            "last_fetch": self.last_fetch,
-            "last_push": self.last_push,
-            "error": self.error,
-            "syncer": self.syncer,
-            "failures": self.failures,
-            "ask_after": self.ask_after,
-            "private": list(self.private),
-            "sender": self.sender,
-            "machine": self.machine,
-            "signs_with": self.signs_with,
-            "signing_held": None
-            if self.signing is None
-            else {**self.signing, "said": self.signing_line()},
-            "held_back": [
-                {"path": p, "found": [h.to_dict() for h in found], "said": line}
-                for (p, found), line in zip(self.held.items(), self.held_lines(), strict=True)
-            ],
-        }
 
 
 # -- joining and leaving ------------------------------------------------------------------
@@ -522,47 +441,6 @@ def _budget() -> float:
     return value if value > 0 else 2.0
 
 
-def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
-    """Each route: remote, ahead/behind as of the last fetch, the last error."""
-    config = load_config(vault.path)
-    if config is None:
-        return ()
-    pid = syncer_running(vault.path)
-    out = []
-    for route in config.routes:
-        sync = RouteSync(vault, config, route)
-        try:
-            ahead, behind = sync.ahead_behind()
-        except Exception:  # a git folder gone or damaged: the state file still says why
-            ahead = behind = 0
-        state = sync.state()
-        kept = held_notes(sync)
-        who = identity(sync.git.git_dir)
-        signer = signer_for(sync.git.git_dir, route)
-        signing = state.get("signing")
-        out.append(
-            RouteStatus(
-                route=route,
-                ahead=ahead,
-                behind=behind,
-                waiting=waiting(vault.path),
-                last_fetch=state.get("last_fetch"),
-                last_push=state.get("last_push"),
-                error=state.get("error"),
-                syncer=pid,
-                failures=failures(state),
-                ask_after=_stamp(ask_after(state)),
-                held={p: h for p, h in kept.items() if h[0].kind != PRIVATE_KIND},
-                private=tuple(p for p, h in kept.items() if h[0].kind == PRIVATE_KIND),
-                sender=None if who is None else str(who),
-                machine=config.machine,
-                signs_with=None if signer is None else signer.label,
-                signing=signing if isinstance(signing, dict) and signer is not None else None,
-            )
-        )
-    return tuple(out)
-
-
 def allow(vault: VaultBase, path: str, line: int, kind: str | None) -> list[Held]:
     """A person lets the findings on ``line`` of ``path`` go (``gate.allow_secret``); the
     note is named to the syncer again, so it goes out now."""
@@ -575,10 +453,3 @@ def allow(vault: VaultBase, path: str, line: int, kind: str | None) -> list[Held
         note_changes(vault.path, [path])
     ensure_syncer(vault.path)
     return allowed
-
-
-def _stamp(epoch: float | None) -> str | None:
-    """A time to wait for, as the state's other times are written; None if it has passed."""
-    if epoch is None or epoch <= time.time():
-        return None
-    return format_datetime(datetime.fromtimestamp(epoch, UTC))

@@ -340,6 +340,11 @@ def push(
             options.append(f"--force-with-lease={prefix}/_claim/{id}:{oid}")
         state["seq"] = seq
         state["sent"] = {**(state.get("sent") or {}), entry: commit}
+        records = state.get("inflight")
+        for id in claims:  # what the claim ref holds if it lands (``inflight.py``)
+            record = records.get(id) if isinstance(records, dict) else None
+            if isinstance(record, dict):
+                record.update(entry=entry, read=blobs.get(str(record.get("path"))))
         sync.save_state(state)
         refused = _send(sync, limit, specs, options, entry)
         if refused is not None:

@@ -1,0 +1,153 @@
+"""A read that stopped half-way (its process killed), found by the next one to take the
+route's turn, in layout 2.
+
+A read marks the handoff read here, commits it and pushes it with the handoff's
+claim ref (``claim.py``, ``team.py``). Killed on the way, it leaves one of two
+things, told apart by the claim ref on the remote:
+
+- the claim never landed: nothing was delivered, so the note is put back here
+  as it was, pending, and taken by the next read on any machine;
+- it landed: the handoff is read on the remote, but whether its agent got it
+  nobody knows. It is **stranded**: listed by ``sync --status`` and ``doctor``
+  until a person who knows says so with ``agent-mem-vault sync --reopen-stranded``
+  (the handoff pending again for the team), or leaves it read.
+
+The record is written before the note is taken and removed once the read has
+answered, in the route's state (``atomic_write``: it survives a killed process,
+not a power loss, as ``sent`` does). Only the holder of the route's turn, one
+process at a time, writes one, so a record found by the next holder was left by a
+process that stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from ...core.clock import format_datetime, utc_now
+from ...core.errors import AgentMemVaultError
+from .team import claims_on_remote
+
+if TYPE_CHECKING:
+    from ..ops.base import VaultBase
+    from .engine import RouteSync
+
+__all__ = ["begin", "done", "settle", "stranded"]
+
+
+def begin(sync: RouteSync, id: str, path: str, before: str | None) -> None:
+    """A read of handoff ``id`` (at ``path``) starts on top of the commit ``before``."""
+    state = sync.state()
+    records = _records(state)
+    records[id] = {"path": path, "before": before, "pid": os.getpid(), "at": time.time()}
+    state["inflight"] = records
+    sync.save_state(state)
+
+
+def done(sync: RouteSync, id: str) -> None:
+    """The read of ``id`` answered: taken, refused, or put back."""
+    state = sync.state()
+    records = _records(state)
+    if records.pop(id, None) is not None:
+        state["inflight"] = records
+        sync.save_state(state)
+
+
+def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
+    """Settle the reads a stopped process left (the caller has the route's turn, not the
+    vault lock); the handoffs found stranded."""
+    records = _records(sync.state())
+    left = {id: r for id, r in records.items() if r.get("pid") == os.getpid() or not _alive(r)}
+    if not left:
+        return []
+    sent = [id for id, r in left.items() if r.get("entry")]
+    try:
+        landed = claims_on_remote(sync, sent) if sent else {}
+    except AgentMemVaultError:
+        return []  # the remote cannot say now: asked again at the next turn
+    found = []
+    with vault._held(), vault._locked():
+        for id, record in left.items():
+            entry = record.get("entry")
+            if entry and landed.get(id) == entry:
+                found.append(id)
+            else:
+                _put_back(sync, id, record)
+        state = sync.state()
+        records = _records(state)
+        marks = state.get("stranded") if isinstance(state.get("stranded"), dict) else {}
+        assert isinstance(marks, dict)
+        for id in left:
+            records.pop(id, None)
+        for id in found:
+            marks[id] = {
+                "path": left[id].get("path"),
+                "at": format_datetime(utc_now()),
+                "machine": sync.config.machine,
+            }
+        state["inflight"], state["stranded"] = records, marks
+        sync.save_state(state)
+    return found
+
+
+def stranded(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The handoffs read on the remote by a read of this machine that stopped before it
+    answered: id → where and when."""
+    marks = state.get("stranded")
+    return (
+        {str(k): v for k, v in marks.items() if isinstance(v, dict)}
+        if isinstance(marks, dict)
+        else {}
+    )
+
+
+def _put_back(sync: RouteSync, id: str, record: dict[str, Any]) -> None:
+    """The read never landed: the note pending again as it was before it, if it is still
+    what the read made of it (a later change here stands)."""
+    path, before = record.get("path"), record.get("before")
+    if not isinstance(path, str) or not isinstance(before, str):
+        return
+    local = sync.heads()[0]
+    read = record.get("read") or (
+        sync.entries(sync._tree(local), [path]).get(path) if local else None
+    )
+    was = sync.entries(sync._tree(before), [path]).get(path)
+    target = sync.root / path
+    if was is None or read is None or not target.exists():
+        return
+    on_disk = sync.git.run("hash-object", "--", str(target)).out.decode().strip()
+    if on_disk != read:
+        return
+    text = sync.blobs([was]).get(was)
+    if text is None:
+        return
+    from ..folder.files import atomic_write
+
+    atomic_write(target, text, durable=sync.vault.durable)
+    idx = sync.vault._upkeep.handle()
+    sync.vault._upkeep.refresh(idx, path)
+    sync.stage([path])
+    sync.commit(f"put back {id}")
+
+
+def _alive(record: dict[str, Any]) -> bool:
+    pid = record.get("pid")
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _records(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    found = state.get("inflight")
+    return (
+        {str(k): dict(v) for k, v in found.items() if isinstance(v, dict)}
+        if isinstance(found, dict)
+        else {}
+    )
