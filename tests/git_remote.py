@@ -93,23 +93,28 @@ def remote_tree(repo: Path, ref: str = "refs/heads/main") -> dict[str, str]:
 def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
     """The notes a layout-2 route keeps in the bare repository: path → text.
 
-    Read the way docs/sync.md describes it, with plain git: from ``_checkpoint`` (an
-    upgraded route's notes as layout 1 held them), every entry of every
-    ``_log/<machine>``, each path's changes in (lamport, machine, seq) order; a change
-    made on the note as it stands is taken, a removal against a later change leaves
-    the change, and two changes made apart are merged by fields (``merge_notes``, whose
-    own tests say what it does) with the writer's version as the common one."""
+    Read the way docs/sync.md describes it, with plain git: from ``_checkpoint`` (every
+    note at a frontier of the logs), every later entry of every ``_log/<machine>``,
+    each path's changes in (lamport, machine, seq) order; a change made on the note
+    as it stands is taken, a removal against a later change leaves the change, and
+    two changes made apart are merged by fields (``merge_notes``, whose own tests say
+    what it does) with the writer's version as the common one."""
     from agent_mem_vault.vault.format.merge import merge_notes
     from agent_mem_vault.vault.sync.arrivals import _generated
 
     prefix = f"refs/agent-mem-vault-sync/{route}/_log/"
     checkpoint = f"refs/agent-mem-vault-sync/{route}/_checkpoint"
     logs = git("for-each-ref", "--format=%(refname)", prefix, cwd=repo).split()
+    frontier: dict[str, Any] = {}
+    if _exists(repo, checkpoint):  # what the checkpoint holds of each machine's log
+        frontier = _facts(git("log", "-1", "--format=%B", checkpoint, cwd=repo))["frontier"]
     changes: list[tuple[tuple[int, str, int], str, str | None, str | None]] = []
     for log in logs:
         for commit in git("rev-list", log, cwd=repo).split():
             facts = _facts(git("log", "-1", "--format=%B", commit, cwd=repo))
             key = (int(facts["lamport"]), str(facts["machine"]), int(facts["seq"]))
+            if key[2] <= frontier.get(key[1], {}).get("seq", 0):
+                continue  # in the checkpoint already
             base = facts.get("base", {})
             listing = git("ls-tree", "-r", "-z", commit, cwd=repo).split("\0")
             for item in filter(None, listing):

@@ -210,11 +210,11 @@ def test_a_remote_of_layout_one_stays_in_layout_one(
     assert (b.path / h.path).exists()
 
 
-def test_a_release_that_knows_one_log_only_stops_at_the_fence(
+def test_a_route_of_one_log_here_that_meets_the_fence_follows_it(
     machine: Machine, remote: Path
 ) -> None:
     a, b = machine("a"), machine("b")
-    a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
+    h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
     a.join_remote(str(remote))
     b.join_remote(str(remote))
     route, _sync = _route(b)
@@ -222,10 +222,11 @@ def test_a_release_that_knows_one_log_only_stops_at_the_fence(
     assert config is not None
     from dataclasses import replace
 
-    old = RouteSync(b, config, replace(route, layout=1))
-    with old.network_turn(), pytest.raises(RemoteError) as raised:
-        old.fetch()
-    assert raised.value.code == "remote_moved"
+    old = RouteSync(b, config, replace(route, layout=1))  # as a route made before layout 2
+    with old.network_turn():
+        fetched = old.fetch()
+    assert old.route.layout == 2 and _route(b)[0].layout == 2  # saved: it stays there
+    assert fetched is not None and h.path in old.entries(old._tree(fetched), [h.path])
 
 
 def test_a_layout_newer_than_this_release_is_refused_with_the_upgrade_line(
@@ -303,3 +304,42 @@ def test_sync_status_says_the_route_keeps_a_log_per_machine(machine: Machine, re
         check=True,
     ).stdout
     assert "a log per machine (layout 2)" in shown
+
+
+def test_a_checkpoint_is_written_every_few_entries_and_a_joining_machine_reads_only_what_follows(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.vault.sync import team_checkpoint
+    from agent_mem_vault.vault.sync.team import store_of
+
+    monkeypatch.setattr(team_checkpoint, "EVERY", 3)
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))
+    made = []
+    for i in range(4):
+        made.append(a.create_handoff(to="codex", summary=f"task {i}", context="C", namespace=NS))
+        a.sync()
+    checkpoint = _refs(remote)["_checkpoint"]
+    facts = _facts(remote, checkpoint)
+    assert facts["layout"] == 2 and _machine_name(a) in facts["frontier"]  # type: ignore[operator]
+    assert git("rev-parse", "refs/heads/main", cwd=remote).strip() == checkpoint  # plain clone
+    b.sync()
+    taken = b.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None
+    c = machine("c")
+    c.join_remote(str(remote))  # from the checkpoint, and the entries after it
+    _route_c, sync_c = _route(c)
+    store = store_of(sync_c)
+    try:
+        assert 0 < store.count() < 4
+    finally:
+        store.close()
+    for vault in (a, b, c):
+        vault.sync()
+    for h in made:
+        assert len({(v.path / h.path).read_bytes() for v in (a, b, c)}) == 1, h.path
+    assert c.get_handoff(taken.id).status == "read"
+    notes = team_tree(remote)  # read with plain git: the checkpoint, then what follows
+    for h in made:
+        assert notes[h.path] == (c.path / h.path).read_text()

@@ -46,6 +46,7 @@ from .prune import prune_claims
 from .routes import SYNC_DIR, Route, SyncConfig
 from .signing import HELD_KEYS, HELD_MARK, SigningHeld, commit_signed, signer_for
 from .stamps import stamp_edits
+from .team_checkpoint import checkpoint_if_due
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ class RouteSync(LocalRoute):
         entries past the one this machine knows (and it is still that one on the remote);
         whether one was written. Only after this machine applied the whole log."""
         if self.route.layout == 2:
-            return False  # each machine's log: checkpoints of layout 2 are not built yet
+            return checkpoint_if_due(self, net_timeout() if timeout is None else timeout)
         known = self._refs()
         if known.log is None or known.log != known.applied or known.fetched is None:
             return False

@@ -139,6 +139,13 @@ class FoldStore:
             found.update(row[0] for row in rows)
         return found
 
+    def count(self) -> int:
+        """The entries folded here (since the checkpoint the store started from)."""
+        (found,) = self._db.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT machine, seq FROM entries)"
+        ).fetchone()
+        return int(found)
+
     def max_lamport(self) -> int:
         """The greatest Lamport applied here; 0 when nothing is."""
         (found,) = self._db.execute(

@@ -41,6 +41,7 @@ __all__ = [
     "LAYOUT_ENV",
     "TEAM_REFS",
     "check_marker",
+    "checkpoint_facts",
     "checkpoint_message",
     "fence_message",
     "marker_message",
@@ -91,11 +92,32 @@ def marker_message(route: Route, from_layout: int | None) -> str:
     return f"agent-mem-vault layout {LAYOUT}\n\n{json.dumps(facts, sort_keys=True)}\n"
 
 
-def checkpoint_message() -> str:
-    """The checkpoint an upgrade leaves (every note as layout 1 held it, before any
-    machine's entry): never a ``log`` key, which layout 1's reader would follow."""
-    facts = {"frontier": {}, "lamport": 0, "layout": LAYOUT}
+def checkpoint_message(frontier: dict[str, tuple[str, int]] | None = None, lamport: int = 0) -> str:
+    """A checkpoint's message: the entry of each machine whose notes it holds (the
+    ``frontier``: machine → (commit, seq); none for an upgrade's, made before any entry)
+    and the greatest Lamport among them. Never a ``log`` key, which layout 1's reader
+    would follow."""
+    facts = {
+        "frontier": {m: {"commit": c, "seq": n} for m, (c, n) in sorted((frontier or {}).items())},
+        "lamport": lamport,
+        "layout": LAYOUT,
+    }
     return f"notes\n\n{json.dumps(facts, sort_keys=True)}\n"
+
+
+def checkpoint_facts(message: str) -> tuple[dict[str, tuple[str, int]], int]:
+    """A checkpoint's frontier and Lamport (``checkpoint_message``), from its message."""
+    facts = _facts(message)
+    found = facts.get("frontier")
+    frontier = {
+        str(m): (str(v["commit"]), int(v["seq"]))
+        for m, v in (found.items() if isinstance(found, dict) else ())
+        if isinstance(v, dict)
+        and isinstance(v.get("commit"), str)
+        and isinstance(v.get("seq"), int)
+    }
+    lamport = facts.get("lamport")
+    return frontier, lamport if isinstance(lamport, int) else 0
 
 
 def fence_message(marker: str) -> str:

@@ -29,6 +29,7 @@ from .gitcmd import net_timeout
 from .layout import (
     FENCE_TITLE,
     check_marker,
+    checkpoint_facts,
     fence_message,
     marker_message,
     new_route_layout,
@@ -171,7 +172,19 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             tips = {}
         fresh = fresh or bool(gone)
         state["checkpoint"] = checkpoint
-        new = {m: c for m, c in logs.items() if m not in tips or tips[m].commit != c}
+        # Folded from the checkpoint: only the entries after the ones it holds.
+        frontier: dict[str, Tip] = {}
+        if fresh and checkpoint is not None:
+            message = sync.git.run("cat-file", "commit", checkpoint).out.decode("utf-8", "replace")
+            covers, lamport = checkpoint_facts(message.partition("\n\n")[2])
+            state["lamport"] = max(int(state.get("lamport") or 0), lamport)
+            frontier = {
+                m: Tip(c, seq, lamport)
+                for m, (c, seq) in covers.items()
+                if m in logs and sync.is_ancestor(c, logs[m])
+            }
+        since = {m: t.commit for m, t in (tips or frontier).items()}
+        new = {m: c for m, c in logs.items() if since.get(m) != c}
         state["last_full_fetch"] = started
         # Every claim that landed before this fetch began came with its entry: what a
         # lost race learned from the claim refs alone is known from the logs now.
@@ -188,10 +201,10 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         entries = read_entries(
             sync.git,
             list(new.values()),
-            [tips[m].commit for m in logs if m in tips],
+            [since[m] for m in logs if m in since],
             empty_tree_id(digits),
         )
-        new_tips = _tips(entries, new)
+        new_tips = {**frontier, **_tips(entries, new)}
         covered = [
             c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)
         ]
