@@ -67,9 +67,10 @@ def remote_tree(repo: Path, ref: str = "refs/heads/main") -> dict[str, str]:
     checkpoint names, oldest first: the files of the entry's tree set, the paths
     its message lists as ``removed`` taken away, and an entry naming a checkpoint
     starting again from that one."""
-    log = "refs/agent-mem-vault-log/" + (
-        "vault" if ref == "refs/heads/main" else ref.removeprefix("refs/agent-mem-vault/")
-    )
+    route = "_vault" if ref == "refs/heads/main" else ref.removeprefix("refs/agent-mem-vault/")
+    if _exists(repo, f"refs/agent-mem-vault-sync/{route}/_layout"):
+        return team_tree(repo, route)  # a log per machine (layout 2)
+    log = "refs/agent-mem-vault-log/" + ("vault" if route == "_vault" else route)
     notes: dict[str, str] = {}
     point = None
     if _exists(repo, ref):

@@ -101,10 +101,11 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable(
         "AGENT_MEM_VAULT_SYNC_LAYOUT",
-        "`1`",
-        "The refs a route is made with on a remote that has none yet: `1`, one log for "
-        "every machine; `2`, a log per machine and a ref per claim (docs/sync.md, "
-        '"A log per machine"). A remote that has either keeps it.',
+        "`2`",
+        "The refs a route is made with on a remote that has none yet: `2`, a log per "
+        "machine and a ref per claim; `1`, one log for every machine, for a team with "
+        'machines on a release that knows only that one (docs/sync.md, "A log per '
+        'machine"). A remote that has either keeps it.',
         "sync",
     ),
     Variable(

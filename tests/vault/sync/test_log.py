@@ -1,4 +1,5 @@
-"""How a remote keeps the notes: a log of small commits and a checkpoint (docs/sync.md)."""
+"""How a remote keeps the notes in layout 1: one log of small commits and a checkpoint
+(docs/sync.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ LOG = "refs/agent-mem-vault-log/vault"
 @pytest.fixture(autouse=True)
 def _no_syncer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_AUTO", "off")  # each push is the test's
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_LAYOUT", "1")  # one log, the subject here
 
 
 def _files(repo: Path, commit: str) -> set[str]:

@@ -97,14 +97,15 @@ class RouteSync(LocalRoute):
         except RemoteError as exc:
             if exc.code != "remote_moved" or not team.fenced(self):
                 raise
-        self._follow_upgrade()
+        self._follow_layout(2)
         return team.fetch(self, limit)
 
-    def _follow_upgrade(self) -> None:
-        """The remote moved to layout 2 (``upgrade.py``): so does this route, here."""
+    def _follow_layout(self, layout: int) -> None:
+        """The remote keeps the route in ``layout`` (moved to 2 by ``upgrade.py``; or made
+        in 1 by a release that knows one log, first): so does this route, here."""
         from .routes import load_config, save_config
 
-        self.route = replace(self.route, layout=2)
+        self.route = replace(self.route, layout=layout)
         with self.vault._held(), self.vault._locked():
             current = load_config(self.root) or self.config
             self.config = current.with_route(self.route)

@@ -52,7 +52,7 @@ __all__ = [
 LAYOUT = 2
 """The newest layout this release reads and writes."""
 LAYOUT_ENV = "AGENT_MEM_VAULT_SYNC_LAYOUT"
-"""The layout a route is made in when its remote holds none yet (1 unless set)."""
+"""The layout a route is made in when its remote holds none yet (2 unless set)."""
 TEAM_REFS = "refs/agent-mem-vault-sync/"
 FENCE_TITLE = "moved to layout 2"
 """How a fence's message starts (``fence_message``)."""
@@ -64,14 +64,17 @@ def team_prefix(route: Route) -> str:
 
 
 def new_route_layout() -> int:
-    """The layout a route is made in on a remote that holds none (``LAYOUT_ENV``)."""
+    """The layout a route is made in on a remote that holds none (``LAYOUT_ENV``): 2, a
+    log per machine, unless set to 1 (a team whose machines still run a release that
+    knows one log)."""
     raw = os.environ.get(LAYOUT_ENV, "").strip()
-    if raw in ("", "1"):
-        return 1
-    if raw == "2":
+    if raw in ("", "2"):
         return 2
+    if raw == "1":
+        return 1
     raise InvalidInputError(
-        f"{LAYOUT_ENV}={raw!r} names no layout this release makes; use 1 or 2",
+        f"{LAYOUT_ENV}={raw!r} names no layout this release makes; use 2 (a log per "
+        "machine) or 1 (one log, for a team with machines on an older release)",
         code="invalid_setting",
         field=LAYOUT_ENV,
     )

@@ -55,6 +55,9 @@ __all__ = [
 
 CLAIMED = "taken by another machine"
 """Why a claim's push was refused: another machine's claim of that handoff stands."""
+ONE_LOG = "the remote keeps one log"
+"""Why a new route's first push was refused: a release that knows one log made the route
+there first (its log stands where the fence would go); the route follows it."""
 LOG_MOVED = "this machine's log moved"
 """Why a push was refused: the remote's copy of this machine's log is not the tip this
 machine knows (an answer lost on the way; or a copy of this vault on another machine)."""
@@ -351,6 +354,7 @@ def push(
         for id, oid in _reopened(sync, changes, claims).items():
             specs.append(f":{prefix}/_claim/{id}")
             options.append(f"--force-with-lease={prefix}/_claim/{id}:{oid}")
+        state = sync.state()  # as ``_sent`` left it (a key that signs again, said)
         state["seq"] = seq
         state["sent"] = {**(state.get("sent") or {}), entry: commit}
         records = state.get("inflight")
@@ -360,6 +364,10 @@ def push(
                 record.update(entry=entry, read=blobs.get(str(record.get("path"))))
         sync.save_state(state)
         refused = _send(sync, limit, specs, options, entry)
+        if refused == ONE_LOG:
+            _forget_sent(sync, entry)
+            sync._follow_layout(1)
+            return FETCH_FIRST  # fetched in layout 1, then sent there
         if refused is not None:
             _forget_sent(sync, entry)
             return refused
@@ -402,12 +410,10 @@ def _marker_specs(
     if isinstance(seen, str):
         return [f"{seen}:{prefix}/_layout"], [lease]
     tree = edited_tree(sync.git, empty_tree_id(digits), {})
-    marker = sync.git.text(
-        "commit-tree", "--no-gpg-sign", tree, "-m", marker_message(sync.route, None)
-    )
+    marker = sync._sent(tree, [], marker_message(sync.route, None))
     if any(name.startswith("_log/") for name in listing) or "_checkpoint" in listing:
         return [f"{marker}:{prefix}/_layout"], [lease]
-    fence = sync.git.text("commit-tree", "--no-gpg-sign", tree, "-m", fence_message(marker))
+    fence = sync._sent(tree, [], fence_message(marker))
     return (
         [f"{marker}:{prefix}/_layout", f"{fence}:{sync.route.log_ref}"],
         [lease, f"--force-with-lease={sync.route.log_ref}:"],
@@ -493,6 +499,8 @@ def _send(
     log = f"{prefix}/_log/{sync.config.machine}"
     if any(log in r and "stale info" in r for r in refused):
         return LOG_MOVED
+    if any(r.split("\t")[1].endswith(f":{sync.route.log_ref}") for r in refused if "\t" in r):
+        return ONE_LOG
     cause = [r for r in refused if "atomic" not in r] or refused
     return cause[0].rsplit("\t", 1)[-1]
 

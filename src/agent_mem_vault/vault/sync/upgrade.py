@@ -79,7 +79,7 @@ def upgrade(vault: VaultBase, namespace: str | None = None) -> Upgraded:
             if local is not None and (fetched is None or not sync.is_ancestor(local, fetched)):
                 continue  # written here meanwhile: sent first
             if _moved(sync) is None:
-                sync._follow_upgrade()
+                sync._follow_layout(2)
                 theirs = sync.fetch(max(net_timeout(), PATIENT))
                 with vault._held(), vault._locked():
                     sync.integrate(theirs, RouteReport(sync.route))
