@@ -6,7 +6,7 @@ link with 50 ms of round trip.
     .venv/bin/python benchmarks/bench_team.py --quick    # 1 and 8, fewer handoffs
     .venv/bin/python benchmarks/bench_team.py --sizes 1 4 --rounds 2 --writes 3 --pending 40
     .venv/bin/python benchmarks/bench_team.py --quick --sign   # every machine signs
-    .venv/bin/python benchmarks/bench_team.py --quick --layout 2   # a log per machine
+    .venv/bin/python benchmarks/bench_team.py --quick --one-log   # beside a route of one log
 
 On the 2-core VM at load 5–40 the full run measures for 27 minutes, most of it the
 32 machines' writes and claims, which go below one a second (``--pending 80``
@@ -124,6 +124,8 @@ class PhaseFigures:
 
     link: str
     sizes: dict[int, SizeFigures] = field(default_factory=dict)
+    one_log: dict[int, SizeFigures] = field(default_factory=dict)
+    """``--one-log``: the same rows of a team whose route keeps one log (layout 1)."""
     hooks: dict[str, list[float]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     loads: list[str] = field(default_factory=list)
@@ -131,7 +133,8 @@ class PhaseFigures:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PhaseFigures:
         sizes = {int(n): SizeFigures(**f) for n, f in data.pop("sizes").items()}
-        return cls(sizes=sizes, **data)
+        one_log = {int(n): SizeFigures(**f) for n, f in data.pop("one_log", {}).items()}
+        return cls(sizes=sizes, one_log=one_log, **data)
 
 
 @dataclass
@@ -144,6 +147,9 @@ class Plan:
     sign: bool = False
     """Every machine's git signs its commits (``--sign``): an ssh-ed25519 key file of its
     own, ``commit.gpgsign``, so what its vault sends is signed (``sync/signing.py``)."""
+    one_log: bool = False
+    """A second team beside the first, its route made with one log (layout 1), its rows
+    interleaved with the first's in every round (``--one-log``)."""
 
     def pending_at(self, size: int) -> int:
         return self.pending * 2 if size >= 32 else self.pending
@@ -171,12 +177,16 @@ def signs_commits(home: Path, env: dict[str, str]) -> None:
 class Member:
     """One ``team_machine.py`` process: its vault, and the pipes it is talked to by."""
 
-    def __init__(self, root: Path, name: str, barrier: int, sign: bool = False) -> None:
+    def __init__(
+        self, root: Path, name: str, barrier: int, sign: bool = False, layout: str | None = None
+    ) -> None:
         self.name = name
         self.vault = root / name / "vault"
         self.vault.parent.mkdir(parents=True)
         self.log = root / name / "stderr.log"
         env = machine_env(root / name / "home", name, self.vault, AGENT_MEM_VAULT_SYNC_AUTO="off")
+        if layout is not None:
+            env["AGENT_MEM_VAULT_SYNC_LAYOUT"] = layout
         if sign:
             signs_commits(root / name / "home", env)
         with self.log.open("w") as log:
@@ -225,10 +235,14 @@ class Team:
     """``size`` machines, the barrier they start on, and ``sender``: one more machine,
     outside the team, that leaves the handoffs the claims race for."""
 
-    def __init__(self, root: Path, size: int, sign: bool = False) -> None:
+    def __init__(
+        self, root: Path, size: int, sign: bool = False, layout: str | None = None
+    ) -> None:
         self.barrier, self.go = os.pipe()
-        self.sender = Member(root, "sender", self.barrier, sign)
-        self.machines = [Member(root, f"machine-{i}", self.barrier, sign) for i in range(size)]
+        self.sender = Member(root, "sender", self.barrier, sign, layout)
+        self.machines = [
+            Member(root, f"machine-{i}", self.barrier, sign, layout) for i in range(size)
+        ]
 
     def ask(self, command: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
         for i, machine in enumerate(self.machines):
@@ -274,31 +288,66 @@ def ids_on_remote(bare: Path, namespace: str) -> set[str]:
     return {p[len(prefix) : -3] for p in paths if p.startswith(prefix) and p.endswith(".md")}
 
 
-def team_rows(root: Path, base: Path, port: int, size: int, plan: Plan, out: SizeFigures) -> None:
+def team_rows(
+    root: Path,
+    base: Path,
+    port: int,
+    size: int,
+    plan: Plan,
+    out: SizeFigures,
+    one_log: SizeFigures | None = None,
+) -> None:
     """Rows 1–3 for a team of ``size``, on repositories of its own under ``base``,
-    reached on ``port``."""
+    reached on ``port``; with ``one_log``, a second team on a route of one log beside it,
+    round for round."""
     name = f"team-{size}"
+    url = f"git://127.0.0.1:{port}/{name}.git"
     remote = bare_repo(base / f"{name}.git")
     bare_repo(base / f"{name}-floor.git")
-    url = f"git://127.0.0.1:{port}/{name}.git"
     began = time.monotonic()
-    team = Team(root / name, size, plan.sign)
+    teams = [(Team(root / name, size, plan.sign), remote, url, out)]
+    if one_log is not None:
+        other = f"{name}-one-log"
+        teams.append(
+            (
+                Team(root / other, size, plan.sign, layout="1"),
+                bare_repo(base / f"{other}.git"),
+                f"git://127.0.0.1:{port}/{other}.git",
+                one_log,
+            )
+        )
     try:
-        team.sender.ask({"do": "join", "url": url})
-        team.ask(lambda _i: {"do": "join", "url": url})
+        for team, _remote, where, _figures in teams:
+            team.sender.ask({"do": "join", "url": where})
+            team.ask(_joining(where))
         progress(f"{size:>3} machines joined in {time.monotonic() - began:.0f} s")
         rounds = plan.rounds_at(size)
+        first = teams[0][0]
         for r in range(rounds):
-            _writes(team, remote, r, plan.writes, out)
-            _floor(team, f"git://127.0.0.1:{port}/{name}-floor.git", plan.writes, out)
-            _claims(team, r, plan.pending_at(size), out)
+            for team, bare, _where, figures in teams:
+                _writes(team, bare, r, plan.writes, figures)
+            _floor(first, f"git://127.0.0.1:{port}/{name}-floor.git", plan.writes, out)
+            for team, _bare, _where, figures in teams:
+                _claims(team, r, plan.pending_at(size), figures)
             progress(
                 f"{size:>3} machines, round {r + 1} of {rounds}: writes "
                 f"{out.writes[-1]:.1f}/s, floor {out.floor[-1]:.1f}/s, claims "
                 f"{out.claims[-1]:.1f}/s"
+                + (
+                    f"; one log: writes {one_log.writes[-1]:.1f}/s, claims "
+                    f"{one_log.claims[-1]:.1f}/s"
+                    if one_log is not None
+                    else ""
+                )
             )
     finally:
-        team.close()
+        for team, *_rest in teams:
+            team.close()
+
+
+def _joining(url: str) -> Callable[[int], dict[str, Any]]:
+    """Every machine's command to join ``url``."""
+    return lambda _i: {"do": "join", "url": url}
 
 
 def progress(line: str) -> None:
@@ -370,7 +419,11 @@ def run_phase(work: Path, link: str, delay_ms: int, plan: Plan) -> PhaseFigures:
         try:
             for size in plan.sizes:
                 figures.sizes[size] = SizeFigures()
-                team_rows(work, base, port, size, plan, figures.sizes[size])
+                if plan.one_log:
+                    figures.one_log[size] = SizeFigures()
+                team_rows(
+                    work, base, port, size, plan, figures.sizes[size], figures.one_log.get(size)
+                )
                 figures.loads.append(load())
             figures.hooks, figures.seen = session_starts(
                 work / "hooks", base, port, daemon.port, delay_ms, plan.hooks
@@ -455,6 +508,22 @@ def team_table(phase: PhaseFigures, plan: Plan) -> list[str]:
     for what, cell in cells.items():
         row = [cell(n, phase.sizes[n]) if n in phase.sizes else "–" for n in sizes]
         lines.append(f"| {what} | " + " | ".join(row) + " |")
+    beside: dict[str, Callable[[int, SizeFigures, SizeFigures], str]] = {
+        "one log (layout 1), same rounds: writes/s": lambda _n, _f, o: per_second(o.writes),
+        "one log: claims/s": lambda _n, _f, o: per_second(o.claims),
+        "claims: this route ÷ one log": lambda _n, f, o: ratio(f.claims, o.claims),
+        "one log: one `read_handoff`, p50 · p99 · max": lambda _n, _f, o: latency(o.latencies),
+        "one log: machines that got at least one": (
+            lambda n, _f, o: " · ".join(f"{x} of {n}" for x in o.reached) or "–"
+        ),
+    }
+    if phase.one_log:
+        for what, both in beside.items():
+            row = [
+                both(n, phase.sizes[n], phase.one_log[n]) if n in phase.one_log else "–"
+                for n in sizes
+            ]
+            lines.append(f"| {what} | " + " | ".join(row) + " |")
     lines.append("")
     lines.append(
         "every handoff delivered exactly once, every write on the remote: checked in every round"
@@ -498,6 +567,11 @@ def main() -> None:
         default=None,
         help="the layout the team's route is made in (AGENT_MEM_VAULT_SYNC_LAYOUT)",
     )
+    parser.add_argument(
+        "--one-log",
+        action="store_true",
+        help="a second team beside, its route of one log (layout 1), rounds interleaved",
+    )
     parser.add_argument("--inside-netem", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.layout is not None:  # every machine inherits it
@@ -509,6 +583,7 @@ def main() -> None:
         pending=args.pending or (16 if args.quick else 160),
         hooks=args.hooks or (3 if args.quick else 9),
         sign=args.sign,
+        one_log=args.one_log,
     )
     if args.inside_netem is not None:  # the parent's folder: the parent removes it
         link = f"{2 * DELAY_MS} ms round trip, by `tc netem` ({DELAY_MS} ms each way)"
