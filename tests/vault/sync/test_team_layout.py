@@ -343,3 +343,20 @@ def test_a_checkpoint_is_written_every_few_entries_and_a_joining_machine_reads_o
     notes = team_tree(remote)  # read with plain git: the checkpoint, then what follows
     for h in made:
         assert notes[h.path] == (c.path / h.path).read_text()
+
+
+def test_a_new_route_whose_remote_a_one_log_release_made_first_follows_it(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = machine("a"), machine("b")
+    b.join_remote(str(remote))  # a log per machine; nothing sent yet
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_LAYOUT", "1")
+    first = a.create_handoff(to="codex", summary="one log", context="C", namespace=NS)
+    a.join_remote(str(remote))  # one log, made on the remote first
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_LAYOUT", "2")
+    mine = b.create_handoff(to="codex", summary="from b", context="C", namespace=NS)
+    assert b.sync().ok
+    assert _route(b)[0].layout == 1 and not _refs(remote)
+    assert {first.path, mine.path} <= set(remote_tree(remote))
+    a.sync()
+    assert a.get_handoff(mine.id).summary == "from b"

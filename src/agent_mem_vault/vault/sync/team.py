@@ -37,6 +37,7 @@ from .layout import (
 )
 from .local import FETCH_FIRST
 from .routes import SYNC_DIR
+from .team_branch import BRANCH, check_root, fetch_specs, root
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -125,6 +126,8 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     has nothing yet."""
     started = time.time()
     prefix, mirror = team_prefix(sync.route), _mirror(sync)
+    branch = sync.route.branch
+    specs = [f"+{prefix}/*:{mirror}/*", f"^{prefix}/_claim/*"]
     result = sync._network(
         "fetch",
         "--prune",
@@ -133,16 +136,21 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         "--no-recurse-submodules",
         "--quiet",
         sync.remote,
-        f"+{prefix}/*:{mirror}/*",
-        f"^{prefix}/_claim/*",
+        *(specs if branch is None else fetch_specs(sync.route, mirror)),
         timeout=limit,
     )
     if result.status != 0:
-        raise sync._failed(result)
+        if branch is None or f"couldn't find remote ref {branch}" not in result.err:
+            raise sync._failed(result)
+        sync._set_refs({f"{mirror}/{BRANCH}": (None, None)})  # not made yet, or deleted
     sync._remember(fetched=True)
     sync._known = None
     refs = _listing(sync, mirror)
     state = sync.state()
+    if branch is not None:  # one branch holds every machine's entries
+        refs = {f"_log/{BRANCH}": refs[BRANCH]} if BRANCH in refs else {}
+        if refs and state.get("marker") is None:
+            state["marker"] = check_root(sync, refs[f"_log/{BRANCH}"])
     marker = refs.get("_layout")
     if marker is not None and state.get("marker") != marker:
         message = sync.git.run("cat-file", "commit", marker).out.decode("utf-8", "replace")
@@ -153,7 +161,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     # The checkpoint every fold starts from (a route upgraded from layout 1 has one); one
     # the remote lost is written there again from here.
     checkpoint = refs.get("_checkpoint") or state.get("checkpoint")
-    if checkpoint is not None and "_checkpoint" not in refs:
+    if checkpoint is not None and "_checkpoint" not in refs and branch is None:
         _restore(sync, limit, {f"{prefix}/_checkpoint": checkpoint})
     store = store_of(sync)
     try:
@@ -331,7 +339,11 @@ def push(
         mine = tips.get(machine)
         seq = max(int(state.get("seq") or 0), mine.seq if mine else 0) + 1
         lamport = max(int(state.get("lamport") or 0), store.max_lamport()) + 1
-        marker = _marker_specs(sync, len(commit), listing, state)
+        marker = (
+            _marker_specs(sync, len(commit), listing, state)
+            if sync.route.branch is None
+            else ([], [])
+        )
         base = {p: old for p, (old, _new) in changes.items() if old is not None}
         removed = [p for p, (_old, new) in changes.items() if new is None]
         blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
@@ -345,9 +357,17 @@ def push(
             claims=claims,
         )
         tree = edited_tree(sync.git, empty_tree_id(len(commit)), blobs)
-        entry = sync._sent(tree, ["-p", own_tip] if own_tip else [], message)
-        specs = [f"{entry}:{prefix}/_log/{machine}", *marker[0]]
-        options = [f"--force-with-lease={prefix}/_log/{machine}:{tip or ''}", *marker[1]]
+        if sync.route.branch is not None:  # on the branch's tip: it must fast-forward
+            tip = listing.get(BRANCH)
+            marker = ([], [])
+            entry = sync._sent(tree, ["-p", tip or root(sync, len(commit))], message)
+            specs = [f"{entry}:{sync.route.branch}"]
+            options = [f"--force-with-lease={sync.route.branch}:{tip or ''}"]
+            claims = ()  # the branch's compare-and-swap is the claim
+        else:
+            entry = sync._sent(tree, ["-p", own_tip] if own_tip else [], message)
+            specs = [f"{entry}:{prefix}/_log/{machine}", *marker[0]]
+            options = [f"--force-with-lease={prefix}/_log/{machine}:{tip or ''}", *marker[1]]
         for id in claims:
             specs.append(f"{entry}:{prefix}/_claim/{id}")
             options.append(f"--force-with-lease={prefix}/_claim/{id}:")
@@ -375,7 +395,7 @@ def push(
         # notes as it is: ``fetched`` is ``commit`` now.
         store.fold(
             LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims)).changes(),
-            {machine: Tip(entry, seq, lamport)},
+            {BRANCH if sync.route.branch else machine: Tip(entry, seq, lamport)},
             lambda paths: {p: changes[p][0] if p in changes else None for p in paths},
             _Texts(sync),
         )
@@ -386,6 +406,8 @@ def push(
         f"{_mirror(sync)}/_log/{machine}": (entry, None),
         _mine(sync): (entry, None),
     }
+    if sync.route.branch is not None:
+        moves = {sync.fetched: (commit, known.fetched), f"{_mirror(sync)}/{BRANCH}": (entry, None)}
     if marker[0]:
         moves[f"{_mirror(sync)}/_layout"] = (marker[0][0].split(":", 1)[0], None)
     sync._set_refs(moves)
@@ -491,6 +513,10 @@ def _send(
     if not refused:
         raise sync._failed(result)
     prefix = team_prefix(sync.route)
+    if sync.route.branch is not None and any(
+        word in r for r in refused for word in ("stale info", "fetch first", "non-fast-forward")
+    ):
+        return FETCH_FIRST  # another machine's entry went first: fetched, then again
     claim_lines = [r for r in refused if f"{prefix}/_claim/" in r.split("\t")[1]]
     if any("stale info" in r for r in claim_lines) or (
         f"cannot lock ref '{prefix}/_claim/" in result.err and "already exists" in result.err
@@ -499,8 +525,9 @@ def _send(
     log = f"{prefix}/_log/{sync.config.machine}"
     if any(log in r and "stale info" in r for r in refused):
         return LOG_MOVED
-    if any(r.split("\t")[1].endswith(f":{sync.route.log_ref}") for r in refused if "\t" in r):
-        return ONE_LOG
+    fence = f":{sync.route.log_ref}"
+    if any(r.split("\t")[1].endswith(fence) and "stale info" in r for r in refused if "\t" in r):
+        return ONE_LOG  # the fence's lease failed: a one-log release made the route first
     cause = [r for r in refused if "atomic" not in r] or refused
     return cause[0].rsplit("\t", 1)[-1]
 
