@@ -49,6 +49,7 @@ __all__ = [
     "claims_on_remote",
     "fenced",
     "fetch",
+    "mirror_refs",
     "push",
     "remote_layout",
     "store_of",
@@ -112,7 +113,9 @@ def _mine(sync: RouteSync) -> str:
     return sync.fetched.rsplit("/", 1)[0] + "/mine"
 
 
-def _listing(sync: RouteSync, prefix: str) -> dict[str, str]:
+def mirror_refs(sync: RouteSync, prefix: str) -> dict[str, str]:
+    """The refs this machine keeps under ``prefix`` (its copy of the remote's): name
+    under it → commit."""
     raw = sync.git.run("for-each-ref", "--format=%(refname) %(objectname)", prefix + "/")
     out = {}
     for line in raw.out.decode().splitlines():
@@ -145,7 +148,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         sync._set_refs({f"{mirror}/{BRANCH}": (None, None)})  # not made yet, or deleted
     sync._remember(fetched=True)
     sync._known = None
-    refs = _listing(sync, mirror)
+    refs = mirror_refs(sync, mirror)
     state = sync.state()
     if branch is not None:  # one branch holds every machine's entries
         refs = {f"_log/{BRANCH}": refs[BRANCH]} if BRANCH in refs else {}
@@ -169,11 +172,15 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         fresh = not tips or checkpoint != state.get("checkpoint")
         if not fresh and state.get("fold_tree") != known.fetched_tree:
             fresh = True  # the store went on without ``fetched`` (a process stopped between)
+        covered = state.get("covered") if isinstance(state.get("covered"), dict) else {}
+        assert isinstance(covered, dict)
         gone = [
             m
             for m, tip in tips.items()
             if logs.get(m) != tip.commit
             and (m not in logs or not sync.is_ancestor(tip.commit, logs[m]))
+            # a log let go once the checkpoint held all of it (``prune.py``) is no loss
+            and not (m not in logs and covered.get(m) == tip.commit)
         ]
         # A log that went back or went away: its notes are what the remote has now, so
         # everything is folded again from the start, unlinked from what was here.
@@ -192,8 +199,9 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             frontier = {
                 m: Tip(c, seq, lamport)
                 for m, (c, seq) in covers.items()
-                if m in logs and sync.is_ancestor(c, logs[m])
+                if m not in logs or sync.is_ancestor(c, logs[m])
             }
+            state["covered"] = {m: t.commit for m, t in frontier.items()}
         since = {m: t.commit for m, t in (tips or frontier).items()}
         new = {m: c for m, c in logs.items() if since.get(m) != c}
         state["last_full_fetch"] = started
@@ -332,7 +340,7 @@ def push(
     store = store_of(sync)
     try:
         tips = store.tips()
-        listing = _listing(sync, _mirror(sync))
+        listing = mirror_refs(sync, _mirror(sync))
         tip = listing.get(f"_log/{machine}")
         own = tip or sync.git.run("rev-parse", "-q", "--verify", _mine(sync), check=False)
         own_tip = own if isinstance(own, str) else (own.out.decode().strip() or None)
