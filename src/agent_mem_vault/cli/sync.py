@@ -363,6 +363,11 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
         out += [f"  {item['said']}" for item in status.get("stranded") or ()]
         if status.get("layout") == 2:
             out.append("  a log per machine (layout 2): no push waits for another machine's")
+        elif status.get("layout") == 1:
+            out.append(
+                "  one log for every machine (layout 1): once every machine runs this release, "
+                "'agent-mem-vault sync upgrade' gives each a log of its own"
+            )
         if held and status.get("signing_held"):
             out.append(f"  {status['signing_held']['said']}")
         if status.get("private"):

@@ -243,7 +243,12 @@ def leave(vault: VaultBase, namespace: str | None = None) -> Route:
             save_config(vault.path, rest)
         else:
             (vault.path / SYNC_DIR / "config.json").unlink()
-        for name in (f"{route.key}.index", f"{route.key}.state.json", f"{route.key}.lock"):
+        for name in (
+            f"{route.key}.index",
+            f"{route.key}.state.json",
+            f"{route.key}.lock",
+            f"{route.key}.fold.sqlite",
+        ):
             (vault.path / SYNC_DIR / name).unlink(missing_ok=True)
         if route.repo is None:
             shutil.rmtree(vault.path / SYNC_DIR / f"{route.key}.git", ignore_errors=True)
