@@ -220,7 +220,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         entries = read_entries(
             sync.git,
             list(new.values()),
-            [since[m] for m in logs if m in since],
+            _present(sync, [since[m] for m in logs if m in since]),
             empty_tree_id(digits),
         )
         new_tips = {**frontier, **_tips(entries, new)}
@@ -291,6 +291,18 @@ def _folded_into(sync: RouteSync, tree: str) -> None:
     state = sync.state()
     state["fold_tree"] = tree
     sync.save_state(state)
+
+
+def _present(sync: RouteSync, commits: list[str]) -> list[str]:
+    """Those of ``commits`` this machine still has: the tip of a log let go long ago may
+    have been collected by ``git gc`` since (its entries are then read again, and fold to
+    what they made)."""
+    if not commits:
+        return []
+    found = sync.git.run(
+        "cat-file", "--batch-check=%(objectname)", input="".join(f"{c}\n" for c in commits).encode()
+    ).out.decode()
+    return [line for line in found.splitlines() if " missing" not in line]
 
 
 def _tips(entries: list[LogEntry], new: dict[str, str]) -> dict[str, Tip]:
