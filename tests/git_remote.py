@@ -113,6 +113,8 @@ def team_tree(repo: Path, route: str = "_vault") -> dict[str, str]:
     for log in logs:
         for commit in git("rev-list", log, cwd=repo).split():
             facts = _facts(git("log", "-1", "--format=%B", commit, cwd=repo))
+            if "seq" not in facts:
+                continue  # a branch's first commit: the marker
             key = (int(facts["lamport"]), str(facts["machine"]), int(facts["seq"]))
             if key[2] <= frontier.get(key[1], {}).get("seq", 0):
                 continue  # in the checkpoint already

@@ -63,8 +63,14 @@ def sync(ctx: click.Context, show_status: bool, vault_path: str, as_json: bool) 
 @click.option(
     "--project",
     is_flag=True,
-    help="Only this project's namespace, through the project's own repository, on the "
-    "ref refs/agent-mem-vault/<namespace> (no branch).",
+    help="Only this project's namespace, through the project's own repository, on refs "
+    "under refs/agent-mem-vault-sync/<namespace>/ (no branch).",
+)
+@click.option(
+    "--branch",
+    metavar="NAME",
+    help="Keep every machine's entries on this one branch, for a host that takes pushes "
+    "to branches only (e.g. agent-mem-vault/notes); one push at a time for the team.",
 )
 @click.option(
     "--namespace",
@@ -102,6 +108,7 @@ def sync_init(
     namespace: str | None,
     repo: str | None,
     remote_name: str,
+    branch: str | None,
     sign: bool,
     key: str | None,
     vault_path: str,
@@ -121,6 +128,7 @@ def sync_init(
       agent-mem-vault sync init git@git.example:me/vault.git
       agent-mem-vault sync init /mnt/backup/vault.git
       agent-mem-vault sync init --project -n project/harbor-api
+      agent-mem-vault sync init --project --branch agent-mem-vault/harbor-api
       agent-mem-vault sync init --sign --key ~/.ssh/id_ed25519
     """
     from ..core.errors import InvalidInputError
@@ -133,6 +141,10 @@ def sync_init(
             "give a REMOTE for the whole vault, or --project for this project's namespace "
             "(not both)",
             code="usage_error",
+        )
+    if branch is not None and not project and remote is None:
+        raise InvalidInputError(
+            "--branch names where a route goes: give a REMOTE or --project", code="usage_error"
         )
     if not project and remote is None:  # --sign alone: the vault's route, as it is
         signing = vault.sign_route(None, vault.signing_key(key))
@@ -150,11 +162,11 @@ def sync_init(
                 code="repo_not_found",
             )
         chosen = vault.signing_key(key, root) if sign else None
-        report = vault.join_project(ns, root, remote_name, sign=chosen)
+        report = vault.join_project(ns, root, remote_name, sign=chosen, branch=branch)
     else:
         assert remote is not None
         chosen = vault.signing_key(key) if sign else None
-        report = vault.join_remote(remote, sign=chosen)
+        report = vault.join_remote(remote, sign=chosen, branch=branch)
         ns = None
     if chosen is None:
         _finish(report, as_json)
@@ -351,6 +363,11 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
         out += [f"  {item['said']}" for item in status.get("stranded") or ()]
         if status.get("layout") == 2:
             out.append("  a log per machine (layout 2): no push waits for another machine's")
+        elif status.get("layout") == 1:
+            out.append(
+                "  one log for every machine (layout 1): once every machine runs this release, "
+                "'agent-mem-vault sync upgrade' gives each a log of its own"
+            )
         if held and status.get("signing_held"):
             out.append(f"  {status['signing_held']['said']}")
         if status.get("private"):

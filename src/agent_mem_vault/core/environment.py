@@ -104,8 +104,8 @@ VARIABLES: tuple[Variable, ...] = (
         "`2`",
         "The refs a route is made with on a remote that has none yet: `2`, a log per "
         "machine and a ref per claim; `1`, one log for every machine, for a team with "
-        'machines on a release that knows only that one (docs/sync.md, "A log per '
-        'machine"). A remote that has either keeps it.',
+        'machines on a release that knows only that one (docs/sync.md, "How the notes '
+        'are kept on a remote"). A remote that has either keeps it.',
         "sync",
     ),
     Variable(

@@ -69,5 +69,6 @@ def test_a_host_that_refuses_refs_outside_branches_gets_one_line_naming_the_fix(
     message = error.message
     assert "\n" not in message and "pre-receive hook declined" in message, message
     assert message.endswith(
-        "allow the refs refs/agent-mem-vault-log/vault and refs/heads/main there"
+        "allow the refs under refs/agent-mem-vault-sync/_vault/ there, or keep the notes on "
+        "one branch: agent-mem-vault sync init REMOTE --branch agent-mem-vault/notes"
     ), message

@@ -343,3 +343,60 @@ def test_a_checkpoint_is_written_every_few_entries_and_a_joining_machine_reads_o
     notes = team_tree(remote)  # read with plain git: the checkpoint, then what follows
     for h in made:
         assert notes[h.path] == (c.path / h.path).read_text()
+
+
+def test_a_new_route_whose_remote_a_one_log_release_made_first_follows_it(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = machine("a"), machine("b")
+    b.join_remote(str(remote))  # a log per machine; nothing sent yet
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_LAYOUT", "1")
+    first = a.create_handoff(to="codex", summary="one log", context="C", namespace=NS)
+    a.join_remote(str(remote))  # one log, made on the remote first
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_LAYOUT", "2")
+    mine = b.create_handoff(to="codex", summary="from b", context="C", namespace=NS)
+    assert b.sync().ok
+    assert _route(b)[0].layout == 1 and not _refs(remote)
+    assert {first.path, mine.path} <= set(remote_tree(remote))
+    a.sync()
+    assert a.get_handoff(mine.id).summary == "from b"
+
+
+def test_a_log_the_checkpoint_holds_and_idle_for_a_day_is_let_go_and_comes_back_when_written(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.vault.sync import team_checkpoint
+    from agent_mem_vault.vault.sync.prune import IDLE, prune_logs
+
+    monkeypatch.setattr(team_checkpoint, "EVERY", 4)  # the 4th entry makes one
+    a, b = machine("a"), machine("b")  # a: a CI job, say, that wrote and went quiet
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))
+    made = []
+    for i in range(4):
+        made.append(a.create_handoff(to="codex", summary=f"task {i}", context="C", namespace=NS))
+        a.sync()
+    b.sync()  # adopts the checkpoint, which holds all of a's log
+    a_log = f"_log/{_machine_name(a)}"
+    assert a_log in _refs(remote)
+    _route_b, sync = _route(b)
+    now = time.time()
+    with sync.network_turn():
+        sync.fetch()
+        assert prune_logs(sync, 20, now=now) == 0  # first seen idle now
+        assert prune_logs(sync, 20, now=now + IDLE + 1) == 1
+    assert a_log not in _refs(remote)
+    fetched = sync.heads()[1]
+    b.sync()  # no log went back: nothing folded again, nothing unlinked
+    assert _route(b)[1].heads()[1] == fetched
+    c = machine("c")
+    c.join_remote(str(remote))  # from the checkpoint
+    assert {h.id for h in c.list_handoffs(namespace=NS)} == {h.id for h in made}
+    later = a.create_handoff(to="codex", summary="later", context="C", namespace=NS)
+    a.sync()  # a's log back, as it was, with the new entry on top
+    assert a_log in _refs(remote)
+    for vault in (b, c):
+        vault.sync()
+        assert vault.get_handoff(later.id).summary == "later"
+        for h in made:
+            assert (vault.path / h.path).read_bytes() == (a.path / h.path).read_bytes()

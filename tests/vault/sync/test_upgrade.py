@@ -188,3 +188,19 @@ def test_a_read_on_a_machine_that_has_not_followed_yet_follows_and_takes_once(
     assert {got.id, again.id} == {h.id for h in made}
     assert a.read_handoff(agent="codex", namespace=NS) is None
     assert b.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_sync_status_of_a_route_of_one_log_names_the_upgrade(
+    machine: Machine, remote: Path
+) -> None:
+    a = machine("a")
+    a.join_remote(str(remote))
+    shown = subprocess.run(
+        [Path(sys.executable).parent / "agent-mem-vault", "sync", "--status", "--vault", a.path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "one log for every machine (layout 1)" in shown
+    assert "agent-mem-vault sync upgrade" in shown

@@ -65,15 +65,18 @@ class SyncOps(VaultBase):
     def _port(self) -> SyncPort:
         return _plugged.port_for(self.path)
 
-    def join_remote(self, remote: str, sign: Chosen | None = None) -> SyncReport:
+    def join_remote(
+        self, remote: str, sign: Chosen | None = None, branch: str | None = None
+    ) -> SyncReport:
         """Send the whole vault through ``remote`` (any URL or path git accepts), merging
         what it holds already; then every write goes out by itself. ``sign``: the key
-        every commit it sends is signed with (``signing_key``).
+        every commit it sends is signed with (``signing_key``); ``branch``: the one branch
+        every machine's entries ride, for a host that takes only branches.
 
         >>> vault.join_remote("git@git.example:me/vault.git")  # doctest: +SKIP
         """
         key = None if sign is None else sign.key
-        report: SyncReport = sync_commands().join_remote(self, remote, key)
+        report: SyncReport = sync_commands().join_remote(self, remote, key, branch)
         return report
 
     def join_project(
@@ -82,11 +85,15 @@ class SyncOps(VaultBase):
         repo: str | os.PathLike[str],
         remote: str = "origin",
         sign: Chosen | None = None,
+        branch: str | None = None,
     ) -> SyncReport:
         """Send ``namespace`` through the project's own repository (a clone at ``repo``
-        and its remote ``remote``), on a ref that is not a branch."""
+        and its remote ``remote``), on refs that are not branches; or on the one branch
+        ``branch``, for a host that takes only branches."""
         key = None if sign is None else sign.key
-        report: SyncReport = sync_commands().join_project(self, namespace, repo, remote, key)
+        report: SyncReport = sync_commands().join_project(
+            self, namespace, repo, remote, key, branch
+        )
         return report
 
     def signing_key(self, key: str | None = None, repo: Path | None = None) -> Chosen:

@@ -12,14 +12,23 @@ without it runs no git process and imports none of this package.
 - ``port``: sync's side of the operations' port (``ops/port.py``), which the
   composition point (``vault/plug.py``) hands a vault with a route.
 - ``journal``: the notes changed since the last commit, told by every write.
-- ``local``: stage, commit and merge on this machine; ``engine``: fetch, push
-  and checkpoints; ``log``: how a remote keeps the notes (a log of small
-  commits, and a checkpoint); ``trees``: a commit's tree made along the changed
-  paths; ``arrivals``: what a fetch brought, merged by ``format/merge.py``'s
-  rules; ``claim``: a read that counts once the remote took it.
+- ``local``: stage, commit and merge on this machine; ``engine``: a route's
+  fetch, push and checkpoints, and a whole sync; ``trees``: a commit's tree
+  made along the changed paths; ``arrivals``: what a fetch brought, merged by
+  ``format/merge.py``'s rules.
+- How a remote keeps the notes: ``layout`` names the refs and the marker;
+  ``team``, ``entries`` and ``fold``: a log per machine, folded per note by
+  every reader; ``team_checkpoint``, ``prune`` and ``team_branch``: its
+  checkpoints, its claim refs let go, and the same entries on one branch;
+  ``upgrade``: a route of one log moved there. ``log`` and ``log_fetch``: one log
+  for every machine (layout 1).
+- ``claim``: a read that counts once the remote took it; ``team_claim``: what a
+  read knows of the team; ``inflight`` and ``stranded``: a read that stopped
+  half-way.
 - ``syncer``: finding, starting and stopping the background syncer;
   ``background``: its life, committing and pushing each write.
-- ``operations``: the sync commands of ``Vault`` (join, leave, sync, status).
+- ``operations``: the sync commands of ``Vault`` (join, leave, sync, upgrade);
+  ``route_status``: where each route stands.
 
 The top layer of the vault: it may import every layer below (``vault.service``
 excepted: it drives the vault it is handed, a ``VaultBase``), and nothing below

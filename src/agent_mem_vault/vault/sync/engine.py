@@ -34,6 +34,7 @@ from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .identity import identity
 from .inflight import settle
 from .journal import take_changes
+from .layout import team_prefix
 from .local import FETCH_FIRST, Heads, LocalRoute, RouteReport, read_state, state_file
 from .log import (
     CHECKPOINT_EVERY,
@@ -352,11 +353,23 @@ class RouteSync(LocalRoute):
     def refused(self, reason: str) -> RemoteError:
         """The error for a push refused although the remote has nothing newer: a rule
         there (a protected ref, a hook), not another machine."""
+        refs = (
+            f"the refs under {team_prefix(self.route)}/"
+            if self.route.layout == 2
+            else f"the refs {self.route.log_ref} and {self.route.ref}"
+        )
+        where = "--project" if self.route.namespace else "REMOTE"
+        name = (self.route.namespace or "notes").rsplit("/", 1)[-1]
+        fix = (
+            "allow pushes to that branch there"
+            if self.route.branch
+            else f"allow {refs} there, or keep the notes on one branch: agent-mem-vault "
+            f"sync init {where} --branch agent-mem-vault/{name}"
+        )
         error = RemoteError(
             f"{self.route.label} refused the push ({reason}) although nothing newer is "
             "there; a rule on the remote forbids it (a protected ref, a hook, a host that "
-            f"takes only branches): allow the refs {self.route.log_ref} and "
-            f"{self.route.ref} there",
+            f"takes only branches): {fix}",
             code="push_refused",
         )
         self._remember(error=error)
@@ -434,7 +447,7 @@ def sync_route(
             with vault._held(), vault._locked():
                 sync.integrate(known, report)
                 head = sync.heads()[0]
-            if route.layout == 2:
+            if route.layout == 2 and route.branch is None:
                 with suppress(AgentMemVaultError):  # claim refs only wait for the next time
                     prune_claims(sync, patience)
         for _ in range(MAX_ROUNDS):

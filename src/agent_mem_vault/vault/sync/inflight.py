@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError
 from .team import claims_on_remote
+from .team_branch import landed as on_branch
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
@@ -61,9 +62,14 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
     left = {id: r for id, r in records.items() if r.get("pid") == os.getpid() or not _alive(r)}
     if not left:
         return []
-    sent = [id for id, r in left.items() if r.get("entry")]
+    sent = {id: str(r["entry"]) for id, r in left.items() if r.get("entry")}
     try:
-        landed = claims_on_remote(sync, sent) if sent else {}
+        if not sent:
+            landed: dict[str, str] = {}
+        elif sync.route.branch is not None:  # one branch: landed if the branch holds it
+            landed = on_branch(sync, sync.fetched.rsplit("/", 1)[0] + "/remote", sent)
+        else:
+            landed = claims_on_remote(sync, list(sent))
     except AgentMemVaultError:
         return []  # the remote cannot say now: asked again at the next turn
     found = []

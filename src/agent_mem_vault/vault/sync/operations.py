@@ -42,6 +42,7 @@ from .signing import Chosen, choose_key
 from .stranded import reopen_stranded
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
+from .team_branch import branch_ref
 from .upgrade import upgrade
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
@@ -92,10 +93,13 @@ class SyncReport:
 # -- joining and leaving ------------------------------------------------------------------
 
 
-def join_remote(vault: VaultBase, remote: str, sign: str | None = None) -> SyncReport:
-    """Send the whole vault through ``remote`` (a URL or path git accepts), on its
-    ``main`` branch: a remote with notes already is merged with this vault's; ``sign``:
-    the key every commit it sends is signed with (``choose_key``)."""
+def join_remote(
+    vault: VaultBase, remote: str, sign: str | None = None, branch: str | None = None
+) -> SyncReport:
+    """Send the whole vault through ``remote`` (a URL or path git accepts): a remote with
+    notes already is merged with this vault's; ``sign``: the key every commit it sends is
+    signed with (``choose_key``); ``branch``: the one branch its entries ride, for a
+    host that takes only branches (``team_branch.py``)."""
     url = check_url(remote)
     if "://" not in url and ":" not in url.split("/")[0] and not os.path.isabs(url):
         url = str(Path(url).expanduser().absolute())  # a path: the same from any folder
@@ -109,6 +113,9 @@ def join_remote(vault: VaultBase, remote: str, sign: str | None = None) -> SyncR
         )
     sign = sign or (current.sign if current is not None else None)
     route = Route(remote=url, ref=VAULT_REF, url=url, sign=sign)
+    if branch is not None:
+        probe = Git(vault.path, vault.path, vault.path / SYNC_DIR / "probe.index")
+        route = replace(route, layout=2, branch=branch_ref(probe, branch))
     folder = vault.path / SYNC_DIR / f"{route.key}.git"
     made = not folder.exists()
     if made:
@@ -132,9 +139,10 @@ def join_project(
     repo: str | os.PathLike[str],
     remote: str = "origin",
     sign: str | None = None,
+    branch: str | None = None,
 ) -> SyncReport:
     """Send ``namespace`` through the project's own repository (the clone at ``repo``,
-    its remote ``remote``), on ``refs/agent-mem-vault/<namespace>``."""
+    its remote ``remote``), on refs of its own, or on the branch ``branch``."""
     from ..format.namespaces import validate_namespace
 
     namespace = validate_namespace(namespace)
@@ -165,6 +173,8 @@ def join_project(
     route = Route(
         remote=remote, ref=ref, namespace=namespace, repo=str(git_dir), url=shown, sign=sign
     )
+    if branch is not None:
+        route = replace(route, layout=2, branch=branch_ref(probe, branch))
     return _join(vault, config.with_route(route), route, cleanup=None)
 
 
@@ -233,7 +243,12 @@ def leave(vault: VaultBase, namespace: str | None = None) -> Route:
             save_config(vault.path, rest)
         else:
             (vault.path / SYNC_DIR / "config.json").unlink()
-        for name in (f"{route.key}.index", f"{route.key}.state.json", f"{route.key}.lock"):
+        for name in (
+            f"{route.key}.index",
+            f"{route.key}.state.json",
+            f"{route.key}.lock",
+            f"{route.key}.fold.sqlite",
+        ):
             (vault.path / SYNC_DIR / name).unlink(missing_ok=True)
         if route.repo is None:
             shutil.rmtree(vault.path / SYNC_DIR / f"{route.key}.git", ignore_errors=True)
@@ -248,7 +263,7 @@ def _join(vault: VaultBase, config: SyncConfig, route: Route, cleanup: Path | No
     fresh = not folder.exists()
     folder.mkdir(exist_ok=True)
     try:
-        layout = remote_layout(RouteSync(vault, config, route))
+        layout = route.layout if route.branch else remote_layout(RouteSync(vault, config, route))
         if layout != route.layout:
             route = replace(route, layout=layout)
             config = config.with_route(route)

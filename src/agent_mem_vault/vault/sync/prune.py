@@ -12,24 +12,32 @@ how far apart two machines' clocks are.
 
 A syncer prunes at most once every ``EVERY`` seconds, right after a fetch of
 every log; a refused delete means another machine pruned first.
+
+Logs go too, so that a team whose CI jobs are each a machine of their own does
+not gather one ref per job for ever: a log that the checkpoint holds whole and
+that has not moved for ``IDLE`` seconds is deleted with a lease on its tip.
+Readers keep its tip, so nothing is folded again; its machine, if it writes once
+more, pushes the log back as it was, with its new entry on top.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .layout import team_prefix
-from .team import claims_on_remote, store_of
+from .team import claims_on_remote, mirror_refs, store_of
 from .team_claim import GRACE
 
 if TYPE_CHECKING:
     from .engine import RouteSync
 
-__all__ = ["EVERY", "prune_claims"]
+__all__ = ["EVERY", "IDLE", "prune_claims", "prune_logs"]
 
 EVERY = 60.0
 """Seconds between two looks at a remote's claim refs by one machine."""
+IDLE = 24 * 3600.0
+"""Seconds a log the checkpoint holds whole stays unmoved before it is let go."""
 _BATCH = 500
 """Claim refs one push deletes."""
 
@@ -87,5 +95,53 @@ def prune_claims(sync: RouteSync, limit: float, now: float | None = None) -> int
     state = sync.state()
     state["claims_seen"] = seen
     state["pruned_at"] = now
+    sync.save_state(state)
+    prune_logs(sync, limit, now)  # at the same pace
+    return pruned
+
+
+def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
+    """Delete other machines' logs that the adopted checkpoint holds whole and that have
+    not moved for ``IDLE`` seconds (the caller has just fetched every log, holding the
+    route's turn); how many went."""
+    now = time.time() if now is None else now
+    state = sync.state()
+    covered = state.get("covered")
+    if sync.route.branch is not None or not isinstance(covered, dict):
+        return 0
+    prefix, mine = team_prefix(sync.route), sync.config.machine
+    logs = {
+        n.removeprefix("_log/"): c
+        for n, c in mirror_refs(sync, sync.fetched.rsplit("/", 1)[0] + "/remote").items()
+        if n.startswith("_log/")
+    }
+    before = state.get("idle_logs")
+    idle: dict[str, list[Any]] = {}
+    for m, tip in logs.items():
+        if m == mine or covered.get(m) != tip:
+            continue
+        seen = before.get(m) if isinstance(before, dict) else None
+        idle[m] = seen if isinstance(seen, list) and seen[:1] == [tip] else [tip, now]
+    due = [m for m, (_tip, since) in idle.items() if now - float(since) >= IDLE]
+    pruned = 0
+    if due:
+        result = sync._network(
+            "push",
+            "--no-verify",
+            "--porcelain",
+            "--quiet",
+            *(f"--force-with-lease={prefix}/_log/{m}:{logs[m]}" for m in due),
+            sync.remote,
+            *(f":{prefix}/_log/{m}" for m in due),
+            timeout=limit,
+        )
+        if result.status not in (0, 1):
+            raise sync._failed(result)
+        refused = sum(1 for line in result.out.decode().splitlines() if line[:1] == "!")
+        pruned = len(due) - refused
+        for m in due:
+            idle.pop(m, None)
+    state = sync.state()
+    state["idle_logs"] = idle
     sync.save_state(state)
     return pruned

@@ -85,6 +85,9 @@ class Route:
     layout: int = 1
     """The refs the route keeps on its remote (``layout.py``): 1, one log for every
     machine (``log.py``); 2, a log per machine (``team.py``)."""
+    branch: str | None = None
+    """``refs/heads/<name>``: the one branch every machine's entries ride, for a host that
+    takes only branches (``team_branch.py``); None: refs of the route's own."""
 
     @property
     def log_ref(self) -> str:
@@ -256,6 +259,8 @@ def save_config(root: Path, config: SyncConfig) -> None:
             del route["sign"]  # a config an older release can still read
         if route.get("layout") == 1:
             del route["layout"]
+        if route.get("branch") is None:
+            del route["branch"]
     atomic_write(config_file(root), json.dumps(data, indent=2) + "\n")
 
 

@@ -37,6 +37,7 @@ from .layout import (
 )
 from .local import FETCH_FIRST
 from .routes import SYNC_DIR
+from .team_branch import BRANCH, check_root, fetch_specs, root
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ __all__ = [
     "claims_on_remote",
     "fenced",
     "fetch",
+    "mirror_refs",
     "push",
     "remote_layout",
     "store_of",
@@ -111,7 +113,9 @@ def _mine(sync: RouteSync) -> str:
     return sync.fetched.rsplit("/", 1)[0] + "/mine"
 
 
-def _listing(sync: RouteSync, prefix: str) -> dict[str, str]:
+def mirror_refs(sync: RouteSync, prefix: str) -> dict[str, str]:
+    """The refs this machine keeps under ``prefix`` (its copy of the remote's): name
+    under it → commit."""
     raw = sync.git.run("for-each-ref", "--format=%(refname) %(objectname)", prefix + "/")
     out = {}
     for line in raw.out.decode().splitlines():
@@ -125,6 +129,8 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     has nothing yet."""
     started = time.time()
     prefix, mirror = team_prefix(sync.route), _mirror(sync)
+    branch = sync.route.branch
+    specs = [f"+{prefix}/*:{mirror}/*", f"^{prefix}/_claim/*"]
     result = sync._network(
         "fetch",
         "--prune",
@@ -133,16 +139,21 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         "--no-recurse-submodules",
         "--quiet",
         sync.remote,
-        f"+{prefix}/*:{mirror}/*",
-        f"^{prefix}/_claim/*",
+        *(specs if branch is None else fetch_specs(sync.route, mirror)),
         timeout=limit,
     )
     if result.status != 0:
-        raise sync._failed(result)
+        if branch is None or f"couldn't find remote ref {branch}" not in result.err:
+            raise sync._failed(result)
+        sync._set_refs({f"{mirror}/{BRANCH}": (None, None)})  # not made yet, or deleted
     sync._remember(fetched=True)
     sync._known = None
-    refs = _listing(sync, mirror)
+    refs = mirror_refs(sync, mirror)
     state = sync.state()
+    if branch is not None:  # one branch holds every machine's entries
+        refs = {f"_log/{BRANCH}": refs[BRANCH]} if BRANCH in refs else {}
+        if refs and state.get("marker") is None:
+            state["marker"] = check_root(sync, refs[f"_log/{BRANCH}"])
     marker = refs.get("_layout")
     if marker is not None and state.get("marker") != marker:
         message = sync.git.run("cat-file", "commit", marker).out.decode("utf-8", "replace")
@@ -153,7 +164,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     # The checkpoint every fold starts from (a route upgraded from layout 1 has one); one
     # the remote lost is written there again from here.
     checkpoint = refs.get("_checkpoint") or state.get("checkpoint")
-    if checkpoint is not None and "_checkpoint" not in refs:
+    if checkpoint is not None and "_checkpoint" not in refs and branch is None:
         _restore(sync, limit, {f"{prefix}/_checkpoint": checkpoint})
     store = store_of(sync)
     try:
@@ -161,11 +172,15 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         fresh = not tips or checkpoint != state.get("checkpoint")
         if not fresh and state.get("fold_tree") != known.fetched_tree:
             fresh = True  # the store went on without ``fetched`` (a process stopped between)
+        covered = state.get("covered") if isinstance(state.get("covered"), dict) else {}
+        assert isinstance(covered, dict)
         gone = [
             m
             for m, tip in tips.items()
             if logs.get(m) != tip.commit
             and (m not in logs or not sync.is_ancestor(tip.commit, logs[m]))
+            # a log let go once the checkpoint held all of it (``prune.py``) is no loss
+            and not (m not in logs and covered.get(m) == tip.commit)
         ]
         # A log that went back or went away: its notes are what the remote has now, so
         # everything is folded again from the start, unlinked from what was here.
@@ -184,8 +199,9 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             frontier = {
                 m: Tip(c, seq, lamport)
                 for m, (c, seq) in covers.items()
-                if m in logs and sync.is_ancestor(c, logs[m])
+                if m not in logs or sync.is_ancestor(c, logs[m])
             }
+            state["covered"] = {m: t.commit for m, t in frontier.items()}
         since = {m: t.commit for m, t in (tips or frontier).items()}
         new = {m: c for m, c in logs.items() if since.get(m) != c}
         state["last_full_fetch"] = started
@@ -204,7 +220,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         entries = read_entries(
             sync.git,
             list(new.values()),
-            [since[m] for m in logs if m in since],
+            _present(sync, [since[m] for m in logs if m in since]),
             empty_tree_id(digits),
         )
         new_tips = {**frontier, **_tips(entries, new)}
@@ -277,6 +293,18 @@ def _folded_into(sync: RouteSync, tree: str) -> None:
     sync.save_state(state)
 
 
+def _present(sync: RouteSync, commits: list[str]) -> list[str]:
+    """Those of ``commits`` this machine still has: the tip of a log let go long ago may
+    have been collected by ``git gc`` since (its entries are then read again, and fold to
+    what they made)."""
+    if not commits:
+        return []
+    found = sync.git.run(
+        "cat-file", "--batch-check=%(objectname)", input="".join(f"{c}\n" for c in commits).encode()
+    ).out.decode()
+    return [line for line in found.splitlines() if " missing" not in line]
+
+
 def _tips(entries: list[LogEntry], new: dict[str, str]) -> dict[str, Tip]:
     by_commit = {e.commit: e for e in entries}
     out = {}
@@ -324,14 +352,18 @@ def push(
     store = store_of(sync)
     try:
         tips = store.tips()
-        listing = _listing(sync, _mirror(sync))
+        listing = mirror_refs(sync, _mirror(sync))
         tip = listing.get(f"_log/{machine}")
         own = tip or sync.git.run("rev-parse", "-q", "--verify", _mine(sync), check=False)
         own_tip = own if isinstance(own, str) else (own.out.decode().strip() or None)
         mine = tips.get(machine)
         seq = max(int(state.get("seq") or 0), mine.seq if mine else 0) + 1
         lamport = max(int(state.get("lamport") or 0), store.max_lamport()) + 1
-        marker = _marker_specs(sync, len(commit), listing, state)
+        marker = (
+            _marker_specs(sync, len(commit), listing, state)
+            if sync.route.branch is None
+            else ([], [])
+        )
         base = {p: old for p, (old, _new) in changes.items() if old is not None}
         removed = [p for p, (_old, new) in changes.items() if new is None]
         blobs = {p: new for p, (_old, new) in changes.items() if new is not None}
@@ -345,9 +377,17 @@ def push(
             claims=claims,
         )
         tree = edited_tree(sync.git, empty_tree_id(len(commit)), blobs)
-        entry = sync._sent(tree, ["-p", own_tip] if own_tip else [], message)
-        specs = [f"{entry}:{prefix}/_log/{machine}", *marker[0]]
-        options = [f"--force-with-lease={prefix}/_log/{machine}:{tip or ''}", *marker[1]]
+        if sync.route.branch is not None:  # on the branch's tip: it must fast-forward
+            tip = listing.get(BRANCH)
+            marker = ([], [])
+            entry = sync._sent(tree, ["-p", tip or root(sync, len(commit))], message)
+            specs = [f"{entry}:{sync.route.branch}"]
+            options = [f"--force-with-lease={sync.route.branch}:{tip or ''}"]
+            claims = ()  # the branch's compare-and-swap is the claim
+        else:
+            entry = sync._sent(tree, ["-p", own_tip] if own_tip else [], message)
+            specs = [f"{entry}:{prefix}/_log/{machine}", *marker[0]]
+            options = [f"--force-with-lease={prefix}/_log/{machine}:{tip or ''}", *marker[1]]
         for id in claims:
             specs.append(f"{entry}:{prefix}/_claim/{id}")
             options.append(f"--force-with-lease={prefix}/_claim/{id}:")
@@ -375,7 +415,7 @@ def push(
         # notes as it is: ``fetched`` is ``commit`` now.
         store.fold(
             LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims)).changes(),
-            {machine: Tip(entry, seq, lamport)},
+            {BRANCH if sync.route.branch else machine: Tip(entry, seq, lamport)},
             lambda paths: {p: changes[p][0] if p in changes else None for p in paths},
             _Texts(sync),
         )
@@ -386,6 +426,8 @@ def push(
         f"{_mirror(sync)}/_log/{machine}": (entry, None),
         _mine(sync): (entry, None),
     }
+    if sync.route.branch is not None:
+        moves = {sync.fetched: (commit, known.fetched), f"{_mirror(sync)}/{BRANCH}": (entry, None)}
     if marker[0]:
         moves[f"{_mirror(sync)}/_layout"] = (marker[0][0].split(":", 1)[0], None)
     sync._set_refs(moves)
@@ -491,6 +533,10 @@ def _send(
     if not refused:
         raise sync._failed(result)
     prefix = team_prefix(sync.route)
+    if sync.route.branch is not None and any(
+        word in r for r in refused for word in ("stale info", "fetch first", "non-fast-forward")
+    ):
+        return FETCH_FIRST  # another machine's entry went first: fetched, then again
     claim_lines = [r for r in refused if f"{prefix}/_claim/" in r.split("\t")[1]]
     if any("stale info" in r for r in claim_lines) or (
         f"cannot lock ref '{prefix}/_claim/" in result.err and "already exists" in result.err
@@ -499,8 +545,9 @@ def _send(
     log = f"{prefix}/_log/{sync.config.machine}"
     if any(log in r and "stale info" in r for r in refused):
         return LOG_MOVED
-    if any(r.split("\t")[1].endswith(f":{sync.route.log_ref}") for r in refused if "\t" in r):
-        return ONE_LOG
+    fence = f":{sync.route.log_ref}"
+    if any(r.split("\t")[1].endswith(fence) and "stale info" in r for r in refused if "\t" in r):
+        return ONE_LOG  # the fence's lease failed: a one-log release made the route first
     cause = [r for r in refused if "atomic" not in r] or refused
     return cause[0].rsplit("\t", 1)[-1]
 

@@ -39,7 +39,8 @@ def checkpoint_if_due(sync: RouteSync, limit: float) -> bool:
     known = sync._refs()
     seen = state.get("last_full_fetch")
     if (
-        known.fetched is None
+        sync.route.branch is not None  # one branch: every machine reads it from its start
+        or known.fetched is None
         or known.fetched_tree is None
         or state.get("fold_tree") != known.fetched_tree
         or not isinstance(seen, int | float)
