@@ -621,7 +621,8 @@ def remove(work: Path) -> None:
 def report(phases: list[PhaseFigures], plan: Plan) -> None:
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
     signed = " · every machine signs its commits (ssh-ed25519)" if plan.sign else ""
-    signed += f" · layout {os.environ.get('AGENT_MEM_VAULT_SYNC_LAYOUT') or '1'}"
+    signed += f" · layout {os.environ.get('AGENT_MEM_VAULT_SYNC_LAYOUT') or '2'}"
+    signed += " · beside it, a team on a route of one log (layout 1)" if plan.one_log else ""
     print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}{signed}\n")
     for phase in phases:
         print("\n".join(team_table(phase, plan)) + "\n")
