@@ -68,30 +68,9 @@ def prune_claims(sync: RouteSync, limit: float, now: float | None = None) -> int
         store.close()
     gone = [i for i in due if claims[i] in applied]
     prefix = team_prefix(sync.route)
-    pruned = 0
-    for at in range(0, len(gone), _BATCH):
-        batch = gone[at : at + _BATCH]
-        result = sync._network(
-            "push",
-            "--no-verify",
-            "--porcelain",
-            "--quiet",
-            *(f"--force-with-lease={prefix}/_claim/{i}:{claims[i]}" for i in batch),
-            sync.remote,
-            *(f":{prefix}/_claim/{i}" for i in batch),
-            timeout=limit,
-        )
-        if result.status not in (0, 1):
-            raise sync._failed(result)
-        refused = {
-            line.split("\t")[1].rsplit("/", 1)[-1]
-            for line in result.out.decode("utf-8", "replace").splitlines()
-            if line[:1] == "!"
-        }
-        for id in batch:
-            if id not in refused:
-                pruned += 1
-            seen.pop(id, None)  # gone, by this push or another machine's
+    pruned = _delete(sync, limit, {f"{prefix}/_claim/{i}": claims[i] for i in gone})
+    for id in gone:
+        seen.pop(id, None)  # gone, by this push or another machine's
     state = sync.state()
     state["claims_seen"] = seen
     state["pruned_at"] = now
@@ -123,25 +102,34 @@ def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
         seen = before.get(m) if isinstance(before, dict) else None
         idle[m] = seen if isinstance(seen, list) and seen[:1] == [tip] else [tip, now]
     due = [m for m, (_tip, since) in idle.items() if now - float(since) >= IDLE]
-    pruned = 0
-    if due:
+    pruned = _delete(sync, limit, {f"{prefix}/_log/{m}": logs[m] for m in due})
+    for m in due:
+        idle.pop(m, None)
+    state = sync.state()
+    state["idle_logs"] = idle
+    sync.save_state(state)
+    return pruned
+
+
+def _delete(sync: RouteSync, limit: float, refs: dict[str, str]) -> int:
+    """Delete ``refs`` (ref → the commit it must still hold) on the remote, ``_BATCH`` a
+    push, not atomically; how many went (a refusal: another machine was first)."""
+    names = list(refs)
+    gone = 0
+    for at in range(0, len(names), _BATCH):
+        batch = names[at : at + _BATCH]
         result = sync._network(
             "push",
             "--no-verify",
             "--porcelain",
             "--quiet",
-            *(f"--force-with-lease={prefix}/_log/{m}:{logs[m]}" for m in due),
+            *(f"--force-with-lease={ref}:{refs[ref]}" for ref in batch),
             sync.remote,
-            *(f":{prefix}/_log/{m}" for m in due),
+            *(f":{ref}" for ref in batch),
             timeout=limit,
         )
         if result.status not in (0, 1):
             raise sync._failed(result)
-        refused = sum(1 for line in result.out.decode().splitlines() if line[:1] == "!")
-        pruned = len(due) - refused
-        for m in due:
-            idle.pop(m, None)
-    state = sync.state()
-    state["idle_logs"] = idle
-    sync.save_state(state)
-    return pruned
+        out = result.out.decode("utf-8", "replace").splitlines()
+        gone += len(batch) - sum(1 for line in out if line[:1] == "!")
+    return gone
