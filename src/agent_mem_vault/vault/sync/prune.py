@@ -25,8 +25,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .layout import team_prefix
-from .team import claims_on_remote, mirror_refs, store_of
+from .layout import message_facts, team_prefix
+from .team import claims_on_remote, covered_of, mirror_refs, store_of
 from .team_claim import GRACE
 
 if TYPE_CHECKING:
@@ -52,20 +52,22 @@ def prune_claims(sync: RouteSync, limit: float, now: float | None = None) -> int
     if isinstance(last, int | float) and 0 <= now - last < EVERY:
         return 0
     claims = claims_on_remote(sync)
+    # When each claim ref, as it is now, was first listed: a handoff reopened and taken
+    # again has a new ref, whose grace starts again.
     before = state.get("claims_seen")
-    seen = {
-        i: at
-        for i, at in (before.items() if isinstance(before, dict) else ())
-        if i in claims and isinstance(at, int | float)
-    }
-    for id in claims:
-        seen.setdefault(id, now)
-    due = [i for i in claims if now - seen[i] >= GRACE]
+    seen: dict[str, list[Any]] = {}
+    for id, oid in claims.items():
+        was = before.get(id) if isinstance(before, dict) else None
+        seen[id] = was if isinstance(was, list) and was[:1] == [oid] else [oid, now]
+    due = [i for i in claims if now - float(seen[i][1]) >= GRACE]
     store = store_of(sync)
     try:
         applied = store.applied([claims[i] for i in due])
     finally:
         store.close()
+    # An entry the checkpoint holds (its machine's seq at or below the frontier) is
+    # folded here too, though the store started after it.
+    applied |= _in_checkpoint(sync, [claims[i] for i in due if claims[i] not in applied])
     gone = [i for i in due if claims[i] in applied]
     prefix = team_prefix(sync.route)
     pruned = _delete(sync, limit, {f"{prefix}/_claim/{i}": claims[i] for i in gone})
@@ -85,8 +87,8 @@ def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
     route's turn); how many went."""
     now = time.time() if now is None else now
     state = sync.state()
-    covered = state.get("covered")
-    if sync.route.branch is not None or not isinstance(covered, dict):
+    covered = covered_of(state)
+    if sync.route.branch is not None or not covered:
         return 0
     prefix, mine = team_prefix(sync.route), sync.config.machine
     logs = {
@@ -97,7 +99,7 @@ def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
     before = state.get("idle_logs")
     idle: dict[str, list[Any]] = {}
     for m, tip in logs.items():
-        if m == mine or covered.get(m) != tip:
+        if m == mine or covered.get(m, ("", 0))[0] != tip:
             continue
         seen = before.get(m) if isinstance(before, dict) else None
         idle[m] = seen if isinstance(seen, list) and seen[:1] == [tip] else [tip, now]
@@ -133,3 +135,27 @@ def _delete(sync: RouteSync, limit: float, refs: dict[str, str]) -> int:
         out = result.out.decode("utf-8", "replace").splitlines()
         gone += len(batch) - sum(1 for line in out if line[:1] == "!")
     return gone
+
+
+def _in_checkpoint(sync: RouteSync, commits: list[str]) -> set[str]:
+    """Which of ``commits`` (entries) the adopted checkpoint holds: its machine's seq at or
+    below the frontier's."""
+    covered = covered_of(sync.state())
+    if not commits or not covered:
+        return set()
+    out = set()
+    texts = sync.git.run(
+        "cat-file", "--batch", input="".join(f"{c}\n" for c in commits).encode()
+    ).out.decode("utf-8", "replace")
+    for commit in commits:
+        at = texts.find(f"{commit} commit ")
+        if at < 0:
+            continue
+        header, _, rest = texts[at:].partition("\n")
+        size = int(header.rsplit(" ", 1)[1])
+        facts = message_facts(rest[:size].partition("\n\n")[2])
+        machine, seq = facts.get("machine"), facts.get("seq")
+        held = covered.get(machine, ("", 0))[1] if isinstance(machine, str) else 0
+        if isinstance(seq, int) and seq <= held:
+            out.add(commit)
+    return out
