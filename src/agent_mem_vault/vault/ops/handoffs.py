@@ -224,10 +224,11 @@ class HandoffOps(NoteWrites):
         namespace: str,
         extra: Mapping[str, Any] | None = None,
         skip: Sequence[str] = (),
+        told: Callable[[Handoff], None] | None = None,
     ) -> Taken | None:
         """Mark the newest pending handoff for ``agent`` read, inside a locked section
-        (``extra``: properties the note gets as well; ``skip``: ids not to take); what
-        it was, or None."""
+        (``extra``: properties the note gets as well; ``skip``: ids not to take;
+        ``told``: told which one, before its note is written); what it was, or None."""
         skip = list(skip)
         while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
             # A claim may have to put the note back as it was (``_put_back``).
@@ -237,6 +238,8 @@ class HandoffOps(NoteWrites):
                 skip.append(candidate.id)
                 continue
             handoff, note = current
+            if told is not None:
+                told(handoff)
             updated = lifecycle.mark_read(handoff, self._now())
             record = self._rewrite(handoff, note, updated, extra)
             self._commit(idx, [record])

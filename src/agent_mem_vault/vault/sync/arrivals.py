@@ -123,13 +123,14 @@ def keep_followups(sync: LocalRoute, folded: Folded, report: RouteReport) -> Non
     Staged, they go out with this machine's next entry; every machine that folds the
     same entries writes the same names and bytes, which fold to one note."""
     writes: dict[str, str] = {}
-    for path, text in folded.kept.items():
+    for path, texts in folded.kept.items():
         folder, _, name = path.rpartition("/")
-        kept_name, kept_text = conflict_note(text, name)
-        kept = f"{folder}/{kept_name}" if folder else kept_name
-        if not (sync.root / kept).exists():
-            writes[kept] = kept_text
-            report.kept.append(kept)
+        for text in texts:  # three edits at once: two sides lost, each kept
+            kept_name, kept_text = conflict_note(text, name)
+            kept = f"{folder}/{kept_name}" if folder else kept_name
+            if not (sync.root / kept).exists():
+                writes[kept] = kept_text
+                report.kept.append(kept)
     for path, newer, other in folded.superseded:
         _supersede_other(sync.root, writes, path, newer, other)
     report.twice.extend(p for p in folded.twice if p not in report.twice)

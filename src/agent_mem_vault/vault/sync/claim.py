@@ -50,8 +50,8 @@ from .local import FETCH_FIRST, RouteReport
 from .routes import Route, load_config
 from .signing import SigningHeld
 from .syncer import ensure_syncer
-from .team import CLAIMED
 from .team_claim import Team
+from .team_push import CLAIMED
 
 if TYPE_CHECKING:
     from ..format.models import Handoff
@@ -81,14 +81,27 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
         for attempt in range(MAX_ROUNDS):
             if team is None and sync.route.layout == 2:
                 team = Team(sync)  # the remote was upgraded, and this route followed
+            elif team is not None and team.stale():  # many rounds: the view aged meanwhile
+                _catch_up(vault, sync)
+                team, looked = Team(sync), True
             held: ConflictError | None = None
             with vault._writing(scope=scope) as idx:
                 skip = team.skip(idx, agent, namespace) if team is not None else ()
-                taken = vault._take(idx, agent, namespace, {"read_on": config.machine}, skip)
                 before, before_tree = sync.heads()[0], sync.local_tree()
+
+                def record(handoff: Handoff, before: str | None = before) -> None:
+                    """Written down before the note says read (``inflight.py``)."""
+                    inflight.begin(sync, handoff.id, handoff.path, before)
+
+                taken = vault._take(
+                    idx,
+                    agent,
+                    namespace,
+                    {"read_on": config.machine},
+                    skip,
+                    told=record if team is not None else None,
+                )
                 head, staged = None, False
-                if team is not None and taken is not None:
-                    inflight.begin(sync, taken.handoff.id, taken.handoff.path, before)
                 if taken is not None:
                     # Not journaled: the syncer never sends a read that did not count.
                     idx.touched.discard(taken.handoff.path)
@@ -103,6 +116,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                     head = sync.commit(
                         f"read {taken.handoff.id}" if taken else "notes changed here"
                     )
+            taken_unconfirmed = False
             try:
                 if held is not None and taken is not None:
                     _put_back(vault, sync, taken, commit=False)
@@ -125,8 +139,12 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 except AgentMemVaultError as exc:
                     # The remote may have taken it all the same (an answer lost on the way):
                     # the note goes back to pending in a commit of its own, which undoes the
-                    # read wherever the claim landed.
+                    # read wherever the claim landed; in layout 2 the next turn asks the
+                    # remote, and undoes it there at once (``inflight.settle``).
                     _put_back(vault, sync, taken, commit=True)
+                    if team is not None:
+                        inflight.unconfirmed(sync, taken.handoff.id)
+                        taken_unconfirmed = True
                     raise _unconfirmed(route, taken, exc) from exc
                 if refused is None:
                     if not staged:
@@ -149,7 +167,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 # Eight machines after one handoff: a moment's random wait spreads them out.
                 time.sleep(random.uniform(0, 0.005 * min(attempt + 1, 10)))
             finally:
-                if team is not None and taken is not None:
+                if team is not None and taken is not None and not taken_unconfirmed:
                     inflight.done(sync, taken.handoff.id)  # answered, one way or another
 
     raise UnavailableError(

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from . import log_fetch, team
+from . import log_fetch, team, team_push
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .identity import identity
 from .inflight import settle
@@ -141,7 +141,7 @@ class RouteSync(LocalRoute):
         with a claim ref of its own in layout 2 (``team.py``)."""
         limit = net_timeout() if timeout is None else timeout
         if self.route.layout == 2:
-            return team.push(self, commit, limit, title, claims)
+            return team_push.push(self, commit, limit, title, claims)
         known = self._refs()
         if known.log != known.applied or (
             known.fetched is not None and not self.is_ancestor(known.fetched, commit)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .fold import Change
-from .layout import LAYOUT
+from .layout import LAYOUT, message_facts
 
 if TYPE_CHECKING:
     from .gitcmd import Git
@@ -119,7 +119,7 @@ def read_entries(
     for chunk in raw.split("\x01")[1:]:
         head, _, message = chunk.partition("\0")
         commit, tree, *parents = head.split(" ")
-        facts = _facts(message)
+        facts = message_facts(message)
         machine, seq, lamport = facts.get("machine"), facts.get("seq"), facts.get("lamport")
         if not isinstance(machine, str) or not isinstance(seq, int):
             continue  # not an entry (a fence, a marker): nothing to fold
@@ -174,14 +174,3 @@ def _tree_notes(listing: str) -> dict[str, dict[str, str]]:
             continue
         i += 1
     return out
-
-
-def _facts(message: str) -> dict[str, Any]:
-    for line in reversed(message.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}

@@ -98,8 +98,8 @@ class Folded:
 
     blobs: dict[str, str | None] = field(default_factory=dict)
     """Every path the new changes touch -> its folded blob (None: no note)."""
-    kept: dict[str, str] = field(default_factory=dict)
-    """Path -> the whole text of a side that lost a merge (the last one per path)."""
+    kept: dict[str, list[str]] = field(default_factory=dict)
+    """Path -> the whole text of each side that lost a merge, in fold order."""
     superseded: list[tuple[str, str, str]] = field(default_factory=list)
     """(path, the newer handoff, the other one): two supersedes of one handoff."""
     twice: list[str] = field(default_factory=list)
@@ -306,7 +306,7 @@ def _fold(
             values[path] = blob
             at[path] += 1
             if merged.kept is not None:
-                out.kept[path] = merged.kept
+                out.kept.setdefault(path, []).append(merged.kept)
             if merged.superseded is not None:
                 out.superseded.append((path, *merged.superseded))
             if merged.twice and path not in out.twice:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..ops.base import VaultBase
     from .engine import RouteSync
 
-__all__ = ["begin", "done", "settle", "stranded"]
+__all__ = ["begin", "done", "settle", "stranded", "unconfirmed"]
 
 
 def begin(sync: RouteSync, id: str, path: str, before: str | None) -> None:
@@ -55,11 +55,27 @@ def done(sync: RouteSync, id: str) -> None:
         sync.save_state(state)
 
 
+def unconfirmed(sync: RouteSync, id: str) -> None:
+    """The read of ``id`` was refused to its agent (``claim_unconfirmed``) after its push
+    went out unanswered; its note is pending here again. Whether the claim landed is
+    asked at the next turn, which then undoes it on the remote too."""
+    state = sync.state()
+    records = _records(state)
+    if id in records:
+        records[id]["state"] = "unconfirmed"
+        state["inflight"] = records
+        sync.save_state(state)
+
+
 def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
-    """Settle the reads a stopped process left (the caller has the route's turn, not the
-    vault lock); the handoffs found stranded."""
+    """Settle the reads a stopped process left, and the reads refused as unconfirmed (the
+    caller has the route's turn, not the vault lock); the handoffs found stranded."""
     records = _records(sync.state())
-    left = {id: r for id, r in records.items() if r.get("pid") == os.getpid() or not _alive(r)}
+    left = {
+        id: r
+        for id, r in records.items()
+        if r.get("state") == "unconfirmed" or r.get("pid") == os.getpid() or not _alive(r)
+    }
     if not left:
         return []
     sent = {id: str(r["entry"]) for id, r in left.items() if r.get("entry")}
@@ -72,11 +88,14 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
             landed = claims_on_remote(sync, list(sent))
     except AgentMemVaultError:
         return []  # the remote cannot say now: asked again at the next turn
-    found = []
+    found, undo = [], []
     with vault._held(), vault._locked():
         for id, record in left.items():
             entry = record.get("entry")
-            if entry and landed.get(id) == entry:
+            if record.get("state") == "unconfirmed":
+                if entry and landed.get(id) == entry:
+                    undo.append(id)  # landed, but its agent was told no: undone at once
+            elif entry and landed.get(id) == entry:
                 found.append(id)
             else:
                 _put_back(sync, id, record)
@@ -94,7 +113,27 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
             }
         state["inflight"], state["stranded"] = records, marks
         sync.save_state(state)
+    if undo:
+        _undo(vault, sync)
     return found
+
+
+def _undo(vault: VaultBase, sync: RouteSync) -> None:
+    """Claims that landed for reads their agents were refused: the remote's entries are
+    folded in (their notes stay pending here, as put back), and the put back goes out as
+    a reopen, which takes each claim ref away in the same push."""
+    from .local import RouteReport
+    from .team_push import push
+
+    try:
+        theirs = sync.fetch()
+        with vault._held(), vault._locked():
+            sync.integrate(theirs, RouteReport(sync.route))
+        local = sync.heads()[0]
+        if local is not None:
+            push(sync, local, 30.0, "put back")
+    except AgentMemVaultError:
+        return  # the next sync sends it
 
 
 def stranded(state: dict[str, Any]) -> dict[str, dict[str, Any]]:

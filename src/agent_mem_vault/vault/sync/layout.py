@@ -45,6 +45,7 @@ __all__ = [
     "checkpoint_message",
     "fence_message",
     "marker_message",
+    "message_facts",
     "new_route_layout",
     "team_prefix",
 ]
@@ -110,7 +111,7 @@ def checkpoint_message(frontier: dict[str, tuple[str, int]] | None = None, lampo
 
 def checkpoint_facts(message: str) -> tuple[dict[str, tuple[str, int]], int]:
     """A checkpoint's frontier and Lamport (``checkpoint_message``), from its message."""
-    facts = _facts(message)
+    facts = message_facts(message)
     found = facts.get("frontier")
     frontier = {
         str(m): (str(v["commit"]), int(v["seq"]))
@@ -135,7 +136,7 @@ def fence_message(marker: str) -> str:
 
 def check_marker(route: Route, message: str) -> dict[str, Any]:
     """The marker's facts; ``layout_newer`` when this release cannot read the route."""
-    facts = _facts(message)
+    facts = message_facts(message)
     readers = facts.get("readers")
     if not isinstance(readers, int) or readers > LAYOUT:
         layout = facts.get("layout")
@@ -147,7 +148,8 @@ def check_marker(route: Route, message: str) -> dict[str, Any]:
     return facts
 
 
-def _facts(message: str) -> dict[str, Any]:
+def message_facts(message: str) -> dict[str, Any]:
+    """The JSON line a sync commit's message ends with ({} if none, or not an object)."""
     for line in reversed(message.strip().splitlines()):
         if line.startswith("{"):
             try:

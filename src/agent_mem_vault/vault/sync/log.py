@@ -31,6 +31,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .layout import message_facts
+
 if TYPE_CHECKING:
     from .gitcmd import Git
 
@@ -88,22 +90,11 @@ def checkpoint_message(log: str | None) -> str:
     return f"notes\n\n{json.dumps({'log': log})}\n"
 
 
-def _facts(message: str) -> dict[str, Any]:
-    for line in reversed(message.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return {}
-            return data if isinstance(data, dict) else {}
-    return {}
-
-
 def log_position(git: Git, checkpoint: str) -> str | None:
     """The log entry whose notes ``checkpoint`` holds; None when it holds the notes from
     before the log's first entry (or was written before there was a log)."""
     message = git.run("cat-file", "commit", checkpoint).out.decode("utf-8", "replace")
-    log = _facts(message.partition("\n\n")[2]).get("log")
+    log = message_facts(message.partition("\n\n")[2]).get("log")
     return log if isinstance(log, str) and log else None
 
 
@@ -125,7 +116,7 @@ def entries(git: Git, since: str | None, tip: str) -> list[Entry]:
     for chunk in raw.split("\x01")[1:]:
         commit, _, rest = chunk.partition("\0")
         message, _, records = rest.partition("\0")
-        facts = _facts(message)
+        facts = message_facts(message)
         entry = Entry(commit)
         removed = facts.get("removed")
         if isinstance(removed, list):

@@ -25,8 +25,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .layout import team_prefix
-from .team import claims_on_remote, mirror_refs, store_of
+from .layout import message_facts, team_prefix
+from .team import claims_on_remote, covered_of, mirror_refs, store_of
 from .team_claim import GRACE
 
 if TYPE_CHECKING:
@@ -52,46 +52,27 @@ def prune_claims(sync: RouteSync, limit: float, now: float | None = None) -> int
     if isinstance(last, int | float) and 0 <= now - last < EVERY:
         return 0
     claims = claims_on_remote(sync)
+    # When each claim ref, as it is now, was first listed: a handoff reopened and taken
+    # again has a new ref, whose grace starts again.
     before = state.get("claims_seen")
-    seen = {
-        i: at
-        for i, at in (before.items() if isinstance(before, dict) else ())
-        if i in claims and isinstance(at, int | float)
-    }
-    for id in claims:
-        seen.setdefault(id, now)
-    due = [i for i in claims if now - seen[i] >= GRACE]
+    seen: dict[str, list[Any]] = {}
+    for id, oid in claims.items():
+        was = before.get(id) if isinstance(before, dict) else None
+        seen[id] = was if isinstance(was, list) and was[:1] == [oid] else [oid, now]
+    due = [i for i in claims if now - float(seen[i][1]) >= GRACE]
     store = store_of(sync)
     try:
         applied = store.applied([claims[i] for i in due])
     finally:
         store.close()
+    # An entry the checkpoint holds (its machine's seq at or below the frontier) is
+    # folded here too, though the store started after it.
+    applied |= _in_checkpoint(sync, [claims[i] for i in due if claims[i] not in applied])
     gone = [i for i in due if claims[i] in applied]
     prefix = team_prefix(sync.route)
-    pruned = 0
-    for at in range(0, len(gone), _BATCH):
-        batch = gone[at : at + _BATCH]
-        result = sync._network(
-            "push",
-            "--no-verify",
-            "--porcelain",
-            "--quiet",
-            *(f"--force-with-lease={prefix}/_claim/{i}:{claims[i]}" for i in batch),
-            sync.remote,
-            *(f":{prefix}/_claim/{i}" for i in batch),
-            timeout=limit,
-        )
-        if result.status not in (0, 1):
-            raise sync._failed(result)
-        refused = {
-            line.split("\t")[1].rsplit("/", 1)[-1]
-            for line in result.out.decode("utf-8", "replace").splitlines()
-            if line[:1] == "!"
-        }
-        for id in batch:
-            if id not in refused:
-                pruned += 1
-            seen.pop(id, None)  # gone, by this push or another machine's
+    pruned = _delete(sync, limit, {f"{prefix}/_claim/{i}": claims[i] for i in gone})
+    for id in gone:
+        seen.pop(id, None)  # gone, by this push or another machine's
     state = sync.state()
     state["claims_seen"] = seen
     state["pruned_at"] = now
@@ -106,8 +87,8 @@ def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
     route's turn); how many went."""
     now = time.time() if now is None else now
     state = sync.state()
-    covered = state.get("covered")
-    if sync.route.branch is not None or not isinstance(covered, dict):
+    covered = covered_of(state)
+    if sync.route.branch is not None or not covered:
         return 0
     prefix, mine = team_prefix(sync.route), sync.config.machine
     logs = {
@@ -118,30 +99,63 @@ def prune_logs(sync: RouteSync, limit: float, now: float | None = None) -> int:
     before = state.get("idle_logs")
     idle: dict[str, list[Any]] = {}
     for m, tip in logs.items():
-        if m == mine or covered.get(m) != tip:
+        if m == mine or covered.get(m, ("", 0))[0] != tip:
             continue
         seen = before.get(m) if isinstance(before, dict) else None
         idle[m] = seen if isinstance(seen, list) and seen[:1] == [tip] else [tip, now]
     due = [m for m, (_tip, since) in idle.items() if now - float(since) >= IDLE]
-    pruned = 0
-    if due:
+    pruned = _delete(sync, limit, {f"{prefix}/_log/{m}": logs[m] for m in due})
+    for m in due:
+        idle.pop(m, None)
+    state = sync.state()
+    state["idle_logs"] = idle
+    sync.save_state(state)
+    return pruned
+
+
+def _delete(sync: RouteSync, limit: float, refs: dict[str, str]) -> int:
+    """Delete ``refs`` (ref → the commit it must still hold) on the remote, ``_BATCH`` a
+    push, not atomically; how many went (a refusal: another machine was first)."""
+    names = list(refs)
+    gone = 0
+    for at in range(0, len(names), _BATCH):
+        batch = names[at : at + _BATCH]
         result = sync._network(
             "push",
             "--no-verify",
             "--porcelain",
             "--quiet",
-            *(f"--force-with-lease={prefix}/_log/{m}:{logs[m]}" for m in due),
+            *(f"--force-with-lease={ref}:{refs[ref]}" for ref in batch),
             sync.remote,
-            *(f":{prefix}/_log/{m}" for m in due),
+            *(f":{ref}" for ref in batch),
             timeout=limit,
         )
         if result.status not in (0, 1):
             raise sync._failed(result)
-        refused = sum(1 for line in result.out.decode().splitlines() if line[:1] == "!")
-        pruned = len(due) - refused
-        for m in due:
-            idle.pop(m, None)
-    state = sync.state()
-    state["idle_logs"] = idle
-    sync.save_state(state)
-    return pruned
+        out = result.out.decode("utf-8", "replace").splitlines()
+        gone += len(batch) - sum(1 for line in out if line[:1] == "!")
+    return gone
+
+
+def _in_checkpoint(sync: RouteSync, commits: list[str]) -> set[str]:
+    """Which of ``commits`` (entries) the adopted checkpoint holds: its machine's seq at or
+    below the frontier's."""
+    covered = covered_of(sync.state())
+    if not commits or not covered:
+        return set()
+    out = set()
+    texts = sync.git.run(
+        "cat-file", "--batch", input="".join(f"{c}\n" for c in commits).encode()
+    ).out.decode("utf-8", "replace")
+    for commit in commits:
+        at = texts.find(f"{commit} commit ")
+        if at < 0:
+            continue
+        header, _, rest = texts[at:].partition("\n")
+        size = int(header.rsplit(" ", 1)[1])
+        facts = message_facts(rest[:size].partition("\n\n")[2])
+        machine, seq = facts.get("machine"), facts.get("seq")
+        held = covered.get(machine, ("", 0))[1] if isinstance(machine, str) else 0
+        if isinstance(seq, int) and seq <= held:
+            out.add(commit)
+    return out

@@ -54,13 +54,15 @@ def fetch_specs(route: Route, mirror: str) -> list[str]:
 
 def landed(sync: RouteSync, mirror: str, entries: dict[str, str]) -> dict[str, str]:
     """Which of ``entries`` (handoff id → the entry of its read) the branch holds now."""
+    assert sync.route.branch is not None
+    scratch = f"{mirror}/_settle"  # not the copy the fold reads: that moves with a fold only
     result = sync._network(
-        "fetch", "--no-tags", "--quiet", sync.remote, *fetch_specs(sync.route, mirror),
+        "fetch", "--no-tags", "--quiet", sync.remote, f"+{sync.route.branch}:{scratch}",
         timeout=30.0,
     )  # fmt: skip
     if result.status != 0:
         raise sync._failed(result)
-    tip = sync.git.run("rev-parse", "-q", "--verify", f"{mirror}/{BRANCH}", check=False)
+    tip = sync.git.run("rev-parse", "-q", "--verify", scratch, check=False)
     head = tip.out.decode().strip()
     return {i: e for i, e in entries.items() if head and sync.is_ancestor(e, head)}
 
