@@ -311,6 +311,21 @@ class RouteSync(LocalRoute):
     ) -> str | None:
         """Push ``specs``: None if the remote took them, else why it refused; ``sent``:
         the log entry written down as sent, no longer so once the remote took it."""
+        result, refused = self.push_refs(limit, specs, options, atomic=atomic)
+        if result.status == 0 and not refused:
+            self._remember(pushed=True, unsent=sent)
+            return None
+        if refused:
+            # With --atomic every ref is refused; one the remote objected to says why.
+            cause = [r for r in refused if "atomic push failed" not in r] or refused
+            return cause[0].rsplit("\t", 1)[-1]
+        raise self._failed(result)
+
+    def push_refs(
+        self, limit: float, specs: Sequence[str], options: Sequence[str] = (), *, atomic: bool
+    ) -> tuple[GitResult, list[str]]:
+        """One ``git push`` of ``specs`` (no hooks of ours, machine-readable): what git
+        said, and the lines of the refs it refused (``!``)."""
         result = self._network(
             "push",
             "--no-verify",
@@ -322,17 +337,8 @@ class RouteSync(LocalRoute):
             *specs,
             timeout=limit,
         )
-        refused = [
-            line for line in result.out.decode("utf-8", "replace").splitlines() if line[:1] == "!"
-        ]
-        if result.status == 0 and not refused:
-            self._remember(pushed=True, unsent=sent)
-            return None
-        if refused:
-            # With --atomic every ref is refused; one the remote objected to says why.
-            cause = [r for r in refused if "atomic push failed" not in r] or refused
-            return cause[0].rsplit("\t", 1)[-1]
-        raise self._failed(result)
+        out = result.out.decode("utf-8", "replace").splitlines()
+        return result, [line for line in out if line[:1] == "!"]
 
     def _pushed(self, commit: str, entry: str, known: Heads) -> None:
         """The remote took ``entry``: it has the notes of ``commit`` now."""

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError
+from ...core.runtime import process_alive
 from .team import claims_on_remote
 from .team_branch import landed as on_branch
 
@@ -178,15 +179,7 @@ def _put_back(sync: RouteSync, id: str, record: dict[str, Any]) -> None:
 
 def _alive(record: dict[str, Any]) -> bool:
     pid = record.get("pid")
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return isinstance(pid, int) and process_alive(pid)
 
 
 def _records(state: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -120,20 +120,15 @@ def _delete(sync: RouteSync, limit: float, refs: dict[str, str]) -> int:
     gone = 0
     for at in range(0, len(names), _BATCH):
         batch = names[at : at + _BATCH]
-        result = sync._network(
-            "push",
-            "--no-verify",
-            "--porcelain",
-            "--quiet",
-            *(f"--force-with-lease={ref}:{refs[ref]}" for ref in batch),
-            sync.remote,
-            *(f":{ref}" for ref in batch),
-            timeout=limit,
+        result, refused = sync.push_refs(
+            limit,
+            [f":{ref}" for ref in batch],
+            [f"--force-with-lease={ref}:{refs[ref]}" for ref in batch],
+            atomic=False,
         )
         if result.status not in (0, 1):
             raise sync._failed(result)
-        out = result.out.decode("utf-8", "replace").splitlines()
-        gone += len(batch) - sum(1 for line in out if line[:1] == "!")
+        gone += len(batch) - len(refused)
     return gone
 
 

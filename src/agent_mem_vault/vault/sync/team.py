@@ -326,15 +326,11 @@ def _held(
 def _restore(sync: RouteSync, limit: float, refs: dict[str, str]) -> None:
     """Write refs the remote lost back as this machine last saw them, create-only (a
     refusal means another machine did it first)."""
-    sync._network(
-        "push",
-        "--no-verify",
-        "--porcelain",
-        "--quiet",
-        *(f"--force-with-lease={ref}:" for ref in refs),
-        sync.remote,
-        *(f"{commit}:{ref}" for ref, commit in refs.items()),
-        timeout=limit,
+    sync.push_refs(
+        limit,
+        [f"{commit}:{ref}" for ref, commit in refs.items()],
+        [f"--force-with-lease={ref}:" for ref in refs],
+        atomic=False,
     )
 
 

@@ -242,19 +242,7 @@ def _status(text: str) -> str | None:
 def _send(
     sync: RouteSync, limit: float, specs: list[str], options: list[str], entry: str
 ) -> str | None:
-    result = sync._network(
-        "push",
-        "--no-verify",
-        "--porcelain",
-        "--quiet",
-        *(["--atomic"] if len(specs) > 1 else []),
-        *options,
-        sync.remote,
-        *specs,
-        timeout=limit,
-    )
-    lines = result.out.decode("utf-8", "replace").splitlines()
-    refused = [line for line in lines if line[:1] == "!"]
+    result, refused = sync.push_refs(limit, specs, options, atomic=len(specs) > 1)
     if result.status == 0 and not refused:
         sync._remember(pushed=True, unsent=entry)
         return None
