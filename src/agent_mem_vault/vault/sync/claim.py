@@ -72,6 +72,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
     scope = [(namespace, "handoffs")]
     looked = False
     team = Team(sync) if route.layout == 2 else None
+    settling = 2
     with sync.network_turn():
         if team is not None:
             inflight.settle(vault, sync)  # a read here that stopped half-way
@@ -122,6 +123,12 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                     _put_back(vault, sync, taken, commit=False)
                     raise held
                 if taken is None:
+                    if team is not None and settling and inflight.unconfirmed_ids(sync):
+                        # A read refused to its agent may hold a claim on the remote still:
+                        # undone there now the remote answers, then taken anew.
+                        settling -= 1
+                        inflight.settle(vault, sync)
+                        continue
                     if looked:
                         return None
                     _catch_up(vault, sync)  # nothing here: the remote may have new ones

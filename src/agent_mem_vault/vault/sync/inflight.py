@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..ops.base import VaultBase
     from .engine import RouteSync
 
-__all__ = ["begin", "done", "settle", "stranded", "unconfirmed"]
+__all__ = ["begin", "done", "settle", "stranded", "unconfirmed", "unconfirmed_ids"]
 
 
 def begin(sync: RouteSync, id: str, path: str, before: str | None) -> None:
@@ -105,7 +105,8 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
         marks = state.get("stranded") if isinstance(state.get("stranded"), dict) else {}
         assert isinstance(marks, dict)
         for id in left:
-            records.pop(id, None)
+            if id not in undo:  # an undo's record stays until the remote has it
+                records.pop(id, None)
         for id in found:
             marks[id] = {
                 "path": left[id].get("path"),
@@ -114,12 +115,22 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
             }
         state["inflight"], state["stranded"] = records, marks
         sync.save_state(state)
-    if undo:
-        _undo(vault, sync)
+    if undo and _undo(vault, sync):
+        state = sync.state()
+        records = _records(state)
+        for id in undo:
+            records.pop(id, None)
+        state["inflight"] = records
+        sync.save_state(state)
     return found
 
 
-def _undo(vault: VaultBase, sync: RouteSync) -> None:
+def unconfirmed_ids(sync: RouteSync) -> set[str]:
+    """The reads refused to their agents whose claims may stand on the remote."""
+    return {i for i, r in _records(sync.state()).items() if r.get("state") == "unconfirmed"}
+
+
+def _undo(vault: VaultBase, sync: RouteSync) -> bool:
     """Claims that landed for reads their agents were refused: the remote's entries are
     folded in (their notes stay pending here, as put back), and the put back goes out as
     a reopen, which takes each claim ref away in the same push."""
@@ -131,10 +142,9 @@ def _undo(vault: VaultBase, sync: RouteSync) -> None:
         with vault._held(), vault._locked():
             sync.integrate(theirs, RouteReport(sync.route))
         local = sync.heads()[0]
-        if local is not None:
-            push(sync, local, 30.0, "put back")
+        return local is None or push(sync, local, 30.0, "put back") is None
     except AgentMemVaultError:
-        return  # the next sync sends it
+        return False  # tried again at the next turn
 
 
 def stranded(state: dict[str, Any]) -> dict[str, dict[str, Any]]:

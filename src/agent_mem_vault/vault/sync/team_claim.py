@@ -17,6 +17,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any
 
+from .inflight import unconfirmed_ids
 from .team import claims_on_remote
 
 if TYPE_CHECKING:
@@ -61,7 +62,9 @@ class Team:
     def skip(self, idx: Index, agent: str, namespace: str) -> list[str]:
         """The ids a read leaves out: those taken elsewhere, and, when the team is busy,
         the newer ones before a candidate chosen at random among the newest few."""
-        skip = self.taken_elsewhere()
+        # Not taken elsewhere, nor read here before and refused to its agent: its claim
+        # may stand still, until the remote says (``inflight.settle``).
+        skip = [*self.taken_elsewhere(), *unconfirmed_ids(self.sync)]
         if not self._busy():
             return skip
         active = max(2, len(self._moved()))
