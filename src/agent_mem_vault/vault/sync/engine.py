@@ -321,6 +321,21 @@ class RouteSync(LocalRoute):
             return cause[0].rsplit("\t", 1)[-1]
         raise self._failed(result)
 
+    def fetch_refs(self, limit: float, specs: Sequence[str], *, prune: bool = False) -> GitResult:
+        """One ``git fetch`` of ``specs`` from the route's remote (no tags, no FETCH_HEAD,
+        no submodules); what git said, for the caller to judge."""
+        return self._network(
+            "fetch",
+            *(["--prune"] if prune else []),
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            "--quiet",
+            self.remote,
+            *specs,
+            timeout=limit,
+        )
+
     def push_refs(
         self, limit: float, specs: Sequence[str], options: Sequence[str] = (), *, atomic: bool
     ) -> tuple[GitResult, list[str]]:

@@ -79,16 +79,7 @@ def _fetch_refs(sync: RouteSync, checkpoint: bool, limit: float) -> None:
     if checkpoint:
         specs[sync.route.ref] = f"+{sync.route.ref}:{sync.checkpoint}"
     while specs:
-        result = sync._network(
-            "fetch",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-            "--quiet",
-            sync.remote,
-            *specs.values(),
-            timeout=limit,
-        )
+        result = sync.fetch_refs(limit, list(specs.values()))
         if result.status == 0:
             break
         missing = [r for r in specs if f"couldn't find remote ref {r}" in result.err]

@@ -118,16 +118,8 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     prefix, mirror = team_prefix(sync.route), mirror_of(sync)
     branch = sync.route.branch
     specs = [f"+{prefix}/*:{mirror}/*", f"^{prefix}/_claim/*"]
-    result = sync._network(
-        "fetch",
-        "--prune",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--no-recurse-submodules",
-        "--quiet",
-        sync.remote,
-        *(specs if branch is None else fetch_specs(sync.route, mirror)),
-        timeout=limit,
+    result = sync.fetch_refs(
+        limit, specs if branch is None else fetch_specs(sync.route, mirror), prune=True
     )
     if result.status != 0:
         if branch is None or f"couldn't find remote ref {branch}" not in result.err:

@@ -56,10 +56,7 @@ def landed(sync: RouteSync, mirror: str, entries: dict[str, str]) -> dict[str, s
     """Which of ``entries`` (handoff id → the entry of its read) the branch holds now."""
     assert sync.route.branch is not None
     scratch = f"{mirror}/_settle"  # not the copy the fold reads: that moves with a fold only
-    result = sync._network(
-        "fetch", "--no-tags", "--quiet", sync.remote, f"+{sync.route.branch}:{scratch}",
-        timeout=30.0,
-    )  # fmt: skip
+    result = sync.fetch_refs(30.0, [f"+{sync.route.branch}:{scratch}"])
     if result.status != 0:
         raise sync._failed(result)
     tip = sync.git.run("rev-parse", "-q", "--verify", scratch, check=False)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..format.notes import NoteError, parse_note
 from .entries import LogEntry, team_entry_message
 from .fold import Tip
 from .layout import fence_message, marker_message, team_prefix
@@ -233,10 +234,13 @@ def _reopened(
 
 
 def _status(text: str) -> str | None:
-    for line in text.split("\n---", 1)[0].splitlines():
-        if line.startswith("status:"):
-            return line.partition(":")[2].strip().strip("'\"")
-    return None
+    """A handoff note's ``status`` as the notes' own parser reads it."""
+    try:
+        note = parse_note(text)
+    except NoteError:
+        return None
+    status = note.meta.get("status") if note is not None else None
+    return status if isinstance(status, str) else None
 
 
 def _send(
