@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "agent_mem_vault.cli.vault:doctor",
     "keeper": "agent_mem_vault.cli.vault:keeper",
     "sync": "agent_mem_vault.cli.sync:sync",
+    "trust": "agent_mem_vault.cli.trust:trust",
     # MCP server and agent set-up.
     "serve": "agent_mem_vault.cli.serve:serve",
     "install": "agent_mem_vault.cli.install:install",

@@ -283,8 +283,21 @@ def _writer_pairs(origin: Origin | None) -> list[tuple[str, object]]:
     return [
         ("written_by", origin.author or "(git named nobody)"),
         ("written_on", origin.machine),
-        ("verified", "not checked"),
+        ("verified", _verdict(origin)),
     ]
+
+
+def _verdict(origin: Origin) -> str:
+    from ..vault.format.models import UNVERIFIED
+
+    if not origin.sent:
+        return "not sent yet"
+    if origin.verified is None:
+        return "not checked"
+    if not origin.verified:
+        return f"no: {UNVERIFIED.get(origin.why or '', origin.why)}"
+    earlier = f" (earlier text by {origin.earlier}: not verified)" if origin.earlier else ""
+    return f"yes, signed by {origin.signer}{earlier}"
 
 
 def _properties(pairs: Sequence[tuple[str, object]]) -> str:

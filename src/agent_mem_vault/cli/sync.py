@@ -361,6 +361,8 @@ def status_lines(routes: list[dict[str, Any]], *, held: bool = True) -> list[str
                 f"you@example.com){signed}"
             )
         out += [f"  {item['said']}" for item in status.get("stranded") or ()]
+        if status.get("trust"):
+            out.append(f"  {status['trust']['said']}")
         if status.get("layout") == 2:
             out.append("  a log per machine (layout 2): no push waits for another machine's")
         elif status.get("layout") == 1:

@@ -165,7 +165,15 @@ def test_every_view_names_the_person_and_machine_that_wrote_the_text(
     got = succeeded(run_process([BIN, "memory", "get", kept.id], env=cli)).stdout
     assert f"written_by:    {ada}" in got
     as_json = json.loads(succeeded(run_process([BIN, "show", made.id, "--json"], env=cli)).stdout)
-    assert as_json["written_by"] == {"person": ada, "machine": where, "verified": None}
+    assert as_json["written_by"] == {
+        "person": ada,
+        "machine": where,
+        "verified": None,  # no signers file: not checked
+        "signer": None,
+        "why": None,
+        "sent": True,
+        "earlier_unverified": None,
+    }
 
     env = {**git_env(tmp_path / "home"), "AGENT_MEM_VAULT_SYNC_AUTO": "off"}
     with serving(b.path, "--agent", "codex", "--namespace", NS, env=env) as server:

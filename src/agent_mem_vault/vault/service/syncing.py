@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..sync.operations import RouteStatus, Signing, SyncReport
     from ..sync.routes import Route
     from ..sync.signing import Chosen
+    from ..sync.trust_ops import TrustStatus
     from ..sync.upgrade import Upgraded
 
 __all__ = ["SyncOps", "plug_in"]
@@ -110,6 +111,27 @@ class SyncOps(VaultBase):
         namespace = validate_namespace_filter(namespace)
         signing: Signing = sync_commands().sign_route(self, namespace, key)
         return signing
+
+    def trust_signers(
+        self, namespace: str | None, path: str | None, *, clear: bool = False
+    ) -> TrustStatus:
+        """Check what the route of ``namespace`` (None: the vault's) receives against the
+        allowed signers file at ``path`` (``clear``: git's ``gpg.ssh.allowedSignersFile``)."""
+        namespace = validate_namespace_filter(namespace)
+        found: TrustStatus = sync_commands().trust_signers(self, namespace, path, clear=clear)
+        return found
+
+    def trust_policy(self, namespace: str | None, policy: str) -> TrustStatus:
+        """``off`` or ``label`` for the route of ``namespace`` (None: the vault's)."""
+        namespace = validate_namespace_filter(namespace)
+        found: TrustStatus = sync_commands().trust_policy(self, namespace, policy)
+        return found
+
+    def trust_status(self, namespace: str | None = None) -> TrustStatus:
+        """What the route of ``namespace`` checks entries against, and what it found."""
+        namespace = validate_namespace_filter(namespace)
+        found: TrustStatus = sync_commands().trust_status(self, namespace)
+        return found
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""

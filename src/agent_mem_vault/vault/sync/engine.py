@@ -48,6 +48,7 @@ from .routes import SYNC_DIR, Route, SyncConfig
 from .signing import HELD_KEYS, HELD_MARK, SigningHeld, commit_signed, signer_for
 from .stamps import stamp_edits
 from .team_checkpoint import checkpoint_if_due
+from .team_verify import check_arrivals
 from .trees import edited_tree, empty_tree_id
 
 if TYPE_CHECKING:
@@ -92,14 +93,19 @@ class RouteSync(LocalRoute):
         A layout-1 route whose log meets layout 2's fence follows the remote there."""
         limit = net_timeout() if timeout is None else timeout
         if self.route.layout == 2:
-            return team.fetch(self, limit)
+            return self._judged(team.fetch(self, limit))
         try:
             return log_fetch.fetch(self, limit)
         except RemoteError as exc:
             if exc.code != "remote_moved" or not team.fenced(self):
                 raise
         self._follow_layout(2)
-        return team.fetch(self, limit)
+        return self._judged(team.fetch(self, limit))
+
+    def _judged(self, fetched: str | None) -> str | None:
+        """``fetched``, once the entries that brought it are judged (``team_verify.py``)."""
+        check_arrivals(self)
+        return fetched
 
     def _follow_layout(self, layout: int) -> None:
         """The remote keeps the route in ``layout`` (moved to 2 by ``upgrade.py``; or made
@@ -141,7 +147,10 @@ class RouteSync(LocalRoute):
         with a claim ref of its own in layout 2 (``team.py``)."""
         limit = net_timeout() if timeout is None else timeout
         if self.route.layout == 2:
-            return team_push.push(self, commit, limit, title, claims)
+            refused = team_push.push(self, commit, limit, title, claims)
+            if refused is None:
+                check_arrivals(self)
+            return refused
         known = self._refs()
         if known.log != known.applied or (
             known.fetched is not None and not self.is_ancestor(known.fetched, commit)

@@ -446,19 +446,25 @@ class LocalRoute:
     def blobs(self, ids: list[str]) -> dict[str, str]:
         """The text of each object ``ids`` names (a blob id, or ``<tree>:<path>``), with one
         ``cat-file`` for all; left out where there is no such blob."""
+        return {i: raw.decode("utf-8", "replace") for i, raw in self.objects(ids).items()}
+
+    def objects(self, ids: list[str], kind: str = "blob") -> dict[str, bytes]:
+        """The bytes of each object of ``kind`` that ``ids`` names, with one ``cat-file``
+        for all; left out where there is none."""
         if not ids:
             return {}
         raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
-        out: dict[str, str] = {}
+        out: dict[str, bytes] = {}
         pos = 0
         for name in ids:
             end = raw.index(b"\n", pos)
             header = raw[pos:end].decode("utf-8", "replace").rsplit(" ", 2)
             pos = end + 1
-            if len(header) != 3 or header[1] != "blob":
-                continue  # "<name> missing", or a tree
+            if len(header) != 3 or header[1] not in ("blob", "commit", "tree", "tag"):
+                continue  # "<name> missing"
             size = int(header[2])
-            out[name] = raw[pos : pos + size].decode("utf-8", "replace")
+            if header[1] == kind:
+                out[name] = raw[pos : pos + size]
             pos += size + 1
         return out
 

@@ -43,6 +43,7 @@ from .stranded import reopen_stranded
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
 from .team_branch import branch_ref
+from .trust_ops import TrustStatus, trust_policy, trust_signers, trust_status
 from .upgrade import upgrade
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
@@ -54,6 +55,7 @@ __all__ = [
     "RouteStatus",
     "Signing",
     "SyncReport",
+    "TrustStatus",
     "add_pattern",
     "allow",
     "catch_up",
@@ -68,6 +70,9 @@ __all__ = [
     "status",
     "sync_all",
     "travelled_matching",
+    "trust_policy",
+    "trust_signers",
+    "trust_status",
     "upgrade",
 ]
 
@@ -248,6 +253,9 @@ def leave(vault: VaultBase, namespace: str | None = None) -> Route:
             f"{route.key}.state.json",
             f"{route.key}.lock",
             f"{route.key}.fold.sqlite",
+            f"{route.key}.trust.sqlite",
+            f"{route.key}.trust.sqlite-wal",
+            f"{route.key}.trust.sqlite-shm",
         ):
             (vault.path / SYNC_DIR / name).unlink(missing_ok=True)
         if route.repo is None:

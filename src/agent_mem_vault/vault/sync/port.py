@@ -22,7 +22,7 @@ from ..ops.port import Origin
 from .identity import identity
 from .journal import note_changes
 from .privacy import covers_namespace, patterns
-from .routes import SYNC_DIR, load_config, route_git_dir
+from .routes import SYNC_DIR, Route, load_config, route_git_dir
 from .signing import HELD_MARK, held_line
 from .syncer import ensure_syncer
 
@@ -94,11 +94,31 @@ class GitSync:
         try:
             with open(self.root / path, "rb") as file:
                 head = file.read(HEAD)
-                if b"\n---" not in head[3:]:  # properties longer than that: all of it
+                checked = self._checked(path)
+                if checked or b"\n---" not in head[3:]:  # properties longer than that: all
                     head += file.read()
         except OSError:
             return None
-        return origin_in_head(head.decode("utf-8", "replace"))
+        text = head.decode("utf-8", "replace")
+        if checked is not None:
+            from .verdicts import origin_of
+
+            return origin_of(self.root, checked, path, text)
+        return origin_in_head(text)
+
+    def _checked(self, path: str) -> Route | None:
+        """The route of ``path`` where it checks signatures (its verdicts are kept)."""
+        config = load_config(self.root)
+        route = None if config is None else config.route_of(path)
+        if route is None or route.layout != 2:
+            return None
+        from .verdicts import store_path
+
+        if not store_path(self.root, route).exists():
+            return None  # never checked: no git asked
+        from .signers import trust_for
+
+        return route if trust_for(self.root, route).checks else None
 
     def writer(self, namespace: str) -> Origin | None:
         config = load_config(self.root)

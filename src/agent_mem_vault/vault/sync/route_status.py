@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime
@@ -62,6 +63,22 @@ class RouteStatus:
     stranded: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Handoffs a read of this machine took on the remote before it stopped, unanswered
     (``inflight.py``): each a problem until reopened or let be."""
+    trust: dict[str, Any] | None = None
+    """What the route checks what arrives against and what it found (``trust_ops.py``);
+    None: it checks nothing (no signers file)."""
+
+    def trust_line(self) -> str | None:
+        """One line: the signers file, and the entries verified and not."""
+        if self.trust is None:
+            return None
+        if self.trust.get("problem"):
+            return f"checks nothing: the signers file cannot be used ({self.trust['problem']})"
+        counts = dict(self.trust.get("entries") or {})
+        good = counts.pop("verified", 0)
+        rest = sum(counts.values())
+        why = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        found = f"{good} verified, {rest} not" + (f" ({why})" if why else "")
+        return f"checks who signed what arrives against {self.trust['signers']}: {found}"
 
     def held_lines(self) -> list[str]:
         """One line for each note held back, saying what to do (``gate.said``)."""
@@ -111,6 +128,7 @@ class RouteStatus:
             "signing_held": None
             if self.signing is None
             else {**self.signing, "said": self.signing_line()},
+            "trust": None if self.trust is None else {**self.trust, "said": self.trust_line()},
             "stranded": [
                 {"id": i, **m, "said": line}
                 for (i, m), line in zip(self.stranded.items(), self.stranded_lines(), strict=True)
@@ -159,9 +177,19 @@ def status(vault: VaultBase) -> tuple[RouteStatus, ...]:
                 signs_with=None if signer is None else signer.label,
                 signing=signing if isinstance(signing, dict) and signer is not None else None,
                 stranded=stranded(state),
+                trust=_trust(vault.path, route),
             )
         )
     return tuple(out)
+
+
+def _trust(root: Path, route: Route) -> dict[str, Any] | None:
+    from .trust_ops import trust_status_of
+
+    found = trust_status_of(root, route)
+    if found.policy == "off" and not found.problem:
+        return None
+    return found.to_dict()
 
 
 def _stamp(epoch: float | None) -> str | None:

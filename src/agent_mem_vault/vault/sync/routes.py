@@ -88,6 +88,13 @@ class Route:
     branch: str | None = None
     """``refs/heads/<name>``: the one branch every machine's entries ride, for a host that
     takes only branches (``team_branch.py``); None: refs of the route's own."""
+    signers: str | None = None
+    """The allowed signers file (git's format) entries that arrive are checked against
+    (``agent-mem-vault trust signers``); None: git's ``gpg.ssh.allowedSignersFile``, if any
+    (``signers.py``)."""
+    trust: str | None = None
+    """``off`` keeps a route from checking although it has a signers file; None: it checks
+    once it has one."""
 
     @property
     def log_ref(self) -> str:
@@ -259,8 +266,9 @@ def save_config(root: Path, config: SyncConfig) -> None:
             del route["sign"]  # a config an older release can still read
         if route.get("layout") == 1:
             del route["layout"]
-        if route.get("branch") is None:
-            del route["branch"]
+        for name in ("branch", "signers", "trust"):
+            if route.get(name) is None:
+                del route[name]
     atomic_write(config_file(root), json.dumps(data, indent=2) + "\n")
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "Signer",
     "SigningHeld",
     "commit_signed",
+    "git_settings",
     "held_line",
     "key_label",
     "signer_for",
@@ -128,7 +129,7 @@ def signer_for(git_dir: Path, route: Route) -> Signer | None:
 def _ask(git_dir: Path, route: Route) -> Signer | None:
     if route.sign:
         return Signer("ssh", route.sign)
-    settings = _settings(git_dir)
+    settings = git_settings(git_dir)
     if settings.get("commit.gpgsign", "").lower() not in ("true", "yes", "on", "1"):
         return None
     fmt = settings.get("gpg.format", "openpgp").lower()
@@ -138,9 +139,10 @@ def _ask(git_dir: Path, route: Route) -> Signer | None:
     return Signer(fmt, settings.get("user.signingkey") or None, program=program)
 
 
-def _settings(git_dir: Path | None) -> dict[str, str]:
-    """The person's signing settings for commits in ``git_dir`` (None: their global
-    ones), as git reads them (one ``git config``)."""
+def git_settings(git_dir: Path | None, pattern: str = _SETTINGS) -> dict[str, str]:
+    """The person's settings for commits in ``git_dir`` (None: their global ones) whose
+    names match ``pattern`` (default: how they sign), as git reads them (one ``git
+    config``)."""
     import subprocess
 
     env = {
@@ -153,7 +155,7 @@ def _settings(git_dir: Path | None) -> dict[str, str]:
         env["GIT_DIR"] = str(git_dir)
     try:
         done = subprocess.run(
-            ["git", "config", "-z", "--get-regexp", _SETTINGS],
+            ["git", "config", "-z", "--get-regexp", pattern],
             env=env,
             capture_output=True,
             timeout=10,
@@ -379,7 +381,7 @@ def choose_key(key: str | None, git_dir: Path | None) -> Chosen:
     if key:
         candidates.append(key if key.startswith("key::") else str(Path(key).expanduser()))
     else:
-        mine = _settings(git_dir)
+        mine = git_settings(git_dir)
         if mine.get("gpg.format", "").lower() == "ssh" and mine.get("user.signingkey"):
             candidates.append(mine["user.signingkey"])
         candidates += [f"key::{line}" for line in _agent_keys() if not line.startswith("sk-")]

@@ -46,6 +46,7 @@ __all__ = [
     "mine_of",
     "mirror_of",
     "mirror_refs",
+    "present",
     "remote_layout",
     "save_said",
     "store_of",
@@ -205,7 +206,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             for e in read_entries(
                 sync.git,
                 list(new.values()),
-                _present(sync, [since[m] for m in logs if m in since]),
+                present(sync, [since[m] for m in logs if m in since]),
                 empty_tree_id(digits),
             )
             if e.seq > covered.get(e.machine, ("", 0))[1]  # the checkpoint holds the rest
@@ -326,7 +327,7 @@ def _restore(sync: RouteSync, limit: float, refs: dict[str, str]) -> None:
     )
 
 
-def _present(sync: RouteSync, commits: list[str]) -> list[str]:
+def present(sync: RouteSync, commits: list[str]) -> list[str]:
     """Those of ``commits`` this machine still has: the tip of a log let go long ago may
     have been collected by ``git gc`` since (its entries are then read again, and fold to
     what they made)."""

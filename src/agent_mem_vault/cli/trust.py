@@ -1,0 +1,112 @@
+"""``agent-mem-vault trust``: who may write what this vault's agents take as their task.
+
+``trust signers FILE`` names the team's allowed signers file (git's format) for
+a route; from then on every entry that arrives is checked against it, once, and
+every view of a note says who wrote its text and whether a listed key signed it.
+docs/sync.md, "Who wrote it, verified", is the manual.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from ..core.words import counted
+from .options import emit_json, open_vault, vault_options
+
+if TYPE_CHECKING:
+    from ..vault.sync.trust_ops import TrustStatus
+
+_PROJECT = click.option(
+    "--project",
+    "-n",
+    "namespace",
+    metavar="NS",
+    help="The project route of this namespace (default: the vault's own remote).",
+)
+
+
+@click.group()
+def trust() -> None:
+    """Check who signed what arrives: the team's allowed signers, and what was found.
+
+    \b
+    Examples:
+      agent-mem-vault trust signers ~/src/harbor-api/.agent-mem-vault/allowed_signers
+      agent-mem-vault trust status
+      agent-mem-vault trust policy off -n project/harbor-api
+    """
+
+
+@trust.command("signers")
+@click.argument("path", required=False, type=click.Path(dir_okay=False))
+@click.option("--clear", is_flag=True, help="Use git's gpg.ssh.allowedSignersFile instead.")
+@_PROJECT
+@vault_options
+def signers(
+    path: str | None, clear: bool, namespace: str | None, vault_path: str, as_json: bool
+) -> None:
+    """Check every entry the route receives against PATH, an allowed signers file in
+    git's format (keep it where the team reviews changes: the project's repository).
+    Without PATH: what the route checks against now."""
+    vault = open_vault(vault_path)
+    if path is None and not clear:
+        found = vault.trust_status(namespace)
+    else:
+        found = vault.trust_signers(namespace, path, clear=clear)
+    _show(found, as_json)
+
+
+@trust.command("policy")
+@click.argument("policy", type=click.Choice(["off", "label"]))
+@_PROJECT
+@vault_options
+def policy(policy: str, namespace: str | None, vault_path: str, as_json: bool) -> None:
+    """off: check nothing on this route; label (the default once there is a signers
+    file): check every entry and mark what is not verified in every view."""
+    _show(open_vault(vault_path).trust_policy(namespace, policy), as_json)
+
+
+@trust.command("status")
+@_PROJECT
+@vault_options
+def status(namespace: str | None, vault_path: str, as_json: bool) -> None:
+    """What the route checks against, how many entries were verified, and the notes whose
+    text no listed key signed."""
+    _show(open_vault(vault_path).trust_status(namespace), as_json)
+
+
+def _show(found: TrustStatus, as_json: bool) -> None:
+    from ..vault.format.models import UNVERIFIED
+
+    if as_json:
+        emit_json(found.to_dict())
+        return
+    click.echo(f"{found.route.label}: policy {found.policy}")
+    if found.source is None:
+        click.echo(
+            "  no signers file: nothing is checked, and views say 'not checked'; name the "
+            "team's with: agent-mem-vault trust signers PATH"
+        )
+    else:
+        keys = ", ".join(found.principals) or "no keys"
+        click.echo(f"  signers: {found.source}: {keys}")
+    if found.problem:
+        click.echo(f"  problem: the signers file cannot be used ({found.problem}); nothing is")
+        click.echo("    judged until it can")
+    if not found.layout_checks and found.policy != "off":
+        click.echo(
+            "  this route keeps one log for every machine, whose entries cannot be told "
+            "apart: move it to a log per machine first (agent-mem-vault sync upgrade)"
+        )
+    if found.counts:
+        good = found.counts.get("verified", 0)
+        rest = {k: n for k, n in found.counts.items() if k != "verified"}
+        words = ", ".join(f"{n} {k}" for k, n in sorted(rest.items()))
+        click.echo(
+            f"  entries: {counted(good + sum(rest.values()), 'entry', 'entries')} checked, "
+            f"{good} verified" + (f"; not verified: {words}" if words else "")
+        )
+    for path, person, machine, why in found.unverified:
+        click.echo(f"  NOT VERIFIED: {path}, by {person} on {machine}: {UNVERIFIED.get(why, why)}")

@@ -1,0 +1,95 @@
+"""Judging a log-per-machine route's entries as they arrive (``verdicts.py``).
+
+After each fetch and each push of a route that checks signatures (``signers.py``),
+the entries of every log past the last ones judged are read (git's log and one
+``diff-tree``, as the fold reads them) and judged; this machine's own come back
+the same way, so its own notes show as verified when its key is listed. The
+first time, and after the fold starts again from another checkpoint, every
+entry past the checkpoint is judged and the notes the checkpoint holds are noted
+as having no signed writer here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from typing import TYPE_CHECKING
+
+from .entries import read_entries
+from .signers import trust_for
+from .team import covered_of, mirror_of, mirror_refs, present
+from .team_branch import BRANCH
+from .trees import empty_tree_id
+from .verdicts import VerdictStore, judge, store_path
+
+if TYPE_CHECKING:
+    from .engine import RouteSync
+    from .verify import AllowedSigners
+
+__all__ = ["check_arrivals"]
+
+_log = logging.getLogger(__name__)
+
+
+def check_arrivals(sync: RouteSync) -> None:
+    """Judge what reached ``fetched`` since the last call (the route's turn is held). A
+    failure here is logged and leaves the views saying "not sent yet": sync goes on."""
+    trust = trust_for(sync.root, sync.route)
+    if not trust.checks or trust.signers is None:
+        return
+    try:
+        _check(sync, trust.signers)
+    except (sqlite3.Error, OSError) as error:
+        _log.warning("%s: what arrived was not checked: %s", sync.route.label, error)
+
+
+def _check(sync: RouteSync, signers: AllowedSigners) -> None:
+    known = sync._refs()
+    tree = known.fetched_tree or (sync._tree(known.fetched) if known.fetched else None)
+    if tree is None:
+        return
+    refs = mirror_refs(sync, mirror_of(sync))
+    if sync.route.branch is not None:
+        logs = {BRANCH: refs[BRANCH]} if BRANCH in refs else {}
+    else:
+        logs = {n.removeprefix("_log/"): c for n, c in refs.items() if n.startswith("_log/")}
+    state = sync.state()
+    covered = covered_of(state)
+    checkpoint = str(state.get("checkpoint") or "")
+    where = store_path(sync.root, sync.route)
+    store = VerdictStore(where)
+    try:
+        judged = json.loads(store.meta("tips") or "{}")
+        whole = store.meta("checkpoint") != checkpoint
+        relisted = store.meta("signers") != signers.digest  # ``judge`` judges all again
+    finally:
+        store.close()
+    moved = logs if whole else {m: c for m, c in logs.items() if judged.get(m) != c}
+    if not moved and not whole and not relisted:
+        return
+    since = [] if whole else [judged[m] for m in moved if m in judged]
+    heads = present(sync, [*since, *(c for c, _ in covered.values())])
+    entries = [
+        e
+        for e in read_entries(sync.git, list(moved.values()), heads, empty_tree_id(len(tree)))
+        if e.seq > covered.get(e.machine, ("", 0))[1]  # the checkpoint holds the rest
+    ]
+    touched = sorted({c.path for e in entries for c in e.changes()})
+    found = sync.entries(tree, touched)
+    finals = {p: found.get(p) for p in touched}
+    held: list[str] = []
+    if whole:  # every note the fold holds that no entry here changed: from a checkpoint
+        listing = sync.git.run("ls-tree", "-r", "-z", "--name-only", tree).out
+        held = [
+            p
+            for p in listing.decode("utf-8", "surrogateescape").split("\0")
+            if p and p not in finals and sync.config.covers(sync.route, p)
+        ]
+    judge(sync, signers, entries, finals, held)
+    store = VerdictStore(where)
+    try:
+        store.set_meta("tips", json.dumps(logs, sort_keys=True))
+        store.set_meta("checkpoint", checkpoint)
+    finally:
+        store.close()

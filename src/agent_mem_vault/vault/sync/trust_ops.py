@@ -1,0 +1,137 @@
+"""``agent-mem-vault trust``: which keys a route checks entries against, and what it found.
+
+The commands behind it: name the signers file (``trust signers``), turn checking off
+or on (``trust policy``), and say what the checks found (``trust status``). The
+checks themselves run as entries arrive (``team.py`` → ``verdicts.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import InvalidInputError, NotFoundError
+from .routes import Route, route_named, save_config
+from .signers import POLICIES, Trust, trust_for
+from .syncer import ensure_syncer
+from .verdicts import VerdictStore, store_path
+from .verify import AllowedSigners
+
+if TYPE_CHECKING:
+    from ..ops.base import VaultBase
+
+__all__ = ["TrustStatus", "trust_policy", "trust_signers", "trust_status", "trust_status_of"]
+
+_NO_ROUTE = "join one first: 'agent-mem-vault sync init REMOTE' (or --project)"
+
+
+@dataclass(frozen=True, slots=True)
+class TrustStatus:
+    """What a route checks, and what its checks found."""
+
+    route: Route
+    policy: str
+    source: str | None
+    """The signers file and who names it (the route, or git)."""
+    problem: str | None = None
+    principals: tuple[str, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+    """Entries judged: ``verified`` and each reason not."""
+    unverified: tuple[tuple[str, str, str, str], ...] = ()
+    """(path, writer, machine, why) of notes whose last text change is not verified."""
+
+    @property
+    def layout_checks(self) -> bool:
+        """Only a log per machine keeps each writer's entries apart to check."""
+        return self.route.layout == 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "route": self.route.label,
+            "namespace": self.route.namespace,
+            "policy": self.policy,
+            "signers": self.source,
+            "problem": self.problem,
+            "principals": list(self.principals),
+            "entries": dict(self.counts),
+            "unverified_notes": [
+                {"path": p, "person": a, "machine": m, "why": w} for p, a, m, w in self.unverified
+            ],
+            "checked": self.layout_checks,
+        }
+
+
+def trust_signers(
+    vault: VaultBase, namespace: str | None, path: str | None, *, clear: bool = False
+) -> TrustStatus:
+    """Check what the route of ``namespace`` (None: the vault's) receives against the
+    allowed signers file at ``path`` from now on (``clear``: against git's own, if any).
+    The file is read now: one that does not parse is refused, naming its line."""
+    config, route = route_named(vault.path, namespace, _NO_ROUTE)
+    signers: str | None = None
+    if not clear:
+        if path is None:
+            raise InvalidInputError("name the allowed signers file, or --clear", code="no_path")
+        file = Path(path).expanduser().absolute()
+        try:
+            AllowedSigners.parse(file.read_text(encoding="utf-8"), source=str(file))
+        except OSError as error:
+            raise NotFoundError(
+                f"{file} cannot be read ({error.strerror}); name the team's allowed signers "
+                "file (git's format: 'ada@example.com namespaces=\"git\" ssh-ed25519 AAAA…')",
+                code="signers_not_found",
+            ) from None
+        except (UnicodeDecodeError, ValueError) as error:
+            raise InvalidInputError(
+                f"{error}; nothing was changed", code="signers_invalid"
+            ) from None
+        signers = str(file)
+    changed = replace(route, signers=signers)
+    with vault._held(), vault._locked():
+        save_config(vault.path, config.with_route(changed))
+    ensure_syncer(vault.path)  # the next fetch judges what arrived before
+    return trust_status_of(vault.path, changed)
+
+
+def trust_policy(vault: VaultBase, namespace: str | None, policy: str) -> TrustStatus:
+    """``off``: check nothing on the route; ``label``: check every entry once there is a
+    signers file, and mark what is not verified in every view."""
+    if policy not in POLICIES:
+        raise InvalidInputError(
+            f"no policy {policy!r}; one of: {', '.join(POLICIES)}", code="unknown_policy"
+        )
+    config, route = route_named(vault.path, namespace, _NO_ROUTE)
+    changed = replace(route, trust="off" if policy == "off" else None)
+    with vault._held(), vault._locked():
+        save_config(vault.path, config.with_route(changed))
+    if policy == "off":
+        store_path(vault.path, changed).unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(store_path(vault.path, changed)) + suffix).unlink(missing_ok=True)
+    else:
+        ensure_syncer(vault.path)
+    return trust_status_of(vault.path, changed)
+
+
+def trust_status(vault: VaultBase, namespace: str | None) -> TrustStatus:
+    _config, route = route_named(vault.path, namespace, _NO_ROUTE)
+    return trust_status_of(vault.path, route)
+
+
+def trust_status_of(root: Path, route: Route) -> TrustStatus:
+    trust: Trust = trust_for(root, route)
+    principals = () if trust.signers is None else tuple(trust.signers.principals())
+    counts: dict[str, int] = {}
+    unverified: tuple[tuple[str, str, str, str], ...] = ()
+    where = store_path(root, route)
+    if trust.checks and where.exists():
+        store = VerdictStore(where, read_only=True)
+        try:
+            counts = store.counts()
+            unverified = tuple(store.unverified_notes())
+        finally:
+            store.close()
+    return TrustStatus(
+        route, trust.policy, trust.source, trust.problem, principals, counts, unverified
+    )
