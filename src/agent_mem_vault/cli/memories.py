@@ -30,6 +30,7 @@ from .options import (
     short_time,
     tell_held_back,
     vault_options,
+    with_writer,
 )
 
 if TYPE_CHECKING:
@@ -170,7 +171,13 @@ def memory_search(
     what=("memory", "memories"),
     unnamed=("all", "live"),
     headers=["ID", "CREATED", "KIND", "STATUS", "TITLE"],
-    row=lambda m: [m.id, short_time(m.created_at), m.kind, m.status, m.title],
+    row=lambda m: [
+        m.id,
+        short_time(m.created_at),
+        m.kind,
+        m.status,
+        with_writer(m.origin, m.title, always=False),
+    ],
     namespace_at=3,
 )
 def memory_list(

@@ -287,6 +287,15 @@ def _writer_pairs(origin: Origin | None) -> list[tuple[str, object]]:
     ]
 
 
+def with_writer(origin: Origin | None, text: str, *, always: bool = True) -> str:
+    """A table cell: ``text`` after who wrote it (``always``, or where flagged). The flag
+    comes first: a long cell is cut at the table's edge, never the flag."""
+    if origin is None or not (always or origin.flag):
+        return text
+    flag = f"{origin.flag}: " if origin.flag else ""
+    return f"[{flag}by {origin.who}] {text}"
+
+
 def _verdict(origin: Origin) -> str:
     from ..vault.format.models import UNVERIFIED
 

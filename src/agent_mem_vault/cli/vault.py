@@ -29,6 +29,7 @@ from .options import (
     short_time,
     tell_held_back,
     vault_options,
+    with_writer,
 )
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def peek(agent: str, namespace: str | None, vault_path: str, as_json: bool) -> N
         h.sender,
         h.recipient or "*",
         h.status,
-        h.summary,
+        with_writer(h.origin, h.summary, always=False),
     ],
     namespace_at=4,
 )

@@ -309,4 +309,5 @@ class BriefResult(_Result):
     notes: str = Field(description="The human-editable brief note (may be empty).")
     decisions: list[MemoryJson] = Field(description="Most recent decisions, newest first.")
     pending: list[HandoffJson] = Field(description="Pending handoffs, newest first.")
+    written_by: WrittenBy = None
     text: str = Field(description="All of it as Markdown, short enough for a prompt.")

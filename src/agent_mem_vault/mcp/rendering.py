@@ -124,6 +124,7 @@ def _listing(
 def handoff_list_text(page: HandoffPage) -> Rendered:
     lines = [
         f"{h.id}  {h.status:<7}  {h.sender} -> {h.recipient}  {h.created_at}  {h.summary}"
+        + ("" if h.origin is None else f"  [by {h.origin.short}]")
         for h in page.handoffs
     ]
     data = page.to_dict()
@@ -164,7 +165,11 @@ def forgotten_text(purge: bool) -> Callable[[Memory], Rendered]:
 
 
 def memory_list_text(page: MemoryPage) -> Rendered:
-    lines = [f"{m.id}  [{m.kind}] {m.created_at[:10]}  {m.title}" for m in page.memories]
+    lines = [
+        f"{m.id}  [{m.kind}] {m.created_at[:10]}  {m.title}"
+        + (f"  [by {m.origin.short}]" if m.origin is not None and m.origin.mark else "")
+        for m in page.memories
+    ]
     return _listing(lines, page, "memory", "memories"), page.to_dict()
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.core.errors import InvalidInputError
+from agent_mem_vault.integrations.session_hook import HookInput, render_session_start
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync import identity, signers, signing
 from agent_mem_vault.vault.sync.journal import note_changes
@@ -133,6 +134,23 @@ def test_every_view_says_whether_a_listed_key_signed_the_text(team: Team) -> Non
     assert peeked is not None and peeked.origin is not None
     assert peeked.origin.verified is (peeked.id == ours.id)
 
+    # Every listing, and the session start an agent begins with.
+    listed = {h.id: h.origin for h in bob.list_handoffs(namespace=NS, agent="codex")}
+    assert (
+        listed[ours.id] is not None
+        and listed[ours.id].short == f"Ada Lovelace on {machine_of(ada)}"
+    )
+    assert listed[theirs.id] is not None
+    assert listed[theirs.id].short == f"Eve Outsider on {machine_of(eve)}, NOT VERIFIED"
+    start = render_session_start(bob, HookInput(cwd=str(bob.path)), agent="codex", namespace=NS)
+    assert "NOT VERIFIED means no key on the team's signers list signed it" in start
+    assert f"by Eve Outsider on {machine_of(eve)}, NOT VERIFIED: Ship it" in start
+    assert f"by Ada Lovelace on {machine_of(ada)}: Batch it" in start
+    table = succeeded(run_process([BIN, "handoffs", "-n", NS], env=cli_env(vault=bob.path)))
+    rows = {line.split()[0]: line for line in table.stdout.splitlines()[1:]}
+    assert f"[NOT VERIFIED: by Eve Outsider on {machine_of(eve)}" in rows[theirs.id]
+    assert rows[ours.id].endswith("pending  Batch it")  # verified: the table flags none
+
     # The CLI's show and the JSON the MCP tools share.
     env = cli_env(vault=bob.path)
     shown = succeeded(run_process([BIN, "show", theirs.id], env=env)).stdout
@@ -170,10 +188,20 @@ def test_a_note_changed_here_says_it_is_not_sent_and_an_earlier_outsider_stays_n
     ada = team.join("a", "Ada Lovelace", "ada@example.com")
     eve = team.join("e", "Eve Outsider", "eve@example.net")
     ada.trust_signers(None, str(team.signers))
-    memory = eve.save_memory(namespace=NS, title="Deploys", content="Deploy on Fridays")
+    memory = eve.save_memory(
+        namespace=NS, title="Deploys", content="Deploy on Fridays", kind="decision"
+    )
     assert eve.sync().ok
     assert ada.sync().ok
     assert ada.get_memory(memory.id).origin.verified is False  # type: ignore[union-attr]
+    # Listings flag it; the brief an agent starts from names its writer.
+    eves = f"Eve Outsider on {machine_of(eve)}"
+    listed = succeeded(run_process([BIN, "memory", "list", "-n", NS], env=cli_env(vault=ada.path)))
+    assert f"[NOT VERIFIED: by {eves}]" in listed.stdout  # the title after it may be cut
+    brief = ada.get_project_brief(namespace=NS).text
+    assert f"Deploys [[{memory.id}]] — {eves}, NOT VERIFIED" in brief
+    # Eve's machine wrote the namespace's brief note first: what it says is hers.
+    assert f"(last changed by {eves}, NOT VERIFIED)" in brief
 
     # Ada edits Eve's words by hand: until it is sent, nobody checked it.
     note = ada.path / memory.path

@@ -109,15 +109,35 @@ acting on it.
         )
 
     @property
+    def short(self) -> str:
+        """The writer in a list: their name (or email), on which machine, and the mark.
+
+        >>> Origin("Eve <eve@example.net>", "ci-7", False, why="unknown_key").short
+        'Eve on ci-7, NOT VERIFIED'
+        """
+        return f"{self.who}{self.mark}"
+
+    @property
+    def who(self) -> str:
+        """The writer's name (or email) and machine: ``Ada Lovelace on laptop-3f2a``."""
+        name = (self.author or "someone git did not name").split(" <")[0]
+        return f"{name} on {self.machine}" if self.machine else name
+
+    @property
+    def flag(self) -> str:
+        """``NOT VERIFIED``, ``not sent yet``, or '' (verified, or not checked)."""
+        if not self.sent:
+            return "not sent yet"
+        if self.verified is False or (self.verified and self.earlier):
+            return "NOT VERIFIED"
+        return ""
+
+    @property
     def mark(self) -> str:
         """What a line in a list adds after the writer's name."""
-        if not self.sent:
-            return " (not sent yet)"
-        if self.verified is None:
+        if not self.flag:
             return ""
-        if not self.verified or self.earlier:
-            return ", NOT VERIFIED"
-        return ""
+        return f" ({self.flag})" if not self.sent else f", {self.flag}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -367,6 +387,8 @@ class Brief:
     pending: tuple[Handoff, ...]
     """Pending handoffs in the namespace, newest first."""
     path: str = ""
+    origin: Origin | None = None
+    """Who last changed the brief note's text, where that is known."""
 
     @property
     def text(self) -> str:
@@ -380,6 +402,7 @@ class Brief:
             "decisions": [m.to_dict() for m in self.decisions],
             "pending": [h.to_dict() for h in self.pending],
             "path": self.path,
+            **_written_by(self.origin),
             "text": self.text,
         }
 
@@ -595,6 +618,11 @@ def _without_title(notes: str, namespace: str) -> str:
     return notes
 
 
+def _by(note: Handoff | Memory) -> str:
+    """` — Ada Lovelace on laptop-3f2a` (and its mark) where the writer is known."""
+    return "" if note.origin is None else f" — {note.origin.short}"
+
+
 def render_brief(brief: Brief, *, pending: bool = True) -> str:
     """Markdown: the note, then decisions, then pending handoffs (with ids to read or ack).
 
@@ -605,11 +633,13 @@ def render_brief(brief: Brief, *, pending: bool = True) -> str:
     the agent's own), so no list shows twice."""
     parts = [f"# Project brief: {brief.namespace}"]
     notes = _without_title(brief.notes.strip(), brief.namespace)
+    if notes and brief.origin is not None and brief.origin.mark:
+        notes = f"(last changed by {brief.origin.short})\n{notes}"
     if notes:
         parts.append(notes)
     if brief.decisions:
         lines = [
-            f"- {m.created_at[:10]} {_one_line(m.title)} {wikilink(m.path, m.id)}"
+            f"- {m.created_at[:10]} {_one_line(m.title)} {wikilink(m.path, m.id)}{_by(m)}"
             for m in brief.decisions
         ]
         parts.append("## Recent decisions\n" + "\n".join(lines))
@@ -620,7 +650,7 @@ def render_brief(brief: Brief, *, pending: bool = True) -> str:
     if brief.pending:
         lines = [
             f"- {wikilink(h.path, h.id)} from {h.sender} to {h.recipient or 'any agent'}: "
-            f"{_one_line(h.summary)}"
+            f"{_one_line(h.summary)}{_by(h)}"
             for h in brief.pending
         ]
         parts.append("## Pending handoffs\n" + "\n".join(lines))

@@ -412,6 +412,13 @@ class VaultBase:
         origin = self._port().origin(note.path)
         return note if origin is None else replace(note, origin=origin)
 
+    def _with_origins(self, notes: Sequence[N]) -> tuple[N, ...]:
+        """``notes`` (a listing) each with who wrote its text, where somebody is known."""
+        found = self._port().origins([n.path for n in notes]) if notes else {}
+        return tuple(
+            n if found.get(n.path) is None else replace(n, origin=found[n.path]) for n in notes
+        )
+
     def _port(self) -> SyncPort:
         """What the operations ask of the vault's sync and tell it (``port.py``). Here:
         ``NO_SYNC``; the service plugs sync in where a route is configured

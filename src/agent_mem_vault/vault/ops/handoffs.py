@@ -161,7 +161,7 @@ class HandoffOps(NoteWrites):
 
         def run(idx: Index) -> HandoffPage:
             found = idx.list_handoffs(wanted, limit, offset)
-            return HandoffPage(tuple(found), idx.count_listed(wanted), offset)
+            return HandoffPage(self._with_origins(found), idx.count_listed(wanted), offset)
 
         scope = listing_scope(namespace, "handoffs")
         return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)

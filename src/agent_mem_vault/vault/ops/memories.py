@@ -420,12 +420,14 @@ class MemoryOps(NoteWrites):
             pending = self._upkeep.query(
                 lambda idx: idx.list_handoffs(HandoffFilter(namespace, "pending"), MAX_PENDING)
             )
+        port = self._port()
         return Brief(
             namespace=namespace,
             notes=self._brief_notes(path),
-            decisions=tuple(decisions),
-            pending=tuple(pending),
+            decisions=self._with_origins(decisions),
+            pending=self._with_origins(pending),
             path=path or "",
+            origin=None if path is None else port.origin(path),
         )
 
     def _brief_notes(self, path: str | None) -> str:

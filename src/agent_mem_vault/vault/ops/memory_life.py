@@ -83,7 +83,7 @@ class MemoryLifeOps(NoteWrites):
 
         def run(idx: Index) -> MemoryPage:
             total, found = idx.list_memories(wanted, limit, offset)
-            return MemoryPage(tuple(found), total, offset)
+            return MemoryPage(self._with_origins(found), total, offset)
 
         scope = listing_scope(namespace, "memories")
         return self._query_fresh(run, lambda page: [m.path for m in page.memories], scope)

@@ -32,7 +32,7 @@ port; signatures, authors and secrets held back fill in ``origin`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..format.models import Origin
@@ -78,6 +78,11 @@ class SyncPort(Protocol):
         """Who wrote the text of the note at ``path``; None where nobody is known."""
         ...
 
+    def origins(self, paths: Sequence[str]) -> dict[str, Origin]:
+        """``origin`` of each of ``paths`` that has one, for a listing (one read of the
+        sync's settings for all)."""
+        ...
+
     def writer(self, namespace: str) -> Origin | None:
         """Who a note written now in ``namespace`` is written by (the person git names for
         its route, this machine), or None: it travels nowhere, so nothing is stamped."""
@@ -109,6 +114,9 @@ class NoSync:
 
     def origin(self, path: str) -> Origin | None:
         return None
+
+    def origins(self, paths: Sequence[str]) -> dict[str, Origin]:
+        return {}
 
     def writer(self, namespace: str) -> Origin | None:
         return None

@@ -14,7 +14,7 @@ names for the route and this machine (``writer``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -89,36 +89,46 @@ class GitSync:
             ensure_syncer(self.root)
 
     def origin(self, path: str) -> Origin | None:
+        return self.origins([path]).get(path)
+
+    def origins(self, paths: Sequence[str]) -> dict[str, Origin]:
         from ..format.writer import origin_in_head
 
-        try:
-            with open(self.root / path, "rb") as file:
-                head = file.read(HEAD)
-                checked = self._checked(path)
-                if checked or b"\n---" not in head[3:]:  # properties longer than that: all
-                    head += file.read()
-        except OSError:
-            return None
-        text = head.decode("utf-8", "replace")
-        if checked is not None:
-            from .verdicts import origin_of
-
-            return origin_of(self.root, checked, path, text)
-        return origin_in_head(text)
-
-    def _checked(self, path: str) -> Route | None:
-        """The route of ``path`` where it checks signatures (its verdicts are kept)."""
         config = load_config(self.root)
-        route = None if config is None else config.route_of(path)
-        if route is None or route.layout != 2:
-            return None
+        checked: dict[str, Route | None] = {}  # route key → the route, where it checks
+        out: dict[str, Origin] = {}
+        for path in paths:
+            route = None if config is None else config.route_of(path)
+            if route is not None and route.key not in checked:
+                checked[route.key] = route if self._checks(route) else None
+            checks = None if route is None else checked[route.key]
+            try:
+                with open(self.root / path, "rb") as file:
+                    head = file.read(HEAD)
+                    if checks or b"\n---" not in head[3:]:  # properties longer: all of it
+                        head += file.read()
+            except OSError:
+                continue
+            text = head.decode("utf-8", "replace")
+            if checks is not None:
+                from .verdicts import origin_of
+
+                out[path] = origin_of(self.root, checks, path, text)
+            elif (found := origin_in_head(text)) is not None:
+                out[path] = found
+        return out
+
+    def _checks(self, route: Route) -> bool:
+        """Whether ``route`` checks signatures (and keeps its verdicts)."""
+        if route.layout != 2:
+            return False
         from .verdicts import store_path
 
         if not store_path(self.root, route).exists():
-            return None  # never checked: no git asked
+            return False  # never checked: no git asked
         from .signers import trust_for
 
-        return route if trust_for(self.root, route).checks else None
+        return trust_for(self.root, route).checks
 
     def writer(self, namespace: str) -> Origin | None:
         config = load_config(self.root)

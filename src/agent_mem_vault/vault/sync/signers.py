@@ -59,7 +59,7 @@ def trust_for(root: Path, route: Route) -> Trust:
     settings = _git_says(route_git_dir(root, route))
     revocations = settings.get("gpg.ssh.revocationfile")
     path = route.signers or settings.get("gpg.ssh.allowedsignersfile")
-    where = "the route's" if route.signers else "git's gpg.ssh.allowedSignersFile"
+    where = "named for this route" if route.signers else "git's gpg.ssh.allowedSignersFile"
     if route.trust == "off":
         return Trust("off", None, path and f"{path} ({where})")
     if not path:

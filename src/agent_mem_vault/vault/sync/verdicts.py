@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ..format.models import Origin
 from ..format.notes import NoteError, parse_note
@@ -74,7 +75,8 @@ class VerdictStore:
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         if read_only:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+            uri = f"file:{quote(str(path))}?mode=ro"  # a vault's path may hold '?' or '#'
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
         else:
             self._db = sqlite3.connect(path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
