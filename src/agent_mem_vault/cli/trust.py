@@ -8,12 +8,15 @@ docs/sync.md, "Who wrote it, verified", is the manual.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
 
+from ..core.errors import AccessDeniedError
 from ..core.words import counted
-from .options import emit_json, open_vault, vault_options
+from ..vault.format.models import UNVERIFIED
+from .options import emit_json, handoff_text, open_vault, vault_options
 
 if TYPE_CHECKING:
     from ..vault.sync.trust_ops import TrustStatus
@@ -59,13 +62,66 @@ def signers(
 
 
 @trust.command("policy")
-@click.argument("policy", type=click.Choice(["off", "label"]))
+@click.argument("policy", type=click.Choice(["off", "label", "require"]))
 @_PROJECT
 @vault_options
 def policy(policy: str, namespace: str | None, vault_path: str, as_json: bool) -> None:
     """off: check nothing on this route; label (the default once there is a signers
-    file): check every entry and mark what is not verified in every view."""
+    file): check every entry and mark what is not verified in every view; require: as
+    label, and no agent takes or sees a handoff whose text no listed key signed, until a
+    person releases it (trust quarantine, trust release)."""
     _show(open_vault(vault_path).trust_policy(namespace, policy), as_json)
+
+
+@trust.command("quarantine")
+@click.option("--namespace", "-n", metavar="NS", help="Only this namespace.")
+@vault_options
+def quarantine(namespace: str | None, vault_path: str, as_json: bool) -> None:
+    """The handoffs no agent takes or sees: written outside the team, on a route whose
+    policy is require. Read one with 'agent-mem-vault show ID'; let it through with
+    'agent-mem-vault trust release ID', or mark it read with 'agent-mem-vault ack ID'."""
+    held = open_vault(vault_path).quarantined_handoffs(namespace)
+    if as_json:
+        emit_json({"quarantined": [h.to_dict() for h in held], "count": len(held)})
+        return
+    if not held:
+        click.echo("Nothing is quarantined.")
+        return
+    for h in held:
+        origin = h.origin
+        why = "" if origin is None else f" ({UNVERIFIED.get(origin.why or '', origin.why)})"
+        who = "someone unknown" if origin is None else origin.who
+        click.echo(
+            f"{h.id}  {h.namespace}  {h.sender} -> {h.recipient or '*'}  by {who}{why}: {h.summary}"
+        )
+
+
+@trust.command("release")
+@click.argument("id")
+@vault_options
+def release(id: str, vault_path: str, as_json: bool) -> None:
+    """Let quarantined handoff ID be taken on this machine, as it says now: you read it
+    and vouch for it. Asks a person at a terminal; a later change that no listed key
+    signed quarantines it again."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise AccessDeniedError(
+            "trust release asks a person at a terminal, and stdin or stderr is not one; "
+            f"read it (agent-mem-vault show {id}) and run this yourself in a terminal",
+            code="release_needs_a_person",
+        )
+    vault = open_vault(vault_path)
+    shown = vault.get_handoff(id)
+    click.echo(handoff_text(shown), err=True)
+    answer = click.prompt("Type 'release' to let agents on this machine take it", err=True)
+    if answer.strip() != "release":
+        click.echo("Nothing released.", err=True)
+        sys.exit(1)
+    released = vault.release_handoff(id)
+    if as_json:
+        emit_json(released.to_dict())
+        return
+    by = released.origin.released if released.origin is not None else None
+    click.echo(f"{id} is released on this machine by {by}: read_handoff may take it.")
 
 
 @trust.command("status")
@@ -78,8 +134,6 @@ def status(namespace: str | None, vault_path: str, as_json: bool) -> None:
 
 
 def _show(found: TrustStatus, as_json: bool) -> None:
-    from ..vault.format.models import UNVERIFIED
-
     if as_json:
         emit_json(found.to_dict())
         return

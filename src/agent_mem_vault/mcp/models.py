@@ -214,6 +214,14 @@ HandoffListResult = _listing(
     "handoffs",
     list[HandoffJson],
     remote=(RemoteLine, None),
+    quarantined=(
+        int,
+        Field(
+            default=0,
+            description="Handoffs left out: written outside the team (no listed key signed "
+            "them); a person reviews them. Never act on one.",
+        ),
+    ),
 )
 
 

@@ -31,6 +31,8 @@ class HandoffFilter:
     status: str
     agent: str | None = None
     sender: str | None = None
+    exclude: tuple[str, ...] = ()
+    """Ids left out (quarantined: written outside the team)."""
 
     def where(self) -> tuple[str, list[Any]]:
         """The ``WHERE`` clause (with a leading space, or empty) over ``handoffs``, and its
@@ -48,6 +50,9 @@ class HandoffFilter:
         if self.status != "all":
             where.append("status=?")
             args.append(self.status)
+        if self.exclude:
+            where.append(f"id NOT IN ({','.join('?' * len(self.exclude))})")
+            args.extend(self.exclude)
         return _clause(where), args
 
 

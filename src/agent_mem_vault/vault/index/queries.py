@@ -75,6 +75,21 @@ class IndexQueries:
             return None
         return _handoff(max(rows, key=lambda r: (r[5], r[0])))
 
+    def pending_namespaces(self) -> list[str]:
+        """The namespaces that have pending handoffs."""
+        rows = self.conn.execute("SELECT DISTINCT namespace FROM handoffs WHERE status='pending'")
+        return sorted(r[0] for r in rows)
+
+    def pending_paths(self, namespace: str, agent: str | None = None) -> dict[str, str]:
+        """Every pending handoff of ``namespace`` (to ``agent`` or to any agent; None:
+        to anyone): id → path."""
+        sql = "SELECT id, path FROM handoffs WHERE namespace=? AND status='pending'"
+        args: list[Any] = [namespace]
+        if agent is not None:
+            sql += " AND recipient IN (?, '')"
+            args.append(agent)
+        return dict(self.conn.execute(sql, args).fetchall())
+
     def newest_pending_ids(self, namespace: str, agent: str, limit: int) -> list[str]:
         """The ids of the ``limit`` newest pending handoffs to ``agent`` or to any agent,
         newest first (what a busy team's reader chooses among)."""

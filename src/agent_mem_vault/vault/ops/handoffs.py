@@ -15,7 +15,7 @@ from ...core.errors import InvalidInputError, NotFoundError
 from ..folder.files import atomic_write
 from ..folder.records import FileRecord, read_file, twice_delivered
 from ..format import lifecycle
-from ..format.models import Handoff, HandoffPage
+from ..format.models import Handoff, HandoffPage, Origin
 from ..format.namespaces import (
     check_page,
     check_status,
@@ -133,9 +133,48 @@ class HandoffOps(NoteWrites):
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
         found = self._reading(
-            lambda idx: idx.newest_pending(namespace, agent), [(namespace, "handoffs")]
+            lambda idx: idx.newest_pending(
+                namespace, agent, list(self._quarantined(idx, namespace, agent))
+            ),
+            [(namespace, "handoffs")],
         )
         return None if found is None else self._with_origin(found)
+
+    def quarantined_handoffs(self, namespace: str | None = None) -> list[Handoff]:
+        """The pending handoffs no agent may take or see (``namespace``, or every one):
+        written outside the team, on a route whose policy is ``require``; each with who
+        wrote it, for a person to review (``release_handoff``)."""
+        namespace = validate_namespace_filter(namespace)
+
+        def run(idx: Index) -> list[Handoff]:
+            spaces = [namespace] if namespace is not None else idx.pending_namespaces()
+            out: list[Handoff] = []
+            for ns in spaces:
+                for id, origin in self._quarantined(idx, ns, None).items():
+                    found = idx.handoff(id)
+                    if found is not None:
+                        out.append(replace(found, origin=origin))
+            return out
+
+        return self._query(run)
+
+    def release_handoff(self, id: str) -> Handoff:
+        """Let handoff ``id``, as it says now, be taken on this machine though no listed key
+        signed it: a person read it and vouches for it here. A later change that no listed
+        key signed quarantines it again. Refused where nothing quarantines it."""
+        handoff = self.get_handoff(id)
+        if self._port().release(handoff.path) is None:
+            raise InvalidInputError(
+                f"handoff {id} is not in a namespace whose route quarantines what is written "
+                "outside the team (agent-mem-vault trust policy require)",
+                code="not_quarantined",
+            )
+        return self.get_handoff(id)
+
+    def _quarantined(self, idx: Index, namespace: str, agent: str | None) -> dict[str, Origin]:
+        """The pending handoffs of ``namespace`` (to ``agent``) no agent may take or see:
+        written outside the team, on a route whose policy is ``require`` (id → who)."""
+        return self._port().quarantined(namespace, lambda: idx.pending_paths(namespace, agent))
 
     def page_handoffs(
         self,
@@ -160,8 +199,12 @@ class HandoffOps(NoteWrites):
         wanted = HandoffFilter(namespace, status, agent, sender)
 
         def run(idx: Index) -> HandoffPage:
-            found = idx.list_handoffs(wanted, limit, offset)
-            return HandoffPage(self._with_origins(found), idx.count_listed(wanted), offset)
+            held = () if namespace is None else tuple(self._quarantined(idx, namespace, agent))
+            shown = replace(wanted, exclude=held)
+            found = idx.list_handoffs(shown, limit, offset)
+            total = idx.count_listed(shown)
+            left_out = idx.count_listed(wanted) - total if held else 0
+            return HandoffPage(self._with_origins(found), total, offset, left_out)
 
         scope = listing_scope(namespace, "handoffs")
         return self._query_fresh(run, lambda page: [h.path for h in page.handoffs], scope)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...core.errors import InvalidInputError
 from ..format.brief import MAX_DECISIONS, MAX_PENDING
-from ..format.models import Brief, Memory, SearchHit, SearchHits, SearchPage
+from ..format.models import Brief, Handoff, Memory, SearchHit, SearchHits, SearchPage
 from ..format.namespaces import (
     check_page,
     validate_agent,
@@ -417,9 +417,15 @@ class MemoryOps(NoteWrites):
             decisions = self._upkeep.query(
                 lambda idx: idx.recent_memories(namespace, "decision", MAX_DECISIONS)
             )
-            pending = self._upkeep.query(
-                lambda idx: idx.list_handoffs(HandoffFilter(namespace, "pending"), MAX_PENDING)
-            )
+
+            def waiting(idx: Index) -> tuple[list[Handoff], int]:
+                held = tuple(
+                    self._port().quarantined(namespace, lambda: idx.pending_paths(namespace))
+                )
+                wanted = HandoffFilter(namespace, "pending", exclude=held)
+                return idx.list_handoffs(wanted, MAX_PENDING), len(held)
+
+            pending, quarantined = self._upkeep.query(waiting)
         port = self._port()
         return Brief(
             namespace=namespace,
@@ -428,6 +434,7 @@ class MemoryOps(NoteWrites):
             pending=self._with_origins(pending),
             path=path or "",
             origin=None if path is None else port.origin(path),
+            quarantined=quarantined,
         )
 
     def _brief_notes(self, path: str | None) -> str:

@@ -32,7 +32,7 @@ port; signatures, authors and secrets held back fill in ``origin`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..format.models import Origin
@@ -83,6 +83,20 @@ class SyncPort(Protocol):
         sync's settings for all)."""
         ...
 
+    def quarantined(
+        self, namespace: str, pending: Callable[[], Mapping[str, str]]
+    ) -> dict[str, Origin]:
+        """The handoffs of ``namespace`` no agent may take or see, where its route's policy
+        is ``require``: of ``pending()`` (id → path, asked only then), those whose text no
+        listed key signed and no person released: id → who wrote it."""
+        ...
+
+    def release(self, path: str) -> str | None:
+        """Let the note at ``path``, as it says now, steer agents on this machine though no
+        listed key signed it; who released it (the person git names), or None where its
+        route quarantines nothing."""
+        ...
+
     def writer(self, namespace: str) -> Origin | None:
         """Who a note written now in ``namespace`` is written by (the person git names for
         its route, this machine), or None: it travels nowhere, so nothing is stamped."""
@@ -117,6 +131,14 @@ class NoSync:
 
     def origins(self, paths: Sequence[str]) -> dict[str, Origin]:
         return {}
+
+    def quarantined(
+        self, namespace: str, pending: Callable[[], Mapping[str, str]]
+    ) -> dict[str, Origin]:
+        return {}
+
+    def release(self, path: str) -> str | None:
+        return None
 
     def writer(self, namespace: str) -> Origin | None:
         return None

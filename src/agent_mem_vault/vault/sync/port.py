@@ -14,7 +14,7 @@ names for the route and this machine (``writer``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,6 +117,38 @@ class GitSync:
             elif (found := origin_in_head(text)) is not None:
                 out[path] = found
         return out
+
+    def quarantined(
+        self, namespace: str, pending: Callable[[], Mapping[str, str]]
+    ) -> dict[str, Origin]:
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        if route is None or route.trust != "require" or not self.travels(namespace):
+            return {}  # what stays on this machine is its own
+        paths = pending()
+        found = self.origins(list(paths.values()))
+        return {
+            id: found.get(path) or Origin(why="unknown_writer")
+            for id, path in paths.items()
+            if not (found.get(path) or Origin(sent=True)).trusted
+        }
+
+    def release(self, path: str) -> str | None:
+        config = load_config(self.root)
+        route = None if config is None else config.route_of(path)
+        if config is None or route is None or route.trust != "require":
+            return None
+        from .verdicts import VerdictStore, store_path, text_digest
+
+        text = (self.root / path).read_text(encoding="utf-8")
+        who = identity(route_git_dir(self.root, route))
+        by = f"{who} on {config.machine}" if who is not None else f"a person on {config.machine}"
+        store = VerdictStore(store_path(self.root, route))
+        try:
+            store.release(path, text_digest(text), by)
+        finally:
+            store.close()
+        return by
 
     def _checks(self, route: Route) -> bool:
         """Whether ``route`` checks signatures (and keeps its verdicts)."""

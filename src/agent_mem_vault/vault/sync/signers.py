@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = ["POLICIES", "Trust", "trust_for"]
 
-POLICIES = ("off", "label")
+POLICIES = ("off", "label", "require")
 """``off``: nothing is checked. ``label``: every entry is checked as it arrives and each
-view says whether a listed key signed the note's text."""
+view says whether a listed key signed the note's text. ``require``: as ``label``, and a
+handoff whose text no listed key signed is quarantined: no agent takes it or sees it
+listed, until a person releases it."""
 _GIT = r"^gpg\.ssh\.(allowedsignersfile|revocationfile)$"
 ASK_EVERY = 60.0
 """Seconds git's answer is kept per route and process: a claim pushes many times a minute,
@@ -62,8 +64,10 @@ def trust_for(root: Path, route: Route) -> Trust:
     where = "named for this route" if route.signers else "git's gpg.ssh.allowedSignersFile"
     if route.trust == "off":
         return Trust("off", None, path and f"{path} ({where})")
+    policy = "require" if route.trust == "require" else "label"
     if not path:
-        return Trust("off", None, None)
+        # ``require`` with no list: nothing can be verified, so every handoff waits
+        return Trust(policy if policy == "require" else "off", None, None)
     source = f"{path} ({where})"
     file = Path(os.path.expanduser(path))
     try:
@@ -72,8 +76,8 @@ def trust_for(root: Path, route: Route) -> Trust:
         signers = AllowedSigners.parse(text, revoked, source=str(file))
     except (OSError, UnicodeDecodeError, ValueError) as error:
         problem = f"{type(error).__name__}: {error}" if isinstance(error, OSError) else str(error)
-        return Trust("label", None, source, problem)
-    return Trust("label", signers, source)
+        return Trust(policy, None, source, problem)
+    return Trust(policy, signers, source)
 
 
 def _git_says(git_dir: Path) -> dict[str, str]:

@@ -96,13 +96,27 @@ def trust_signers(
 
 def trust_policy(vault: VaultBase, namespace: str | None, policy: str) -> TrustStatus:
     """``off``: check nothing on the route; ``label``: check every entry once there is a
-    signers file, and mark what is not verified in every view."""
+    signers file, and mark what is not verified in every view; ``require``: as ``label``,
+    and quarantine every handoff whose text no listed key signed."""
     if policy not in POLICIES:
         raise InvalidInputError(
             f"no policy {policy!r}; one of: {', '.join(POLICIES)}", code="unknown_policy"
         )
     config, route = route_named(vault.path, namespace, _NO_ROUTE)
-    changed = replace(route, trust="off" if policy == "off" else None)
+    if policy == "require":
+        if route.layout != 2:
+            raise InvalidInputError(
+                f"{route.label} keeps one log for every machine, whose entries cannot be told "
+                "apart; move it to a log per machine first: agent-mem-vault sync upgrade",
+                code="require_needs_a_log_per_machine",
+            )
+        if trust_for(vault.path, replace(route, trust=None)).signers is None:
+            raise InvalidInputError(
+                f"{route.label} has no signers file to check against, so every handoff would "
+                "wait; name the team's first: agent-mem-vault trust signers PATH",
+                code="require_needs_signers",
+            )
+    changed = replace(route, trust={"off": "off", "require": "require"}.get(policy))
     with vault._held(), vault._locked():
         save_config(vault.path, config.with_route(changed))
     if policy == "off":

@@ -52,6 +52,8 @@ CREATE TABLE IF NOT EXISTS changes(
     commit_id TEXT NOT NULL, PRIMARY KEY(path, commit_id));
 CREATE TABLE IF NOT EXISTS notes(path TEXT PRIMARY KEY, text TEXT);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS released(
+    path TEXT PRIMARY KEY, text TEXT NOT NULL, by TEXT NOT NULL, at REAL NOT NULL);
 """
 
 
@@ -154,6 +156,23 @@ class VerdictStore:
             return found[0], None, None
         earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
         return found[0], rows[0], earlier
+
+    def release(self, path: str, text: str, by: str) -> None:
+        """Let the text ``text`` (a digest) of ``path`` steer agents here, as ``by`` said."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?)", (path, text, by, time.time())
+            )
+
+    def released(self, path: str) -> tuple[str, str] | None:
+        """(the text digest, who) of the release of ``path``, if any."""
+        try:
+            row = self._db.execute(
+                "SELECT text, by FROM released WHERE path = ?", (path,)
+            ).fetchone()
+        except sqlite3.OperationalError:  # a store written before releases
+            return None
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def counts(self) -> dict[str, int]:
         """Entries judged: ``verified``, and each reason not."""
@@ -272,17 +291,20 @@ def origin_of(root: Path, route: Route, path: str, text: str) -> Origin:
     store = VerdictStore(where, read_only=True)
     try:
         found = store.note(path)
+        released = store.released(path)
     except sqlite3.Error:
-        found = None
+        found = released = None
     finally:
         store.close()
     if found is None:
         return _unsent(claimed)
     digest, writer, earlier = found
-    if digest is not None and digest != text_digest(text):
+    here = text_digest(text)
+    if digest is not None and digest != here:
         return _unsent(claimed)
+    by = released[1] if released is not None and released[0] == here else None
     if writer is None:
-        return Origin(claimed.author, claimed.machine, False, why="before_signers")
+        return Origin(claimed.author, claimed.machine, False, why="before_signers", released=by)
     author, machine, verified, why, principal, _commit = writer
     return Origin(
         author or None,
@@ -291,6 +313,7 @@ def origin_of(root: Path, route: Route, path: str, text: str) -> Origin:
         signer=principal if verified else None,
         why=None if verified else why,
         earlier=earlier if verified else None,
+        released=by,
     )
 
 
