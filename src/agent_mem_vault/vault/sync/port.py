@@ -96,6 +96,7 @@ class GitSync:
 
         config = load_config(self.root)
         checked: dict[str, Route | None] = {}  # route key → the route, where it checks
+        judged: dict[str, dict[str, str]] = {}  # route key → path → text, to look up
         out: dict[str, Origin] = {}
         for path in paths:
             route = None if config is None else config.route_of(path)
@@ -111,12 +112,17 @@ class GitSync:
                 continue
             text = head.decode("utf-8", "replace")
             if checks is not None:
-                from .verdicts import origin_of
-
-                out[path] = origin_of(self.root, checks, path, text)
+                judged.setdefault(checks.key, {})[path] = text
             elif (found := origin_in_head(text)) is not None:
                 out[path] = found
-        return out
+        if judged:
+            from .verdicts import origins_of
+
+            for key, texts in judged.items():
+                route = checked[key]
+                assert route is not None
+                out.update(origins_of(self.root, route, texts))
+        return {p: out[p] for p in paths if p in out}
 
     def quarantined(
         self, namespace: str, pending: Callable[[], Mapping[str, str]]

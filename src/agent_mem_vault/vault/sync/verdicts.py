@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .entries import LogEntry
     from .routes import Route
 
-__all__ = ["VerdictStore", "judge", "origin_of", "store_path", "text_digest"]
+__all__ = ["VerdictStore", "judge", "origin_of", "origins_of", "store_path", "text_digest"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(
@@ -284,18 +284,28 @@ def _entry_name(raw: bytes) -> tuple[str, int]:
 def origin_of(root: Path, route: Route, path: str, text: str) -> Origin:
     """Who wrote the text of the note at ``path`` (whose file says ``text``), as the
     route's checks found."""
-    claimed = _claimed(text)
+    return origins_of(root, route, {path: text})[path]
+
+
+def origins_of(root: Path, route: Route, texts: Mapping[str, str]) -> dict[str, Origin]:
+    """``origin_of`` for each path → text of ``texts``, with one look at the store."""
     where = store_path(root, route)
     if not where.exists():
-        return _unsent(claimed)
+        return {p: _unsent(_claimed(t)) for p, t in texts.items()}
     store = VerdictStore(where, read_only=True)
+    try:
+        return {p: _origin(store, p, t) for p, t in texts.items()}
+    finally:
+        store.close()
+
+
+def _origin(store: VerdictStore, path: str, text: str) -> Origin:
+    claimed = _claimed(text)
     try:
         found = store.note(path)
         released = store.released(path)
     except sqlite3.Error:
-        found = released = None
-    finally:
-        store.close()
+        return _unsent(claimed)
     if found is None:
         return _unsent(claimed)
     digest, writer, earlier = found
