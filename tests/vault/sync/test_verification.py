@@ -4,6 +4,7 @@ own verdict (``%G?``) beside ours for every case where the two should agree."""
 
 from __future__ import annotations
 
+import base64
 import shutil
 import subprocess
 import time
@@ -209,6 +210,8 @@ def test_a_listed_key_signing_in_someone_elses_name_is_not_verified(lab: Lab) ->
         ('ada@example.com valid-before="2025" ssh-ed25519 AAAA', "YYYYMMDD"),
         ("ada@example.com ssh-ed25519 not!base64", "not base64"),
         ('ada@example.com namespaces="git ssh-ed25519 AAAA', "quote"),
+        # Misspelt, an option would be dropped here and the line taken wider than meant.
+        ('ada@example.com valid_before="20200101" ssh-ed25519 AAAA', "not one ssh-keygen knows"),
     ],
 )
 def test_a_signers_file_line_that_does_not_parse_is_named(line: str, error: str) -> None:
@@ -234,3 +237,60 @@ def test_entries_are_verified_in_process_without_ssh_keygen(
     raws = [lab.raw(lab.commit("ada", "ada@example.com", f"entry {i}")) for i in range(5)]
     monkeypatch.setenv("PATH", str(lab.root / "nothing"))
     assert all(verify_commit(raw, signers).verified for raw in raws)
+
+
+def test_a_certificate_is_checked_by_ssh_keygen_and_its_revoked_authority_refused(
+    lab: Lab,
+) -> None:
+    lab.key("ca")
+    lab.key("ada")
+    ca, ada = lab.root / "ca", lab.root / "ada.pub"
+    issued = run_process(["ssh-keygen", "-q", "-s", ca, "-I", "ada", "-n", "ada@example.com", ada])
+    assert issued.returncode == 0, issued.stderr
+    commit = lab.commit("ada-cert.pub", "ada@example.com")
+    signers = lab.signers(f"ada@example.com cert-authority {lab.public('ca')}")
+    assert lab.gits_verdict(commit, signers) == "G"
+    assert _ours(lab, commit, signers).verified
+    revoked = lab.root / "revoked"
+    revoked.write_text(lab.public("ca") + "\n")
+    assert lab.gits_verdict(commit, signers, f"gpg.ssh.revocationFile={revoked}") == "B"
+    ours = _ours(lab, commit, signers, revoked.read_text())
+    assert (ours.verified, ours.why) == (False, "revoked")
+
+
+def test_hostile_signatures_get_a_verdict_and_never_an_exception(lab: Lab) -> None:
+    """Whatever a commit pushed by anyone holds, checking it answers (and at once: a
+    header of blanks once took minutes to match)."""
+    lab.key("ada")
+    signers = AllowedSigners.parse(
+        f"ada@example.com {lab.public('ada')}\n*@example.com cert-authority {lab.public('ada')}"
+    )
+    raw = lab.raw(lab.commit("ada", "ada@example.com"))
+    head, _, message = raw.partition(b"\n\n")
+    plain = b"\n".join(line for line in head.split(b"\n") if not line.startswith((b"gpgsig", b" ")))
+
+    def signed(*lines: bytes) -> bytes:
+        return plain + b"\ngpgsig " + b"\n ".join(lines) + b"\n\n" + message
+
+    begin, end = b"-----BEGIN SSH SIGNATURE-----", b"-----END SSH SIGNATURE-----"
+    blank = b" " * 3000
+
+    def string(data: bytes) -> bytes:
+        return len(data).to_bytes(4, "big") + data
+
+    truncated = base64.b64encode(b"SSHSIG\0\0\0\1\0\0\0\x05ab")
+    inner = string(b"ssh-ed25519") + string(b"x" * 64)
+    parts = (string(b"\0\0\0\xffab"), string(b"git"), string(b""), string(b"sha512"))
+    bad_key = base64.b64encode(b"SSHSIG\0\0\0\1" + b"".join(parts) + string(inner))
+    cases = {
+        "blanks": signed(begin, blank, blank, end[:-1]),  # and no end line
+        "too long": signed(begin, b"A" * 20_000, end),
+        "not base64": signed(begin, b"!!!!", end),
+        "truncated": signed(begin, truncated, end),
+        "a key that is not one": signed(begin, bad_key, end),
+        "no end": signed(begin, b"AAAA"),
+        "pgp": signed(b"-----BEGIN PGP SIGNATURE-----", b"AAAA", b"-----END PGP SIGNATURE-----"),
+    }
+    for name, hostile in cases.items():
+        verdict = verify_commit(hostile, signers)
+        assert not verdict.verified and verdict.why in ("bad_signature", "not_ssh"), name

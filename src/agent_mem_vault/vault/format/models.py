@@ -13,7 +13,6 @@ from ...core.words import counted
 from .links import wikilink
 
 __all__ = [
-    "UNVERIFIED",
     "Brief",
     "BrokenNote",
     "DoctorReport",

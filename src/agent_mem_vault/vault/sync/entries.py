@@ -21,6 +21,7 @@ order (``fold.py``): the same entries give the same notes everywhere.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,9 +32,12 @@ from .layout import LAYOUT, message_facts
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["LogEntry", "read_entries", "team_entry_message"]
+__all__ = ["OID", "LogEntry", "read_entries", "team_entry_message"]
 
 _REGULAR = ("100644", "100755")
+OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+"""What an object id looks like (SHA-1 or SHA-256): a name an entry gives that is not one
+is never asked of git."""
 
 
 @dataclass(slots=True)
@@ -134,8 +138,8 @@ def read_entries(
         if isinstance(removed, list):
             entry.removed = [str(p) for p in removed]
         base = facts.get("base")
-        if isinstance(base, dict):
-            entry.base = {str(p): str(b) for p, b in base.items() if isinstance(b, str)}
+        if isinstance(base, dict):  # what is not an object id is no base (never asked of git)
+            entry.base = {str(p): b for p, b in base.items() if isinstance(b, str) and OID.match(b)}
         claims = facts.get("claims")
         if isinstance(claims, list):
             entry.claims = [str(c) for c in claims]

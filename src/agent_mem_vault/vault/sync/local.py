@@ -57,6 +57,7 @@ __all__ = [
     "Heads",
     "LocalRoute",
     "RouteReport",
+    "fetched_ref",
     "read_state",
     "state_file",
 ]
@@ -116,6 +117,14 @@ class RouteReport:
         }
 
 
+def fetched_ref(config: SyncConfig, route: Route) -> str:
+    """The ref in the route's git folder that holds what this machine last took from the
+    remote."""
+    if route.repo is None:
+        return "refs/agent-mem-vault/fetched"
+    return f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}/fetched"
+
+
 class LocalRoute:
     """One route of one vault on this machine: its git folder, index, refs and turn;
     staging and committing the notes, and merging what arrived (``engine.RouteSync``
@@ -131,7 +140,7 @@ class LocalRoute:
         git_dir = route_git_dir(self.root, route)
         if route.repo is None:
             self.local = "refs/heads/main"
-            self.fetched = "refs/agent-mem-vault/fetched"
+            self.fetched = fetched_ref(config, route)
             self.log = "refs/agent-mem-vault/log"
             self.applied = "refs/agent-mem-vault/applied"
             self.checkpoint = "refs/remotes/origin/main"  # a push moves it (operations.py)
@@ -141,7 +150,7 @@ class LocalRoute:
             extra = ("core.splitIndex=true",)
         else:
             base = f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}"
-            self.local, self.fetched = f"{base}/head", f"{base}/fetched"
+            self.local, self.fetched = f"{base}/head", fetched_ref(config, route)
             self.log, self.applied = f"{base}/log", f"{base}/applied"
             self.checkpoint = f"{base}/checkpoint"
             self.remote = route.remote
@@ -453,6 +462,8 @@ class LocalRoute:
         for all; left out where there is none."""
         if not ids:
             return {}
+        if any("\n" in i for i in ids):  # each is one line of the request
+            raise ValueError("an object name holds a line break")
         raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
         out: dict[str, bytes] = {}
         pos = 0
@@ -460,8 +471,12 @@ class LocalRoute:
             end = raw.index(b"\n", pos)
             header = raw[pos:end].decode("utf-8", "replace").rsplit(" ", 2)
             pos = end + 1
-            if len(header) != 3 or header[1] not in ("blob", "commit", "tree", "tag"):
-                continue  # "<name> missing"
+            if (
+                len(header) != 3
+                or header[1] not in ("blob", "commit", "tree", "tag")
+                or not header[2].isdigit()
+            ):
+                continue  # "<name> missing", "<name> ambiguous": no content follows
             size = int(header[2])
             if header[1] == kind:
                 out[name] = raw[pos : pos + size]

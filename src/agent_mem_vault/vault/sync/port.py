@@ -121,7 +121,8 @@ class GitSync:
             for key, texts in judged.items():
                 route = checked[key]
                 assert route is not None
-                out.update(origins_of(self.root, route, texts))
+                assert config is not None
+                out.update(origins_of(self.root, config, route, texts))
         return {p: out[p] for p in paths if p in out}
 
     def quarantined(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from typing import TYPE_CHECKING
 
 from .entries import read_entries
@@ -33,15 +32,16 @@ _log = logging.getLogger(__name__)
 
 
 def check_arrivals(sync: RouteSync) -> None:
-    """Judge what reached ``fetched`` since the last call (the route's turn is held). A
-    failure here is logged and leaves the views saying "not sent yet": sync goes on."""
+    """Judge what reached ``fetched`` since the last call (the route's turn is held). It
+    never stops a sync: a failure is logged, and what it did not judge shows as not
+    verified in every view (``verdicts.origins_of``) until the next call judges it."""
     trust = trust_for(sync.root, sync.route)
     if not trust.checks or trust.signers is None:
         return
     try:
         _check(sync, trust.signers)
-    except (sqlite3.Error, OSError) as error:
-        _log.warning("%s: what arrived was not checked: %s", sync.route.label, error)
+    except Exception as error:  # hostile entries must not stop what sync does
+        _log.warning("%s: what arrived was not checked: %r", sync.route.label, error)
 
 
 def _check(sync: RouteSync, signers: AllowedSigners) -> None:
@@ -61,11 +61,20 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
     store = VerdictStore(where)
     try:
         judged = json.loads(store.meta("tips") or "{}")
-        whole = store.meta("checkpoint") != checkpoint
+        last_tree = store.meta("tree")
+        whole = store.meta("checkpoint") != checkpoint or last_tree is None
         relisted = store.meta("signers") != signers.digest  # ``judge`` judges all again
     finally:
         store.close()
     moved = logs if whole else {m: c for m, c in logs.items() if judged.get(m) != c}
+    # A log that went back (or away) takes entries with it: every note is recorded again.
+    whole = (
+        whole
+        or any(m in judged and not sync.is_ancestor(judged[m], c) for m, c in moved.items())
+        or any(m not in logs for m in judged)
+    )
+    if whole:
+        moved = logs
     if not moved and not whole and not relisted:
         return
     since = [] if whole else [judged[m] for m in moved if m in judged]
@@ -76,7 +85,10 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
         if e.seq > covered.get(e.machine, ("", 0))[1]  # the checkpoint holds the rest
     ]
     touched = sorted({c.path for e in entries for c in e.changes()})
+    start = (sync._tree(checkpoint) if checkpoint else None) if whole else last_tree
+    had = sync.entries(start, touched)
     found = sync.entries(tree, touched)
+    before = {p: had.get(p) for p in touched}
     finals = {p: found.get(p) for p in touched}
     held: list[str] = []
     if whole:  # every note the fold holds that no entry here changed: from a checkpoint
@@ -86,10 +98,11 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
             for p in listing.decode("utf-8", "surrogateescape").split("\0")
             if p and p not in finals and sync.config.covers(sync.route, p)
         ]
-    judge(sync, signers, entries, finals, held)
+    judge(sync, signers, entries, before, finals, held, fresh=whole)
     store = VerdictStore(where)
     try:
         store.set_meta("tips", json.dumps(logs, sort_keys=True))
         store.set_meta("checkpoint", checkpoint)
+        store.set_meta("tree", tree)
     finally:
         store.close()

@@ -16,12 +16,13 @@ SQLite file of its own (``<route>.trust.sqlite``):
   a note the fold started from a checkpoint with has no writer here yet
   (``before_signers``).
 
-Every view of one note asks ``origin_of`` (one indexed query).
+Every view asks ``origins_of`` (an indexed query a note).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,15 +33,15 @@ from urllib.parse import quote
 from ..format.models import Origin
 from ..format.notes import NoteError, parse_note
 from ..format.writer import origin_in, text_of
-from .routes import SYNC_DIR
+from .entries import OID, LogEntry
+from .routes import SYNC_DIR, route_git_dir
 from .verify import AllowedSigners, verify_commit
 
 if TYPE_CHECKING:
     from .engine import RouteSync
-    from .entries import LogEntry
-    from .routes import Route
+    from .routes import Route, SyncConfig
 
-__all__ = ["VerdictStore", "judge", "origin_of", "origins_of", "store_path", "text_digest"]
+__all__ = ["VerdictStore", "judge", "origins_of", "store_path", "text_digest"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(
@@ -51,6 +52,8 @@ CREATE TABLE IF NOT EXISTS changes(
     path TEXT NOT NULL, lamport INTEGER NOT NULL, machine TEXT NOT NULL, seq INTEGER NOT NULL,
     commit_id TEXT NOT NULL, PRIMARY KEY(path, commit_id));
 CREATE TABLE IF NOT EXISTS notes(path TEXT PRIMARY KEY, text TEXT);
+CREATE TABLE IF NOT EXISTS versions(
+    path TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY(path, text));
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS released(
     path TEXT PRIMARY KEY, text TEXT NOT NULL, by TEXT NOT NULL, at REAL NOT NULL);
@@ -108,26 +111,42 @@ class VerdictStore:
     def first_seen(self) -> dict[str, float]:
         return dict(self._db.execute("SELECT commit_id, first_seen FROM entries"))
 
-    def put_entries(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
-            )
-
-    def put_changes(
-        self, changes: Iterable[tuple[str, int, str, int, str]], texts: Mapping[str, str | None]
-    ) -> None:
-        """Record text changes; then each note's text as the fold left it (None: no note,
-        and its history goes with it)."""
+    def _transaction(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            self._db.executemany(sql, rows)
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def put_entries(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        self._transaction("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def put_changes(
+        self,
+        changes: Iterable[tuple[str, int, str, int, str]],
+        texts: Mapping[str, str | None],
+        versions: Iterable[tuple[str, str]] = (),
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """Record text changes, each note's text as the fold left it (None: no note, and
+        its history goes with it), and texts notes had (path, digest). ``fresh``: every
+        note's record is made again."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            if fresh:
+                for table in ("changes", "notes", "versions"):
+                    self._db.execute(f"DELETE FROM {table}")
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
             for path, text in texts.items():
                 if text is None:
-                    self._db.execute("DELETE FROM changes WHERE path = ?", (path,))
-                    self._db.execute("DELETE FROM notes WHERE path = ?", (path,))
+                    for table in ("changes", "notes", "versions"):
+                        self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
                 else:
                     self._db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (path, text))
+            self._db.executemany("INSERT OR IGNORE INTO versions VALUES (?, ?)", versions)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -135,10 +154,15 @@ class VerdictStore:
 
     def put_held(self, paths: Iterable[str]) -> None:
         """Notes a checkpoint brought, whose writers no entry here names."""
-        with self._db:
-            self._db.executemany(
-                "INSERT OR IGNORE INTO notes VALUES (?, NULL)", ((p,) for p in paths)
-            )
+        self._transaction("INSERT OR REPLACE INTO notes VALUES (?, NULL)", ((p,) for p in paths))
+
+    def versions(self, paths: Iterable[str]) -> set[tuple[str, str]]:
+        """(path, text digest) of each text these notes had here."""
+        out: set[tuple[str, str]] = set()
+        for path in paths:
+            rows = self._db.execute("SELECT text FROM versions WHERE path = ?", (path,))
+            out.update((path, r[0]) for r in rows)
+        return out
 
     def note(self, path: str) -> tuple[str | None, tuple[Any, ...] | None, str | None] | None:
         """(its text digest, its writer's entry row, an earlier unverified writer) of a
@@ -202,13 +226,20 @@ def judge(
     sync: RouteSync,
     signers: AllowedSigners,
     entries: Sequence[LogEntry],
+    before: Mapping[str, str | None],
     finals: Mapping[str, str | None],
     held: Iterable[str] = (),
+    *,
+    fresh: bool = False,
 ) -> None:
-    """Judge ``entries`` (those not judged yet), record which of their changes changed a
-    note's text, and note each of ``finals`` (path → the blob the fold left) as its text,
-    and ``held`` as notes a checkpoint brought. Called by the fetch, after the fold, with
-    the route's turn held."""
+    """Judge ``entries`` (those not judged yet) and record which of their changes changed
+    a note's text; then note each of ``finals`` (path → the blob the fold left) as its
+    text, and ``held`` as notes a checkpoint brought (``fresh``: what was recorded of
+    every note goes first). Called after a fetch or push, with the route's turn held.
+
+    Whether a change changed the text is judged against what the note said before it
+    here (``before``: path → blob before these entries, then each change in fold
+    order), never against the ``base`` the entry names: its writer chose that."""
     store = VerdictStore(store_path(sync.root, sync.route))
     try:
         now = time.time()
@@ -217,21 +248,34 @@ def judge(
             store.put_entries(_judged(sync, signers, seen))
             store.set_meta("signers", signers.digest)
         commits = [e.commit for e in entries]
-        known = store.known(commits)
-        store.put_entries(_judged(sync, signers, {c: now for c in commits if c not in known}))
-        blobs = {b for e in entries for b in (*e.changed.values(), *e.base.values())}
-        blobs.update(b for b in finals.values() if b is not None)
+        judged = store.known(commits)
+        store.put_entries(_judged(sync, signers, {c: now for c in commits if c not in judged}))
+        ordered = sorted(
+            (c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)),
+            key=lambda c: (c.lamport, c.machine, c.seq),
+        )
+        blobs = {b for c in ordered for b in (c.new, c.base) if b is not None and OID.match(b)}
+        blobs.update(b for b in (*before.values(), *finals.values()) if b is not None)
         digests = {b: text_digest(t) for b, t in sync.blobs(sorted(blobs)).items()}
-        changes = [
-            (c.path, c.lamport, c.machine, c.seq, c.commit)
-            for e in entries
-            for c in e.changes()
-            if c.new is not None
-            and sync.config.covers(sync.route, c.path)
-            and (c.base is None or digests.get(c.new) != digests.get(c.base))
-        ]
+        had = {p: None if b is None else digests.get(b) for p, b in before.items()}
+        known: set[tuple[str, str]] = set() if fresh else store.versions(had)
+        known.update((p, d) for p, d in had.items() if d is not None)
+        changes = []
+        for c in ordered:
+            said = None if c.new is None else digests.get(c.new, c.new)
+            based = None if c.base is None else digests.get(c.base)
+            # A change counts as the text's when it says something the note did not say
+            # here before it. Only a change made on a version this note really had may
+            # keep that version's text (a read made before a teammate's edit, folded
+            # after it) without being counted: a ``base`` a writer made up never does.
+            kept = based is not None and said == based and (c.path, based) in known
+            if said is not None and said != had.get(c.path) and not (had.get(c.path) and kept):
+                changes.append((c.path, c.lamport, c.machine, c.seq, c.commit))
+            had[c.path] = said
+            if said is not None:
+                known.add((c.path, said))
         texts = {p: None if b is None else digests.get(b) for p, b in finals.items()}
-        store.put_changes(changes, texts)
+        store.put_changes(changes, texts, sorted(known), fresh=fresh)
         store.put_held(held)
     finally:
         store.close()
@@ -281,37 +325,76 @@ def _entry_name(raw: bytes) -> tuple[str, int]:
 # -- what a view shows --------------------------------------------------------------
 
 
-def origin_of(root: Path, route: Route, path: str, text: str) -> Origin:
-    """Who wrote the text of the note at ``path`` (whose file says ``text``), as the
-    route's checks found."""
-    return origins_of(root, route, {path: text})[path]
-
-
-def origins_of(root: Path, route: Route, texts: Mapping[str, str]) -> dict[str, Origin]:
-    """``origin_of`` for each path → text of ``texts``, with one look at the store."""
+def origins_of(
+    root: Path, config: SyncConfig, route: Route, texts: Mapping[str, str]
+) -> dict[str, Origin]:
+    """Who wrote the text of each note of ``texts`` (path → what its file says), as the
+    route's checks found, with one look at the store. A note
+    the store has no record of is either changed here and not sent, or arrived and not
+    judged (a check that failed): the route's copy of the remote tells which."""
     where = store_path(root, route)
-    if not where.exists():
-        return {p: _unsent(_claimed(t)) for p, t in texts.items()}
-    store = VerdictStore(where, read_only=True)
+    out: dict[str, Origin] = {}
+    if where.exists():
+        store = VerdictStore(where, read_only=True)
+        try:
+            out = {p: o for p, t in texts.items() if (o := _origin(store, p, t)) is not None}
+        finally:
+            store.close()
+    rest = {p: t for p, t in texts.items() if p not in out}
+    arrived = _arrived(root, config, route, rest) if rest else set()
+    for path, text in rest.items():
+        claimed = _claimed(text)
+        if path in arrived:
+            out[path] = Origin(claimed.author, claimed.machine, False, why="unknown_writer")
+        else:
+            out[path] = Origin(claimed.author, claimed.machine, None, sent=False)
+    return out
+
+
+def _arrived(root: Path, config: SyncConfig, route: Route, texts: Mapping[str, str]) -> set[str]:
+    """Those of ``texts`` (path → what the file says) that are what the remote has."""
+    import subprocess
+
+    from .local import fetched_ref
+
+    where = f"--git-dir={route_git_dir(root, route)}"
     try:
-        return {p: _origin(store, p, t) for p, t in texts.items()}
-    finally:
-        store.close()
+        done = subprocess.run(
+            ["git", where, "ls-tree", "-z", fetched_ref(config, route), "--", *texts],
+            capture_output=True,
+            timeout=10,
+            env={**os.environ, "LC_ALL": "C"},
+            cwd="/",
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    out = set()
+    for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = item.partition("\t")
+        fields = meta.split(" ")
+        if path in texts and len(fields) == 3:
+            data = texts[path].encode("utf-8")
+            digest = hashlib.sha1 if len(fields[2]) == 40 else hashlib.sha256
+            if digest(b"blob %d\0" % len(data) + data).hexdigest() == fields[2]:
+                out.add(path)
+    return out
 
 
-def _origin(store: VerdictStore, path: str, text: str) -> Origin:
+def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
+    """What the store says of the note at ``path`` saying ``text``; None: no record of
+    that text."""
     claimed = _claimed(text)
     try:
         found = store.note(path)
         released = store.released(path)
     except sqlite3.Error:
-        return _unsent(claimed)
+        return None
     if found is None:
-        return _unsent(claimed)
+        return None
     digest, writer, earlier = found
     here = text_digest(text)
     if digest is not None and digest != here:
-        return _unsent(claimed)
+        return None
     by = released[1] if released is not None and released[0] == here else None
     if writer is None:
         return Origin(claimed.author, claimed.machine, False, why="before_signers", released=by)
@@ -333,7 +416,3 @@ def _claimed(text: str) -> Origin:
     except NoteError:
         parsed = None
     return (None if parsed is None else origin_in(parsed.meta)) or Origin()
-
-
-def _unsent(claimed: Origin) -> Origin:
-    return Origin(claimed.author, claimed.machine, None, sent=False)

@@ -60,9 +60,10 @@ Why = Literal[
 
 NAMESPACE = b"git"
 _MAGIC = b"SSHSIG"
-_ARMOR = re.compile(
-    rb"-----BEGIN SSH SIGNATURE-----\s*(.+?)\s*-----END SSH SIGNATURE-----", re.DOTALL
-)
+_BEGIN, _END = b"-----BEGIN SSH SIGNATURE-----", b"-----END SSH SIGNATURE-----"
+MAX_SIGNATURE = 16_384
+"""Bytes a signature header may hold: an RSA-16384 signature is well within it."""
+_OPTIONS = frozenset({"cert-authority", "namespaces", "valid-after", "valid-before"})
 _KEY_TYPES = (
     "ssh-ed25519",
     "ssh-rsa",
@@ -182,20 +183,24 @@ def fingerprint(key: bytes) -> str:
 
 def signed_payload(raw: bytes, digits: int = 40) -> tuple[bytes, bytes] | None:
     """A commit object's text split into what was signed and its signature (the
-    ``gpgsig`` header; ``gpgsig-sha256`` in a SHA-256 repository); None when unsigned."""
-    name = b"gpgsig" if digits == 40 else b"gpgsig-sha256"
+    ``gpgsig`` header; ``gpgsig-sha256`` in a SHA-256 repository); None when unsigned.
+    Both headers are left out of what was signed, as git leaves them out."""
+    mine = b"gpgsig" if digits == 40 else b"gpgsig-sha256"
     head, sep, message = raw.partition(b"\n\n")
     kept: list[bytes] = []
     signature: list[bytes] = []
-    inside = False
+    inside: bytes | None = None
     for line in head.split(b"\n"):
-        if inside and line.startswith(b" "):
-            signature.append(line[1:])
+        if inside is not None and line.startswith(b" "):
+            if inside == mine:
+                signature.append(line[1:])
             continue
-        inside = False
-        if line.startswith(name + b" "):
-            inside = True
-            signature.append(line[len(name) + 1 :])
+        inside = None
+        name = line.partition(b" ")[0]
+        if name in (b"gpgsig", b"gpgsig-sha256"):
+            inside = name
+            if name == mine and not signature:
+                signature.append(line[len(name) + 1 :])
             continue
         kept.append(line)
     if not signature:
@@ -207,17 +212,27 @@ def verify_commit(
     raw: bytes, signers: AllowedSigners, at: float | None = None, digits: int = 40
 ) -> Verdict:
     """The verdict on one commit object (``git cat-file commit``'s bytes) at ``at``
-    (default: now), against ``signers``."""
-    at = time.time() if at is None else at
+    (default: now), against ``signers``. Whatever a hostile commit holds, this answers a
+    verdict and never raises."""
+    try:
+        return _verify(raw, signers, time.time() if at is None else at, digits)
+    except Exception:  # a key or signature no parser here takes: not a good signature
+        return Verdict(False, "bad_signature")
+
+
+def _verify(raw: bytes, signers: AllowedSigners, at: float, digits: int) -> Verdict:
     split = signed_payload(raw, digits)
     if split is None:
         return Verdict(False, "unsigned")
     payload, armored = split
-    found = _ARMOR.search(armored)
-    if found is None:
+    if len(armored) > MAX_SIGNATURE:
+        return Verdict(False, "bad_signature")
+    begin, end = armored.find(_BEGIN), armored.find(_END)
+    if begin == -1 or end < begin:
         return Verdict(False, "not_ssh")
     try:
-        sig = _Sshsig.parse(base64.b64decode(b"".join(found.group(1).split())))
+        blob = base64.b64decode(b"".join(armored[begin + len(_BEGIN) : end].split()), validate=True)
+        sig = _Sshsig.parse(blob)
     except ValueError:
         return Verdict(False, "bad_signature")
     key = fingerprint(sig.public_key)
@@ -271,7 +286,7 @@ class _Sshsig:
 
     @property
     def key_type(self) -> str:
-        return _Reader(self.public_key).string().decode("ascii", "replace")
+        return _key_type(self.public_key)
 
     @classmethod
     def parse(cls, blob: bytes) -> _Sshsig:
@@ -360,6 +375,10 @@ class _Reader:
         return out
 
 
+def _key_type(key: bytes) -> str:
+    return _Reader(key).string().decode("ascii", "replace")
+
+
 def _string(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
@@ -422,8 +441,14 @@ def _parse_line(line: str) -> SignerLine:
     principals = tuple(p.strip() for p in words[0].strip('"').split(",") if p.strip())
     rest = words[1:]
     options: dict[str, str | None] = {}
-    if rest[0] not in _KEY_TYPES and not rest[0].endswith("-cert-v01@openssh.com"):
+    if not rest[0].startswith(("ssh-", "ecdsa-", "sk-")):  # not a key type: options
         options = _options(rest[0])
+        unknown = sorted(set(options) - _OPTIONS)
+        if unknown:
+            raise ValueError(
+                f"the option {unknown[0]!r} is not one ssh-keygen knows "
+                f"({', '.join(sorted(_OPTIONS))})"
+            )
         rest = rest[1:]
     if len(rest) < 2 or rest[0] not in _KEY_TYPES:
         raise ValueError("no key type this release knows (ssh-ed25519, ecdsa-…, ssh-rsa, sk-…)")
@@ -457,16 +482,29 @@ def _by_ssh_keygen(
         sig.write_bytes(armored + b"\n")
         command = ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", email]
         command += ["-n", NAMESPACE.decode(), "-s", str(sig), f"-Overify-time={stamp}"]
-        try:
-            done = subprocess.run(
-                command,
-                input=payload,
-                capture_output=True,
-                timeout=10,
-                env={**os.environ, "LC_ALL": "C"},
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return Verdict(False, "unknown_key", key)
-    if done.returncode == 0:
-        return Verdict(True, None, key, email)
+        if not signers.revoked:
+            good = _ssh_keygen_says(command, payload)
+            return Verdict(True, None, key, email) if good else Verdict(False, "unknown_key", key)
+        revoked = Path(folder, "revoked")  # a certificate's key or its authority
+        revoked.write_text(
+            "".join(f"{_key_type(k)} {base64.b64encode(k).decode()}\n" for k in signers.revoked)
+        )
+        if _ssh_keygen_says([*command, "-r", str(revoked)], payload):
+            return Verdict(True, None, key, email)
+        if _ssh_keygen_says(command, payload):  # good but for the revocation
+            return Verdict(False, "revoked", key)
     return Verdict(False, "unknown_key", key)
+
+
+def _ssh_keygen_says(command: list[str], payload: bytes) -> bool:
+    try:
+        done = subprocess.run(
+            command,
+            input=payload,
+            capture_output=True,
+            timeout=10,
+            env={**os.environ, "LC_ALL": "C"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
