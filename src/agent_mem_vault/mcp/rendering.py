@@ -87,11 +87,17 @@ def created_text(h: Handoff) -> Rendered:
     return text, {"handoff": {key: handoff[key] for key in _CREATED_KEYS}}
 
 
-def next_text(agent: str, namespace: str) -> Callable[[Handoff | None], Rendered]:
-    def render(h: Handoff | None) -> Rendered:
+def next_text(agent: str, namespace: str) -> Callable[[tuple[Handoff | None, int]], Rendered]:
+    """``read_handoff``'s and ``peek_handoff``'s answer: the handoff, or that none waits
+    (and how many were left out, written outside the team)."""
+
+    def render(found: tuple[Handoff | None, int]) -> Rendered:
+        h, left_out = found
         if h is None:
             text = f"No pending handoff for {agent} in {namespace}."
-            return text, {"handoff": None, "text": text}
+            if left_out:
+                text += f" {quarantined_line(left_out)}"
+            return text, {"handoff": None, "text": text, "quarantined": left_out}
         text = f"{h.heading}\n\n{h.text}"  # never without who left it
         return text, {"handoff": h.to_dict(), "text": text}
 

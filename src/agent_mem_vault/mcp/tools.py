@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeVar
 
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, ToolAnnotations
@@ -50,6 +50,11 @@ from .rendering import (
     written,
 )
 from .runner import Runner
+
+if TYPE_CHECKING:
+    from ..vault import Handoff, Vault
+
+NextFound = tuple["Handoff | None", int]
 
 __all__ = ["add_handoff_tools", "add_memory_life_tools", "add_memory_tools"]
 
@@ -176,6 +181,14 @@ def _registrar(server: MCPServer[Any]) -> Callable[[ToolAnnotations], Callable[[
     return tool
 
 
+def _left_out(vault: Vault, found: Handoff | None, agent: str, namespace: str) -> NextFound:
+    """What ``read_handoff`` or ``peek_handoff`` found, and, when nothing, how many were
+    left out for this agent (written outside the team; never which)."""
+    if found is not None:
+        return found, 0
+    return None, vault.count_quarantined(agent=agent, namespace=namespace)
+
+
 def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
     """The vault design's handoff tools: create, read, peek, list, ack, reopen."""
     vault, me = run.vault, run.settings.agent
@@ -229,7 +242,8 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         who, ns = agent or me, run.namespace(namespace)
         return await run.call(
-            lambda: vault.read_handoff(agent=who, namespace=ns), next_text(who, ns)
+            lambda: _left_out(vault, vault.read_handoff(agent=who, namespace=ns), who, ns),
+            next_text(who, ns),
         )
 
     @tool(_READ_ONLY)
@@ -244,7 +258,7 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
         return await run.call(
             lambda: (
                 vault.catch_up(ns, doing="this shows"),
-                vault.peek_handoff(agent=who, namespace=ns),
+                _left_out(vault, vault.peek_handoff(agent=who, namespace=ns), who, ns),
             ),
             viewed(next_text(who, ns)),
             read_only=True,

@@ -22,6 +22,7 @@ from agent_mem_vault.vault.sync.routes import load_config
 from agent_mem_vault.vault.sync.signing import Chosen
 from tests.cli_process import BIN, cli_env, run_process, succeeded
 from tests.git_remote import bare_repo
+from tests.mcp_wire import serving
 
 from .conftest import NS, Machine
 
@@ -293,8 +294,18 @@ def test_require_keeps_an_outsiders_handoff_from_every_agent_and_lists_it_quaran
     start = render_session_start(bob, HookInput(cwd=str(bob.path)), agent="codex", namespace=NS)
     assert "Ship it" not in start and theirs.id not in start
     assert "1 handoff for codex left out: written outside the team" in start
-    taken = bob.read_handoff(agent="codex", namespace=NS)
-    assert taken is not None and taken.id == ours.id
+    # The agent, over MCP: its read takes the team's, then is told only how many wait.
+    with serving(bob.path, "--agent", "codex", "--namespace", NS, env=cli_env()) as server:
+        listed_mcp = server.call(1, "list_handoffs", {"agent": "codex"})
+        first = server.call(2, "read_handoff", {})
+        second = server.call(3, "read_handoff", {})
+    assert listed_mcp["structuredContent"]["quarantined"] == 1
+    assert "Ship it" not in listed_mcp["content"][0]["text"]
+    assert first["structuredContent"]["handoff"]["id"] == ours.id
+    assert second["structuredContent"]["handoff"] is None
+    assert second["structuredContent"]["quarantined"] == 1
+    assert "1 handoff left out: written outside the team" in second["content"][0]["text"]
+    assert theirs.id not in second["content"][0]["text"]
     assert bob.read_handoff(agent="codex", namespace=NS) is None
     assert bob.get_handoff(theirs.id).status == "pending"  # for the team, untouched
 

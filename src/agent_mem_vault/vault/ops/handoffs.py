@@ -158,6 +158,12 @@ class HandoffOps(NoteWrites):
 
         return self._query(run)
 
+    def count_quarantined(self, *, agent: str, namespace: str) -> int:
+        """How many pending handoffs for ``agent`` in ``namespace`` no agent may take: what
+        an agent is told when nothing else waits (never which)."""
+        agent, namespace = validate_agent(agent), validate_namespace(namespace)
+        return self._query(lambda idx: len(self._quarantined(idx, namespace, agent)))
+
     def release_handoff(self, id: str) -> Handoff:
         """Let handoff ``id``, as it says now, be taken on this machine though no listed key
         signed it: a person read it and vouches for it here. A later change that no listed
