@@ -45,19 +45,30 @@ def trust() -> None:
 @trust.command("signers")
 @click.argument("path", required=False, type=click.Path(dir_okay=False))
 @click.option("--clear", is_flag=True, help="Use git's gpg.ssh.allowedSignersFile instead.")
+@click.option(
+    "--branch",
+    metavar="NAME",
+    help="A project route: the team's .agent-mem-vault/allowed_signers on this branch of "
+    "the project, taken as it is now, then each change only if a listed key signed it.",
+)
 @_PROJECT
 @vault_options
 def signers(
-    path: str | None, clear: bool, namespace: str | None, vault_path: str, as_json: bool
+    path: str | None,
+    clear: bool,
+    branch: str | None,
+    namespace: str | None,
+    vault_path: str,
+    as_json: bool,
 ) -> None:
     """Check every entry the route receives against PATH, an allowed signers file in
-    git's format (keep it where the team reviews changes: the project's repository).
-    Without PATH: what the route checks against now."""
+    git's format (keep it where the team reviews changes: the project's repository), or
+    the one on the project's --branch. Without either: what the route checks against now."""
     vault = open_vault(vault_path)
-    if path is None and not clear:
+    if path is None and not clear and branch is None:
         found = vault.trust_status(namespace)
     else:
-        found = vault.trust_signers(namespace, path, clear=clear)
+        found = vault.trust_signers(namespace, path, clear=clear, branch=branch)
     _show(found, as_json)
 
 
@@ -146,6 +157,8 @@ def _show(found: TrustStatus, as_json: bool) -> None:
     else:
         keys = ", ".join(found.principals) or "no keys"
         click.echo(f"  signers: {found.source}: {keys}")
+    if found.refused:
+        click.echo(f"  not taken: {found.refused}")
     if found.problem:
         click.echo(f"  problem: the signers file cannot be used ({found.problem}); nothing is")
         click.echo("    judged until it can")

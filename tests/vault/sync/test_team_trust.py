@@ -24,7 +24,7 @@ from tests.cli_process import BIN, cli_env, run_process, succeeded
 from tests.git_remote import bare_repo
 from tests.mcp_wire import serving
 
-from .conftest import NS, Machine
+from .conftest import NS, Machine, clone_of
 
 
 @pytest.fixture(autouse=True)
@@ -347,3 +347,76 @@ def test_require_needs_a_log_per_machine_and_a_signers_file(
     old.trust_signers(None, str(team.signers))
     with pytest.raises(InvalidInputError, match="sync upgrade"):
         old.trust_policy(None, "require")
+
+
+def _commit_signers(work: Path, team: Team, key: str | None, who: str, lines: list[str]) -> None:
+    """A commit to the project's main changing its signers file, by ``who`` (``Name
+    <email>``), signed with ``key`` (None: unsigned), pushed."""
+    name, email = who.removesuffix(">").split(" <")
+    path = work / ".agent-mem-vault" / "allowed_signers"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines))
+    run_process(["git", "add", "-A"], cwd=work)
+    sign = ["-c", "gpg.format=ssh", "-c", f"user.signingkey={team.key(key)}"] if key else []
+    flag = "-S" if key else "--no-gpg-sign"
+    ident = ["-c", f"user.name={name}", "-c", f"user.email={email}"]
+    done = run_process(["git", *sign, *ident, "commit", "-q", flag, "-m", "signers"], cwd=work)
+    assert done.returncode == 0, done.stderr
+    pushed = run_process(["git", "push", "-q", "origin", "HEAD:main"], cwd=work)
+    assert pushed.returncode == 0, pushed.stderr
+
+
+def _on_project(team: Team, where: str, name: str, email: str, project: Path) -> Vault:
+    """A machine of ``name <email>`` with the project's namespace on its own clone, signing
+    with their own key."""
+    vault = team.machine(where)
+    clone = clone_of(project, team.root.parent / f"{where}-src")
+    for setting, value in (("user.name", name), ("user.email", email)):
+        run_process(["git", "config", setting, value], cwd=clone)
+    key = team.key(name.split()[0].lower())
+    chosen = Chosen(str(key), key.with_suffix(".pub").read_text().strip())
+    assert vault.join_project(NS, clone, sign=chosen).ok
+    return vault
+
+
+def test_the_teams_list_on_the_projects_branch_changes_only_by_a_listed_signature(
+    team: Team, project: Path
+) -> None:
+    seed = clone_of(project, team.root.parent / "seed-signers")
+    ada_line = f'ada@example.com namespaces="git" {team.public("ada")}'
+    _commit_signers(seed, team, "ada", "Ada Lovelace <ada@example.com>", [ada_line])
+    bob = _on_project(team, "b", "Bob Builder", "bob@example.com", project)
+    cy = _on_project(team, "c", "Cy Newcomer", "cy@example.com", project)
+    eve = _on_project(team, "e", "Eve Outsider", "eve@example.net", project)
+    found = bob.trust_signers(NS, None, branch="main")
+    assert found.principals == ("ada@example.com",) and found.problem is None
+    made = cy.create_handoff(to="codex", summary="Hello", context="first day", namespace=NS)
+    assert cy.sync().ok and bob.sync().ok
+    assert bob.get_handoff(made.id).origin.why == "unknown_key"  # type: ignore[union-attr]
+
+    # Ada adds Cy, in a commit she signs: taken at Bob's next sync.
+    run_process(["git", "pull", "-q", "origin", "main"], cwd=seed)
+    cy_line = f'cy@example.com namespaces="git" {team.public("cy")}'
+    _commit_signers(seed, team, "ada", "Ada Lovelace <ada@example.com>", [ada_line, cy_line])
+    assert bob.sync().ok
+    now = bob.get_handoff(made.id).origin
+    assert now is not None and now.verified is True and now.signer == "cy@example.com"
+
+    # Eve can push to main, and adds herself: signed with her own key, or not at all.
+    eve_line = f'eve@example.net namespaces="git" {team.public("eve")}'
+    for key in ("eve", None):
+        lines = [ada_line, cy_line, eve_line, f"# signed by {key or 'nobody'}"]
+        _commit_signers(seed, team, key, "Eve Outsider <eve@example.net>", lines)
+        theirs = eve.create_handoff(to="codex", summary="Ship", context="it", namespace=NS)
+        assert eve.sync().ok and bob.sync().ok
+        assert bob.get_handoff(theirs.id).origin.why == "unknown_key"  # type: ignore[union-attr]
+        status = bob.trust_status(NS)
+        assert status.principals == ("ada@example.com", "cy@example.com")
+        assert status.refused is not None
+        assert "(Eve Outsider <eve@example.net>), which no listed key signed" in status.refused
+    said = succeeded(run_process([BIN, "sync", "--status"], env=cli_env(vault=bob.path))).stdout
+    assert "not taken: the signers file changed on main in" in said
+    # A vault's own remote is where outsiders push: no list is taken from there.
+    ada = team.join("a", "Ada Lovelace", "ada@example.com")
+    with pytest.raises(InvalidInputError, match="project route"):
+        ada.trust_signers(None, None, branch="main")

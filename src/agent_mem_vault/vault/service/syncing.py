@@ -113,12 +113,21 @@ class SyncOps(VaultBase):
         return signing
 
     def trust_signers(
-        self, namespace: str | None, path: str | None, *, clear: bool = False
+        self,
+        namespace: str | None,
+        path: str | None,
+        *,
+        clear: bool = False,
+        branch: str | None = None,
     ) -> TrustStatus:
         """Check what the route of ``namespace`` (None: the vault's) receives against the
-        allowed signers file at ``path`` (``clear``: git's ``gpg.ssh.allowedSignersFile``)."""
+        allowed signers file at ``path`` (``clear``: git's ``gpg.ssh.allowedSignersFile``;
+        ``branch``: the project's list on that branch, each change taken only if a key the
+        list names signed it)."""
         namespace = validate_namespace_filter(namespace)
-        found: TrustStatus = sync_commands().trust_signers(self, namespace, path, clear=clear)
+        found: TrustStatus = sync_commands().trust_signers(
+            self, namespace, path, clear=clear, branch=branch
+        )
         return found
 
     def trust_policy(self, namespace: str | None, policy: str) -> TrustStatus:

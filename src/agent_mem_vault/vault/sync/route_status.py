@@ -71,6 +71,8 @@ class RouteStatus:
         """One line: the signers file, and the entries verified and not."""
         if self.trust is None:
             return None
+        if self.trust.get("refused"):
+            return f"checks against {self.trust['signers']}; not taken: {self.trust['refused']}"
         if self.trust.get("problem"):
             return f"checks nothing: the signers file cannot be used ({self.trust['problem']})"
         counts = dict(self.trust.get("entries") or {})

@@ -95,6 +95,10 @@ class Route:
     trust: str | None = None
     """``off`` keeps a route from checking although it has a signers file; None: it checks
     once it has one."""
+    signers_branch: str | None = None
+    """A project route's team keeps its signers file on this branch of the project
+    (``signers_branch.py``): taken change by change, each only if signed by a key the list
+    already names; None: ``signers``, or git's."""
 
     @property
     def log_ref(self) -> str:
@@ -266,7 +270,7 @@ def save_config(root: Path, config: SyncConfig) -> None:
             del route["sign"]  # a config an older release can still read
         if route.get("layout") == 1:
             del route["layout"]
-        for name in ("branch", "signers", "trust"):
+        for name in ("branch", "signers", "trust", "signers_branch"):
             if route.get(name) is None:
                 del route[name]
     atomic_write(config_file(root), json.dumps(data, indent=2) + "\n")

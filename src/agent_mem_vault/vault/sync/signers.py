@@ -49,6 +49,8 @@ class Trust:
     """The file, and whether the route names it or git does (for messages)."""
     problem: str | None = None
     """Why the list could not be read (then nothing is judged until it can)."""
+    refused: str | None = None
+    """A change to the list on the project's branch that was not taken, in words."""
 
     @property
     def checks(self) -> bool:
@@ -60,6 +62,8 @@ def trust_for(root: Path, route: Route) -> Trust:
     config``, where the route names no file)."""
     settings = _git_says(route_git_dir(root, route))
     revocations = settings.get("gpg.ssh.revocationfile")
+    if route.signers_branch is not None:
+        return _on_branch(root, route, revocations)
     path = route.signers or settings.get("gpg.ssh.allowedsignersfile")
     where = "named for this route" if route.signers else "git's gpg.ssh.allowedSignersFile"
     if route.trust == "off":
@@ -78,6 +82,25 @@ def trust_for(root: Path, route: Route) -> Trust:
         problem = f"{type(error).__name__}: {error}" if isinstance(error, OSError) else str(error)
         return Trust(policy, None, source, problem)
     return Trust(policy, signers, source)
+
+
+def _on_branch(root: Path, route: Route, revocations: str | None) -> Trust:
+    from .signers_branch import SIGNERS_PATH, pinned
+
+    policy = {"off": "off", "require": "require"}.get(route.trust or "", "label")
+    pin = pinned(root, route)
+    if pin is None:
+        source = f"{route.signers_branch}:{SIGNERS_PATH}"
+        problem = "not taken yet: agent-mem-vault trust signers --branch"
+        return Trust(policy, None, source, problem)
+    source = f"{route.signers_branch}:{SIGNERS_PATH} as of {pin.commit[:12]}"
+    if policy == "off":
+        return Trust("off", None, source)
+    try:
+        signers = AllowedSigners.parse(pin.text, _revocations(revocations), source=source)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        return Trust(policy, None, source, str(error), pin.refused)
+    return Trust(policy, signers, source, None, pin.refused)
 
 
 def _git_says(git_dir: Path) -> dict[str, str]:

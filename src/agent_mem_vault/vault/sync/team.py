@@ -31,6 +31,7 @@ from .layout import (
     team_prefix,
 )
 from .routes import SYNC_DIR
+from .signers_branch import fetch_spec as signers_spec
 from .team_branch import BRANCH, check_root, fetch_specs
 from .trees import edited_tree, empty_tree_id
 
@@ -119,9 +120,11 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     prefix, mirror = team_prefix(sync.route), mirror_of(sync)
     branch = sync.route.branch
     specs = [f"+{prefix}/*:{mirror}/*", f"^{prefix}/_claim/*"]
-    result = sync.fetch_refs(
-        limit, specs if branch is None else fetch_specs(sync.route, mirror), prune=True
-    )
+    if branch is not None:
+        specs = fetch_specs(sync.route, mirror)
+    if sync.route.signers_branch is not None and sync.route.repo is not None:
+        specs.append(signers_spec(sync.config, sync.route))  # the team's list, in one fetch
+    result = sync.fetch_refs(limit, specs, prune=True)
     if result.status != 0:
         if branch is None or f"couldn't find remote ref {branch}" not in result.err:
             raise sync._failed(result)

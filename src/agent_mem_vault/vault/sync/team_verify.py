@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from .entries import read_entries
 from .signers import trust_for
+from .signers_branch import adopt
 from .team import covered_of, mirror_of, mirror_refs, present
 from .team_branch import BRANCH
 from .trees import empty_tree_id
@@ -35,10 +36,12 @@ def check_arrivals(sync: RouteSync) -> None:
     """Judge what reached ``fetched`` since the last call (the route's turn is held). It
     never stops a sync: a failure is logged, and what it did not judge shows as not
     verified in every view (``verdicts.origins_of``) until the next call judges it."""
-    trust = trust_for(sync.root, sync.route)
-    if not trust.checks or trust.signers is None:
-        return
     try:
+        if sync.route.signers_branch is not None:
+            adopt(sync)  # the team's list as its branch now says, change by change
+        trust = trust_for(sync.root, sync.route)
+        if not trust.checks or trust.signers is None:
+            return
         _check(sync, trust.signers)
     except Exception as error:  # hostile entries must not stop what sync does
         _log.warning("%s: what arrived was not checked: %r", sync.route.label, error)

@@ -35,6 +35,8 @@ class TrustStatus:
     source: str | None
     """The signers file and who names it (the route, or git)."""
     problem: str | None = None
+    refused: str | None = None
+    """A change to the team's list on the project's branch that was not taken."""
     principals: tuple[str, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     """Entries judged: ``verified`` and each reason not."""
@@ -53,6 +55,7 @@ class TrustStatus:
             "policy": self.policy,
             "signers": self.source,
             "problem": self.problem,
+            "refused": self.refused,
             "principals": list(self.principals),
             "entries": dict(self.counts),
             "unverified_notes": [
@@ -63,12 +66,29 @@ class TrustStatus:
 
 
 def trust_signers(
-    vault: VaultBase, namespace: str | None, path: str | None, *, clear: bool = False
+    vault: VaultBase,
+    namespace: str | None,
+    path: str | None,
+    *,
+    clear: bool = False,
+    branch: str | None = None,
 ) -> TrustStatus:
     """Check what the route of ``namespace`` (None: the vault's) receives against the
-    allowed signers file at ``path`` from now on (``clear``: against git's own, if any).
-    The file is read now: one that does not parse is refused, naming its line."""
+    allowed signers file at ``path`` from now on (``clear``: against git's own, if any;
+    ``branch``: the project's list on that branch, taken as it is now and then change by
+    change, each signed by a key the list already names). The file is read now: one that
+    does not parse is refused, naming its line."""
     config, route = route_named(vault.path, namespace, _NO_ROUTE)
+    if branch is not None:
+        from .local import LocalRoute
+        from .signers_branch import pin_first
+
+        changed = replace(route, signers=None, signers_branch=branch)
+        pin_first(LocalRoute(vault, config, changed).git, vault.path, config, changed, 60.0)
+        with vault._held(), vault._locked():
+            save_config(vault.path, config.with_route(changed))
+        ensure_syncer(vault.path)
+        return trust_status_of(vault.path, changed)
     signers: str | None = None
     if not clear:
         if path is None:
@@ -87,7 +107,7 @@ def trust_signers(
                 f"{error}; nothing was changed", code="signers_invalid"
             ) from None
         signers = str(file)
-    changed = replace(route, signers=signers)
+    changed = replace(route, signers=signers, signers_branch=None)
     with vault._held(), vault._locked():
         save_config(vault.path, config.with_route(changed))
     ensure_syncer(vault.path)  # the next fetch judges what arrived before
@@ -147,5 +167,12 @@ def trust_status_of(root: Path, route: Route) -> TrustStatus:
         finally:
             store.close()
     return TrustStatus(
-        route, trust.policy, trust.source, trust.problem, principals, counts, unverified
+        route,
+        trust.policy,
+        trust.source,
+        trust.problem,
+        trust.refused,
+        principals,
+        counts,
+        unverified,
     )

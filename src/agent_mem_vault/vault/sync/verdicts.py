@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .engine import RouteSync
     from .routes import Route, SyncConfig
 
-__all__ = ["VerdictStore", "judge", "origins_of", "store_path", "text_digest"]
+__all__ = ["VerdictStore", "commit_author", "judge", "origins_of", "store_path", "text_digest"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(
@@ -295,7 +295,7 @@ def _judged(
                 commit,
                 machine,
                 seq,
-                _author(raw),
+                commit_author(raw),
                 int(verdict.verified),
                 verdict.why,
                 verdict.key,
@@ -306,7 +306,7 @@ def _judged(
     return out
 
 
-def _author(raw: bytes) -> str:
+def commit_author(raw: bytes) -> str:
     """The commit's author as ``Name <email>``."""
     for line in raw.partition(b"\n\n")[0].split(b"\n"):
         if line.startswith(b"author "):

@@ -1,0 +1,171 @@
+"""The team's signers file on the project's branch, adopted change by change.
+
+A team reviews changes to its code on one branch; its list of who may write
+(``.agent-mem-vault/allowed_signers``) lives there too, changed like code. A
+project route that names that branch (``agent-mem-vault trust signers --branch
+main -n NS``) fetches it with every sync and takes a change to the file only
+when a key the list it already holds names signed the commit that made it: an
+outsider who can push to the branch cannot add himself. The first list is the
+branch's as it is when the route names it, taken on trust (printed, so a person
+sees it). A change not taken is said once, in ``trust status`` and ``sync
+--status``, and the list stays as it was. A branch rewritten past what was
+taken changes nothing.
+
+What was taken (the commit, the file's text, what was refused) is kept in the
+route's verdict store (``verdicts.py``), never on the vault's remote.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...core.errors import InvalidInputError, NotFoundError
+from .verdicts import VerdictStore, commit_author, store_path
+from .verify import AllowedSigners, verify_commit
+
+if TYPE_CHECKING:
+    from .engine import RouteSync
+    from .gitcmd import Git
+    from .routes import Route, SyncConfig
+
+__all__ = ["SIGNERS_PATH", "Pin", "adopt", "fetch_spec", "pin_first", "pinned", "signers_ref"]
+
+SIGNERS_PATH = ".agent-mem-vault/allowed_signers"
+_KEY = "signers_pin"
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """The list a route holds: from which commit of the branch, and what it says."""
+
+    commit: str
+    text: str
+    at: float
+    refused: str | None = None
+    """A change to the file that was not taken, said in words."""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"commit": self.commit, "text": self.text, "at": self.at, "refused": self.refused}
+        )
+
+
+def signers_ref(config: SyncConfig, route: Route) -> str:
+    """Where this vault keeps its copy of the branch, in the project's git folder."""
+    return f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}/signers"
+
+
+def fetch_spec(config: SyncConfig, route: Route) -> str:
+    assert route.signers_branch is not None
+    return f"+refs/heads/{route.signers_branch}:{signers_ref(config, route)}"
+
+
+def pinned(root: Path, route: Route) -> Pin | None:
+    """The list the route holds, or None: not taken yet."""
+    where = store_path(root, route)
+    if not where.exists():
+        return None
+    store = VerdictStore(where, read_only=True)
+    try:
+        raw = store.meta(_KEY)
+    finally:
+        store.close()
+    if raw is None:
+        return None
+    found = json.loads(raw)
+    return Pin(str(found["commit"]), str(found["text"]), float(found["at"]), found.get("refused"))
+
+
+def _save(root: Path, route: Route, pin: Pin) -> None:
+    store = VerdictStore(store_path(root, route))
+    try:
+        store.set_meta(_KEY, pin.to_json())
+    finally:
+        store.close()
+
+
+def pin_first(git: Git, root: Path, config: SyncConfig, route: Route, limit: float) -> Pin:
+    """Fetch the branch and take its list as it is (on trust: the caller prints it)."""
+    assert route.signers_branch is not None
+    if route.repo is None:
+        raise InvalidInputError(
+            "a signers file on a branch is for a project route (-n NS): the vault's own remote "
+            "is where the writers it guards against push",
+            code="signers_branch_needs_a_project",
+        )
+    fetched = git.run("fetch", "--quiet", route.remote, fetch_spec(config, route), check=False)
+    if fetched.status != 0:
+        raise NotFoundError(
+            f"the branch {route.signers_branch!r} could not be fetched from {route.remote}: "
+            f"{fetched.err.strip()}",
+            code="signers_branch_not_found",
+        )
+    tip = git.text("rev-parse", signers_ref(config, route))
+    text = _file_at(git, tip)
+    if text is None:
+        raise NotFoundError(
+            f"{route.signers_branch} has no {SIGNERS_PATH}; commit the team's list there "
+            "(git's allowed signers format), signed, then name the branch again",
+            code="signers_not_found",
+        )
+    AllowedSigners.parse(text, source=f"{route.signers_branch}:{SIGNERS_PATH}")
+    pin = Pin(tip, text, time.time())
+    _save(root, route, pin)
+    return pin
+
+
+def adopt(sync: RouteSync) -> None:
+    """Take the changes to the list that the branch gained since the last, in order, each
+    only if a key of the list as it stood signed it (the route's turn is held)."""
+    route = sync.route
+    pin = pinned(sync.root, route)
+    found = sync.git.run(
+        "rev-parse", "-q", "--verify", signers_ref(sync.config, route), check=False
+    )
+    tip = found.out.decode().strip()
+    if pin is None or not tip or tip == pin.commit:
+        return
+    branch = route.signers_branch
+    if not sync.is_ancestor(pin.commit, tip):
+        rewritten = (
+            f"{branch} was rewritten and no longer holds {pin.commit[:12]}, where the list "
+            "was taken; keeping that list"
+        )
+        if rewritten != pin.refused:
+            _save(sync.root, route, Pin(pin.commit, pin.text, pin.at, rewritten))
+        return
+    listing = sync.git.run(
+        "log", "--reverse", "--format=%H", f"{pin.commit}..{tip}", "--", SIGNERS_PATH
+    ).out.decode()
+    current, text, at = pin.commit, pin.text, pin.at
+    refused: str | None = None
+    for commit in listing.split():
+        raw = sync.objects([commit], "commit").get(commit, b"")
+        listed = AllowedSigners.parse(text)
+        verdict = verify_commit(raw, listed, time.time(), digits=len(commit))
+        if not verdict.verified:
+            author = commit_author(raw)
+            refused = (
+                f"the signers file changed on {branch} in {commit[:12]} ({author}), which no "
+                f"listed key signed ({verdict.words}); keeping the version of {current[:12]}"
+            )
+            break
+        changed = _file_at(sync.git, commit)
+        try:
+            AllowedSigners.parse(changed or "")
+        except ValueError as error:
+            refused = f"the signers file on {branch} in {commit[:12]} does not parse: {error}"
+            break
+        current, text, at = commit, changed or "", time.time()
+    if refused is None:
+        current = tip  # every change taken: the next walk starts here
+    _save(sync.root, route, Pin(current, text, at, refused))
+
+
+def _file_at(git: Git, commit: str) -> str | None:
+    found = git.run("cat-file", "blob", f"{commit}:{SIGNERS_PATH}", check=False)
+    return found.out.decode("utf-8", "replace") if found.status == 0 else None
