@@ -311,6 +311,8 @@ def test_require_keeps_an_outsiders_handoff_from_every_agent_and_lists_it_quaran
 
     # A person sees it, with who wrote it and why it waits.
     env = cli_env(vault=bob.path)
+    problems = bob.doctor().problems
+    assert any(f"handoff {theirs.id} to codex, written by Eve Outsider" in p for p in problems)
     held = succeeded(run_process([BIN, "trust", "quarantine"], env=env)).stdout
     assert f"{theirs.id}  {NS}  unknown -> codex  by Eve Outsider on {machine_of(eve)}" in held
     assert "signed by a key the team's signers file does not list" in held

@@ -183,8 +183,24 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
         return dataclasses.replace(
             report,
             sync=tuple(r.to_dict() for r in statuses),
-            problems=(*report.problems, *held),
+            problems=(*report.problems, *held, *self._quarantine_problems()),
         )
+
+    def _quarantine_problems(self) -> list[str]:
+        """Each handoff written outside the team that waits for a person (``require``)."""
+        from ..format.models import UNVERIFIED
+
+        out = []
+        for h in self.quarantined_handoffs():
+            origin = h.origin
+            who = "someone unknown" if origin is None else origin.who
+            why = "" if origin is None else f": {UNVERIFIED.get(origin.why or '', origin.why)}"
+            out.append(
+                f"quarantined in {h.namespace}: handoff {h.id} to {h.recipient or 'any agent'}, "
+                f"written by {who}{why}; read it (agent-mem-vault show {h.id}), then "
+                f"agent-mem-vault trust release {h.id}, or agent-mem-vault ack {h.id}"
+            )
+        return out
 
     def _merge_problems(self, idx: Index, kept: list[str]) -> list[str]:
         """What merges left for a person: a side that lost (``kept``: its conflict notes)
