@@ -6,6 +6,7 @@ link with 50 ms of round trip.
     .venv/bin/python benchmarks/bench_team.py --quick    # 1 and 8, fewer handoffs
     .venv/bin/python benchmarks/bench_team.py --sizes 1 4 --rounds 2 --writes 3 --pending 40
     .venv/bin/python benchmarks/bench_team.py --quick --sign   # every machine signs
+    .venv/bin/python benchmarks/bench_team.py --quick --trust  # …and checks what arrives
     .venv/bin/python benchmarks/bench_team.py --quick --one-log   # beside a route of one log
 
 On the 2-core VM at load 5–40 the full run measures for 27 minutes, most of it the
@@ -150,6 +151,10 @@ class Plan:
     one_log: bool = False
     """A second team beside the first, its route made with one log (layout 1), its rows
     interleaved with the first's in every round (``--one-log``)."""
+    trust: bool = False
+    """Every machine signs (as ``sign``) and checks what arrives against one allowed
+    signers file listing the whole team (``--trust``: git's ``gpg.ssh.allowedSignersFile``,
+    policy ``label``; ``sync/verdicts.py``)."""
 
     def pending_at(self, size: int) -> int:
         return self.pending * 2 if size >= 32 else self.pending
@@ -174,6 +179,22 @@ def signs_commits(home: Path, env: dict[str, str]) -> None:
         subprocess.run(["git", "config", "--global", name, value], check=True, env=env)
 
 
+def lists_every_member(signers: Path, members: list[Member]) -> None:
+    """One allowed signers file naming every member's key, which each member's git names
+    as its ``gpg.ssh.allowedSignersFile``: so each checks what arrives."""
+    lines = []
+    for member in members:
+        public = (member.home / ".ssh" / "id_ed25519.pub").read_text().split()[:2]
+        lines.append(f'{member.name}@team.example namespaces="git" {" ".join(public)}\n')
+    signers.write_text("".join(lines))
+    for member in members:
+        subprocess.run(
+            ["git", "config", "--global", "gpg.ssh.allowedSignersFile", str(signers)],
+            check=True,
+            env=member.env,
+        )
+
+
 class Member:
     """One ``team_machine.py`` process: its vault, and the pipes it is talked to by."""
 
@@ -187,6 +208,7 @@ class Member:
         env = machine_env(root / name / "home", name, self.vault, AGENT_MEM_VAULT_SYNC_AUTO="off")
         if layout is not None:
             env["AGENT_MEM_VAULT_SYNC_LAYOUT"] = layout
+        self.home, self.env = root / name / "home", env
         if sign:
             signs_commits(root / name / "home", env)
         with self.log.open("w") as log:
@@ -236,13 +258,21 @@ class Team:
     outside the team, that leaves the handoffs the claims race for."""
 
     def __init__(
-        self, root: Path, size: int, sign: bool = False, layout: str | None = None
+        self,
+        root: Path,
+        size: int,
+        sign: bool = False,
+        layout: str | None = None,
+        trust: bool = False,
     ) -> None:
         self.barrier, self.go = os.pipe()
+        sign = sign or trust
         self.sender = Member(root, "sender", self.barrier, sign, layout)
         self.machines = [
             Member(root, f"machine-{i}", self.barrier, sign, layout) for i in range(size)
         ]
+        if trust:
+            lists_every_member(root / "allowed_signers", [self.sender, *self.machines])
 
     def ask(self, command: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
         for i, machine in enumerate(self.machines):
@@ -305,12 +335,12 @@ def team_rows(
     remote = bare_repo(base / f"{name}.git")
     bare_repo(base / f"{name}-floor.git")
     began = time.monotonic()
-    teams = [(Team(root / name, size, plan.sign), remote, url, out)]
+    teams = [(Team(root / name, size, plan.sign, trust=plan.trust), remote, url, out)]
     if one_log is not None:
         other = f"{name}-one-log"
         teams.append(
             (
-                Team(root / other, size, plan.sign, layout="1"),
+                Team(root / other, size, plan.sign, layout="1", trust=plan.trust),
                 bare_repo(base / f"{other}.git"),
                 f"git://127.0.0.1:{port}/{other}.git",
                 one_log,
@@ -559,6 +589,11 @@ def main() -> None:
     parser.add_argument("--hooks", type=int, default=None, help="session starts of each kind")
     parser.add_argument("--no-delay-phase", action="store_true", help="only the direct link")
     parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="every machine signs, and checks what arrives against a list of the team",
+    )
+    parser.add_argument(
         "--sign", action="store_true", help="every machine's git signs its commits (ssh key)"
     )
     parser.add_argument(
@@ -584,6 +619,7 @@ def main() -> None:
         hooks=args.hooks or (3 if args.quick else 9),
         sign=args.sign,
         one_log=args.one_log,
+        trust=args.trust,
     )
     if args.inside_netem is not None:  # the parent's folder: the parent removes it
         link = f"{2 * DELAY_MS} ms round trip, by `tc netem` ({DELAY_MS} ms each way)"
@@ -621,6 +657,8 @@ def remove(work: Path) -> None:
 def report(phases: list[PhaseFigures], plan: Plan) -> None:
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.split()[-1]
     signed = " · every machine signs its commits (ssh-ed25519)" if plan.sign else ""
+    if plan.trust:
+        signed = " · every machine signs and checks what arrives against the team's list"
     signed += f" · layout {os.environ.get('AGENT_MEM_VAULT_SYNC_LAYOUT') or '2'}"
     signed += " · beside it, a team on a route of one log (layout 1)" if plan.one_log else ""
     print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}{signed}\n")
