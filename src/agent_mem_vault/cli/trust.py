@@ -120,14 +120,17 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
             f"read it (agent-mem-vault show {id}) and run this yourself in a terminal",
             code="release_needs_a_person",
         )
+    from ..vault.folder.files import file_digest
+
     vault = open_vault(vault_path)
     shown = vault.get_handoff(id)
+    seen = file_digest(vault.path / shown.path)
     click.echo(handoff_text(shown), err=True)
     answer = click.prompt("Type 'release' to let agents on this machine take it", err=True)
     if answer.strip() != "release":
         click.echo("Nothing released.", err=True)
         sys.exit(1)
-    released = vault.release_handoff(id)
+    released = vault.release_handoff(id, seen=seen)  # refused if it changed meanwhile
     if as_json:
         emit_json(released.to_dict())
         return

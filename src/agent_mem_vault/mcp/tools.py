@@ -18,7 +18,7 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ..core import tracing
-from ..core.errors import AgentMemVaultError, from_os_error
+from ..core.errors import AccessDeniedError, AgentMemVaultError, from_os_error
 from ..vault.format.notes import private_properties
 from .arguments import ArgumentCheck
 from .errors import tool_error
@@ -189,6 +189,18 @@ def _left_out(vault: Vault, found: Handoff | None, agent: str, namespace: str) -
     return None, vault.count_quarantined(agent=agent, namespace=namespace)
 
 
+def _not_quarantined(vault: Vault, id: str, change: Callable[[str], Handoff]) -> Handoff:
+    """``change(id)``, unless the handoff waits for a person: an agent neither dismisses it
+    for the team nor is handed its text by acking it."""
+    if vault.is_quarantined(id):
+        raise AccessDeniedError(
+            f"handoff {id} was written outside the team (no listed key signed it) and waits "
+            "for a person: 'agent-mem-vault trust quarantine'; it was not changed",
+            code="quarantined",
+        )
+    return change(id)
+
+
 def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
     """The vault design's handoff tools: create, read, peek, list, ack, reopen."""
     vault, me = run.vault, run.settings.agent
@@ -309,12 +321,14 @@ def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
     @tool(_SET_STATE)
     async def ack_handoff(id: IdArg) -> Annotated[CallToolResult, HandoffResult]:
         """Mark a handoff read without reading it: close one that was handled elsewhere."""
-        return await run.call(lambda: vault.ack_handoff(id), handoff_text)
+        return await run.call(lambda: _not_quarantined(vault, id, vault.ack_handoff), handoff_text)
 
     @tool(_SET_STATE)
     async def reopen_handoff(id: IdArg) -> Annotated[CallToolResult, HandoffResult]:
         """Bring a read handoff back: it becomes pending again and read_at is removed."""
-        return await run.call(lambda: vault.reopen_handoff(id), handoff_text)
+        return await run.call(
+            lambda: _not_quarantined(vault, id, vault.reopen_handoff), handoff_text
+        )
 
 
 def add_memory_tools(server: MCPServer[Any], run: Runner) -> None:

@@ -209,3 +209,60 @@ def test_a_checkpoint_pushed_by_an_outsider_names_no_teammate_for_its_text(team:
     eve.push({path: eve.blob(tagged)}, base={path: files[path]})
     assert bob.sync().ok
     _never_verified_with(bob, id)
+
+
+def _pending_again(text: str) -> str:
+    """The note with its lifecycle back to pending: what an outsider's entry would set."""
+    head, sep, body = text.partition("\n---\n")
+    lines = [
+        "status: pending" if line.startswith("status:") else line
+        for line in head.splitlines()
+        if not line.startswith(("read", "superseded_by", "also_read"))
+    ]
+    return "\n".join(lines) + sep + body
+
+
+def test_an_outsider_making_a_closed_handoff_pending_again_steers_no_agent(team: Team) -> None:
+    ada, bob, eve, _id, _text = _setup(team)
+    bob.trust_policy(None, "require")
+    old = ada.create_handoff(to="codex", summary="Drop staging", context="DROP", namespace=NS)
+    ada.create_handoff(
+        to="codex", summary="Do NOT drop staging", context="cancelled", namespace=NS,
+        supersedes=[old.id],
+    )  # fmt: skip
+    acked = ada.create_handoff(to="codex", summary="Rotate keys", context="done", namespace=NS)
+    ada.ack_handoff(acked.id)
+    assert ada.sync().ok and bob.sync().ok
+    for closed in (old, acked):
+        text = (bob.path / closed.path).read_text()
+        eve.push({closed.path: eve.blob(_pending_again(text))}, base={closed.path: eve.blob(text)})
+    assert bob.sync().ok
+    assert bob.get_handoff(old.id).status == "pending"  # the fold took her change …
+    origin = bob.get_handoff(old.id).origin
+    assert origin is not None and origin.touched == "Eve Outsider <eve@example.net>"
+    assert "last changed (its status) by Eve Outsider" in origin.line
+    taken = []  # … and no agent is given either
+    while (h := bob.read_handoff(agent="codex", namespace=NS)) is not None:
+        taken.append(h.id)
+    assert old.id not in taken and acked.id not in taken
+    assert {old.id, acked.id} <= {h.id for h in bob.quarantined_handoffs(NS)}
+
+
+def test_a_teammates_checkpoint_keeps_what_was_verified(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.vault.sync import team_checkpoint
+
+    monkeypatch.setattr(team_checkpoint, "EVERY", 4)
+    ada, bob, _eve, id, _text = _setup(team)
+    bob.trust_policy(None, "require")
+    for i in range(5):
+        ada.save_memory(namespace=NS, title=f"m{i}", content="x")
+        assert ada.sync().ok
+    refs = git("for-each-ref", "--format=%(refname)", cwd=team.remote).split()
+    assert any(r.endswith("/_checkpoint") for r in refs)
+    assert bob.sync().ok and bob.sync().ok
+    origin = bob.get_handoff(id).origin
+    assert origin is not None and origin.verified is True, origin
+    peeked = bob.peek_handoff(agent="codex", namespace=NS)
+    assert peeked is not None and peeked.id == id

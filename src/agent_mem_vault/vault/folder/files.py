@@ -52,6 +52,7 @@ __all__ = [
     "Staged",
     "VaultLock",
     "atomic_write",
+    "file_digest",
     "fsync_dir",
     "held_lock",
     "lock_timeout_setting",
@@ -339,6 +340,14 @@ def _flock_within(fd: int, timeout: float) -> bool:
             raise error[0]
         state["abandoned"] = True
         return False
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file's bytes, hex: what a person was shown, to tell a change since."""
+    import hashlib
+
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 def fsync_dir(path: Path) -> None:

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ...core.errors import InvalidInputError, NotFoundError
-from ..folder.files import atomic_write
+from ...core.errors import ConflictError, InvalidInputError, NotFoundError
+from ..folder.files import atomic_write, file_digest
 from ..folder.records import FileRecord, read_file, twice_delivered
 from ..format import lifecycle
 from ..format.models import Handoff, HandoffPage, Origin
@@ -164,18 +164,33 @@ class HandoffOps(NoteWrites):
         agent, namespace = validate_agent(agent), validate_namespace(namespace)
         return self._query(lambda idx: len(self._quarantined(idx, namespace, agent)))
 
-    def release_handoff(self, id: str) -> Handoff:
+    def release_handoff(self, id: str, seen: str | None = None) -> Handoff:
         """Let handoff ``id``, as it says now, be taken on this machine though no listed key
-        signed it: a person read it and vouches for it here. A later change that no listed
-        key signed quarantines it again. Refused where nothing quarantines it."""
+        signed it: a person read it and vouches for it here. ``seen``: the SHA-256 of the
+        note's file as the person read it; refused (``changed_since_read``) when the note
+        changed since. A later change that no listed key signed quarantines it again.
+        Refused where nothing quarantines it."""
         handoff = self.get_handoff(id)
-        if self._port().release(handoff.path) is None:
+        with self._held(), self._locked():  # the syncer cannot change it in between
+            if seen is not None and file_digest(self.path / handoff.path) != seen:
+                raise ConflictError(
+                    f"handoff {id} changed since it was shown; read it again (agent-mem-vault "
+                    f"show {id}) and release what it says now",
+                    code="changed_since_read",
+                )
+            released = self._port().release(handoff.path)
+        if released is None:
             raise InvalidInputError(
                 f"handoff {id} is not in a namespace whose route quarantines what is written "
                 "outside the team (agent-mem-vault trust policy require)",
                 code="not_quarantined",
             )
         return self.get_handoff(id)
+
+    def is_quarantined(self, id: str) -> bool:
+        """Whether handoff ``id`` waits for a person: written outside the team (``require``)."""
+        handoff = self.get_handoff(id)
+        return self._query(lambda idx: id in self._quarantined(idx, handoff.namespace, None))
 
     def _quarantined(self, idx: Index, namespace: str, agent: str | None) -> dict[str, Origin]:
         """The pending handoffs of ``namespace`` (to ``agent``) no agent may take or see:
@@ -205,7 +220,8 @@ class HandoffOps(NoteWrites):
         wanted = HandoffFilter(namespace, status, agent, sender)
 
         def run(idx: Index) -> HandoffPage:
-            held = () if namespace is None else tuple(self._quarantined(idx, namespace, agent))
+            spaces = [namespace] if namespace is not None else idx.pending_namespaces()
+            held = tuple(i for ns in spaces for i in self._quarantined(idx, ns, agent))
             shown = replace(wanted, exclude=held)
             found = idx.list_handoffs(shown, limit, offset)
             total = idx.count_listed(shown)

@@ -427,10 +427,22 @@ class MemoryOps(NoteWrites):
 
             pending, quarantined = self._upkeep.query(waiting)
         port = self._port()
+        # Under ``require``, what no listed key signed is not put before an agent: the
+        # decisions are left out, the brief note's body is named, not shown.
+        untrusted = port.quarantined(
+            namespace,
+            lambda: {m.id: m.path for m in decisions} | ({"": path} if path else {}),
+        )
+        notes = self._brief_notes(path)
+        if "" in untrusted and notes.strip():
+            notes = (
+                f"(The brief note {path} was last changed outside the team, and no listed key "
+                "signed it: a person reviews it before agents read it.)"
+            )
         return Brief(
             namespace=namespace,
-            notes=self._brief_notes(path),
-            decisions=self._with_origins(decisions),
+            notes=notes,
+            decisions=self._with_origins([m for m in decisions if m.id not in untrusted]),
             pending=self._with_origins(pending),
             path=path or "",
             origin=None if path is None else port.origin(path),

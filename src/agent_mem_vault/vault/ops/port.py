@@ -86,9 +86,10 @@ class SyncPort(Protocol):
     def quarantined(
         self, namespace: str, pending: Callable[[], Mapping[str, str]]
     ) -> dict[str, Origin]:
-        """The handoffs of ``namespace`` no agent may take or see, where its route's policy
-        is ``require``: of ``pending()`` (id → path, asked only then), those whose text no
-        listed key signed and no person released: id → who wrote it."""
+        """The notes of ``namespace`` no agent may take or see, where its route's policy is
+        ``require``: of ``pending()`` (id → path, asked only then: the pending handoffs, or
+        what a brief would show), those whose text no listed key signed and no person
+        released, or that an unlisted key changed last: id → who wrote it."""
         ...
 
     def release(self, path: str) -> str | None:

@@ -93,15 +93,16 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
     found = sync.entries(tree, touched)
     before = {p: had.get(p) for p in touched}
     finals = {p: found.get(p) for p in touched}
-    held: list[str] = []
-    if whole:  # every note the fold holds that no entry here changed: from a checkpoint
-        listing = sync.git.run("ls-tree", "-r", "-z", "--name-only", tree).out
-        held = [
-            p
-            for p in listing.decode("utf-8", "surrogateescape").split("\0")
-            if p and p not in finals and sync.config.covers(sync.route, p)
-        ]
-    judge(sync, signers, entries, before, finals, held, fresh=whole)
+    held: dict[str, str] | None = None
+    if whole:  # every note of the fold, to keep what is recorded of those unchanged
+        listing = sync.git.run("ls-tree", "-r", "-z", tree).out.decode("utf-8", "surrogateescape")
+        held = {}
+        for item in listing.split("\0"):
+            meta, _, path = item.partition("\t")
+            fields = meta.split(" ")
+            if path and len(fields) == 3 and sync.config.covers(sync.route, path):
+                held[path] = fields[2]
+    judge(sync, signers, entries, before, finals, held)
     store = VerdictStore(where)
     try:
         store.set_meta("tips", json.dumps(logs, sort_keys=True))

@@ -51,7 +51,10 @@ CREATE TABLE IF NOT EXISTS entries(
 CREATE TABLE IF NOT EXISTS changes(
     path TEXT NOT NULL, lamport INTEGER NOT NULL, machine TEXT NOT NULL, seq INTEGER NOT NULL,
     commit_id TEXT NOT NULL, PRIMARY KEY(path, commit_id));
-CREATE TABLE IF NOT EXISTS notes(path TEXT PRIMARY KEY, text TEXT);
+CREATE TABLE IF NOT EXISTS notes(path TEXT PRIMARY KEY, text TEXT, blob TEXT);
+CREATE TABLE IF NOT EXISTS touches(
+    path TEXT PRIMARY KEY, lamport INTEGER NOT NULL, machine TEXT NOT NULL,
+    seq INTEGER NOT NULL, commit_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS versions(
     path TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY(path, text));
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -126,35 +129,68 @@ class VerdictStore:
     def put_changes(
         self,
         changes: Iterable[tuple[str, int, str, int, str]],
-        texts: Mapping[str, str | None],
+        notes: Mapping[str, tuple[str | None, str] | None],
         versions: Iterable[tuple[str, str]] = (),
-        *,
-        fresh: bool = False,
+        touches: Iterable[tuple[str, int, str, int, str]] = (),
     ) -> None:
-        """Record text changes, each note's text as the fold left it (None: no note, and
-        its history goes with it), and texts notes had (path, digest). ``fresh``: every
-        note's record is made again."""
+        """Record text changes, each note as the fold left it (path → its text digest and
+        blob; None: no note, and its history goes with it), texts notes had (path,
+        digest), and the last change of any kind to each note."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            if fresh:
-                for table in ("changes", "notes", "versions"):
-                    self._db.execute(f"DELETE FROM {table}")
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
-            for path, text in texts.items():
-                if text is None:
-                    for table in ("changes", "notes", "versions"):
-                        self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
-                else:
-                    self._db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?)", (path, text))
+            self._db.executemany(
+                "INSERT INTO touches VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
+                "lamport = excluded.lamport, machine = excluded.machine, seq = excluded.seq, "
+                "commit_id = excluded.commit_id WHERE (excluded.lamport, excluded.machine, "
+                "excluded.seq) > (touches.lamport, touches.machine, touches.seq)",
+                touches,
+            )
             self._db.executemany("INSERT OR IGNORE INTO versions VALUES (?, ?)", versions)
+            for path, note in notes.items():
+                if note is None:
+                    self._forget(path)
+                else:
+                    self._db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?, ?)", (path, *note))
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
 
-    def put_held(self, paths: Iterable[str]) -> None:
-        """Notes a checkpoint brought, whose writers no entry here names."""
-        self._transaction("INSERT OR REPLACE INTO notes VALUES (?, NULL)", ((p,) for p in paths))
+    def _forget(self, path: str) -> None:
+        for table in ("changes", "notes", "versions", "touches"):
+            self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
+
+    def revalidate(self, current: Mapping[str, str]) -> None:
+        """After the fold started again (a new checkpoint, a log gone back): keep what is
+        recorded of each note whose blob is still the one recorded, forget the rest, and
+        note each of ``current`` (path → blob) not recorded as having no known writer."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = self._db.execute("SELECT path, blob FROM notes").fetchall()
+            kept = {p for p, b in rows if b is not None and current.get(p) == b}
+            for path, _blob in rows:
+                if path not in kept:
+                    self._forget(path)
+            self._db.executemany(
+                "INSERT INTO notes VALUES (?, NULL, ?)",
+                ((p, b) for p, b in current.items() if p not in kept),
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def verdicts(self, commits: Iterable[str]) -> dict[str, bool]:
+        """Whether each judged entry of ``commits`` is verified."""
+        out = {}
+        for commit in commits:
+            row = self._db.execute(
+                "SELECT verified FROM entries WHERE commit_id = ?", (commit,)
+            ).fetchone()
+            if row is not None:
+                out[commit] = bool(row[0])
+        return out
 
     def versions(self, paths: Iterable[str]) -> set[tuple[str, str]]:
         """(path, text digest) of each text these notes had here."""
@@ -164,9 +200,12 @@ class VerdictStore:
             out.update((path, r[0]) for r in rows)
         return out
 
-    def note(self, path: str) -> tuple[str | None, tuple[Any, ...] | None, str | None] | None:
-        """(its text digest, its writer's entry row, an earlier unverified writer) of a
-        note the fold left, or None."""
+    def note(
+        self, path: str
+    ) -> tuple[str | None, tuple[Any, ...] | None, str | None, str | None] | None:
+        """(its text digest, its writer's entry row, an earlier unverified writer, and who
+        last changed it in any way where that entry is not verified) of a note the fold
+        left, or None."""
         found = self._db.execute("SELECT text FROM notes WHERE path = ?", (path,)).fetchone()
         if found is None:
             return None
@@ -176,10 +215,16 @@ class VerdictStore:
             "ORDER BY c.lamport DESC, c.machine DESC, c.seq DESC",
             (path,),
         ).fetchall()
+        touch = self._db.execute(
+            "SELECT e.author FROM touches t JOIN entries e USING (commit_id) "
+            "WHERE t.path = ? AND NOT e.verified",
+            (path,),
+        ).fetchone()
+        touched = None if touch is None else str(touch[0])
         if not rows:
-            return found[0], None, None
+            return found[0], None, None, touched
         earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
-        return found[0], rows[0], earlier
+        return found[0], rows[0], earlier, touched
 
     def release(self, path: str, text: str, by: str) -> None:
         """Let the text ``text`` (a digest) of ``path`` steer agents here, as ``by`` said."""
@@ -228,18 +273,20 @@ def judge(
     entries: Sequence[LogEntry],
     before: Mapping[str, str | None],
     finals: Mapping[str, str | None],
-    held: Iterable[str] = (),
-    *,
-    fresh: bool = False,
+    held: Mapping[str, str] | None = None,
 ) -> None:
     """Judge ``entries`` (those not judged yet) and record which of their changes changed
-    a note's text; then note each of ``finals`` (path → the blob the fold left) as its
-    text, and ``held`` as notes a checkpoint brought (``fresh``: what was recorded of
-    every note goes first). Called after a fetch or push, with the route's turn held.
+    a note's text, and the last change of any kind to each; then note each of ``finals``
+    (path → the blob the fold left). ``held`` (path → blob, every other note of the
+    fold): the fold started again, so what is recorded of each note is kept only where
+    its blob is still the one recorded. Called after a fetch or push, with the route's
+    turn held.
 
     Whether a change changed the text is judged against what the note said before it
     here (``before``: path → blob before these entries, then each change in fold
-    order), never against the ``base`` the entry names: its writer chose that."""
+    order). The ``base`` an entry names counts only where it is a version the note had
+    here, or the entry is verified: a read of a merge this machine folds in the same
+    fetch names a version seen only on the reader's machine."""
     store = VerdictStore(store_path(sync.root, sync.route))
     try:
         now = time.time()
@@ -250,6 +297,9 @@ def judge(
         commits = [e.commit for e in entries]
         judged = store.known(commits)
         store.put_entries(_judged(sync, signers, {c: now for c in commits if c not in judged}))
+        if held is not None:
+            store.revalidate({**held, **{p: b for p, b in finals.items() if b is not None}})
+        good = store.verdicts(commits)
         ordered = sorted(
             (c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)),
             key=lambda c: (c.lamport, c.machine, c.seq),
@@ -257,26 +307,34 @@ def judge(
         blobs = {b for c in ordered for b in (c.new, c.base) if b is not None and OID.match(b)}
         blobs.update(b for b in (*before.values(), *finals.values()) if b is not None)
         digests = {b: text_digest(t) for b, t in sync.blobs(sorted(blobs)).items()}
+        blob_had = dict(before)
         had = {p: None if b is None else digests.get(b) for p, b in before.items()}
-        known: set[tuple[str, str]] = set() if fresh else store.versions(had)
+        known = store.versions(had)
         known.update((p, d) for p, d in had.items() if d is not None)
-        changes = []
+        changes, touches = [], []
         for c in ordered:
+            name = (c.path, c.lamport, c.machine, c.seq, c.commit)
+            if c.new != blob_had.get(c.path):
+                touches.append(name)
+            blob_had[c.path] = c.new
             said = None if c.new is None else digests.get(c.new, c.new)
             based = None if c.base is None else digests.get(c.base)
             # A change counts as the text's when it says something the note did not say
-            # here before it. Only a change made on a version this note really had may
-            # keep that version's text (a read made before a teammate's edit, folded
-            # after it) without being counted: a ``base`` a writer made up never does.
-            kept = based is not None and said == based and (c.path, based) in known
+            # here before it, unless it kept the text of the version it was made on, and
+            # that version is one this note had here or the entry is verified: a base an
+            # outsider made up never keeps him from being named.
+            kept = (
+                based is not None
+                and said == based
+                and ((c.path, based) in known or good.get(c.commit, False))
+            )
             if said is not None and said != had.get(c.path) and not (had.get(c.path) and kept):
-                changes.append((c.path, c.lamport, c.machine, c.seq, c.commit))
+                changes.append(name)
             had[c.path] = said
             if said is not None:
                 known.add((c.path, said))
-        texts = {p: None if b is None else digests.get(b) for p, b in finals.items()}
-        store.put_changes(changes, texts, sorted(known), fresh=fresh)
-        store.put_held(held)
+        notes = {p: None if b is None else (digests.get(b), b) for p, b in finals.items()}
+        store.put_changes(changes, notes, sorted(known), touches)
     finally:
         store.close()
 
@@ -391,13 +449,20 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
         return None
     if found is None:
         return None
-    digest, writer, earlier = found
+    digest, writer, earlier, touched = found
     here = text_digest(text)
     if digest is not None and digest != here:
         return None
     by = released[1] if released is not None and released[0] == here else None
     if writer is None:
-        return Origin(claimed.author, claimed.machine, False, why="before_signers", released=by)
+        return Origin(
+            claimed.author,
+            claimed.machine,
+            False,
+            why="before_signers",
+            released=by,
+            touched=touched,
+        )
     author, machine, verified, why, principal, _commit = writer
     return Origin(
         author or None,
@@ -407,6 +472,7 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
         why=None if verified else why,
         earlier=earlier if verified else None,
         released=by,
+        touched=touched if touched != author else None,
     )
 
 
