@@ -297,7 +297,7 @@ def with_writer(origin: Origin | None, text: str, *, always: bool = True) -> str
 
 
 def _verdict(origin: Origin) -> str:
-    from ..vault.format.models import UNVERIFIED
+    from ..vault.format.origin import UNVERIFIED
 
     if not origin.sent:
         return "not sent yet"

@@ -15,7 +15,7 @@ import click
 
 from ..core.errors import AccessDeniedError
 from ..core.words import counted
-from ..vault.format.models import UNVERIFIED
+from ..vault.format.origin import UNVERIFIED
 from .options import emit_json, handoff_text, open_vault, vault_options
 
 if TYPE_CHECKING:

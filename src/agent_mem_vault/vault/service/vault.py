@@ -188,7 +188,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
 
     def _quarantine_problems(self) -> list[str]:
         """Each handoff written outside the team that waits for a person (``require``)."""
-        from ..format.models import UNVERIFIED
+        from ..format.origin import UNVERIFIED
 
         out = []
         for h in self.quarantined_handoffs():

@@ -35,7 +35,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Literal
 
-from ..format.models import UNVERIFIED
+from ..format.origin import UNVERIFIED
 
 __all__ = [
     "AllowedSigners",
