@@ -7,6 +7,7 @@ link with 50 ms of round trip.
     .venv/bin/python benchmarks/bench_team.py --sizes 1 4 --rounds 2 --writes 3 --pending 40
     .venv/bin/python benchmarks/bench_team.py --quick --sign   # every machine signs
     .venv/bin/python benchmarks/bench_team.py --quick --trust  # …and checks what arrives
+    .venv/bin/python benchmarks/bench_team.py --quick --trust-beside  # checking against not
     .venv/bin/python benchmarks/bench_team.py --quick --one-log   # beside a route of one log
 
 On the 2-core VM at load 5–40 the full run measures for 27 minutes, most of it the
@@ -154,7 +155,14 @@ class Plan:
     trust: bool = False
     """Every machine signs (as ``sign``) and checks what arrives against one allowed
     signers file listing the whole team (``--trust``: git's ``gpg.ssh.allowedSignersFile``,
-    policy ``label``; ``sync/verdicts.py``)."""
+    policy ``label``; ``sync/verdicts.py``). With ``one_log``, the team beside it is not a
+    route of one log but the same team signing and checking nothing: the cost of the
+    checks, round for round."""
+
+    @property
+    def beside(self) -> str:
+        """How the rows of the team beside the first are named."""
+        return "signing, not checking" if self.trust else "one log (layout 1)"
 
     def pending_at(self, size: int) -> int:
         return self.pending * 2 if size >= 32 else self.pending
@@ -337,10 +345,12 @@ def team_rows(
     began = time.monotonic()
     teams = [(Team(root / name, size, plan.sign, trust=plan.trust), remote, url, out)]
     if one_log is not None:
-        other = f"{name}-one-log"
+        other = f"{name}-one-log" if not plan.trust else f"{name}-unchecked"
         teams.append(
             (
-                Team(root / other, size, plan.sign, layout="1", trust=plan.trust),
+                Team(root / other, size, sign=True, trust=False)
+                if plan.trust
+                else Team(root / other, size, plan.sign, layout="1"),
                 bare_repo(base / f"{other}.git"),
                 f"git://127.0.0.1:{port}/{other}.git",
                 one_log,
@@ -538,12 +548,14 @@ def team_table(phase: PhaseFigures, plan: Plan) -> list[str]:
     for what, cell in cells.items():
         row = [cell(n, phase.sizes[n]) if n in phase.sizes else "–" for n in sizes]
         lines.append(f"| {what} | " + " | ".join(row) + " |")
+    other = plan.beside
     beside: dict[str, Callable[[int, SizeFigures, SizeFigures], str]] = {
-        "one log (layout 1), same rounds: writes/s": lambda _n, _f, o: per_second(o.writes),
-        "one log: claims/s": lambda _n, _f, o: per_second(o.claims),
-        "claims: this route ÷ one log": lambda _n, f, o: ratio(f.claims, o.claims),
-        "one log: one `read_handoff`, p50 · p99 · max": lambda _n, _f, o: latency(o.latencies),
-        "one log: machines that got at least one": (
+        f"{other}, same rounds: writes/s": lambda _n, _f, o: per_second(o.writes),
+        f"{other}: claims/s": lambda _n, _f, o: per_second(o.claims),
+        f"claims: this team ÷ {other}": lambda _n, f, o: ratio(f.claims, o.claims),
+        f"writes: this team ÷ {other}": lambda _n, f, o: ratio(f.writes, o.writes),
+        f"{other}: one `read_handoff`, p50 · p99 · max": lambda _n, _f, o: latency(o.latencies),
+        f"{other}: machines that got at least one": (
             lambda n, _f, o: " · ".join(f"{x} of {n}" for x in o.reached) or "–"
         ),
     }
@@ -607,6 +619,12 @@ def main() -> None:
         action="store_true",
         help="a second team beside, its route of one log (layout 1), rounds interleaved",
     )
+    parser.add_argument(
+        "--trust-beside",
+        action="store_true",
+        help="--trust, and beside it the same team signing but checking nothing, rounds "
+        "interleaved",
+    )
     parser.add_argument("--inside-netem", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.layout is not None:  # every machine inherits it
@@ -618,8 +636,8 @@ def main() -> None:
         pending=args.pending or (16 if args.quick else 160),
         hooks=args.hooks or (3 if args.quick else 9),
         sign=args.sign,
-        one_log=args.one_log,
-        trust=args.trust,
+        one_log=args.one_log or args.trust_beside,
+        trust=args.trust or args.trust_beside,
     )
     if args.inside_netem is not None:  # the parent's folder: the parent removes it
         link = f"{2 * DELAY_MS} ms round trip, by `tc netem` ({DELAY_MS} ms each way)"
@@ -660,7 +678,7 @@ def report(phases: list[PhaseFigures], plan: Plan) -> None:
     if plan.trust:
         signed = " · every machine signs and checks what arrives against the team's list"
     signed += f" · layout {os.environ.get('AGENT_MEM_VAULT_SYNC_LAYOUT') or '2'}"
-    signed += " · beside it, a team on a route of one log (layout 1)" if plan.one_log else ""
+    signed += f" · beside it, the same team, {plan.beside}" if plan.one_log else ""
     print(f"\nload average {load(3)} · git {git} · Python {sys.version.split()[0]}{signed}\n")
     for phase in phases:
         print("\n".join(team_table(phase, plan)) + "\n")
