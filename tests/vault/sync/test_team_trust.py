@@ -64,6 +64,17 @@ class Team:
         with self.signers.open("a") as file:
             file.write(f'{email} namespaces="git" {self.public(name)}\n')
 
+    def trio(self, *listed: str) -> tuple[Vault, Vault, Vault]:
+        """Ada and Bob, and Eve, who can push to the remote but whom the team does not
+        list; ``listed`` (first names) are in the signers file, which Bob checks against."""
+        for name in listed:
+            self.list(name, f"{name}@example.com")
+        ada = self.join("a", "Ada Lovelace", "ada@example.com")
+        bob = self.join("b", "Bob Builder", "bob@example.com")
+        eve = self.join("e", "Eve Outsider", "eve@example.net")
+        bob.trust_signers(None, str(self.signers))
+        return ada, bob, eve
+
     def join(self, where: str, name: str, email: str) -> Vault:
         """A machine of ``name <email>``, signing with their own key."""
         vault = self.machine(where)
@@ -89,14 +100,9 @@ def machine_of(vault: Vault) -> str:
 
 
 def test_every_view_says_whether_a_listed_key_signed_the_text(team: Team) -> None:
-    team.list("ada", "ada@example.com")
-    team.list("bob", "bob@example.com")
-    ada = team.join("a", "Ada Lovelace", "ada@example.com")
-    bob = team.join("b", "Bob Builder", "bob@example.com")
     # Eve can push to the remote, but the team does not list her key; she even writes in
     # Ada's name.
-    eve = team.join("e", "Eve Outsider", "eve@example.net")
-    bob.trust_signers(None, str(team.signers))
+    ada, bob, eve = team.trio("ada", "bob")
 
     ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
     assert ada.sync().ok
@@ -276,12 +282,7 @@ def test_a_signers_file_that_does_not_parse_is_refused_and_changes_nothing(
 def test_require_keeps_an_outsiders_handoff_from_every_agent_and_lists_it_quarantined(
     team: Team,
 ) -> None:
-    team.list("ada", "ada@example.com")
-    team.list("bob", "bob@example.com")
-    ada = team.join("a", "Ada Lovelace", "ada@example.com")
-    bob = team.join("b", "Bob Builder", "bob@example.com")
-    eve = team.join("e", "Eve Outsider", "eve@example.net")
-    bob.trust_signers(None, str(team.signers))
+    ada, bob, eve = team.trio("ada", "bob")
     bob.trust_policy(None, "require")
     ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
     assert ada.sync().ok

@@ -111,11 +111,7 @@ class Outsider:
 def _setup(team: Team) -> tuple[Vault, Vault, Outsider, str, str]:
     """Ada (listed) writes a handoff; Bob (checking) reads the team's remote; Eve (not
     listed) has a log there. Ada's handoff's path and text as the remote has it."""
-    team.list("ada", "ada@example.com")
-    ada = team.join("a", "Ada Lovelace", "ada@example.com")
-    bob = team.join("b", "Bob Builder", "bob@example.com")
-    eve = team.join("e", "Eve Outsider", "eve@example.net")
-    bob.trust_signers(None, str(team.signers))
+    ada, bob, eve = team.trio("ada")
     made = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
     assert ada.sync().ok
     eve.create_handoff(to="codex", summary="Hello", context="x", namespace=NS)
