@@ -374,7 +374,7 @@ def team_rows(
                 f"{out.writes[-1]:.1f}/s, floor {out.floor[-1]:.1f}/s, claims "
                 f"{out.claims[-1]:.1f}/s"
                 + (
-                    f"; one log: writes {one_log.writes[-1]:.1f}/s, claims "
+                    f"; {plan.beside}: writes {one_log.writes[-1]:.1f}/s, claims "
                     f"{one_log.claims[-1]:.1f}/s"
                     if one_log is not None
                     else ""

@@ -49,6 +49,7 @@ from .view import backoff, failures
 
 if TYPE_CHECKING:
     from ..ops.base import VaultBase
+    from .entries import LogEntry
     from .fold import Folded
 
 __all__ = [
@@ -164,6 +165,10 @@ class LocalRoute:
         ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
         self._followups: Folded | None = None
         """What the last fold set aside for the vault's notes (layout 2: ``team.py``)."""
+        self.sent_entry: tuple[LogEntry, str | None] | None = None
+        """The entry the last push of this process made (layout 2), and the tree of
+        ``fetched`` it was made on, for the checks that follow it (``team_verify.py``): no
+        git is asked what it already knows."""
         self._known: Heads | None = None
         """The refs, as this process last set or read them: only the holder of the turn
         moves them, so while it is held they need not be read again."""

@@ -134,8 +134,11 @@ def push(
         # Its Lamport is past every entry applied here, so the fold takes each of its
         # notes as it is: ``fetched`` is ``commit`` now (once the refs say so).
         save_said(sync, {"fold_tree": None})
+        sent = LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims))
+        sent.parent = own_tip if sync.route.branch is None else tip
+        sync.sent_entry = (sent, known.fetched_tree)
         store.fold(
-            LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims)).changes(),
+            sent.changes(),
             {BRANCH if sync.route.branch else machine: Tip(entry, seq, lamport)},
             lambda paths: {p: changes[p][0] if p in changes else None for p in paths},
             GitTexts(sync),

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from .entries import read_entries
+from .entries import LogEntry, read_entries
 from .signers import trust_for
 from .signers_branch import adopt
 from .team import covered_of, mirror_of, mirror_refs, present
@@ -48,9 +48,12 @@ def check_arrivals(sync: RouteSync) -> None:
 
 
 def _check(sync: RouteSync, signers: AllowedSigners) -> None:
+    sent, sync.sent_entry = sync.sent_entry, None
     known = sync._refs()
     tree = known.fetched_tree or (sync._tree(known.fetched) if known.fetched else None)
     if tree is None:
+        return
+    if sent is not None and _after_own_push(sync, signers, *sent, tree):
         return
     refs = mirror_refs(sync, mirror_of(sync))
     if sync.route.branch is not None:
@@ -110,3 +113,40 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
         store.set_meta("tree", tree)
     finally:
         store.close()
+
+
+def _after_own_push(
+    sync: RouteSync, signers: AllowedSigners, sent: LogEntry, made_on: str | None, tree: str
+) -> bool:
+    """Judge the entry this process just pushed, from what it knows of it, where it is the
+    only change since the last check (it was made on the tree last judged): a read's claim
+    or a write costs no log read and no tree listed. False where that is not so: the
+    caller reads the logs."""
+    name = BRANCH if sync.route.branch is not None else sync.config.machine
+    where = store_path(sync.root, sync.route)
+    store = VerdictStore(where)
+    try:
+        judged = json.loads(store.meta("tips") or "{}")
+        fits = (
+            made_on is not None
+            and store.meta("tree") == made_on
+            and store.meta("signers") == signers.digest
+            and store.meta("checkpoint") == str(sync.state().get("checkpoint") or "")
+            and sent.parent is not None
+            and judged.get(name) == sent.parent
+        )
+    finally:
+        store.close()
+    if not fits:
+        return False
+    paths = [*sent.changed, *(p for p in sent.removed if p not in sent.changed)]
+    before = {p: sent.base.get(p) for p in paths}
+    finals = {p: sent.changed.get(p) for p in paths}
+    judge(sync, signers, [sent], before, finals)
+    store = VerdictStore(where)
+    try:
+        store.set_meta("tips", json.dumps({**judged, name: sent.commit}, sort_keys=True))
+        store.set_meta("tree", tree)
+    finally:
+        store.close()
+    return True
