@@ -132,12 +132,17 @@ class HandoffOps(NoteWrites):
         """The handoff ``read_handoff`` would return, without marking it read."""
         agent = validate_agent(agent)
         namespace = validate_namespace(namespace)
-        found = self._reading(
-            lambda idx: idx.newest_pending(
-                namespace, agent, list(self._quarantined(idx, namespace, agent))
-            ),
-            [(namespace, "handoffs")],
-        )
+        guard = self._port().guard(namespace)
+
+        def newest(idx: Index) -> Handoff | None:
+            skip: list[str] = []
+            while (found := idx.newest_pending(namespace, agent, skip)) is not None:
+                if guard is None or not guard([found.path]):
+                    return found
+                skip.append(found.id)  # quarantined: the next one
+            return None
+
+        found = self._reading(newest, [(namespace, "handoffs")])
         return None if found is None else self._with_origin(found)
 
     def quarantined_handoffs(self, namespace: str | None = None) -> list[Handoff]:
@@ -293,9 +298,14 @@ class HandoffOps(NoteWrites):
     ) -> Taken | None:
         """Mark the newest pending handoff for ``agent`` read, inside a locked section
         (``extra``: properties the note gets as well; ``skip``: ids not to take;
-        ``told``: told which one, before its note is written); what it was, or None."""
+        ``told``: told which one, before its note is written); what it was, or None.
+        A handoff written outside the team is passed by (``require``)."""
         skip = list(skip)
+        guard = self._port().guard(namespace)
         while (candidate := idx.newest_pending(namespace, agent, skip)) is not None:
+            if guard is not None and guard([candidate.path]):
+                skip.append(candidate.id)  # quarantined: never an agent's
+                continue
             # A claim may have to put the note back as it was (``_put_back``).
             found = read_file(self.path, candidate.path) if extra is not None else None
             current = self._fresh_from_disk(idx, candidate)

@@ -92,6 +92,12 @@ class SyncPort(Protocol):
         released, or that an unlisted key changed last: id → who wrote it."""
         ...
 
+    def guard(self, namespace: str) -> Callable[[Sequence[str]], dict[str, Origin]] | None:
+        """Where ``namespace``'s route quarantines (``require``): a check of notes by path,
+        answering those no agent may be given (path → who wrote it); else None. A read
+        asks it of each candidate in turn rather than of every pending handoff."""
+        ...
+
     def release(self, path: str) -> str | None:
         """Let the note at ``path``, as it says now, steer agents on this machine though no
         listed key signed it; who released it (the person git names), or None where its
@@ -137,6 +143,9 @@ class NoSync:
         self, namespace: str, pending: Callable[[], Mapping[str, str]]
     ) -> dict[str, Origin]:
         return {}
+
+    def guard(self, namespace: str) -> Callable[[Sequence[str]], dict[str, Origin]] | None:
+        return None
 
     def release(self, path: str) -> str | None:
         return None

@@ -87,10 +87,7 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                 team, looked = Team(sync), True
             held: ConflictError | None = None
             with vault._writing(scope=scope) as idx:
-                skip = [
-                    *(team.skip(idx, agent, namespace) if team is not None else ()),
-                    *vault._quarantined(idx, namespace, agent),  # written outside the team
-                ]
+                skip = team.skip(idx, agent, namespace) if team is not None else ()
                 before, before_tree = sync.heads()[0], sync.local_tree()
 
                 def record(handoff: Handoff, before: str | None = before) -> None:

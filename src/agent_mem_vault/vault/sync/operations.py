@@ -256,6 +256,7 @@ def leave(vault: VaultBase, namespace: str | None = None) -> Route:
             f"{route.key}.trust.sqlite",
             f"{route.key}.trust.sqlite-wal",
             f"{route.key}.trust.sqlite-shm",
+            f"{route.key}.trust.sqlite.stamp",
         ):
             (vault.path / SYNC_DIR / name).unlink(missing_ok=True)
         if route.repo is None:

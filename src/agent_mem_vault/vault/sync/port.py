@@ -36,6 +36,11 @@ __all__ = ["GitSync"]
 
 HEAD = 4096
 """Bytes of a note read to find who wrote it: its properties fit, as a rule."""
+SEEN_MAX = 20_000
+_seen: dict[tuple[str, str], tuple[tuple[int, ...], Origin]] = {}
+"""(vault, path) → what was found of the note, and the file and verdicts it was found
+with: a long-lived process (the MCP server, the syncer) asks again for free, so a route
+that quarantines costs a listing of many pending handoffs a ``stat`` each."""
 
 
 class GitSync:
@@ -95,16 +100,24 @@ class GitSync:
         from ..format.writer import origin_in_head
 
         config = load_config(self.root)
-        checked: dict[str, Route | None] = {}  # route key → the route, where it checks
+        checked: dict[str, tuple[Route, tuple[int, ...]] | None] = {}  # where it checks
         judged: dict[str, dict[str, str]] = {}  # route key → path → text, to look up
+        stamps: dict[str, tuple[int, ...]] = {}
         out: dict[str, Origin] = {}
         for path in paths:
             route = None if config is None else config.route_of(path)
             if route is not None and route.key not in checked:
-                checked[route.key] = route if self._checks(route) else None
+                checked[route.key] = (route, self._stamp(route)) if self._checks(route) else None
             checks = None if route is None else checked[route.key]
             try:
                 with open(self.root / path, "rb") as file:
+                    if checks is not None:  # the same file and verdicts: the same answer
+                        seen = os.fstat(file.fileno())
+                        stamps[path] = (seen.st_ino, seen.st_mtime_ns, seen.st_size, *checks[1])
+                        known = _seen.get((str(self.root), path))
+                        if known is not None and known[0] == stamps[path]:
+                            out[path] = known[1]
+                            continue
                     head = file.read(HEAD)
                     if checks or b"\n---" not in head[3:]:  # properties longer: all of it
                         head += file.read()
@@ -112,33 +125,47 @@ class GitSync:
                 continue
             text = head.decode("utf-8", "replace")
             if checks is not None:
-                judged.setdefault(checks.key, {})[path] = text
+                judged.setdefault(checks[0].key, {})[path] = text
             elif (found := origin_in_head(text)) is not None:
                 out[path] = found
         if judged:
             from .verdicts import origins_of
 
+            if len(_seen) > SEEN_MAX:
+                _seen.clear()
             for key, texts in judged.items():
-                route = checked[key]
-                assert route is not None
-                assert config is not None
-                out.update(origins_of(self.root, config, route, texts))
+                checks = checked[key]
+                assert checks is not None and config is not None
+                looked = origins_of(self.root, config, checks[0], texts)
+                out.update(looked)
+                _seen.update({(str(self.root), p): (stamps[p], o) for p, o in looked.items()})
         return {p: out[p] for p in paths if p in out}
 
     def quarantined(
         self, namespace: str, pending: Callable[[], Mapping[str, str]]
     ) -> dict[str, Origin]:
+        check = self.guard(namespace)
+        if check is None:
+            return {}
+        paths = pending()
+        found = check(list(paths.values()))
+        return {id: found[path] for id, path in paths.items() if path in found}
+
+    def guard(self, namespace: str) -> Callable[[Sequence[str]], dict[str, Origin]] | None:
         config = load_config(self.root)
         route = None if config is None else config.route_for(namespace)
         if route is None or route.trust != "require" or not self.travels(namespace):
-            return {}  # what stays on this machine is its own
-        paths = pending()
-        found = self.origins(list(paths.values()))
-        return {
-            id: found.get(path) or Origin(why="unknown_writer")
-            for id, path in paths.items()
-            if not (found.get(path) or Origin(sent=True)).trusted
-        }
+            return None  # what stays on this machine is its own
+
+        def check(paths: Sequence[str]) -> dict[str, Origin]:
+            found = self.origins(paths)
+            return {
+                p: found.get(p) or Origin(why="unknown_writer")
+                for p in paths
+                if not (found.get(p) or Origin(sent=True)).trusted
+            }
+
+        return check
 
     def release(self, path: str) -> str | None:
         config = load_config(self.root)
@@ -156,6 +183,16 @@ class GitSync:
         finally:
             store.close()
         return by
+
+    def _stamp(self, route: Route) -> tuple[int, ...]:
+        """What changes whenever the route's verdicts do (``verdicts.stamp_path``)."""
+        from .verdicts import stamp_path, store_path
+
+        try:
+            seen = stamp_path(store_path(self.root, route)).stat()
+        except OSError:
+            return (0, 0, 0)
+        return (seen.st_ino, seen.st_mtime_ns, seen.st_size)
 
     def _checks(self, route: Route) -> bool:
         """Whether ``route`` checks signatures (and keeps its verdicts)."""

@@ -141,7 +141,7 @@ def trust_policy(vault: VaultBase, namespace: str | None, policy: str) -> TrustS
         save_config(vault.path, config.with_route(changed))
     if policy == "off":
         store_path(vault.path, changed).unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
+        for suffix in ("-wal", "-shm", ".stamp"):
             Path(str(store_path(vault.path, changed)) + suffix).unlink(missing_ok=True)
     else:
         ensure_syncer(vault.path)

@@ -41,7 +41,15 @@ if TYPE_CHECKING:
     from .engine import RouteSync
     from .routes import Route, SyncConfig
 
-__all__ = ["VerdictStore", "commit_author", "judge", "origins_of", "store_path", "text_digest"]
+__all__ = [
+    "VerdictStore",
+    "commit_author",
+    "judge",
+    "origins_of",
+    "stamp_path",
+    "store_path",
+    "text_digest",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS entries(
@@ -67,21 +75,34 @@ def store_path(root: Path, route: Route) -> Path:
     return root / SYNC_DIR / f"{route.key}.trust.sqlite"
 
 
+def stamp_path(store: Path) -> Path:
+    """A file rewritten after every change to the store at ``store``: a view that kept
+    what it found compares this file's state, without opening the store."""
+    return store.with_name(store.name + ".stamp")
+
+
 def text_digest(text: str) -> str:
     """What a note says (``text_of``), as a digest: equal for two versions that differ
     only in lifecycle, tags or writer pair."""
+    return _read(text)[0]
+
+
+def _read(text: str) -> tuple[str, Origin]:
+    """A note's text digest, and who its properties say wrote it: one parse for both."""
     try:
         parsed = parse_note(text)
     except NoteError:
         parsed = None
     said = text if parsed is None else text_of(parsed.meta, parsed.body)
-    return hashlib.sha256(said.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    digest = hashlib.sha256(said.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest, (None if parsed is None else origin_in(parsed.meta)) or Origin()
 
 
 class VerdictStore:
     """The verdicts and writers of one route. Each method is one transaction."""
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        self.path = path
         if read_only:
             uri = f"file:{quote(str(path))}?mode=ro"  # a vault's path may hold '?' or '#'
             self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -91,7 +112,10 @@ class VerdictStore:
             self._db.executescript(_SCHEMA)
 
     def close(self) -> None:
+        changed = self._db.total_changes
         self._db.close()
+        if changed:  # what views found before may have changed: said by the stamp
+            stamp_path(self.path).write_text(f"{time.time_ns()}\n")
 
     def meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -401,7 +425,7 @@ def origins_of(
     rest = {p: t for p, t in texts.items() if p not in out}
     arrived = _arrived(root, config, route, rest) if rest else set()
     for path, text in rest.items():
-        claimed = _claimed(text)
+        claimed = _read(text)[1]
         if path in arrived:
             out[path] = Origin(claimed.author, claimed.machine, False, why="unknown_writer")
         else:
@@ -441,7 +465,7 @@ def _arrived(root: Path, config: SyncConfig, route: Route, texts: Mapping[str, s
 def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
     """What the store says of the note at ``path`` saying ``text``; None: no record of
     that text."""
-    claimed = _claimed(text)
+    here, claimed = _read(text)
     try:
         found = store.note(path)
         released = store.released(path)
@@ -450,7 +474,6 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
     if found is None:
         return None
     digest, writer, earlier, touched = found
-    here = text_digest(text)
     if digest is not None and digest != here:
         return None
     by = released[1] if released is not None and released[0] == here else None
@@ -474,11 +497,3 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
         released=by,
         touched=touched if touched != author else None,
     )
-
-
-def _claimed(text: str) -> Origin:
-    try:
-        parsed = parse_note(text)
-    except NoteError:
-        parsed = None
-    return (None if parsed is None else origin_in(parsed.meta)) or Origin()
