@@ -102,8 +102,10 @@ def quarantine(namespace: str | None, vault_path: str, as_json: bool) -> None:
         origin = h.origin
         why = "" if origin is None else f" ({UNVERIFIED.get(origin.why or '', origin.why)})"
         who = "someone unknown" if origin is None else origin.who
+        fix = f"  (agent-mem-vault reopen {h.id})" if h.status == "read" else ""
         click.echo(
-            f"{h.id}  {h.namespace}  {h.sender} -> {h.recipient or '*'}  by {who}{why}: {h.summary}"
+            f"{h.id}  {h.namespace}  {h.sender} -> {h.recipient or '*'}  by {who}{why}: "
+            f"{h.summary}{fix}"
         )
 
 

@@ -262,3 +262,26 @@ def test_a_teammates_checkpoint_keeps_what_was_verified(
     assert origin is not None and origin.verified is True, origin
     peeked = bob.peek_handoff(agent="codex", namespace=NS)
     assert peeked is not None and peeked.id == id
+
+
+def test_a_handoff_an_outsider_marked_read_is_named_for_a_person_to_reopen(team: Team) -> None:
+    _ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")  # Bob's own changes count too
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    head, sep, body = text.partition("\n---\n")
+    closed = head.replace("status: pending", "status: read") + "\nread: true" + sep + body
+    eve.push({path: eve.blob(closed)}, base={path: eve.blob(text)})
+    assert bob.sync().ok
+    assert bob.get_handoff(id).status == "read"  # the fold took it: hidden from the team …
+    named = {h.id: h for h in bob.quarantined_handoffs(NS)}
+    assert id in named and named[id].status == "read"  # … but a person is told
+    assert named[id].origin is not None and named[id].origin.why == "closed_outside"
+    problems = [p for p in bob.doctor().problems if id in p]
+    assert problems and "marked read by Eve Outsider" in problems[0]
+    assert f"agent-mem-vault reopen {id}" in problems[0]
+    bob.reopen_handoff(id)
+    assert bob.sync().ok
+    assert id not in {h.id for h in bob.quarantined_handoffs(NS)}
+    taken = bob.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == id

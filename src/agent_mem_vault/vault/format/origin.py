@@ -24,6 +24,7 @@ UNVERIFIED: dict[str, str] = {
     "claim_mismatch": "signed by a listed key of someone else than the writer it names",
     "before_signers": "it came in a checkpoint, which does not say who signed each note",
     "unknown_writer": "nothing here says who wrote it",
+    "closed_outside": "an entry no listed key signed marked it read, taking it from the team",
 }
 """Why a note's text is not verified, in words a person reads (``Origin.why``)."""
 

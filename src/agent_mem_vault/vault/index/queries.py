@@ -75,6 +75,11 @@ class IndexQueries:
             return None
         return _handoff(max(rows, key=lambda r: (r[5], r[0])))
 
+    def handoff_namespaces(self) -> list[str]:
+        """The namespaces that have handoffs."""
+        rows = self.conn.execute("SELECT DISTINCT namespace FROM handoffs")
+        return sorted(r[0] for r in rows)
+
     def pending_namespaces(self) -> list[str]:
         """The namespaces that have pending handoffs."""
         rows = self.conn.execute("SELECT DISTINCT namespace FROM handoffs WHERE status='pending'")

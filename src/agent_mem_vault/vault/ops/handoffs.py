@@ -148,17 +148,24 @@ class HandoffOps(NoteWrites):
     def quarantined_handoffs(self, namespace: str | None = None) -> list[Handoff]:
         """The pending handoffs no agent may take or see (``namespace``, or every one):
         written outside the team, on a route whose policy is ``require``; each with who
-        wrote it, for a person to review (``release_handoff``)."""
+        wrote it, for a person to review (``release_handoff``). Then the read ones an
+        outsider's entry changed last: marked read (or superseded) to hide them from the
+        team, for a person to reopen."""
         namespace = validate_namespace_filter(namespace)
 
         def run(idx: Index) -> list[Handoff]:
-            spaces = [namespace] if namespace is not None else idx.pending_namespaces()
+            spaces = [namespace] if namespace is not None else idx.handoff_namespaces()
             out: list[Handoff] = []
             for ns in spaces:
                 for id, origin in self._quarantined(idx, ns, None).items():
                     found = idx.handoff(id)
                     if found is not None:
                         out.append(replace(found, origin=origin))
+                for path, who in self._port().closed_outside(ns).items():
+                    found = idx.handoff(path.rsplit("/", 1)[-1].removesuffix(".md"))
+                    if found is not None and found.status == "read":
+                        closed = Origin(who, verified=False, why="closed_outside", touched=who)
+                        out.append(replace(found, origin=closed))
             return out
 
         return self._query(run)

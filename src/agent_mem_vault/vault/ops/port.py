@@ -98,6 +98,12 @@ class SyncPort(Protocol):
         asks it of each candidate in turn rather than of every pending handoff."""
         ...
 
+    def closed_outside(self, namespace: str) -> dict[str, str]:
+        """Where ``namespace``'s route quarantines: its handoffs an entry no listed key signed
+        changed last (path → who), such as one an outsider marked read, hiding it from the
+        team; a person looks at them. Else {}."""
+        ...
+
     def release(self, path: str) -> str | None:
         """Let the note at ``path``, as it says now, steer agents on this machine though no
         listed key signed it; who released it (the person git names), or None where its
@@ -146,6 +152,9 @@ class NoSync:
 
     def guard(self, namespace: str) -> Callable[[Sequence[str]], dict[str, Origin]] | None:
         return None
+
+    def closed_outside(self, namespace: str) -> dict[str, str]:
+        return {}
 
     def release(self, path: str) -> str | None:
         return None

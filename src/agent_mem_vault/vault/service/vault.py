@@ -195,6 +195,13 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
             origin = h.origin
             who = "someone unknown" if origin is None else origin.who
             why = "" if origin is None else f": {UNVERIFIED.get(origin.why or '', origin.why)}"
+            if h.status == "read":
+                out.append(
+                    f"closed outside the team in {h.namespace}: handoff {h.id} to "
+                    f"{h.recipient or 'any agent'} was marked read by {who}, whom no listed "
+                    f"key signs for; if its work is not done: agent-mem-vault reopen {h.id}"
+                )
+                continue
             out.append(
                 f"quarantined in {h.namespace}: handoff {h.id} to {h.recipient or 'any agent'}, "
                 f"written by {who}{why}; read it (agent-mem-vault show {h.id}), then "

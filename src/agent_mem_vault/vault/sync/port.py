@@ -167,6 +167,19 @@ class GitSync:
 
         return check
 
+    def closed_outside(self, namespace: str) -> dict[str, str]:
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        if route is None or route.trust != "require" or not self._checks(route):
+            return {}
+        from .verdicts import VerdictStore, store_path
+
+        store = VerdictStore(store_path(self.root, route), read_only=True)
+        try:
+            return store.touched_outside(f"{namespace}/handoffs/")
+        finally:
+            store.close()
+
     def release(self, path: str) -> str | None:
         config = load_config(self.root)
         route = None if config is None else config.route_of(path)

@@ -275,6 +275,16 @@ class VerdictStore:
         )
         return {str(k): int(n) for k, n in rows}
 
+    def touched_outside(self, prefix: str) -> dict[str, str]:
+        """Notes under ``prefix`` whose last change of any kind came from an entry no listed
+        key signed: path → its author."""
+        rows = self._db.execute(
+            "SELECT t.path, e.author FROM touches t JOIN entries e USING (commit_id) "
+            "WHERE NOT e.verified AND t.path >= ? AND t.path < ?",
+            (prefix, prefix + "\U0010ffff"),
+        )
+        return {str(p): str(a) for p, a in rows}
+
     def unverified_notes(self, limit: int = 20) -> list[tuple[str, str, str, str]]:
         """(path, writer, machine, why) of notes whose last text change is not verified."""
         rows = self._db.execute(
