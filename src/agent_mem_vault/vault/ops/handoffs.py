@@ -202,7 +202,8 @@ class HandoffOps(NoteWrites):
     def is_quarantined(self, id: str) -> bool:
         """Whether handoff ``id`` waits for a person: written outside the team (``require``)."""
         handoff = self.get_handoff(id)
-        return self._query(lambda idx: id in self._quarantined(idx, handoff.namespace, None))
+        guard = self._port().guard(handoff.namespace)
+        return guard is not None and bool(guard([handoff.path]))
 
     def _quarantined(self, idx: Index, namespace: str, agent: str | None) -> dict[str, Origin]:
         """The pending handoffs of ``namespace`` (to ``agent``) no agent may take or see:

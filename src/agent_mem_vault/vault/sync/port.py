@@ -152,9 +152,7 @@ class GitSync:
         return {id: found[path] for id, path in paths.items() if path in found}
 
     def guard(self, namespace: str) -> Callable[[Sequence[str]], dict[str, Origin]] | None:
-        config = load_config(self.root)
-        route = None if config is None else config.route_for(namespace)
-        if route is None or route.trust != "require" or not self.travels(namespace):
+        if self._requiring(namespace) is None or not self.travels(namespace):
             return None  # what stays on this machine is its own
 
         def check(paths: Sequence[str]) -> dict[str, Origin]:
@@ -168,17 +166,13 @@ class GitSync:
         return check
 
     def closed_outside(self, namespace: str) -> dict[str, str]:
-        config = load_config(self.root)
-        route = None if config is None else config.route_for(namespace)
-        if route is None or route.trust != "require" or not self._checks(route):
+        route = self._requiring(namespace)
+        if route is None or not self._checks(route):
             return {}
         from .verdicts import VerdictStore, store_path
 
-        store = VerdictStore(store_path(self.root, route), read_only=True)
-        try:
+        with VerdictStore(store_path(self.root, route), read_only=True) as store:
             return store.touched_outside(f"{namespace}/handoffs/")
-        finally:
-            store.close()
 
     def release(self, path: str) -> str | None:
         config = load_config(self.root)
@@ -190,12 +184,15 @@ class GitSync:
         text = (self.root / path).read_text(encoding="utf-8")
         who = identity(route_git_dir(self.root, route))
         by = f"{who} on {config.machine}" if who is not None else f"a person on {config.machine}"
-        store = VerdictStore(store_path(self.root, route))
-        try:
+        with VerdictStore(store_path(self.root, route)) as store:
             store.release(path, text_digest(text), by)
-        finally:
-            store.close()
         return by
+
+    def _requiring(self, namespace: str) -> Route | None:
+        """The route of ``namespace`` where its policy is ``require``."""
+        config = load_config(self.root)
+        route = None if config is None else config.route_for(namespace)
+        return route if route is not None and route.trust == "require" else None
 
     def _stamp(self, route: Route) -> tuple[int, ...]:
         """What changes whenever the route's verdicts do (``verdicts.stamp_path``)."""

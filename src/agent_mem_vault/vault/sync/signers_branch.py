@@ -69,11 +69,8 @@ def pinned(root: Path, route: Route) -> Pin | None:
     where = store_path(root, route)
     if not where.exists():
         return None
-    store = VerdictStore(where, read_only=True)
-    try:
+    with VerdictStore(where, read_only=True) as store:
         raw = store.meta(_KEY)
-    finally:
-        store.close()
     if raw is None:
         return None
     found = json.loads(raw)
@@ -81,11 +78,8 @@ def pinned(root: Path, route: Route) -> Pin | None:
 
 
 def _save(root: Path, route: Route, pin: Pin) -> None:
-    store = VerdictStore(store_path(root, route))
-    try:
+    with VerdictStore(store_path(root, route)) as store:
         store.set_meta(_KEY, pin.to_json())
-    finally:
-        store.close()
 
 
 def pin_first(git: Git, root: Path, config: SyncConfig, route: Route, limit: float) -> Pin:

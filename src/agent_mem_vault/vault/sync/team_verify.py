@@ -1,12 +1,12 @@
 """Judging a log-per-machine route's entries as they arrive (``verdicts.py``).
 
-After each fetch and each push of a route that checks signatures (``signers.py``),
-the entries of every log past the last ones judged are read (git's log and one
-``diff-tree``, as the fold reads them) and judged; this machine's own come back
-the same way, so its own notes show as verified when its key is listed. The
-first time, and after the fold starts again from another checkpoint, every
-entry past the checkpoint is judged and the notes the checkpoint holds are noted
-as having no signed writer here.
+After each fetch of a route that checks signatures (``signers.py``), the entries
+of every log past the last ones judged are read (git's log and one ``diff-tree``,
+as the fold reads them) and judged. After this process's own push, its entry is
+judged from what the push knew of it, where nothing else changed since the last
+check. The first time, after the fold starts again from another checkpoint, or
+when a log went back, every entry past the checkpoint is judged again and what
+was recorded of each note is kept only where its blob is unchanged.
 """
 
 from __future__ import annotations
@@ -64,14 +64,11 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
     covered = covered_of(state)
     checkpoint = str(state.get("checkpoint") or "")
     where = store_path(sync.root, sync.route)
-    store = VerdictStore(where)
-    try:
+    with VerdictStore(where) as store:
         judged = json.loads(store.meta("tips") or "{}")
         last_tree = store.meta("tree")
         whole = store.meta("checkpoint") != checkpoint or last_tree is None
         relisted = store.meta("signers") != signers.digest  # ``judge`` judges all again
-    finally:
-        store.close()
     moved = logs if whole else {m: c for m, c in logs.items() if judged.get(m) != c}
     # A log that went back (or away) takes entries with it: every note is recorded again.
     whole = (
@@ -106,13 +103,10 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
             if path and len(fields) == 3 and sync.config.covers(sync.route, path):
                 held[path] = fields[2]
     judge(sync, signers, entries, before, finals, held)
-    store = VerdictStore(where)
-    try:
+    with VerdictStore(where) as store:
         store.set_meta("tips", json.dumps(logs, sort_keys=True))
         store.set_meta("checkpoint", checkpoint)
         store.set_meta("tree", tree)
-    finally:
-        store.close()
 
 
 def _after_own_push(
@@ -124,8 +118,7 @@ def _after_own_push(
     caller reads the logs."""
     name = BRANCH if sync.route.branch is not None else sync.config.machine
     where = store_path(sync.root, sync.route)
-    store = VerdictStore(where)
-    try:
+    with VerdictStore(where) as store:
         judged = json.loads(store.meta("tips") or "{}")
         fits = (
             made_on is not None
@@ -135,18 +128,13 @@ def _after_own_push(
             and sent.parent is not None
             and judged.get(name) == sent.parent
         )
-    finally:
-        store.close()
     if not fits:
         return False
     paths = [*sent.changed, *(p for p in sent.removed if p not in sent.changed)]
     before = {p: sent.base.get(p) for p in paths}
     finals = {p: sent.changed.get(p) for p in paths}
     judge(sync, signers, [sent], before, finals)
-    store = VerdictStore(where)
-    try:
+    with VerdictStore(where) as store:
         store.set_meta("tips", json.dumps({**judged, name: sent.commit}, sort_keys=True))
         store.set_meta("tree", tree)
-    finally:
-        store.close()
     return True

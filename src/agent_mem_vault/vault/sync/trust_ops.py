@@ -160,12 +160,9 @@ def trust_status_of(root: Path, route: Route) -> TrustStatus:
     unverified: tuple[tuple[str, str, str, str], ...] = ()
     where = store_path(root, route)
     if trust.checks and where.exists():
-        store = VerdictStore(where, read_only=True)
-        try:
+        with VerdictStore(where, read_only=True) as store:
             counts = store.counts()
             unverified = tuple(store.unverified_notes())
-        finally:
-            store.close()
     return TrustStatus(
         route,
         trust.policy,

@@ -111,6 +111,12 @@ class VerdictStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
 
+    def __enter__(self) -> VerdictStore:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         changed = self._db.total_changes
         self._db.close()
@@ -321,8 +327,7 @@ def judge(
     order). The ``base`` an entry names counts only where it is a version the note had
     here, or the entry is verified: a read of a merge this machine folds in the same
     fetch names a version seen only on the reader's machine."""
-    store = VerdictStore(store_path(sync.root, sync.route))
-    try:
+    with VerdictStore(store_path(sync.root, sync.route)) as store:
         now = time.time()
         if store.meta("signers") != signers.digest:  # a new list: every entry judged again
             seen = store.first_seen()
@@ -369,8 +374,6 @@ def judge(
                 known.add((c.path, said))
         notes = {p: None if b is None else (digests.get(b), b) for p, b in finals.items()}
         store.put_changes(changes, notes, sorted(known), touches)
-    finally:
-        store.close()
 
 
 def _judged(
@@ -427,11 +430,8 @@ def origins_of(
     where = store_path(root, route)
     out: dict[str, Origin] = {}
     if where.exists():
-        store = VerdictStore(where, read_only=True)
-        try:
+        with VerdictStore(where, read_only=True) as store:
             out = {p: o for p, t in texts.items() if (o := _origin(store, p, t)) is not None}
-        finally:
-            store.close()
     rest = {p: t for p, t in texts.items() if p not in out}
     arrived = _arrived(root, config, route, rest) if rest else set()
     for path, text in rest.items():
