@@ -90,3 +90,30 @@ def home_env(home: Path) -> dict[str, str]:
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "XDG_CACHE_HOME": str(home / ".cache"),
     }
+
+
+def in_terminal(argv: list[str | Path], env: dict[str, str], typed: str) -> tuple[int, str]:
+    """``argv`` with a pseudo-terminal as stdin and stderr, as when a person runs it,
+    ``typed`` typed at it: (exit status, what the terminal showed)."""
+    import os
+    import select
+
+    main, child = os.openpty()
+    proc = subprocess.Popen(
+        [str(a) for a in argv], stdin=child, stdout=child, stderr=child, env=env, close_fds=True
+    )
+    os.close(child)
+    os.write(main, typed.encode())
+    shown = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 60)
+        assert ready, f"the command showed nothing more for 60 s: {shown!r}"
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed: the command ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main)
+    return proc.wait(timeout=60), shown.decode(errors="replace")

@@ -276,6 +276,13 @@ def handoff_text(h: Handoff) -> str:
     return f"{head}\n\n{h.text}"
 
 
+def note_text(note: Handoff | Memory) -> str:
+    """A handoff or a memory as ``show`` prints it."""
+    from ..vault.format.models import Memory as _Memory
+
+    return memory_text(note) if isinstance(note, _Memory) else handoff_text(note)
+
+
 def _writer_pairs(origin: Origin | None) -> list[tuple[str, object]]:
     """Who wrote the note's text, as ``show`` prints it (nothing where nobody is known)."""
     if origin is None:
@@ -304,7 +311,8 @@ def _verdict(origin: Origin) -> str:
     if origin.verified is None:
         return "not checked"
     if not origin.verified:
-        return f"no: {UNVERIFIED.get(origin.why or '', origin.why)}"
+        vouched = f"; vouched for by {origin.vouched}" if origin.vouched else ""
+        return f"no: {UNVERIFIED.get(origin.why or '', origin.why)}{vouched}"
     earlier = f" (earlier text by {origin.earlier}: not verified)" if origin.earlier else ""
     return f"yes, signed by {origin.signer}{earlier}"
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..core.errors import AccessDeniedError
+from ..core.errors import AccessDeniedError, AgentMemVaultError
 from ..core.words import counted
 from ..vault.format.origin import UNVERIFIED
-from .options import emit_json, handoff_text, open_vault, vault_options
+from .options import emit_json, handoff_text, note_text, open_vault, vault_options
 
 if TYPE_CHECKING:
     from ..vault.sync.trust_ops import TrustStatus
@@ -113,31 +113,94 @@ def quarantine(namespace: str | None, vault_path: str, as_json: bool) -> None:
 @click.argument("id")
 @vault_options
 def release(id: str, vault_path: str, as_json: bool) -> None:
-    """Let quarantined handoff ID be taken on this machine, as it says now: you read it
-    and vouch for it. Asks a person at a terminal; a later change that no listed key
-    signed quarantines it again."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        raise AccessDeniedError(
-            "trust release asks a person at a terminal, and stdin or stderr is not one; "
-            f"read it (agent-mem-vault show {id}) and run this yourself in a terminal",
-            code="release_needs_a_person",
-        )
+    """Let quarantined handoff ID be taken, as it says now: you read it and stand behind
+    it. Asks a person at a terminal. Where this machine signs with a key the team lists,
+    every machine of the team takes it too (a vouch); else this machine only. A later
+    change that no listed key signed quarantines it again."""
+    _need_a_person("release", id)
     from ..vault.folder.files import file_digest
 
     vault = open_vault(vault_path)
     shown = vault.get_handoff(id)
     seen = file_digest(vault.path / shown.path)
     click.echo(handoff_text(shown), err=True)
-    answer = click.prompt("Type 'release' to let agents on this machine take it", err=True)
+    answer = click.prompt("Type 'release' to let agents take it", err=True)
     if answer.strip() != "release":
         click.echo("Nothing released.", err=True)
         sys.exit(1)
     released = vault.release_handoff(id, seen=seen)  # refused if it changed meanwhile
+    team: str | None = None
+    try:
+        vouched = vault.vouch_notes([id], seen={id: seen})
+        team = f"every machine of the team takes it too (vouched for by {vouched.by})"
+    except AgentMemVaultError as error:
+        team = f"not for the team: {error}"
     if as_json:
-        emit_json(released.to_dict())
+        emit_json({**released.to_dict(), "team": team})
         return
     by = released.origin.released if released.origin is not None else None
     click.echo(f"{id} is released on this machine by {by}: read_handoff may take it.")
+    click.echo(f"  {team}")
+
+
+@trust.command("vouch")
+@click.argument("notes", nargs=-1)
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every note of the route that no listed key stands behind (notes from before the "
+    "team signed, say).",
+)
+@_PROJECT
+@vault_options
+def vouch(
+    notes: tuple[str, ...], every: bool, namespace: str | None, vault_path: str, as_json: bool
+) -> None:
+    """Stand behind NOTES (ids or paths) as the remote has them, for every machine of the
+    team: one entry your listed key signs, which each machine that checks takes while
+    that key stays listed. Asks a person at a terminal; what you read is what you vouch
+    for. A later change that no listed key signed is judged as any other."""
+    if bool(notes) == every:
+        raise click.UsageError("name the notes to vouch for, or --all (not both)")
+    _need_a_person("vouch", notes[0] if notes else "--all")
+    vault = open_vault(vault_path)
+    seen: dict[str, str] = {}
+    if notes:
+        from ..vault.folder.files import file_digest
+
+        for note in notes:
+            shown = vault.get_note(note)
+            seen[note] = file_digest(vault.path / shown.path)
+            click.echo(note_text(shown), err=True)
+        what = counted(len(notes), "note")
+    else:
+        found = vault.trust_status(namespace)
+        what = f"every note of {found.route.label} that no listed key stands behind"
+        what += f" ({found.untrusted} now)"
+    answer = click.prompt(f"Type 'vouch' to vouch for {what} for the whole team", err=True)
+    if answer.strip() != "vouch":
+        click.echo("Nothing vouched for.", err=True)
+        sys.exit(1)
+    vouched = vault.vouch_notes(notes, namespace=namespace, seen=seen or None)
+    if as_json:
+        emit_json(vouched.to_dict())
+    elif not vouched.notes:
+        click.echo(f"{vouched.route.label}: nothing needs vouching for.")
+    else:
+        click.echo(
+            f"{vouched.route.label}: vouched for {counted(len(vouched.notes), 'note')} as "
+            f"{vouched.by}; every machine that checks takes them once it syncs."
+        )
+
+
+def _need_a_person(command: str, what: str) -> None:
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise AccessDeniedError(
+            f"trust {command} asks a person at a terminal, and stdin or stderr is not one; "
+            f"read it (agent-mem-vault show {what}) and run this yourself in a terminal",
+            code=f"{command}_needs_a_person",
+        )
 
 
 @trust.command("status")
@@ -182,3 +245,8 @@ def _show(found: TrustStatus, as_json: bool) -> None:
         )
     for path, person, machine, why in found.unverified:
         click.echo(f"  NOT VERIFIED: {path}, by {person} on {machine}: {UNVERIFIED.get(why, why)}")
+    if found.untrusted:
+        click.echo(
+            f"  {counted(found.untrusted, 'note')} no listed key stands behind: a listed person "
+            "who read them vouches for the team with: agent-mem-vault trust vouch ID… (or --all)"
+        )

@@ -19,10 +19,9 @@ from .options import (
     emit,
     emit_json,
     found_namespace,
-    handoff_text,
     id_command,
-    memory_text,
     namespace_option,
+    note_text,
     open_vault,
     private_option,
     read_text,
@@ -239,13 +238,7 @@ def handoffs(
     return page, page.handoffs
 
 
-def _note_text(note: Handoff | Memory) -> str:
-    from ..vault import Handoff
-
-    return handoff_text(note) if isinstance(note, Handoff) else memory_text(note)
-
-
-@id_command(_note_text)
+@id_command(note_text)
 def show(vault: Vault, id: str) -> Handoff | Memory:
     """Show one handoff or memory by ID, without changing it.
 

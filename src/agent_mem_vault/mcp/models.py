@@ -28,7 +28,8 @@ WrittenBy = Annotated[
         description="Who wrote its text, where this one note was looked at in a vault that "
         "syncs: person (as their git names them), machine, verified (null: not checked), "
         "signer (the principal the team's signers file names), why (not verified), sent "
-        "(false: changed here, not on the remote yet), earlier_unverified, released_by.",
+        "(false: changed here, not on the remote yet), earlier_unverified, released_by, "
+        "vouched_by.",
     ),
 ]
 

@@ -11,7 +11,7 @@ import pytest
 from agent_mem_vault.core.errors import ConflictError
 from agent_mem_vault.vault import Memory, Vault
 from agent_mem_vault.vault.format.notes import parse_note, render_note
-from tests.cli_process import BIN, cli_env, run_process, succeeded
+from tests.cli_process import BIN, cli_env, in_terminal, run_process, succeeded
 from tests.git_remote import git_env, remote_tree
 from tests.mcp_wire import serving
 
@@ -306,33 +306,6 @@ def test_redact_names_what_it_cannot_find(machine: Machine, tmp_path: Path) -> N
 
 
 # -- allowed by a person at a terminal ---------------------------------------------------
-
-
-def in_terminal(argv: list[str | Path], env: dict[str, str], typed: str) -> tuple[int, str]:
-    """``argv`` with a pseudo-terminal as stdin and stderr, as when a person runs it,
-    ``typed`` typed at it: (exit status, what the terminal showed)."""
-    import os
-    import select
-
-    main, child = os.openpty()
-    proc = subprocess.Popen(
-        [str(a) for a in argv], stdin=child, stdout=child, stderr=child, env=env, close_fds=True
-    )
-    os.close(child)
-    os.write(main, typed.encode())
-    shown = b""
-    while True:
-        ready, _, _ = select.select([main], [], [], 60)
-        assert ready, f"the command showed nothing more for 60 s: {shown!r}"
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:  # the terminal closed: the command ended
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(main)
-    return proc.wait(timeout=60), shown.decode(errors="replace")
 
 
 EXAMPLE_KEY = "AKIAIOSFODNN7EXAMPLE"  # the key AWS's own documentation uses

@@ -175,6 +175,7 @@ def test_every_view_names_the_person_and_machine_that_wrote_the_text(
         "earlier_unverified": None,
         "released_by": None,
         "changed_by_unverified": None,
+        "vouched_by": None,
     }
 
     env = {**git_env(tmp_path / "home"), "AGENT_MEM_VAULT_SYNC_AUTO": "off"}

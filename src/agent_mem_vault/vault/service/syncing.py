@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from ...core.errors import ConflictError
 from ..folder.layout import syncs
 from ..format.namespaces import validate_agent, validate_namespace_filter
 from ..index.db import Index
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from ..sync.operations import RouteStatus, Signing, SyncReport
     from ..sync.routes import Route
     from ..sync.signing import Chosen
+    from ..sync.team_vouch import Vouched
     from ..sync.trust_ops import TrustStatus
     from ..sync.upgrade import Upgraded
 
@@ -141,6 +144,42 @@ class SyncOps(VaultBase):
         namespace = validate_namespace_filter(namespace)
         found: TrustStatus = sync_commands().trust_status(self, namespace)
         return found
+
+    def vouch_notes(
+        self,
+        notes: Sequence[str] = (),
+        *,
+        namespace: str | None = None,
+        seen: dict[str, str] | None = None,
+    ) -> Vouched:
+        """Stand behind ``notes`` (ids or paths, of one route) as the remote has them, for
+        every machine of the team: one entry this machine's listed key signs. None named:
+        every note of the route of ``namespace`` (None: the vault's) that no listed key
+        stands behind. ``seen``: note → the SHA-256 of its file as the person read it;
+        refused (``changed_since_read``) when it changed since. A person's act, never an
+        agent's tool (``agent-mem-vault trust vouch``)."""
+        from ..folder.files import file_digest
+
+        self._require_vault()
+        namespace = validate_namespace_filter(namespace)
+        shown: dict[str, str] | None = None
+        if notes:
+            shown = {}
+            for note in notes:
+                path = self._query(partial(note_path, self.path, note=note))
+                if (
+                    seen is not None
+                    and note in seen
+                    and file_digest(self.path / path) != seen[note]
+                ):
+                    raise ConflictError(
+                        f"{note} changed since it was shown; read it again "
+                        f"(agent-mem-vault show {note}) and vouch for what it says now",
+                        code="changed_since_read",
+                    )
+                shown[path] = (self.path / path).read_text(encoding="utf-8")
+        vouched: Vouched = sync_commands().vouch(self, namespace, shown)
+        return vouched
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""

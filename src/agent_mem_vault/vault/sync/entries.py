@@ -12,7 +12,10 @@ layout-1 entry does); its message ends with one JSON line:
   the writer had none). With it a reader merges an old change with what happened
   since, as a rebase would, instead of taking it whole;
 - ``removed``: the notes it removed; ``claims``: the handoffs whose claim ref the
-  same push created.
+  same push created;
+- ``vouch``: notes its writer vouches for as they are (path → blob), changing
+  nothing: a person let those words steer the team (``team_vouch.py``). Its tree is
+  empty, so a release that does not know the key folds nothing from it.
 
 Every reader folds the entries of all logs per note in (lamport, machine, seq)
 order (``fold.py``): the same entries give the same notes everywhere.
@@ -55,6 +58,8 @@ class LogEntry:
     """path → the blob the writer had, for each note changed or removed."""
     claims: list[str] = field(default_factory=list)
     parent: str | None = None
+    vouch: dict[str, str] = field(default_factory=dict)
+    """Notes its writer vouches for: path → the blob they read."""
 
     @property
     def key(self) -> tuple[int, str, int]:
@@ -83,6 +88,7 @@ def team_entry_message(
     base: Mapping[str, str],
     removed: Sequence[str],
     claims: Sequence[str] = (),
+    vouch: Mapping[str, str] | None = None,
 ) -> str:
     """An entry's message: its title, then its facts as one sorted JSON line."""
     facts: dict[str, Any] = {
@@ -95,6 +101,8 @@ def team_entry_message(
     }
     if claims:
         facts["claims"] = sorted(claims)
+    if vouch:
+        facts["vouch"] = dict(sorted(vouch.items()))
     return f"{title}\n\n{json.dumps(facts, sort_keys=True)}\n"
 
 
@@ -143,6 +151,11 @@ def read_entries(
         claims = facts.get("claims")
         if isinstance(claims, list):
             entry.claims = [str(c) for c in claims]
+        vouch = facts.get("vouch")
+        if isinstance(vouch, dict):
+            entry.vouch = {
+                str(p): b for p, b in vouch.items() if isinstance(b, str) and OID.match(b)
+            }
         out.append(entry)
         if tree != empty_tree:
             trees.setdefault(tree, []).append(entry)

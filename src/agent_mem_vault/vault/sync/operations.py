@@ -43,7 +43,7 @@ from .stranded import reopen_stranded
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
 from .team_branch import branch_ref
-from .trust_ops import TrustStatus, trust_policy, trust_signers, trust_status
+from .trust_ops import TrustStatus, trust_policy, trust_signers, trust_status, vouch
 from .upgrade import upgrade
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
@@ -74,6 +74,7 @@ __all__ = [
     "trust_signers",
     "trust_status",
     "upgrade",
+    "vouch",
 ]
 
 BUDGET_ENV = "AGENT_MEM_VAULT_SYNC_BUDGET"

@@ -11,7 +11,7 @@ the entry goes on the branch's tip instead, which must fast-forward.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..format.notes import NoteError, parse_note
@@ -52,15 +52,17 @@ def push(
     limit: float,
     title: str,
     claims: Sequence[str] = (),
+    vouch: Mapping[str, str] | None = None,
 ) -> str | None:
     """Send what ``commit`` changed since ``fetched`` as this machine's next entry (with a
-    create-only claim ref per id of ``claims``): None if the remote took it, else why
+    create-only claim ref per id of ``claims``; ``vouch``: the notes a person vouches for,
+    path → blob, sent even when nothing changed): None if the remote took it, else why
     not (``CLAIMED``, ``LOG_MOVED``, or what the remote said)."""
     known = sync._refs()
     if known.fetched is not None and not sync.is_ancestor(known.fetched, commit):
         return FETCH_FIRST  # an entry must be made on what was fetched, merged
     changes = sync.changes(known.fetched, commit)
-    if not changes:
+    if not changes and not vouch:
         sync._set_refs({sync.fetched: (commit, known.fetched)})
         sync._moved(fetched=commit, fetched_tree=None)
         return None
@@ -94,6 +96,7 @@ def push(
             base=base,
             removed=removed,
             claims=claims,
+            vouch=vouch,
         )
         tree = edited_tree(sync.git, empty_tree_id(len(commit)), blobs)
         if sync.route.branch is not None:  # on the branch's tip: it must fast-forward
@@ -136,6 +139,7 @@ def push(
         save_said(sync, {"fold_tree": None})
         sent = LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims))
         sent.parent = own_tip if sync.route.branch is None else tip
+        sent.vouch = dict(vouch or {})
         sync.sent_entry = (sent, known.fetched_tree)
         store.fold(
             sent.changes(),

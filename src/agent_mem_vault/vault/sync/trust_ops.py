@@ -1,7 +1,8 @@
 """``agent-mem-vault trust``: which keys a route checks entries against, and what it found.
 
 The commands behind it: name the signers file (``trust signers``), turn checking off
-or on (``trust policy``), and say what the checks found (``trust status``). The
+or on (``trust policy``), say what the checks found (``trust status``), and stand
+behind notes for the team (``trust vouch``, ``team_vouch.py``). The
 checks themselves run as entries arrive (``team.py`` → ``verdicts.py``).
 """
 
@@ -12,16 +13,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import InvalidInputError, NotFoundError
-from .routes import Route, route_named, save_config
+from .routes import Route, load_config, route_named, save_config
 from .signers import POLICIES, Trust, trust_for
 from .syncer import ensure_syncer
 from .verdicts import VerdictStore, store_path
 from .verify import AllowedSigners
 
 if TYPE_CHECKING:
-    from ..ops.base import VaultBase
+    from collections.abc import Mapping
 
-__all__ = ["TrustStatus", "trust_policy", "trust_signers", "trust_status", "trust_status_of"]
+    from ..ops.base import VaultBase
+    from .team_vouch import Vouched
+
+__all__ = [
+    "TrustStatus",
+    "trust_policy",
+    "trust_signers",
+    "trust_status",
+    "trust_status_of",
+    "vouch",
+]
 
 _NO_ROUTE = "join one first: 'agent-mem-vault sync init REMOTE' (or --project)"
 
@@ -42,6 +53,8 @@ class TrustStatus:
     """Entries judged: ``verified`` and each reason not."""
     unverified: tuple[tuple[str, str, str, str], ...] = ()
     """(path, writer, machine, why) of notes whose last text change is not verified."""
+    untrusted: int = 0
+    """Notes no listed key stands behind as they are (``trust vouch --all`` vouches for them)."""
 
     @property
     def layout_checks(self) -> bool:
@@ -62,6 +75,7 @@ class TrustStatus:
                 {"path": p, "person": a, "machine": m, "why": w} for p, a, m, w in self.unverified
             ],
             "checked": self.layout_checks,
+            "untrusted": self.untrusted,
         }
 
 
@@ -148,6 +162,40 @@ def trust_policy(vault: VaultBase, namespace: str | None, policy: str) -> TrustS
     return trust_status_of(vault.path, changed)
 
 
+def vouch(vault: VaultBase, namespace: str | None, shown: Mapping[str, str] | None) -> Vouched:
+    """Vouch for the notes of ``shown`` (path → the text the person read), which must all
+    travel by one route (``namespace``'s, where named); or, with None, for every note of
+    ``namespace``'s route (None: the vault's) that no listed key stands behind."""
+    from .team_vouch import vouch as send
+
+    if shown is None or namespace is not None:
+        config, route = route_named(vault.path, namespace, _NO_ROUTE)
+        if shown is None:
+            return send(vault, config, route, None)
+    else:  # the notes say which route: it must be one for all
+        known = load_config(vault.path)
+        if known is None:
+            raise NotFoundError(
+                f"the vault syncs with no remote here; {_NO_ROUTE}", code="no_sync_route"
+            )
+        config = known
+        routes = {r.key: r for p in shown if (r := config.route_of(p)) is not None}
+        if len(routes) != 1:
+            raise InvalidInputError(
+                "the notes travel by different routes, or by none: vouch for each route's "
+                "notes apart (-n NS)",
+                code="one_route_at_a_time",
+            )
+        route = next(iter(routes.values()))
+    for path in shown:
+        if config.route_of(path) != route:
+            raise InvalidInputError(
+                f"{path} does not travel by {route.label}: vouch for each route's notes apart",
+                code="one_route_at_a_time",
+            )
+    return send(vault, config, route, shown)
+
+
 def trust_status(vault: VaultBase, namespace: str | None) -> TrustStatus:
     _config, route = route_named(vault.path, namespace, _NO_ROUTE)
     return trust_status_of(vault.path, route)
@@ -158,11 +206,13 @@ def trust_status_of(root: Path, route: Route) -> TrustStatus:
     principals = () if trust.signers is None else tuple(trust.signers.principals())
     counts: dict[str, int] = {}
     unverified: tuple[tuple[str, str, str, str], ...] = ()
+    untrusted = 0
     where = store_path(root, route)
     if trust.checks and where.exists():
         with VerdictStore(where, read_only=True) as store:
             counts = store.counts()
             unverified = tuple(store.unverified_notes())
+            untrusted = len(store.untrusted())
     return TrustStatus(
         route,
         trust.policy,
@@ -172,4 +222,5 @@ def trust_status_of(root: Path, route: Route) -> TrustStatus:
         principals,
         counts,
         unverified,
+        untrusted,
     )

@@ -14,7 +14,9 @@ SQLite file of its own (``<route>.trust.sqlite``):
 - ``notes``: the digest of each note's text as the fold left it, so a view can tell
   the note it reads from one changed here since (not sent, so nobody checked it);
   a note the fold started from a checkpoint with has no writer here yet
-  (``before_signers``).
+  (``before_signers``);
+- ``vouches``: the texts a listed person vouched for with an entry of their own
+  (``team_vouch.py``), which count while that entry is verified.
 
 Every view asks ``origins_of`` (an indexed query a note).
 """
@@ -68,6 +70,9 @@ CREATE TABLE IF NOT EXISTS versions(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS released(
     path TEXT PRIMARY KEY, text TEXT NOT NULL, by TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS vouches(
+    path TEXT NOT NULL, text TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT NOT NULL,
+    PRIMARY KEY(path, text, commit_id));
 """
 
 
@@ -162,13 +167,16 @@ class VerdictStore:
         notes: Mapping[str, tuple[str | None, str] | None],
         versions: Iterable[tuple[str, str]] = (),
         touches: Iterable[tuple[str, int, str, int, str]] = (),
+        vouches: Iterable[tuple[str, str, str, str]] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
-        digest), and the last change of any kind to each note."""
+        digest), the last change of any kind to each note, and texts vouched for (path,
+        digest, blob, the entry)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
+            self._db.executemany("INSERT OR IGNORE INTO vouches VALUES (?, ?, ?, ?)", vouches)
             self._db.executemany(
                 "INSERT INTO touches VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
                 "lamport = excluded.lamport, machine = excluded.machine, seq = excluded.seq, "
@@ -188,7 +196,7 @@ class VerdictStore:
             raise
 
     def _forget(self, path: str) -> None:
-        for table in ("changes", "notes", "versions", "touches"):
+        for table in ("changes", "notes", "versions", "touches", "vouches"):
             self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
 
     def revalidate(self, current: Mapping[str, str]) -> None:
@@ -255,6 +263,37 @@ class VerdictStore:
             return found[0], None, None, touched
         earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
         return found[0], rows[0], earlier, touched
+
+    def vouched(self, path: str, text: str) -> tuple[str, bool] | None:
+        """(who, and whether for the very blob the note is now) of the last verified vouch for
+        the text ``text`` (a digest) of ``path``, if any."""
+        try:
+            row = self._db.execute(
+                "SELECT e.author, v.blob = n.blob FROM vouches v JOIN entries e USING (commit_id) "
+                "LEFT JOIN notes n ON n.path = v.path WHERE v.path = ? AND v.text = ? "
+                "AND e.verified ORDER BY e.first_seen DESC LIMIT 1",
+                (path, text),
+            ).fetchone()
+        except sqlite3.OperationalError:  # a store written before vouches
+            return None
+        return None if row is None else (str(row[0]), bool(row[1]))
+
+    def untrusted(self) -> dict[str, str]:
+        """The route's notes that no listed key stands behind as they are: path → blob.
+        Their text's last change is not verified, an earlier unverified change is still in
+        it, an unlisted key changed them last, or nothing says who wrote them; and no
+        verified vouch is for them as they are."""
+        rows = self._db.execute(
+            "SELECT n.path, n.blob FROM notes n WHERE n.blob IS NOT NULL AND (n.text IS NULL "
+            "OR NOT EXISTS (SELECT 1 FROM changes c WHERE c.path = n.path) "
+            "OR EXISTS (SELECT 1 FROM changes c JOIN entries e USING (commit_id) "
+            "  WHERE c.path = n.path AND NOT e.verified) "
+            "OR EXISTS (SELECT 1 FROM touches t JOIN entries e USING (commit_id) "
+            "  WHERE t.path = n.path AND NOT e.verified)) "
+            "AND NOT EXISTS (SELECT 1 FROM vouches v JOIN entries e USING (commit_id) "
+            "  WHERE v.path = n.path AND v.blob = n.blob AND e.verified) ORDER BY n.path"
+        )
+        return {str(p): str(b) for p, b in rows}
 
     def release(self, path: str, text: str, by: str) -> None:
         """Let the text ``text`` (a digest) of ``path`` steer agents here, as ``by`` said."""
@@ -343,8 +382,15 @@ def judge(
             (c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)),
             key=lambda c: (c.lamport, c.machine, c.seq),
         )
+        vouched = [
+            (p, b, e.commit)
+            for e in entries
+            for p, b in e.vouch.items()
+            if sync.config.covers(sync.route, p)
+        ]
         blobs = {b for c in ordered for b in (c.new, c.base) if b is not None and OID.match(b)}
         blobs.update(b for b in (*before.values(), *finals.values()) if b is not None)
+        blobs.update(b for _p, b, _c in vouched)
         digests = {b: text_digest(t) for b, t in sync.blobs(sorted(blobs)).items()}
         blob_had = dict(before)
         had = {p: None if b is None else digests.get(b) for p, b in before.items()}
@@ -373,7 +419,8 @@ def judge(
             if said is not None:
                 known.add((c.path, said))
         notes = {p: None if b is None else (digests.get(b), b) for p, b in finals.items()}
-        store.put_changes(changes, notes, sorted(known), touches)
+        vouches = [(p, digests[b], b, c) for p, b, c in vouched if b in digests]
+        store.put_changes(changes, notes, sorted(known), touches, vouches)
 
 
 def _judged(
@@ -487,6 +534,12 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
     if digest is not None and digest != here:
         return None
     by = released[1] if released is not None and released[0] == here else None
+    vouched: str | None = None
+    vouch = store.vouched(path, here)
+    if vouch is not None:  # a listed person stands behind these words; for the same blob,
+        vouched, whole = vouch  # behind the status an outsider may have set too
+        earlier = None
+        touched = None if whole else touched
     if writer is None:
         return Origin(
             claimed.author,
@@ -495,6 +548,7 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
             why="before_signers",
             released=by,
             touched=touched,
+            vouched=vouched,
         )
     author, machine, verified, why, principal, _commit = writer
     return Origin(
@@ -506,4 +560,5 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
         earlier=earlier if verified else None,
         released=by,
         touched=touched if touched != author else None,
+        vouched=vouched,
     )
