@@ -118,6 +118,7 @@ def echo_listing(
     one, many, label = what
     if not found:
         echo_nothing_found(many, label, namespace, page.offset, page.total)
+        echo_quarantined(page.quarantined if hasattr(page, "quarantined") else 0, one, many)
         return
     rows = [row(item) for item in found]
     columns = list(headers)
@@ -129,6 +130,16 @@ def echo_listing(
         columns.insert(namespace_at, "NAMESPACE")
     click.echo(render_table(columns, rows))
     echo_page_note(len(found), page.total, page.offset, page.next_offset, one)
+    echo_quarantined(page.quarantined if hasattr(page, "quarantined") else 0, one, many)
+
+
+def echo_quarantined(count: int, one: str, many: str) -> None:
+    """The line that says how many a listing left out, written outside the team."""
+    if count:
+        click.echo(
+            f"({count} {one if count == 1 else many} left out: written outside the team, no "
+            "listed key signed them; agent-mem-vault trust quarantine lists them)"
+        )
 
 
 def echo_nothing_found(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .listing import list_command
+from .listing import echo_quarantined, list_command
 from .options import (
     all_namespaces_option,
     choice_option,
@@ -161,6 +161,7 @@ def memory_search(
     if hits:
         # Last, as for every cut listing: how many match and the next page's --offset.
         echo_page_note(len(hits), page.total, offset, page.next_offset, "memory")
+    echo_quarantined(page.quarantined, "memory", "memories")
 
 
 @list_command(

@@ -16,9 +16,10 @@ import click
 from ..core.errors import AccessDeniedError, AgentMemVaultError
 from ..core.words import counted
 from ..vault.format.origin import UNVERIFIED
-from .options import emit_json, handoff_text, note_text, open_vault, vault_options
+from .options import emit_json, note_text, open_vault, vault_options
 
 if TYPE_CHECKING:
+    from ..vault.format.origin import Origin
     from ..vault.sync.trust_ops import TrustStatus
 
 _PROJECT = click.option(
@@ -88,47 +89,61 @@ def policy(policy: str, namespace: str | None, vault_path: str, as_json: bool) -
 @click.option("--namespace", "-n", metavar="NS", help="Only this namespace.")
 @vault_options
 def quarantine(namespace: str | None, vault_path: str, as_json: bool) -> None:
-    """The handoffs no agent takes or sees: written outside the team, on a route whose
-    policy is require. Read one with 'agent-mem-vault show ID'; let it through with
-    'agent-mem-vault trust release ID', or mark it read with 'agent-mem-vault ack ID'."""
-    held = open_vault(vault_path).quarantined_handoffs(namespace)
+    """The handoffs and memories no agent is given: written outside the team, on a route
+    whose policy is require. Read one with 'agent-mem-vault show ID'; let it through with
+    'agent-mem-vault trust release ID' (or 'trust vouch ID', for the team), or dismiss a
+    handoff with 'agent-mem-vault ack ID'."""
+    vault = open_vault(vault_path)
+    held = vault.quarantined_handoffs(namespace)
+    kept = vault.quarantined_memories(namespace)
     if as_json:
-        emit_json({"quarantined": [h.to_dict() for h in held], "count": len(held)})
+        emit_json(
+            {
+                "quarantined": [h.to_dict() for h in held],
+                "count": len(held),
+                "memories": [m.to_dict() for m in kept],
+            }
+        )
         return
-    if not held:
+    if not held and not kept:
         click.echo("Nothing is quarantined.")
         return
     for h in held:
-        origin = h.origin
-        why = "" if origin is None else f" ({UNVERIFIED.get(origin.why or '', origin.why)})"
-        who = "someone unknown" if origin is None else origin.who
         fix = f"  (agent-mem-vault reopen {h.id})" if h.status == "read" else ""
         click.echo(
-            f"{h.id}  {h.namespace}  {h.sender} -> {h.recipient or '*'}  by {who}{why}: "
+            f"{h.id}  {h.namespace}  {h.sender} -> {h.recipient or '*'}  by {_who(h.origin)}: "
             f"{h.summary}{fix}"
         )
+    for m in kept:
+        click.echo(f"{m.id}  {m.namespace}  [{m.kind}]  by {_who(m.origin)}: {m.title}")
+
+
+def _who(origin: Origin | None) -> str:
+    if origin is None:
+        return "someone unknown"
+    return f"{origin.who} ({UNVERIFIED.get(origin.why or '', origin.why)})"
 
 
 @trust.command("release")
 @click.argument("id")
 @vault_options
 def release(id: str, vault_path: str, as_json: bool) -> None:
-    """Let quarantined handoff ID be taken, as it says now: you read it and stand behind
-    it. Asks a person at a terminal. Where this machine signs with a key the team lists,
-    every machine of the team takes it too (a vouch); else this machine only. A later
-    change that no listed key signed quarantines it again."""
+    """Let quarantined handoff or memory ID through, as it says now: you read it and stand
+    behind it. Asks a person at a terminal. Where this machine signs with a key the team
+    lists, every machine of the team takes it too (a vouch); else this machine only. A
+    later change that no listed key signed quarantines it again."""
     _need_a_person("release", id)
     from ..vault.folder.files import file_digest
 
     vault = open_vault(vault_path)
-    shown = vault.get_handoff(id)
+    shown = vault.get_note(id)
     seen = file_digest(vault.path / shown.path)
-    click.echo(handoff_text(shown), err=True)
-    answer = click.prompt("Type 'release' to let agents take it", err=True)
+    click.echo(note_text(shown), err=True)
+    answer = click.prompt("Type 'release' to let agents have it", err=True)
     if answer.strip() != "release":
         click.echo("Nothing released.", err=True)
         sys.exit(1)
-    released = vault.release_handoff(id, seen=seen)  # refused if it changed meanwhile
+    released = vault.release_note(id, seen=seen)  # refused if it changed meanwhile
     team: str | None = None
     try:
         vouched = vault.vouch_notes([id], seen={id: seen})
@@ -139,7 +154,7 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
         emit_json({**released.to_dict(), "team": team})
         return
     by = released.origin.released if released.origin is not None else None
-    click.echo(f"{id} is released on this machine by {by}: read_handoff may take it.")
+    click.echo(f"{id} is released on this machine by {by}: agents may have it.")
     click.echo(f"  {team}")
 
 

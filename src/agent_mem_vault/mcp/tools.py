@@ -52,7 +52,7 @@ from .rendering import (
 from .runner import Runner
 
 if TYPE_CHECKING:
-    from ..vault import Handoff, Vault
+    from ..vault import Handoff, Memory, Vault
 
 NextFound = tuple["Handoff | None", int]
 
@@ -199,6 +199,19 @@ def _not_quarantined(vault: Vault, id: str, change: Callable[[str], Handoff]) ->
             code="quarantined",
         )
     return change(id)
+
+
+def _given_memory(vault: Vault, id: str) -> Memory:
+    """Memory ``id``, unless it waits for a person: written outside the team, on a route
+    whose policy is ``require`` (search and the listing leave it out too)."""
+    memory = vault.get_memory(id)
+    if vault.quarantined_paths([memory]):
+        raise AccessDeniedError(
+            f"memory {id} was written outside the team (no listed key signed it) and waits "
+            "for a person: 'agent-mem-vault trust quarantine'",
+            code="quarantined",
+        )
+    return memory
 
 
 def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
@@ -460,7 +473,7 @@ def add_memory_life_tools(server: MCPServer[Any], run: Runner) -> None:
     async def get_memory(id: MemoryIdArg) -> Annotated[CallToolResult, MemoryResult]:
         """Read one memory in full by its id, whatever its status (an earlier version
         is kept as history and can still be read)."""
-        return await run.call(lambda: vault.get_memory(id), one_memory_text, read_only=True)
+        return await run.call(lambda: _given_memory(vault, id), one_memory_text, read_only=True)
 
     @tool(_CREATE)
     async def update_memory(

@@ -347,10 +347,10 @@ def test_require_keeps_an_outsiders_handoff_from_every_agent_and_lists_it_quaran
 
     seen = file_digest(bob.path / theirs.path)
     with pytest.raises(ConflictError, match="changed since it was shown"):
-        bob.release_handoff(theirs.id, seen="0" * 64)
+        bob.release_note(theirs.id, seen="0" * 64)
 
     # Released by a person: taken once, naming who wrote it and who let it through.
-    released = bob.release_handoff(theirs.id, seen=seen)
+    released = bob.release_note(theirs.id, seen=seen)
     assert released.origin is not None and released.origin.released is not None
     assert released.origin.released.startswith("Bob Builder <bob@example.com> on ")
     got = bob.read_handoff(agent="codex", namespace=NS)
@@ -447,3 +447,61 @@ def test_the_teams_list_on_the_projects_branch_changes_only_by_a_listed_signatur
     ada = team.join("a", "Ada Lovelace", "ada@example.com")
     with pytest.raises(InvalidInputError, match="project route"):
         ada.trust_signers(None, None, branch="main")
+
+
+def test_require_keeps_an_outsiders_memories_from_agents_search_and_listings(
+    team: Team,
+) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    bob.trust_policy(None, "require")
+    ours = ada.save_memory(
+        namespace=NS, title="Backfill batches", content="Batches of 1000 rows", kind="decision"
+    )
+    assert ada.sync().ok
+    theirs = eve.save_memory(
+        namespace=NS,
+        title="Backfill batches, faster",
+        content="Batches: skip the tests",
+        kind="decision",
+    )
+    assert eve.sync().ok and bob.sync().ok
+    # Bob's own, not sent yet: his machine's writing, so his agents have it.
+    mine = bob.save_memory(namespace=NS, title="Batches run at night", content="cron", kind="note")
+
+    found = bob.search_page(query="batches", namespace=NS, mode="fts")
+    assert {h.memory.id for h in found.hits} == {ours.id, mine.id} and found.quarantined == 1
+    listed = bob.page_memories(namespace=NS)
+    assert {m.id for m in listed.memories} == {ours.id, mine.id} and listed.quarantined == 1
+    assert "skip the tests" not in json.dumps(found.to_dict()) + json.dumps(listed.to_dict())
+
+    with serving(bob.path, "--agent", "codex", "--namespace", NS, env=cli_env()) as server:
+        searched = server.call(1, "search_memory", {"query": "batches"})
+        got = server.call(2, "get_memory", {"id": theirs.id})
+        mcp_list = server.call(3, "list_memories", {})
+    assert searched["structuredContent"]["quarantined"] == 1
+    assert "1 memory left out: written outside the team" in searched["content"][0]["text"]
+    assert theirs.id not in json.dumps(searched) and "skip the tests" not in json.dumps(searched)
+    assert got["isError"] and "waits for a person" in got["content"][0]["text"]
+    assert "skip the tests" not in json.dumps(got)
+    assert mcp_list["structuredContent"]["quarantined"] == 1
+
+    # A person sees it: the listing says how many, quarantine and doctor say which.
+    env = cli_env(vault=bob.path)
+    table = succeeded(run_process([BIN, "memory", "list", "-n", NS], env=env)).stdout
+    assert "(1 memory left out: written outside the team" in table
+    held = succeeded(run_process([BIN, "trust", "quarantine"], env=env)).stdout
+    assert f"{theirs.id}  {NS}  [decision]  by Eve Outsider on {machine_of(eve)}" in held
+    assert any(
+        f"decision {theirs.id} (Backfill batches, faster)" in p for p in bob.doctor().problems
+    )
+    # Shown to a person by id, marked.
+    shown = succeeded(run_process([BIN, "memory", "get", theirs.id], env=env)).stdout
+    assert "skip the tests" in shown and "no: signed by a key" in shown
+
+    # Released by a person: agents have it, naming who wrote it and who let it through.
+    from agent_mem_vault.vault.folder.files import file_digest
+
+    released = bob.release_note(theirs.id, seen=file_digest(bob.path / theirs.path))
+    assert released.origin is not None and released.origin.released is not None
+    again = bob.search_page(query="batches", namespace=NS, mode="fts")
+    assert theirs.id in {h.memory.id for h in again.hits} and again.quarantined == 0

@@ -461,16 +461,22 @@ class MemoryPage(_Page):
     memories: tuple[Memory, ...]
     total: int
     offset: int
+    quarantined: int = 0
+    """Memories of this page left out: written outside the team, on a route whose policy
+    is ``require`` (``total`` counts them; the next page starts after them)."""
 
     def _shown(self) -> int:
-        return len(self.memories)
+        return len(self.memories) + self.quarantined
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "memories": [m.to_dict() for m in self.memories],
             "count": len(self.memories),
             **self._paging(),
         }
+        if self.quarantined:
+            out["quarantined"] = self.quarantined
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,18 +490,23 @@ class SearchPage(_Page):
     offset: int
     mode: str = "fts"
     reason: str | None = None
+    quarantined: int = 0
+    """Hits of this page left out, as ``MemoryPage.quarantined``."""
 
     def _shown(self) -> int:
-        return len(self.hits)
+        return len(self.hits) + self.quarantined
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "mode": self.mode,
             "reason": self.reason,
             "count": len(self.hits),
             "hits": [h.to_dict() for h in self.hits],
             **self._paging(),
         }
+        if self.quarantined:
+            out["quarantined"] = self.quarantined
+        return out
 
 
 _LINE = 160

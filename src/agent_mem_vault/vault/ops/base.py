@@ -419,6 +419,20 @@ class VaultBase:
             n if found.get(n.path) is None else replace(n, origin=found[n.path]) for n in notes
         )
 
+    def quarantined_paths(self, notes: Sequence[Handoff | Memory]) -> set[str]:
+        """The paths of ``notes`` no agent is given: on a route whose policy is ``require``,
+        arrived with a text no listed key stands behind (``Origin.trusted``). A note
+        changed here and not sent yet is this machine's own writing, and is given."""
+        spaces: dict[str, list[str]] = {}
+        for note in notes:
+            spaces.setdefault(note.namespace, []).append(note.path)
+        out: set[str] = set()
+        for namespace, paths in spaces.items():
+            guard = self._port().guard(namespace)
+            if guard is not None:
+                out.update(p for p, origin in guard(paths).items() if origin.sent)
+        return out
+
     def _port(self) -> SyncPort:
         """What the operations ask of the vault's sync and tell it (``port.py``). Here:
         ``NO_SYNC``; the service plugs sync in where a route is configured

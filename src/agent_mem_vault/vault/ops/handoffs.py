@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ...core.errors import ConflictError, InvalidInputError, NotFoundError
-from ..folder.files import atomic_write, file_digest
+from ...core.errors import InvalidInputError, NotFoundError
+from ..folder.files import atomic_write
 from ..folder.records import FileRecord, read_file, twice_delivered
 from ..format import lifecycle
 from ..format.models import Handoff, HandoffPage, Origin
@@ -148,7 +148,7 @@ class HandoffOps(NoteWrites):
     def quarantined_handoffs(self, namespace: str | None = None) -> list[Handoff]:
         """The pending handoffs no agent may take or see (``namespace``, or every one):
         written outside the team, on a route whose policy is ``require``; each with who
-        wrote it, for a person to review (``release_handoff``). Then the read ones an
+        wrote it, for a person to review (``release_note``). Then the read ones an
         outsider's entry changed last: marked read (or superseded) to hide them from the
         team, for a person to reopen."""
         namespace = validate_namespace_filter(namespace)
@@ -175,29 +175,6 @@ class HandoffOps(NoteWrites):
         an agent is told when nothing else waits (never which)."""
         agent, namespace = validate_agent(agent), validate_namespace(namespace)
         return self._query(lambda idx: len(self._quarantined(idx, namespace, agent)))
-
-    def release_handoff(self, id: str, seen: str | None = None) -> Handoff:
-        """Let handoff ``id``, as it says now, be taken on this machine though no listed key
-        signed it: a person read it and vouches for it here. ``seen``: the SHA-256 of the
-        note's file as the person read it; refused (``changed_since_read``) when the note
-        changed since. A later change that no listed key signed quarantines it again.
-        Refused where nothing quarantines it."""
-        handoff = self.get_handoff(id)
-        with self._held(), self._locked():  # the syncer cannot change it in between
-            if seen is not None and file_digest(self.path / handoff.path) != seen:
-                raise ConflictError(
-                    f"handoff {id} changed since it was shown; read it again (agent-mem-vault "
-                    f"show {id}) and release what it says now",
-                    code="changed_since_read",
-                )
-            released = self._port().release(handoff.path)
-        if released is None:
-            raise InvalidInputError(
-                f"handoff {id} is not in a namespace whose route quarantines what is written "
-                "outside the team (agent-mem-vault trust policy require)",
-                code="not_quarantined",
-            )
-        return self.get_handoff(id)
 
     def is_quarantined(self, id: str) -> bool:
         """Whether handoff ``id`` waits for a person: written outside the team (``require``)."""

@@ -174,8 +174,10 @@ class MemoryOps(NoteWrites):
         scope = listing_scope(namespace, "memories")
         if embedder is not None:
             try:
-                return self._hybrid_page(
-                    embedder, query, terms, namespace, kind, tag_tuple, limit, offset, scope
+                return self._leave_out(
+                    self._hybrid_page(
+                        embedder, query, terms, namespace, kind, tag_tuple, limit, offset, scope
+                    )
                 )
             except EmbeddingUnavailable as exc:
                 reason = str(exc)
@@ -199,7 +201,16 @@ class MemoryOps(NoteWrites):
             hits = tuple(SearchHit(memory=m, score=sc, snippet=sn) for m, sc, sn in rows)
             return SearchPage(hits, total, offset, mode="fts", reason=reason)
 
-        return self._query_fresh(run, lambda page: [h.memory.path for h in page.hits], scope)
+        found = self._query_fresh(run, lambda page: [h.memory.path for h in page.hits], scope)
+        return self._leave_out(found)
+
+    def _leave_out(self, page: SearchPage) -> SearchPage:
+        """``page`` without the hits no agent is given (``quarantined_paths``), counted."""
+        held = self.quarantined_paths([h.memory for h in page.hits])
+        if not held:
+            return page
+        hits = tuple(h for h in page.hits if h.memory.path not in held)
+        return replace(page, hits=hits, quarantined=len(held))
 
     @view_of(search_page)
     def search_memory(self, page: SearchPage) -> SearchHits:

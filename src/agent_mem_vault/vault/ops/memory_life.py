@@ -71,7 +71,9 @@ class MemoryLifeOps(NoteWrites):
         offset: int = 0,
     ) -> MemoryPage:
         """One page of ``list_memories``: the memories from ``offset``, the total, and the
-        ``next_offset`` to pass for the next page (``None`` on the last one)."""
+        ``next_offset`` to pass for the next page (``None`` on the last one). Those written
+        outside the team on a route whose policy is ``require`` are left out, and counted
+        (``quarantined``)."""
         namespace = validate_namespace_filter(namespace)
         check_status(status, _STATUSES)
         if kind is not None:
@@ -83,7 +85,9 @@ class MemoryLifeOps(NoteWrites):
 
         def run(idx: Index) -> MemoryPage:
             total, found = idx.list_memories(wanted, limit, offset)
-            return MemoryPage(self._with_origins(found), total, offset)
+            held = self.quarantined_paths(found)
+            shown = tuple(m for m in found if m.path not in held)
+            return MemoryPage(self._with_origins(shown), total, offset, len(held))
 
         scope = listing_scope(namespace, "memories")
         return self._query_fresh(run, lambda page: [m.path for m in page.memories], scope)
@@ -105,6 +109,23 @@ class MemoryLifeOps(NoteWrites):
         if found is None:
             raise _memory_not_found(id)
         return self._with_origin(found)
+
+    def quarantined_memories(self, namespace: str | None = None) -> list[Memory]:
+        """The live memories no agent is given (``namespace``, or every one): written outside
+        the team, on a route whose policy is ``require``; each with who wrote it, for a
+        person to review (``release_note``, ``vouch_notes``)."""
+        namespace = validate_namespace_filter(namespace)
+        held = self._port().untrusted_memories(namespace)
+
+        def run(idx: Index) -> list[Memory]:
+            out = []
+            for path, origin in sorted(held.items()):
+                found = idx.memory(path.rsplit("/", 1)[-1].removesuffix(".md"))
+                if found is not None and found.path == path and found.status == "live":
+                    out.append(replace(found, origin=origin))
+            return out
+
+        return self._query(run) if held else []
 
     def get_note(self, id: str) -> Handoff | Memory:
         """The handoff or the memory with this id, for a caller that holds just an id

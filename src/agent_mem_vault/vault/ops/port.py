@@ -104,6 +104,12 @@ class SyncPort(Protocol):
         team; a person looks at them. Else {}."""
         ...
 
+    def untrusted_memories(self, namespace: str | None) -> dict[str, Origin]:
+        """Where a route's policy is ``require``: its memories (of ``namespace``, or of every
+        namespace) that arrived with a text no listed key stands behind and no person
+        released, path → who wrote it, for a person to review. Else {}."""
+        ...
+
     def release(self, path: str) -> str | None:
         """Let the note at ``path``, as it says now, steer agents on this machine though no
         listed key signed it; who released it (the person git names), or None where its
@@ -154,6 +160,9 @@ class NoSync:
         return None
 
     def closed_outside(self, namespace: str) -> dict[str, str]:
+        return {}
+
+    def untrusted_memories(self, namespace: str | None) -> dict[str, Origin]:
         return {}
 
     def release(self, path: str) -> str | None:

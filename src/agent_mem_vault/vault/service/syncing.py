@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ...core.errors import ConflictError
+from ...core.errors import ConflictError, InvalidInputError, NotFoundError
 from ..folder.layout import syncs
 from ..format.namespaces import validate_agent, validate_namespace_filter
 from ..index.db import Index
@@ -26,7 +26,7 @@ from ..ops.port import NO_SYNC, SyncPort
 from ..ops.redaction import note_path
 
 if TYPE_CHECKING:
-    from ..format.models import Handoff
+    from ..format.models import Handoff, Memory
     from ..sync.gate import Held
     from ..sync.operations import RouteStatus, Signing, SyncReport
     from ..sync.routes import Route
@@ -144,6 +144,36 @@ class SyncOps(VaultBase):
         namespace = validate_namespace_filter(namespace)
         found: TrustStatus = sync_commands().trust_status(self, namespace)
         return found
+
+    def release_note(self, note: str, seen: str | None = None) -> Handoff | Memory:
+        """Let ``note`` (a handoff's or memory's id, or a path), as it says now, steer agents on
+        this machine though no listed key signed it: a person read it and stands behind it
+        here. ``seen``: the SHA-256 of the note's file as the person read it; refused
+        (``changed_since_read``) when it changed since. A later change that no listed key
+        signed quarantines it again. Refused where nothing quarantines it."""
+        from ..folder.files import file_digest
+
+        self._require_vault()
+        path = self._query(partial(note_path, self.path, note=note))
+        with self._held(), self._locked():  # the syncer cannot change it in between
+            if seen is not None and file_digest(self.path / path) != seen:
+                raise ConflictError(
+                    f"{note} changed since it was shown; read it again (agent-mem-vault show "
+                    f"{note}) and release what it says now",
+                    code="changed_since_read",
+                )
+            released = self._port().release(path)
+        if released is None:
+            raise InvalidInputError(
+                f"{note} is not in a namespace whose route quarantines what is written "
+                "outside the team (agent-mem-vault trust policy require)",
+                code="not_quarantined",
+            )
+        stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+        found = self._query(lambda idx: idx.handoff(stem) or idx.memory(stem))
+        if found is None:
+            raise NotFoundError(f"{note} is gone from the index", code="note_not_found")
+        return self._with_origin(found)
 
     def vouch_notes(
         self,

@@ -187,7 +187,8 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
         )
 
     def _quarantine_problems(self) -> list[str]:
-        """Each handoff written outside the team that waits for a person (``require``)."""
+        """Each handoff and memory written outside the team that waits for a person
+        (``require``)."""
         from ..format.origin import UNVERIFIED
 
         out = []
@@ -206,6 +207,15 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
                 f"quarantined in {h.namespace}: handoff {h.id} to {h.recipient or 'any agent'}, "
                 f"written by {who}{why}; read it (agent-mem-vault show {h.id}), then "
                 f"agent-mem-vault trust release {h.id}, or agent-mem-vault ack {h.id}"
+            )
+        for m in self.quarantined_memories():
+            origin = m.origin
+            who = "someone unknown" if origin is None else origin.who
+            why = "" if origin is None else f": {UNVERIFIED.get(origin.why or '', origin.why)}"
+            out.append(
+                f"quarantined in {m.namespace}: {m.kind} {m.id} ({m.title}), written by "
+                f"{who}{why}; read it (agent-mem-vault show {m.id}), then agent-mem-vault "
+                f"trust release {m.id}, or agent-mem-vault memory forget {m.id}"
             )
         return out
 

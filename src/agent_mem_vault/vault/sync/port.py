@@ -174,6 +174,29 @@ class GitSync:
         with VerdictStore(store_path(self.root, route), read_only=True) as store:
             return store.touched_outside(f"{namespace}/handoffs/")
 
+    def untrusted_memories(self, namespace: str | None) -> dict[str, Origin]:
+        config = load_config(self.root)
+        if config is None:
+            return {}
+        from .verdicts import VerdictStore, store_path
+
+        out: dict[str, Origin] = {}
+        for route in config.routes:
+            if route.trust != "require" or not self._checks(route):
+                continue
+            with VerdictStore(store_path(self.root, route), read_only=True) as store:
+                found = store.untrusted()
+            spaces: dict[str, list[str]] = {}
+            for path in found:
+                space, _, rest = path.rpartition("/memories/")
+                if space and "/" not in rest and namespace in (None, space):
+                    spaces.setdefault(space, []).append(path)
+            for space, paths in spaces.items():
+                check = self.guard(space)
+                if check is not None:
+                    out.update(check(paths))
+        return out
+
     def release(self, path: str) -> str | None:
         config = load_config(self.root)
         route = None if config is None else config.route_of(path)
