@@ -309,6 +309,10 @@ def report_lines(report: RouteReport) -> list[str]:
     lines = [f"{_name(route.namespace)} ⇄ {route.url or route.remote}: {', '.join(parts)}."]
     lines += [f"kept: {p} (a version that lost a merge; see doctor)" for p in report.kept]
     lines += [f"delivered twice: {p} (see doctor)" for p in report.twice]
+    lines += [
+        f"reopened: handoff {i}, marked read by a key the team does not list"
+        for i in report.reopened
+    ]
     return lines
 
 

@@ -206,3 +206,36 @@ def test_a_release_at_a_terminal_is_the_teams_where_this_machine_signs_as_listed
     assert origin is not None and origin.vouched == "Ada Lovelace <ada@example.com>"
     got = bob.read_handoff(agent="codex", namespace=NS)
     assert got is not None and got.id == theirs.id
+
+
+def test_an_outsiders_read_is_undone_for_the_team_and_its_claim_taken_away(team: Team) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
+    assert ada.sync().ok and eve.sync().ok
+    # Eve's agent takes the team's handoff, claim ref and all, as any machine's would.
+    stolen = eve.read_handoff(agent="codex", namespace=NS)
+    assert stolen is not None and stolen.id == ours.id
+    claims = {r for r in _refs(team.remote) if r.endswith(f"/_claim/{ours.id}")}
+    assert claims, "the read went out with its claim"
+    claimed_by_eve = _refs(team.remote)[claims.pop()]
+
+    said = succeeded(run_process([BIN, "sync"], env=cli_env(vault=bob.path))).stdout
+    assert f"reopened: handoff {ours.id}, marked read by a key the team does not list" in said
+    claim = next(
+        (c for r, c in _refs(team.remote).items() if r.endswith(f"/_claim/{ours.id}")), None
+    )
+    assert claim != claimed_by_eve  # taken away with Bob's reopen
+    assert ada.sync().ok
+    taken = ada.read_handoff(agent="codex", namespace=NS)  # one team agent gets it, once
+    assert taken is not None and taken.id == ours.id
+    assert bob.sync().ok and bob.read_handoff(agent="codex", namespace=NS) is None
+    assert bob.get_handoff(ours.id).status == "read"
+    # A listed machine's read stands: Bob's next sync leaves it read.
+    again = bob.sync()
+    assert again.ok and again.routes[0].reopened == []
+
+
+def _refs(remote: Path) -> dict[str, str]:
+    out = run_process(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=remote)
+    return dict(line.split(" ") for line in out.stdout.splitlines())

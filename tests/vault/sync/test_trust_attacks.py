@@ -264,24 +264,42 @@ def test_a_teammates_checkpoint_keeps_what_was_verified(
     assert peeked is not None and peeked.id == id
 
 
-def test_a_handoff_an_outsider_marked_read_is_named_for_a_person_to_reopen(team: Team) -> None:
-    _ada, bob, eve, id, text = _setup(team)
+def test_a_read_an_outsider_writes_does_not_take_a_handoff_from_the_team(team: Team) -> None:
+    ada, bob, eve, id, text = _setup(team)
     team.list("bob", "bob@example.com")  # Bob's own changes count too
     bob.trust_policy(None, "require")
     path = bob.get_handoff(id).path
     head, sep, body = text.partition("\n---\n")
     closed = head.replace("status: pending", "status: read") + "\nread: true" + sep + body
     eve.push({path: eve.blob(closed)}, base={path: eve.blob(text)})
-    assert bob.sync().ok
-    assert bob.get_handoff(id).status == "read"  # the fold took it: hidden from the team …
-    named = {h.id: h for h in bob.quarantined_handoffs(NS)}
-    assert id in named and named[id].status == "read"  # … but a person is told
-    assert named[id].origin is not None and named[id].origin.why == "closed_outside"
-    problems = [p for p in bob.doctor().problems if id in p]
-    assert problems and "marked read by Eve Outsider" in problems[0]
-    assert f"agent-mem-vault reopen {id}" in problems[0]
-    bob.reopen_handoff(id)
-    assert bob.sync().ok
+    # Bob's sync judges Eve's read unverified and reopens the handoff for the team, with
+    # an entry of his own that every machine folds after hers.
+    report = bob.sync()
+    assert report.ok and report.routes[0].reopened == [id]
+    assert bob.get_handoff(id).status == "pending"
     assert id not in {h.id for h in bob.quarantined_handoffs(NS)}
+    assert ada.sync().ok and ada.get_handoff(id).status == "pending"  # Ada checks nothing
     taken = bob.read_handoff(agent="codex", namespace=NS)
     assert taken is not None and taken.id == id
+    assert ada.sync().ok and ada.get_handoff(id).status == "read"  # once, for the team
+    also = ada.read_handoff(agent="codex", namespace=NS)  # Ada checks nothing: Eve's own
+    assert also is not None and also.id != id
+
+
+def test_an_outsiders_read_of_a_handoff_changed_here_is_named_for_a_person(team: Team) -> None:
+    _ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    head, sep, body = text.partition("\n---\n")
+    closed = head.replace("status: pending", "status: read") + "\nread: true" + sep + body
+    eve.push({path: eve.blob(closed)}, base={path: eve.blob(text)})
+    # Bob's agent supersedes it here meanwhile: not Eve's read to undo any more.
+    newer = bob.create_handoff(
+        to="codex", summary="Batch it, again", context="500 rows", namespace=NS, supersedes=id
+    )
+    report = bob.sync()
+    assert report.ok and report.routes[0].reopened == []
+    assert bob.get_handoff(id).superseded_by == newer.id
+    taken = bob.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == newer.id

@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from ...core.errors import ConflictError, InvalidInputError
 from .models import Handoff, Memory
+from .notes import NoteError, parse_note
 
 __all__ = [
     "check_supersedable",
@@ -138,3 +139,19 @@ def restore(memory: Memory) -> Memory:
     if memory.forgotten_at is None:
         return memory
     return replace(memory, forgotten_at=None)
+
+
+def status_in(text: str) -> tuple[str | None, str | None]:
+    """A handoff note's ``status`` and ``superseded_by`` as the notes' own parser reads
+    them, from its text; (None, None) where it does not parse (sync reads versions that
+    never were files here)."""
+    try:
+        note = parse_note(text)
+    except NoteError:
+        return None, None
+    meta = note.meta if note is not None else {}
+    status, newer = meta.get("status"), meta.get("superseded_by")
+    return (
+        status if isinstance(status, str) else None,
+        newer if isinstance(newer, str) and newer else None,
+    )

@@ -101,6 +101,8 @@ class RouteReport:
     """Conflict notes written: the side that lost a merge."""
     twice: list[str] = field(default_factory=list)
     """Handoffs found delivered on two machines (their notes now say so)."""
+    reopened: list[str] = field(default_factory=list)
+    """Handoffs an unlisted key marked read, reopened here for the team (``require``)."""
     error: AgentMemVaultError | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +116,7 @@ class RouteReport:
             "merged": list(self.merged),
             "kept": list(self.kept),
             "twice": list(self.twice),
+            "reopened": list(self.reopened),
             "error": None if self.error is None else self.error.to_dict(),
         }
 

@@ -129,7 +129,7 @@ class GitSync:
             elif (found := origin_in_head(text)) is not None:
                 out[path] = found
         if judged:
-            from .verdicts import origins_of
+            from .origins import origins_of
 
             if len(_seen) > SEEN_MAX:
                 _seen.clear()

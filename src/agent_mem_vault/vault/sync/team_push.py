@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..format.notes import NoteError, parse_note
+from ..format.lifecycle import status_in
 from .entries import LogEntry, team_entry_message
 from .fold import Tip
 from .layout import fence_message, marker_message, team_prefix
@@ -214,7 +214,8 @@ def _reopened(
     undone = {
         p.rsplit("/", 1)[-1].removesuffix(".md"): (p, old)
         for p, (old, new) in pairs.items()
-        if _status(texts.get(old, "")) == "read" and _status(texts.get(new, "")) == "pending"
+        if status_in(texts.get(old, ""))[0] == "read"
+        and status_in(texts.get(new, ""))[0] == "pending"
     }
     if not undone:
         return {}
@@ -238,16 +239,6 @@ def _reopened(
         for (id, oid), blob in zip(refs.items(), found, strict=True)
         if blob == undone[id][1]
     }
-
-
-def _status(text: str) -> str | None:
-    """A handoff note's ``status`` as the notes' own parser reads it."""
-    try:
-        note = parse_note(text)
-    except NoteError:
-        return None
-    status = note.meta.get("status") if note is not None else None
-    return status if isinstance(status, str) else None
 
 
 def _send(

@@ -35,7 +35,7 @@ _log = logging.getLogger(__name__)
 def check_arrivals(sync: RouteSync) -> None:
     """Judge what reached ``fetched`` since the last call (the route's turn is held). It
     never stops a sync: a failure is logged, and what it did not judge shows as not
-    verified in every view (``verdicts.origins_of``) until the next call judges it."""
+    verified in every view (``origins.origins_of``) until the next call judges it."""
     try:
         if sync.route.signers_branch is not None:
             adopt(sync)  # the team's list as its branch now says, change by change

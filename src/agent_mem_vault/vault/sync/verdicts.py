@@ -18,13 +18,12 @@ SQLite file of its own (``<route>.trust.sqlite``):
 - ``vouches``: the texts a listed person vouched for with an entry of their own
   (``team_vouch.py``), which count while that entry is verified.
 
-Every view asks ``origins_of`` (an indexed query a note).
+Every view asks ``origins.origins_of`` (an indexed query a note).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,22 +31,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..format.lifecycle import status_in
 from ..format.models import Origin
 from ..format.notes import NoteError, parse_note
 from ..format.writer import origin_in, text_of
 from .entries import OID, LogEntry
-from .routes import SYNC_DIR, route_git_dir
+from .routes import SYNC_DIR
 from .verify import AllowedSigners, verify_commit
 
 if TYPE_CHECKING:
     from .engine import RouteSync
-    from .routes import Route, SyncConfig
+    from .routes import Route
 
 __all__ = [
     "VerdictStore",
     "commit_author",
     "judge",
-    "origins_of",
+    "said_by",
     "stamp_path",
     "store_path",
     "text_digest",
@@ -70,6 +70,9 @@ CREATE TABLE IF NOT EXISTS versions(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS released(
     path TEXT PRIMARY KEY, text TEXT NOT NULL, by TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS closed(
+    path TEXT NOT NULL, commit_id TEXT NOT NULL, before TEXT NOT NULL, after TEXT NOT NULL,
+    PRIMARY KEY(path, commit_id));
 CREATE TABLE IF NOT EXISTS vouches(
     path TEXT NOT NULL, text TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT NOT NULL,
     PRIMARY KEY(path, text, commit_id));
@@ -89,10 +92,10 @@ def stamp_path(store: Path) -> Path:
 def text_digest(text: str) -> str:
     """What a note says (``text_of``), as a digest: equal for two versions that differ
     only in lifecycle, tags or writer pair."""
-    return _read(text)[0]
+    return said_by(text)[0]
 
 
-def _read(text: str) -> tuple[str, Origin]:
+def said_by(text: str) -> tuple[str, Origin]:
     """A note's text digest, and who its properties say wrote it: one parse for both."""
     try:
         parsed = parse_note(text)
@@ -168,15 +171,18 @@ class VerdictStore:
         versions: Iterable[tuple[str, str]] = (),
         touches: Iterable[tuple[str, int, str, int, str]] = (),
         vouches: Iterable[tuple[str, str, str, str]] = (),
+        closed: Iterable[tuple[str, str, str, str]] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
         digest), the last change of any kind to each note, and texts vouched for (path,
-        digest, blob, the entry)."""
+        digest, blob, the entry), and handoffs an unverified entry marked read (path, the
+        entry, the blob before, the blob after)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
             self._db.executemany("INSERT OR IGNORE INTO vouches VALUES (?, ?, ?, ?)", vouches)
+            self._db.executemany("INSERT OR IGNORE INTO closed VALUES (?, ?, ?, ?)", closed)
             self._db.executemany(
                 "INSERT INTO touches VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
                 "lamport = excluded.lamport, machine = excluded.machine, seq = excluded.seq, "
@@ -196,7 +202,7 @@ class VerdictStore:
             raise
 
     def _forget(self, path: str) -> None:
-        for table in ("changes", "notes", "versions", "touches", "vouches"):
+        for table in ("changes", "notes", "versions", "touches", "vouches", "closed"):
             self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
 
     def revalidate(self, current: Mapping[str, str]) -> None:
@@ -263,6 +269,19 @@ class VerdictStore:
             return found[0], None, None, touched
         earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
         return found[0], rows[0], earlier, touched
+
+    def read_outside(self) -> list[tuple[str, str, str]]:
+        """(path, blob before, blob after) of each handoff whose last change of any kind was
+        an entry no listed key signed that marked it read when it was pending."""
+        try:
+            rows = self._db.execute(
+                "SELECT c.path, c.before, c.after FROM closed c JOIN touches t "
+                "ON t.path = c.path AND t.commit_id = c.commit_id "
+                "JOIN entries e ON e.commit_id = c.commit_id WHERE NOT e.verified ORDER BY c.path"
+            ).fetchall()
+        except sqlite3.OperationalError:  # a store written before these were kept
+            return []
+        return [(str(p), str(b), str(a)) for p, b, a in rows]
 
     def vouched(self, path: str, text: str) -> tuple[str, bool] | None:
         """(who, and whether for the very blob the note is now) of the last verified vouch for
@@ -391,16 +410,26 @@ def judge(
         blobs = {b for c in ordered for b in (c.new, c.base) if b is not None and OID.match(b)}
         blobs.update(b for b in (*before.values(), *finals.values()) if b is not None)
         blobs.update(b for _p, b, _c in vouched)
-        digests = {b: text_digest(t) for b, t in sync.blobs(sorted(blobs)).items()}
+        texts = sync.blobs(sorted(blobs))
+        digests = {b: text_digest(t) for b, t in texts.items()}
         blob_had = dict(before)
         had = {p: None if b is None else digests.get(b) for p, b in before.items()}
         known = store.versions(had)
         known.update((p, d) for p, d in had.items() if d is not None)
         changes, touches = [], []
+        closed: list[tuple[str, str, str, str]] = []
         for c in ordered:
             name = (c.path, c.lamport, c.machine, c.seq, c.commit)
-            if c.new != blob_had.get(c.path):
+            was = blob_had.get(c.path)
+            if c.new != was:
                 touches.append(name)
+                if (
+                    was is not None
+                    and c.new is not None
+                    and not good.get(c.commit)
+                    and _closes(texts.get(was, ""), texts.get(c.new, ""), c.path)
+                ):
+                    closed.append((c.path, c.commit, was, c.new))
             blob_had[c.path] = c.new
             said = None if c.new is None else digests.get(c.new, c.new)
             based = None if c.base is None else digests.get(c.base)
@@ -420,7 +449,15 @@ def judge(
                 known.add((c.path, said))
         notes = {p: None if b is None else (digests.get(b), b) for p, b in finals.items()}
         vouches = [(p, digests[b], b, c) for p, b, c in vouched if b in digests]
-        store.put_changes(changes, notes, sorted(known), touches, vouches)
+        store.put_changes(changes, notes, sorted(known), touches, vouches, closed)
+
+
+def _closes(before: str, after: str, path: str) -> bool:
+    """Whether a change from ``before`` to ``after`` marks a pending handoff read (not by
+    superseding it: that is a newer handoff's to say)."""
+    if "/handoffs/" not in path:
+        return False
+    return status_in(before)[0] == "pending" and status_in(after) == ("read", None)
 
 
 def _judged(
@@ -462,103 +499,3 @@ def _entry_name(raw: bytes) -> tuple[str, int]:
     facts = message_facts(raw.partition(b"\n\n")[2].decode("utf-8", "replace"))
     machine, seq = facts.get("machine"), facts.get("seq")
     return (str(machine or ""), seq if isinstance(seq, int) else 0)
-
-
-# -- what a view shows --------------------------------------------------------------
-
-
-def origins_of(
-    root: Path, config: SyncConfig, route: Route, texts: Mapping[str, str]
-) -> dict[str, Origin]:
-    """Who wrote the text of each note of ``texts`` (path → what its file says), as the
-    route's checks found, with one look at the store. A note
-    the store has no record of is either changed here and not sent, or arrived and not
-    judged (a check that failed): the route's copy of the remote tells which."""
-    where = store_path(root, route)
-    out: dict[str, Origin] = {}
-    if where.exists():
-        with VerdictStore(where, read_only=True) as store:
-            out = {p: o for p, t in texts.items() if (o := _origin(store, p, t)) is not None}
-    rest = {p: t for p, t in texts.items() if p not in out}
-    arrived = _arrived(root, config, route, rest) if rest else set()
-    for path, text in rest.items():
-        claimed = _read(text)[1]
-        if path in arrived:
-            out[path] = Origin(claimed.author, claimed.machine, False, why="unknown_writer")
-        else:
-            out[path] = Origin(claimed.author, claimed.machine, None, sent=False)
-    return out
-
-
-def _arrived(root: Path, config: SyncConfig, route: Route, texts: Mapping[str, str]) -> set[str]:
-    """Those of ``texts`` (path → what the file says) that are what the remote has."""
-    import subprocess
-
-    from .local import fetched_ref
-
-    where = f"--git-dir={route_git_dir(root, route)}"
-    try:
-        done = subprocess.run(
-            ["git", where, "ls-tree", "-z", fetched_ref(config, route), "--", *texts],
-            capture_output=True,
-            timeout=10,
-            env={**os.environ, "LC_ALL": "C"},
-            cwd="/",
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
-    out = set()
-    for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
-        meta, _, path = item.partition("\t")
-        fields = meta.split(" ")
-        if path in texts and len(fields) == 3:
-            data = texts[path].encode("utf-8")
-            digest = hashlib.sha1 if len(fields[2]) == 40 else hashlib.sha256
-            if digest(b"blob %d\0" % len(data) + data).hexdigest() == fields[2]:
-                out.add(path)
-    return out
-
-
-def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
-    """What the store says of the note at ``path`` saying ``text``; None: no record of
-    that text."""
-    here, claimed = _read(text)
-    try:
-        found = store.note(path)
-        released = store.released(path)
-    except sqlite3.Error:
-        return None
-    if found is None:
-        return None
-    digest, writer, earlier, touched = found
-    if digest is not None and digest != here:
-        return None
-    by = released[1] if released is not None and released[0] == here else None
-    vouched: str | None = None
-    vouch = store.vouched(path, here)
-    if vouch is not None:  # a listed person stands behind these words; for the same blob,
-        vouched, whole = vouch  # behind the status an outsider may have set too
-        earlier = None
-        touched = None if whole else touched
-    if writer is None:
-        return Origin(
-            claimed.author,
-            claimed.machine,
-            False,
-            why="before_signers",
-            released=by,
-            touched=touched,
-            vouched=vouched,
-        )
-    author, machine, verified, why, principal, _commit = writer
-    return Origin(
-        author or None,
-        machine or None,
-        bool(verified),
-        signer=principal if verified else None,
-        why=None if verified else why,
-        earlier=earlier if verified else None,
-        released=by,
-        touched=touched if touched != author else None,
-        vouched=vouched,
-    )
