@@ -4,11 +4,13 @@
     .venv/bin/python benchmarks/bench_trust_views.py --pending 200
 
 Two vaults in one process, as a team gets them: Ada writes ``--pending`` handoffs
-(2 KB each) and syncs them through a bare remote; Bob checks what arrives against
-a signers file listing them both (keys made by ``ssh-keygen`` in a temporary
-HOME). Each round times, on Bob's vault, ``peek_handoff``, a page of
-``list_handoffs``, the session-start text and a ``read_handoff`` under ``label``
-and then under ``require`` (rounds alternate which goes first). "cold" is a
+(2 KB each) and as many decisions, and syncs them through a bare remote; Bob checks
+what arrives against a signers file listing them both (keys made by ``ssh-keygen``
+in a temporary HOME). Each round times, on Bob's vault, ``peek_handoff``, a page of
+``list_handoffs``, the session-start text, a ``search_memory`` and a page of
+``list_memories`` (which under ``require`` leave out what no listed key signed) and
+a ``read_handoff``, under ``label`` and then under ``require`` (rounds alternate
+which goes first). "cold" is a
 process that has not looked at these notes yet; "warm" asks again (the MCP
 server and the hooks of one session do).
 """
@@ -70,6 +72,12 @@ def run(base: Path, pending: int, rounds: int) -> None:
     bob.trust_signers(None, str(signers))
     for i in range(pending):
         ada.create_handoff(to="codex", summary=f"task {i}", context="x" * 2000, namespace=NS)
+        ada.save_memory(
+            namespace=NS,
+            title=f"Batch {i}",
+            content=f"Backfill batch {i}: 1000 rows",
+            kind="decision",
+        )
     assert ada.sync().ok and bob.sync().ok
     hook = HookInput(cwd=str(bob.path))
     calls: dict[str, Callable[[], object]] = {
@@ -78,6 +86,10 @@ def run(base: Path, pending: int, rounds: int) -> None:
         "session start (the hook's text)": lambda: render_session_start(
             bob, hook, agent="codex", namespace=NS
         ),
+        "search_memory (words, a page of 10)": lambda: bob.search_page(
+            query="backfill batch", namespace=NS, mode="fts"
+        ),
+        "list_memories (a page of 50)": lambda: bob.page_memories(namespace=NS),
         "read_handoff (claim and push)": lambda: bob.read_handoff(agent="codex", namespace=NS),
     }
     times: dict[tuple[str, str, str], list[float]] = {}
@@ -92,7 +104,10 @@ def run(base: Path, pending: int, rounds: int) -> None:
                     call()
                     took = time.perf_counter() - started
                     times.setdefault((what, policy, heat), []).append(took)
-    print(f"{pending} pending handoffs, {rounds} rounds, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"{pending} pending handoffs and {pending} decisions, {rounds} rounds, "
+        f"load {os.getloadavg()[0]:.1f}"
+    )
     print("| call | label cold · warm | require cold · warm |")
     print("|---|---|---|")
     for what in calls:

@@ -139,7 +139,11 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
     shown = vault.get_note(id)
     seen = file_digest(vault.path / shown.path)
     click.echo(note_text(shown), err=True)
-    answer = click.prompt("Type 'release' to let agents have it", err=True)
+    answer = click.prompt(
+        "Type 'release' to let agents have it (every machine of the team too, where this "
+        "machine signs with a key the team lists)",
+        err=True,
+    )
     if answer.strip() != "release":
         click.echo("Nothing released.", err=True)
         sys.exit(1)
@@ -156,6 +160,10 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
     by = released.origin.released if released.origin is not None else None
     click.echo(f"{id} is released on this machine by {by}: agents may have it.")
     click.echo(f"  {team}")
+
+
+_SHOWN = 20
+"""Notes ``trust vouch --all`` names before it asks (the rest are counted)."""
 
 
 @trust.command("vouch")
@@ -189,15 +197,24 @@ def vouch(
             seen[note] = file_digest(vault.path / shown.path)
             click.echo(note_text(shown), err=True)
         what = counted(len(notes), "note")
-    else:
-        found = vault.trust_status(namespace)
-        what = f"every note of {found.route.label} that no listed key stands behind"
-        what += f" ({found.untrusted} now)"
-    answer = click.prompt(f"Type 'vouch' to vouch for {what} for the whole team", err=True)
+    else:  # what the person is told of is all that is vouched for, if still so
+        listed = vault.untrusted_notes(namespace)
+        if not listed:
+            click.echo("Nothing needs vouching for: every note is verified or vouched for.")
+            return
+        for path in sorted(listed)[:_SHOWN]:
+            click.echo(f"  {path}", err=True)
+        if len(listed) > _SHOWN:
+            click.echo(f"  … and {len(listed) - _SHOWN} more", err=True)
+        what = f"these {counted(len(listed), 'note')}, which no listed key stands behind"
+    answer = click.prompt(f"Type 'vouch' to vouch for {what}, for the whole team", err=True)
     if answer.strip() != "vouch":
         click.echo("Nothing vouched for.", err=True)
         sys.exit(1)
-    vouched = vault.vouch_notes(notes, namespace=namespace, seen=seen or None)
+    if notes:
+        vouched = vault.vouch_notes(notes, namespace=namespace, seen=seen)
+    else:
+        vouched = vault.vouch_notes(namespace=namespace, listed=listed)
     if as_json:
         emit_json(vouched.to_dict())
     elif not vouched.notes:

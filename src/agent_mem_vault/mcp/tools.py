@@ -201,17 +201,19 @@ def _not_quarantined(vault: Vault, id: str, change: Callable[[str], Handoff]) ->
     return change(id)
 
 
-def _given_memory(vault: Vault, id: str) -> Memory:
-    """Memory ``id``, unless it waits for a person: written outside the team, on a route
-    whose policy is ``require`` (search and the listing leave it out too)."""
+def _given_memory(vault: Vault, id: str, then: Callable[[str], Memory] | None = None) -> Memory:
+    """Memory ``id`` (or what ``then(id)`` makes of it), unless it waits for a person:
+    written outside the team, on a route whose policy is ``require`` (search and the
+    listing leave it out too). An agent neither reads it nor, by updating, restoring or
+    forgetting it, gets its text back or makes its words this machine's."""
     memory = vault.get_memory(id)
     if vault.quarantined_paths([memory]):
         raise AccessDeniedError(
             f"memory {id} was written outside the team (no listed key signed it) and waits "
-            "for a person: 'agent-mem-vault trust quarantine'",
+            "for a person: 'agent-mem-vault trust quarantine'; it was not changed",
             code="quarantined",
         )
-    return memory
+    return memory if then is None else then(id)
 
 
 def add_handoff_tools(server: MCPServer[Any], run: Runner) -> None:
@@ -495,13 +497,17 @@ def add_memory_life_tools(server: MCPServer[Any], run: Runner) -> None:
         """
         return await _write(
             run,
-            lambda: vault.update_memory(
+            lambda: _given_memory(
+                vault,
                 id,
-                title=title,
-                content=content,
-                kind=kind,
-                tags=None if tags is None else tuple(tags),
-                agent=me,
+                lambda id: vault.update_memory(
+                    id,
+                    title=title,
+                    content=content,
+                    kind=kind,
+                    tags=None if tags is None else tuple(tags),
+                    agent=me,
+                ),
             ),
             updated_text,
         )
@@ -522,9 +528,14 @@ def add_memory_life_tools(server: MCPServer[Any], run: Runner) -> None:
         Its note is kept and restore_memory brings it back. With purge the note is
         deleted for good: use it only for a secret written by mistake.
         """
-        return await run.call(lambda: vault.forget_memory(id, purge=purge), forgotten_text(purge))
+        return await run.call(
+            lambda: _given_memory(vault, id, lambda id: vault.forget_memory(id, purge=purge)),
+            forgotten_text(purge),
+        )
 
     @tool(_SET_STATE)
     async def restore_memory(id: MemoryIdArg) -> Annotated[CallToolResult, MemoryResult]:
         """Bring a forgotten memory back into search and the brief."""
-        return await run.call(lambda: vault.restore_memory(id), one_memory_text)
+        return await run.call(
+            lambda: _given_memory(vault, id, vault.restore_memory), one_memory_text
+        )

@@ -478,12 +478,22 @@ def test_require_keeps_an_outsiders_memories_from_agents_search_and_listings(
         searched = server.call(1, "search_memory", {"query": "batches"})
         got = server.call(2, "get_memory", {"id": theirs.id})
         mcp_list = server.call(3, "list_memories", {})
+        # Nor by changing it: an update would make her words this machine's, signed.
+        changed = [
+            server.call(4, "update_memory", {"id": theirs.id, "title": "Deploy steps"}),
+            server.call(5, "forget_memory", {"id": theirs.id}),
+            server.call(6, "restore_memory", {"id": theirs.id}),
+        ]
     assert searched["structuredContent"]["quarantined"] == 1
     assert "1 memory left out: written outside the team" in searched["content"][0]["text"]
     assert theirs.id not in json.dumps(searched) and "skip the tests" not in json.dumps(searched)
     assert got["isError"] and "waits for a person" in got["content"][0]["text"]
     assert "skip the tests" not in json.dumps(got)
     assert mcp_list["structuredContent"]["quarantined"] == 1
+    for answer in changed:
+        assert answer["isError"] and "waits for a person" in answer["content"][0]["text"]
+        assert "skip the tests" not in json.dumps(answer)
+    assert bob.get_memory(theirs.id).status == "live"  # unchanged
 
     # A person sees it: the listing says how many, quarantine and doctor say which.
     env = cli_env(vault=bob.path)

@@ -151,7 +151,7 @@ def test_vouch_all_stands_behind_notes_from_before_the_team_signed(team: Team) -
     both = run_process([BIN, "trust", "vouch", old[0].id, "--all"], env=cli)
     assert both.returncode == 2 and "not both" in both.stderr
     declined, said = in_terminal([BIN, "trust", "vouch", "--all"], cli, "no\n")
-    assert declined == 1 and "4 now" in said and "Nothing vouched for" in said
+    assert declined == 1 and "these 4 notes" in said and "Nothing vouched for" in said
 
     status_code, said = in_terminal([BIN, "trust", "vouch", "--all"], cli, "vouch\n")
     assert status_code == 0, said
@@ -239,3 +239,54 @@ def test_an_outsiders_read_is_undone_for_the_team_and_its_claim_taken_away(team:
 def _refs(remote: Path) -> dict[str, str]:
     out = run_process(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=remote)
     return dict(line.split(" ") for line in out.stdout.splitlines())
+
+
+def test_a_vouch_for_all_takes_only_what_the_person_was_told_of(team: Team) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    first = eve.create_handoff(to="codex", summary="First", context="x", namespace=NS)
+    assert eve.sync().ok and ada.sync().ok
+    listed = ada.untrusted_notes()
+    assert first.path in listed
+    later = eve.create_handoff(to="codex", summary="Later", context="y", namespace=NS)
+    assert eve.sync().ok  # arrives in the vouch's own fetch
+    vouched = ada.vouch_notes(listed=listed)
+    assert first.path in vouched.notes and later.path not in vouched.notes
+    assert later.path in ada.untrusted_notes()
+
+
+def test_a_vouched_handoff_read_by_the_team_is_counted_as_it_is_shown(team: Team) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    theirs = eve.create_handoff(to="codex", summary="S", context="c", namespace=NS)
+    assert eve.sync().ok and ada.sync().ok
+    ada.vouch_notes([theirs.id])
+    assert bob.sync().ok
+    got = bob.read_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.id == theirs.id and bob.sync().ok
+    origin = bob.get_handoff(theirs.id).origin
+    assert origin is not None and origin.trusted
+    assert theirs.path not in bob.untrusted_notes()  # trust status agrees with the view
+
+
+def test_a_verdict_store_from_before_vouches_still_answers(team: Team) -> None:
+    import sqlite3
+
+    from agent_mem_vault.vault.sync.routes import load_config
+    from agent_mem_vault.vault.sync.verdicts import store_path
+
+    _ada, bob, eve = team.trio("ada", "bob")
+    bob.trust_policy(None, "require")
+    eve.save_memory(namespace=NS, title="Theirs", content="x", kind="decision")
+    assert eve.sync().ok and bob.sync().ok
+    config = load_config(bob.path)
+    assert config is not None
+    with sqlite3.connect(store_path(bob.path, config.routes[0])) as db:
+        for table in ("vouches", "closed", "taken"):
+            db.execute(f"DROP TABLE {table}")  # as the release before them left it
+    # Read-only views of it, before any sync opens it to write.
+    assert bob.trust_status(None).untrusted >= 1
+    assert len(bob.quarantined_memories(NS)) == 1
+    assert any("quarantined in" in p for p in bob.doctor().problems)
+    assert bob.sync().ok  # a sync adds what is missing
+    assert len(bob.quarantined_memories(NS)) == 1

@@ -303,3 +303,67 @@ def test_an_outsiders_read_of_a_handoff_changed_here_is_named_for_a_person(team:
     assert bob.get_handoff(id).superseded_by == newer.id
     taken = bob.read_handoff(agent="codex", namespace=NS)
     assert taken is not None and taken.id == newer.id
+
+
+def _read_by_hand(text: str) -> str:
+    head, sep, body = text.partition("\n---\n")
+    return head.replace("status: pending", "status: read") + "\nread: true" + sep + body
+
+
+def _drop_claims(eve: Outsider) -> None:
+    """Delete every claim ref on the remote: anyone who can push can."""
+    for ref in list(eve.refs()):
+        if "/_claim/" in ref:
+            git("update-ref", "-d", ref, cwd=eve.remote)
+
+
+def test_an_outsider_cannot_undo_a_team_read_by_reopening_then_reading(team: Team) -> None:
+    _ada, bob, eve, id, _text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    taken = bob.read_handoff(agent="codex", namespace=NS)  # the team's read, verified
+    assert taken is not None and taken.id == id and bob.sync().ok
+    path = bob.get_handoff(id).path
+    now = (bob.path / path).read_text()
+    pending = _pending_again(now)
+    eve.push({path: eve.blob(pending)}, base={path: eve.blob(now)})
+    eve.push({path: eve.blob(_read_by_hand(pending))}, base={path: eve.blob(pending)})
+    _drop_claims(eve)
+    report = bob.sync()
+    assert report.ok and report.routes[0].reopened == []  # a team read is never undone
+    again = bob.read_handoff(agent="codex", namespace=NS)
+    assert again is None or again.id != id, "delivered twice"
+
+
+def test_a_vouched_version_an_outsider_sets_again_is_not_vouched(team: Team) -> None:
+    ada, bob, eve_vault = team.trio("ada", "bob")
+    for vault in (ada, bob):
+        vault.trust_signers(None, str(team.signers))
+        vault.trust_policy(None, "require")
+    theirs = eve_vault.create_handoff(to="codex", summary="S", context="c", namespace=NS)
+    assert eve_vault.sync().ok and ada.sync().ok
+    vouched_text = (ada.path / theirs.path).read_text()
+    ada.vouch_notes([theirs.id])
+    assert bob.sync().ok
+    got = bob.read_handoff(agent="codex", namespace=NS)
+    assert got is not None and got.id == theirs.id and bob.sync().ok
+    # Eve sets the very pending version Ada vouched for again, after the team read it.
+    eve = Outsider(team.remote, machine_of(eve_vault))
+    now = (bob.path / theirs.path).read_text()
+    eve.push({theirs.path: eve.blob(vouched_text)}, base={theirs.path: eve.blob(now)})
+    _drop_claims(eve)
+    assert bob.sync().ok
+    origin = bob.get_handoff(theirs.id).origin
+    assert origin is not None and origin.touched is not None and not origin.trusted
+    again = bob.read_handoff(agent="codex", namespace=NS)
+    assert again is None or again.id != theirs.id, "delivered twice"
+
+
+def test_vouch_facts_that_do_not_parse_change_nothing(team: Team) -> None:
+    _ada, bob, eve, id, _text = _setup(team)
+    path = bob.get_handoff(id).path
+    for vouch in (["x"], {path: "not an object id"}, {path: 12}, "all", {"../x.md": "0" * 40}):
+        eve.push({}, vouch=vouch)
+        assert bob.sync().ok
+    origin = bob.get_handoff(id).origin
+    assert origin is not None and origin.verified is True and origin.vouched is None

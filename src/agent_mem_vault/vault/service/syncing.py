@@ -181,13 +181,15 @@ class SyncOps(VaultBase):
         *,
         namespace: str | None = None,
         seen: dict[str, str] | None = None,
+        listed: dict[str, str] | None = None,
     ) -> Vouched:
         """Stand behind ``notes`` (ids or paths, of one route) as the remote has them, for
         every machine of the team: one entry this machine's listed key signs. None named:
-        every note of the route of ``namespace`` (None: the vault's) that no listed key
-        stands behind. ``seen``: note → the SHA-256 of its file as the person read it;
-        refused (``changed_since_read``) when it changed since. A person's act, never an
-        agent's tool (``agent-mem-vault trust vouch``)."""
+        the notes of the route of ``namespace`` (None: the vault's) that no listed key
+        stands behind: ``listed`` (path → blob, as ``untrusted_notes`` told them), those
+        still so on the remote; else every one. ``seen``: note → the SHA-256 of its file as
+        the person read it; refused (``changed_since_read``) when it changed since. A
+        person's act, never an agent's tool (``agent-mem-vault trust vouch``)."""
         from ..folder.files import file_digest
 
         self._require_vault()
@@ -208,8 +210,17 @@ class SyncOps(VaultBase):
                         code="changed_since_read",
                     )
                 shown[path] = (self.path / path).read_text(encoding="utf-8")
-        vouched: Vouched = sync_commands().vouch(self, namespace, shown)
+        vouched: Vouched = sync_commands().vouch(self, namespace, shown, listed)
         return vouched
+
+    def untrusted_notes(self, namespace: str | None = None) -> dict[str, str]:
+        """The notes of the route of ``namespace`` (None: the vault's) that no listed key or
+        person stands behind as they are, as this machine last judged them: path → blob
+        (what ``vouch_notes(listed=…)`` takes)."""
+        self._require_vault()
+        namespace = validate_namespace_filter(namespace)
+        found: dict[str, str] = sync_commands().untrusted_notes(self, namespace)
+        return found
 
     def leave_remote(self, namespace: str | None = None) -> Route:
         """Stop syncing the vault (or ``namespace``'s project route); notes stay."""

@@ -43,7 +43,14 @@ from .stranded import reopen_stranded
 from .syncer import ensure_syncer, idle_limit, in_use_at, mark_in_use, syncer_running
 from .team import remote_layout
 from .team_branch import branch_ref
-from .trust_ops import TrustStatus, trust_policy, trust_signers, trust_status, vouch
+from .trust_ops import (
+    TrustStatus,
+    trust_policy,
+    trust_signers,
+    trust_status,
+    untrusted_notes,
+    vouch,
+)
 from .upgrade import upgrade
 from .view import FRESH, QUICK, STALE, ask_after, describe_age, failures, view_age
 
@@ -73,6 +80,7 @@ __all__ = [
     "trust_policy",
     "trust_signers",
     "trust_status",
+    "untrusted_notes",
     "upgrade",
     "vouch",
 ]

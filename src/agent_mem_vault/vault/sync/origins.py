@@ -81,41 +81,6 @@ def _origin(store: VerdictStore, path: str, text: str) -> Origin | None:
     that text."""
     here, claimed = said_by(text)
     try:
-        found = store.note(path)
-        released = store.released(path)
+        return store.origin(path, here, claimed)
     except sqlite3.Error:
         return None
-    if found is None:
-        return None
-    digest, writer, earlier, touched = found
-    if digest is not None and digest != here:
-        return None
-    by = released[1] if released is not None and released[0] == here else None
-    vouched: str | None = None
-    vouch = store.vouched(path, here)
-    if vouch is not None:  # a listed person stands behind these words; for the same blob,
-        vouched, whole = vouch  # behind the status an outsider may have set too
-        earlier = None
-        touched = None if whole else touched
-    if writer is None:
-        return Origin(
-            claimed.author,
-            claimed.machine,
-            False,
-            why="before_signers",
-            released=by,
-            touched=touched,
-            vouched=vouched,
-        )
-    author, machine, verified, why, principal, _commit = writer
-    return Origin(
-        author or None,
-        machine or None,
-        bool(verified),
-        signer=principal if verified else None,
-        why=None if verified else why,
-        earlier=earlier if verified else None,
-        released=by,
-        touched=touched if touched != author else None,
-        vouched=vouched,
-    )

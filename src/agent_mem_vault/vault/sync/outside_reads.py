@@ -65,6 +65,8 @@ def reopen_read_outside(vault: VaultBase, sync: RouteSync) -> list[str]:
             continue  # its text is not the team's: it stays out of every agent's way anyway
         id = path.rsplit("/", 1)[-1].removesuffix(".md")
         try:
+            if vault.get_handoff(id).path != path:
+                continue  # another note by that name: a person looks
             vault.reopen_handoff(id)
         except AgentMemVaultError as error:
             _log.warning(

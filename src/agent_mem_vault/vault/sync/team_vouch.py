@@ -73,12 +73,14 @@ def vouch(
     route: Route,
     shown: Mapping[str, str] | None,
     *,
+    listed: Mapping[str, str] | None = None,
     wait: float | None = None,
 ) -> Vouched:
     """Vouch for notes of ``route`` as the remote has them: ``shown`` (path → the text the
-    person read; each must say what the remote's version says), or with None every note
-    no listed key stands behind. Refused, changing nothing, where this machine's entries
-    would not verify against the team's list."""
+    person read; each must say what the remote's version says); or ``listed`` (path →
+    the blob the person was told of), those the remote still has so; or with neither,
+    every note no listed key stands behind. Refused, changing nothing, where this
+    machine's entries would not verify against the team's list."""
     if route.layout != 2:
         raise InvalidInputError(
             f"{route.label} keeps one log for every machine, whose entries cannot be told "
@@ -109,7 +111,7 @@ def vouch(
                 )
             if by is None:
                 by = _listed(sync, trust.signers, trust.source or "the signers file", commit)
-            notes = _which(sync, commit, shown)
+            notes = _which(sync, commit, shown, listed)
             if not notes:
                 return Vouched(route, by)
             refused = team_push.push(sync, commit, patience, TITLE, vouch=notes)
@@ -122,15 +124,22 @@ def vouch(
     raise sync.refused(f"{MAX_ROUNDS} pushes in a row were overtaken by other machines")
 
 
-def _which(sync: RouteSync, commit: str, shown: Mapping[str, str] | None) -> dict[str, str]:
+def _which(
+    sync: RouteSync,
+    commit: str,
+    shown: Mapping[str, str] | None,
+    listed: Mapping[str, str] | None,
+) -> dict[str, str]:
     """path → blob: each note of ``shown`` as the remote has it, refused where what the
-    person read is not what it says; or every note no listed key stands behind."""
+    person read is not what it says; else those of ``listed`` (else every note no listed
+    key stands behind) the remote has as listed."""
     tree = sync._tree(commit)
     if shown is None:
-        with VerdictStore(store_path(sync.root, sync.route)) as store:
-            untrusted = store.untrusted()
-        have = sync.entries(tree, sorted(untrusted))
-        return {p: b for p, b in untrusted.items() if have.get(p) == b}
+        if listed is None:
+            with VerdictStore(store_path(sync.root, sync.route)) as store:
+                listed = store.untrusted()
+        have = sync.entries(tree, sorted(listed))
+        return {p: b for p, b in listed.items() if have.get(p) == b}
     have = sync.entries(tree, sorted(shown))
     missing = sorted(p for p in shown if p not in have)
     if missing:

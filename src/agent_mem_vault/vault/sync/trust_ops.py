@@ -31,6 +31,7 @@ __all__ = [
     "trust_signers",
     "trust_status",
     "trust_status_of",
+    "untrusted_notes",
     "vouch",
 ]
 
@@ -162,7 +163,23 @@ def trust_policy(vault: VaultBase, namespace: str | None, policy: str) -> TrustS
     return trust_status_of(vault.path, changed)
 
 
-def vouch(vault: VaultBase, namespace: str | None, shown: Mapping[str, str] | None) -> Vouched:
+def untrusted_notes(vault: VaultBase, namespace: str | None) -> dict[str, str]:
+    """The notes of ``namespace``'s route (None: the vault's) that no listed key or person
+    stands behind as they are, as this machine last judged them: path → blob."""
+    _config, route = route_named(vault.path, namespace, _NO_ROUTE)
+    where = store_path(vault.path, route)
+    if not trust_for(vault.path, route).checks or not where.exists():
+        return {}
+    with VerdictStore(where, read_only=True) as store:
+        return store.untrusted()
+
+
+def vouch(
+    vault: VaultBase,
+    namespace: str | None,
+    shown: Mapping[str, str] | None,
+    listed: Mapping[str, str] | None = None,
+) -> Vouched:
     """Vouch for the notes of ``shown`` (path → the text the person read), which must all
     travel by one route (``namespace``'s, where named); or, with None, for every note of
     ``namespace``'s route (None: the vault's) that no listed key stands behind."""
@@ -171,7 +188,7 @@ def vouch(vault: VaultBase, namespace: str | None, shown: Mapping[str, str] | No
     if shown is None or namespace is not None:
         config, route = route_named(vault.path, namespace, _NO_ROUTE)
         if shown is None:
-            return send(vault, config, route, None)
+            return send(vault, config, route, None, listed=listed)
     else:  # the notes say which route: it must be one for all
         known = load_config(vault.path)
         if known is None:

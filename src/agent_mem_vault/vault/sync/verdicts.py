@@ -73,8 +73,10 @@ CREATE TABLE IF NOT EXISTS released(
 CREATE TABLE IF NOT EXISTS closed(
     path TEXT NOT NULL, commit_id TEXT NOT NULL, before TEXT NOT NULL, after TEXT NOT NULL,
     PRIMARY KEY(path, commit_id));
+CREATE TABLE IF NOT EXISTS taken(path TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS vouches(
     path TEXT NOT NULL, text TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT NOT NULL,
+    lamport INTEGER NOT NULL, machine TEXT NOT NULL, seq INTEGER NOT NULL,
     PRIMARY KEY(path, text, commit_id));
 """
 
@@ -170,19 +172,24 @@ class VerdictStore:
         notes: Mapping[str, tuple[str | None, str] | None],
         versions: Iterable[tuple[str, str]] = (),
         touches: Iterable[tuple[str, int, str, int, str]] = (),
-        vouches: Iterable[tuple[str, str, str, str]] = (),
+        vouches: Iterable[tuple[str, str, str, str, int, str, int]] = (),
         closed: Iterable[tuple[str, str, str, str]] = (),
+        taken: Iterable[str] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
         digest), the last change of any kind to each note, and texts vouched for (path,
-        digest, blob, the entry), and handoffs an unverified entry marked read (path, the
-        entry, the blob before, the blob after)."""
+        digest, blob, the entry and its name), handoffs an unverified entry marked read
+        (path, the entry, the blob before, the blob after), and handoffs a verified entry
+        marked read (paths: never reopened by a machine, whatever comes after)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
-            self._db.executemany("INSERT OR IGNORE INTO vouches VALUES (?, ?, ?, ?)", vouches)
+            self._db.executemany(
+                "INSERT OR IGNORE INTO vouches VALUES (?, ?, ?, ?, ?, ?, ?)", vouches
+            )
             self._db.executemany("INSERT OR IGNORE INTO closed VALUES (?, ?, ?, ?)", closed)
+            self._db.executemany("INSERT OR IGNORE INTO taken VALUES (?)", ((p,) for p in taken))
             self._db.executemany(
                 "INSERT INTO touches VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
                 "lamport = excluded.lamport, machine = excluded.machine, seq = excluded.seq, "
@@ -244,14 +251,18 @@ class VerdictStore:
             out.update((path, r[0]) for r in rows)
         return out
 
-    def note(
-        self, path: str
-    ) -> tuple[str | None, tuple[Any, ...] | None, str | None, str | None] | None:
-        """(its text digest, its writer's entry row, an earlier unverified writer, and who
-        last changed it in any way where that entry is not verified) of a note the fold
-        left, or None."""
-        found = self._db.execute("SELECT text FROM notes WHERE path = ?", (path,)).fetchone()
-        if found is None:
+    def origin(self, path: str, here: str, claimed: Origin) -> Origin | None:
+        """Who wrote the text ``here`` (a digest) of ``path``, as recorded; None: no record
+        of that text. ``claimed``: who the note's properties name, shown for a note that
+        nothing recorded wrote (``before_signers``)."""
+        try:
+            return self._origin(path, here, claimed)
+        except sqlite3.OperationalError:  # a store written by a release before some tables
+            return None
+
+    def _origin(self, path: str, here: str, claimed: Origin) -> Origin | None:
+        found = self._db.execute("SELECT text, blob FROM notes WHERE path = ?", (path,)).fetchone()
+        if found is None or (found[0] is not None and found[0] != here):
             return None
         rows = self._db.execute(
             "SELECT e.author, e.machine, e.verified, e.why, e.principal, c.commit_id "
@@ -259,60 +270,108 @@ class VerdictStore:
             "ORDER BY c.lamport DESC, c.machine DESC, c.seq DESC",
             (path,),
         ).fetchall()
+        writer = rows[0] if rows else None
+        earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
         touch = self._db.execute(
-            "SELECT e.author FROM touches t JOIN entries e USING (commit_id) "
-            "WHERE t.path = ? AND NOT e.verified",
+            "SELECT e.author, e.verified, t.commit_id, t.lamport, t.machine, t.seq "
+            "FROM touches t JOIN entries e USING (commit_id) WHERE t.path = ?",
             (path,),
         ).fetchone()
-        touched = None if touch is None else str(touch[0])
-        if not rows:
-            return found[0], None, None, touched
-        earlier = next((r[0] for r in reversed(rows[1:]) if not r[2]), None)
-        return found[0], rows[0], earlier, touched
+        # The last change of any kind, where an unlisted key made it and it is not the
+        # text's own change: an outsider's read, or a status set again.
+        touched = None
+        if touch is not None and not touch[1] and (writer is None or touch[2] != writer[5]):
+            touched = str(touch[0])
+        released = self._db.execute(
+            "SELECT by FROM released WHERE path = ? AND text = ?", (path, here)
+        ).fetchone()
+        # A verified vouch for these words; it answers for the status too only where the note
+        # is the very blob vouched for and nothing changed it after the vouch (a blob an
+        # outsider sets again later is judged as any change).
+        key = (-1, "", -1) if touch is None else (touch[3], touch[4], touch[5])
+        vouch = self._db.execute(
+            "SELECT e.author, v.blob = ? AND (v.lamport, v.machine, v.seq) > (?, ?, ?) "
+            "FROM vouches v JOIN entries e USING (commit_id) "
+            "WHERE v.path = ? AND v.text = ? AND e.verified "
+            "ORDER BY 2 DESC, v.lamport DESC, v.machine DESC, v.seq DESC LIMIT 1",
+            (found[1], *key, path, here),
+        ).fetchone()
+        vouched = None if vouch is None else str(vouch[0])
+        if vouch is not None:
+            earlier = None
+            touched = None if vouch[1] else touched
+        by = None if released is None else str(released[0])
+        if writer is None:
+            return Origin(
+                claimed.author,
+                claimed.machine,
+                False,
+                why="before_signers",
+                released=by,
+                touched=touched,
+                vouched=vouched,
+            )
+        author, machine, verified, why, principal, _commit = writer
+        return Origin(
+            author or None,
+            machine or None,
+            bool(verified),
+            signer=principal if verified else None,
+            why=None if verified else why,
+            earlier=earlier if verified else None,
+            released=by,
+            touched=touched,
+            vouched=vouched,
+        )
+
+    def touched_by_team(self, paths: Sequence[str]) -> dict[str, bool]:
+        """Whether a verified entry made the last change of any kind to each of ``paths``
+        (False: an unverified one, or none recorded)."""
+        out: dict[str, bool] = {}
+        for path in paths:
+            row = self._db.execute(
+                "SELECT e.verified FROM touches t JOIN entries e USING (commit_id) "
+                "WHERE t.path = ?",
+                (path,),
+            ).fetchone()
+            out[path] = bool(row and row[0])
+        return out
 
     def read_outside(self) -> list[tuple[str, str, str]]:
         """(path, blob before, blob after) of each handoff whose last change of any kind was
-        an entry no listed key signed that marked it read when it was pending."""
+        an entry no listed key signed that marked it read, when the team's last change had
+        left it pending, and that no verified entry ever marked read."""
         try:
             rows = self._db.execute(
                 "SELECT c.path, c.before, c.after FROM closed c JOIN touches t "
                 "ON t.path = c.path AND t.commit_id = c.commit_id "
-                "JOIN entries e ON e.commit_id = c.commit_id WHERE NOT e.verified ORDER BY c.path"
+                "JOIN entries e ON e.commit_id = c.commit_id WHERE NOT e.verified "
+                "AND c.path NOT IN (SELECT path FROM taken) ORDER BY c.path"
             ).fetchall()
         except sqlite3.OperationalError:  # a store written before these were kept
             return []
         return [(str(p), str(b), str(a)) for p, b, a in rows]
 
-    def vouched(self, path: str, text: str) -> tuple[str, bool] | None:
-        """(who, and whether for the very blob the note is now) of the last verified vouch for
-        the text ``text`` (a digest) of ``path``, if any."""
-        try:
-            row = self._db.execute(
-                "SELECT e.author, v.blob = n.blob FROM vouches v JOIN entries e USING (commit_id) "
-                "LEFT JOIN notes n ON n.path = v.path WHERE v.path = ? AND v.text = ? "
-                "AND e.verified ORDER BY e.first_seen DESC LIMIT 1",
-                (path, text),
-            ).fetchone()
-        except sqlite3.OperationalError:  # a store written before vouches
-            return None
-        return None if row is None else (str(row[0]), bool(row[1]))
-
     def untrusted(self) -> dict[str, str]:
-        """The route's notes that no listed key stands behind as they are: path → blob.
-        Their text's last change is not verified, an earlier unverified change is still in
-        it, an unlisted key changed them last, or nothing says who wrote them; and no
-        verified vouch is for them as they are."""
-        rows = self._db.execute(
-            "SELECT n.path, n.blob FROM notes n WHERE n.blob IS NOT NULL AND (n.text IS NULL "
-            "OR NOT EXISTS (SELECT 1 FROM changes c WHERE c.path = n.path) "
-            "OR EXISTS (SELECT 1 FROM changes c JOIN entries e USING (commit_id) "
-            "  WHERE c.path = n.path AND NOT e.verified) "
-            "OR EXISTS (SELECT 1 FROM touches t JOIN entries e USING (commit_id) "
-            "  WHERE t.path = n.path AND NOT e.verified)) "
-            "AND NOT EXISTS (SELECT 1 FROM vouches v JOIN entries e USING (commit_id) "
-            "  WHERE v.path = n.path AND v.blob = n.blob AND e.verified) ORDER BY n.path"
-        )
-        return {str(p): str(b) for p, b in rows}
+        """The route's notes that no listed key or person stands behind as they are, as every
+        view judges them (``origin``): path → blob."""
+        try:
+            rows = self._db.execute(
+                "SELECT n.path, n.blob, n.text FROM notes n WHERE n.blob IS NOT NULL AND ("
+                "n.text IS NULL OR NOT EXISTS (SELECT 1 FROM changes c WHERE c.path = n.path) "
+                "OR EXISTS (SELECT 1 FROM changes c JOIN entries e USING (commit_id) "
+                "  WHERE c.path = n.path AND NOT e.verified) "
+                "OR EXISTS (SELECT 1 FROM touches t JOIN entries e USING (commit_id) "
+                "  WHERE t.path = n.path AND NOT e.verified)) ORDER BY n.path"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        out = {}
+        for path, blob, text in rows:  # the few that may not be: judged as a view would
+            found = self.origin(path, text, Origin()) if text is not None else None
+            if found is None or not found.trusted:
+                out[str(path)] = str(blob)
+        return out
 
     def release(self, path: str, text: str, by: str) -> None:
         """Let the text ``text`` (a digest) of ``path`` steer agents here, as ``by`` said."""
@@ -320,16 +379,6 @@ class VerdictStore:
             self._db.execute(
                 "INSERT OR REPLACE INTO released VALUES (?, ?, ?, ?)", (path, text, by, time.time())
             )
-
-    def released(self, path: str) -> tuple[str, str] | None:
-        """(the text digest, who) of the release of ``path``, if any."""
-        try:
-            row = self._db.execute(
-                "SELECT text, by FROM released WHERE path = ?", (path,)
-            ).fetchone()
-        except sqlite3.OperationalError:  # a store written before releases
-            return None
-        return None if row is None else (str(row[0]), str(row[1]))
 
     def counts(self) -> dict[str, int]:
         """Entries judged: ``verified``, and each reason not."""
@@ -402,7 +451,7 @@ def judge(
             key=lambda c: (c.lamport, c.machine, c.seq),
         )
         vouched = [
-            (p, b, e.commit)
+            (p, b, e)
             for e in entries
             for p, b in e.vouch.items()
             if sync.config.covers(sync.route, p)
@@ -418,18 +467,22 @@ def judge(
         known.update((p, d) for p, d in had.items() if d is not None)
         changes, touches = [], []
         closed: list[tuple[str, str, str, str]] = []
+        taken: list[str] = []
+        # Whether the team's own entry made each note as it stands before these: a read by
+        # an outsider is undone only where it closes what the team left pending.
+        teams = store.touched_by_team([p for p in blob_had if "/handoffs/" in p])
         for c in ordered:
             name = (c.path, c.lamport, c.machine, c.seq, c.commit)
             was = blob_had.get(c.path)
             if c.new != was:
                 touches.append(name)
-                if (
-                    was is not None
-                    and c.new is not None
-                    and not good.get(c.commit)
-                    and _closes(texts.get(was, ""), texts.get(c.new, ""), c.path)
-                ):
-                    closed.append((c.path, c.commit, was, c.new))
+                if was is not None and c.new is not None and "/handoffs/" in c.path:
+                    read = _marks_read(texts.get(was, ""), texts.get(c.new, ""))
+                    if read and good.get(c.commit):
+                        taken.append(c.path)
+                    elif read == "read" and teams.get(c.path):
+                        closed.append((c.path, c.commit, was, c.new))
+                teams[c.path] = bool(good.get(c.commit))
             blob_had[c.path] = c.new
             said = None if c.new is None else digests.get(c.new, c.new)
             based = None if c.base is None else digests.get(c.base)
@@ -448,16 +501,23 @@ def judge(
             if said is not None:
                 known.add((c.path, said))
         notes = {p: None if b is None else (digests.get(b), b) for p, b in finals.items()}
-        vouches = [(p, digests[b], b, c) for p, b, c in vouched if b in digests]
-        store.put_changes(changes, notes, sorted(known), touches, vouches, closed)
+        vouches = [
+            (p, digests[b], b, e.commit, e.lamport, e.machine, e.seq)
+            for p, b, e in vouched
+            if b in digests
+        ]
+        store.put_changes(changes, notes, sorted(known), touches, vouches, closed, taken)
 
 
-def _closes(before: str, after: str, path: str) -> bool:
-    """Whether a change from ``before`` to ``after`` marks a pending handoff read (not by
-    superseding it: that is a newer handoff's to say)."""
-    if "/handoffs/" not in path:
-        return False
-    return status_in(before)[0] == "pending" and status_in(after) == ("read", None)
+def _marks_read(before: str, after: str) -> str | None:
+    """``read`` where a change from ``before`` to ``after`` marks a pending handoff read,
+    ``superseded`` where it supersedes it; else None."""
+    if status_in(before)[0] != "pending":
+        return None
+    status, newer = status_in(after)
+    if status != "read":
+        return None
+    return "read" if newer is None else "superseded"
 
 
 def _judged(
