@@ -13,7 +13,7 @@ import pytest
 from agent_mem_vault.core.errors import UnavailableError
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.format.notes import render_note
-from agent_mem_vault.vault.sync import team, team_checkpoint
+from agent_mem_vault.vault.sync import inflight, team, team_checkpoint
 from agent_mem_vault.vault.sync.engine import RouteSync
 from agent_mem_vault.vault.sync.fold import Change, FoldStore
 from agent_mem_vault.vault.sync.journal import note_changes
@@ -215,6 +215,41 @@ def test_a_branch_route_settling_a_stopped_read_takes_nothing_twice(
     a.sync()
     b.sync()
     assert any(m.title == "later" for m in b.list_memories(namespace=NS))  # nothing skipped
+
+
+def test_a_read_never_says_nothing_is_pending_while_its_lost_claim_may_still_stand(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))
+    h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
+    a.sync()
+    b.sync()
+    hook = remote / "hooks" / "post-receive"  # runs once the refs have moved
+    hook.write_text("#!/bin/sh\nsleep 4\n")
+    hook.chmod(0o755)
+    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "1")
+    with pytest.raises(UnavailableError):
+        b.read_handoff(agent="codex", namespace=NS)  # it landed; its agent was told no
+    hook.unlink()
+    monkeypatch.delenv("AGENT_MEM_VAULT_SYNC_TIMEOUT")
+
+    # The remote answers a fetch, then not the question of whose claim stands (it went
+    # away in between): the read cannot undo that claim, and must not say "none".
+    def no_answer(*_args: object, **_kwargs: object) -> dict[str, str]:
+        raise UnavailableError("the remote did not answer", code="remote_unreachable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(inflight, "claims_on_remote", no_answer)
+        with pytest.raises(UnavailableError) as caught:
+            b.read_handoff(agent="codex", namespace=NS)
+    assert caught.value.code == "claim_unconfirmed" and h.id in caught.value.message
+    # Once it answers, the claim is undone there and the handoff taken, once.
+    again = b.read_handoff(agent="codex", namespace=NS)
+    assert again is not None and again.id == h.id
+    a.sync()
+    assert a.read_handoff(agent="codex", namespace=NS) is None
 
 
 def test_a_read_whose_answer_was_lost_is_undone_on_the_remote_at_the_next_turn(

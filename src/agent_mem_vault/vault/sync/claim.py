@@ -123,12 +123,15 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                     _put_back(vault, sync, taken, commit=False)
                     raise held
                 if taken is None:
-                    if team is not None and settling and inflight.unconfirmed_ids(sync):
+                    held_here = _unconfirmed_in(sync, namespace) if team is not None else []
+                    if held_here and settling:
                         # A read refused to its agent may hold a claim on the remote still:
                         # undone there now the remote answers, then taken anew.
                         settling -= 1
                         inflight.settle(vault, sync)
                         continue
+                    if held_here:  # not "nothing pending": one may be, once undone there
+                        raise _still_unconfirmed(route, held_here)
                     if looked:
                         return None
                     _catch_up(vault, sync)  # nothing here: the remote may have new ones
@@ -215,6 +218,22 @@ def _not_signed(taken: Taken, cause: SigningHeld) -> SigningHeld:
         code="signing_held",
         id=h.id,
         **cause.details,
+    )
+
+
+def _unconfirmed_in(sync: RouteSync, namespace: str) -> list[str]:
+    """The reads of ``namespace`` refused to their agents whose claims may stand still."""
+    return sorted(inflight.unconfirmed_under(sync, f"{namespace}/handoffs/"))
+
+
+def _still_unconfirmed(route: Route, ids: list[str]) -> UnavailableError:
+    return UnavailableError(
+        f"nothing else is pending here, but an earlier read of handoff {ids[0]} could not be "
+        f"confirmed with {route.label}, which has not answered since: it may hold that "
+        "handoff still, and it is put back for the team once the remote answers; read_handoff "
+        "takes it then",
+        code="claim_unconfirmed",
+        id=ids[0],
     )
 
 

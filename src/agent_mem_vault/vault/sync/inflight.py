@@ -35,7 +35,15 @@ if TYPE_CHECKING:
     from ..ops.base import VaultBase
     from .engine import RouteSync
 
-__all__ = ["begin", "done", "settle", "stranded", "unconfirmed", "unconfirmed_ids"]
+__all__ = [
+    "begin",
+    "done",
+    "settle",
+    "stranded",
+    "unconfirmed",
+    "unconfirmed_ids",
+    "unconfirmed_under",
+]
 
 
 def begin(sync: RouteSync, id: str, path: str, before: str | None) -> None:
@@ -128,6 +136,15 @@ def settle(vault: VaultBase, sync: RouteSync) -> list[str]:
 def unconfirmed_ids(sync: RouteSync) -> set[str]:
     """The reads refused to their agents whose claims may stand on the remote."""
     return {i for i, r in _records(sync.state()).items() if r.get("state") == "unconfirmed"}
+
+
+def unconfirmed_under(sync: RouteSync, prefix: str) -> set[str]:
+    """The ids of ``unconfirmed_ids`` whose notes lie under ``prefix``."""
+    return {
+        i
+        for i, r in _records(sync.state()).items()
+        if r.get("state") == "unconfirmed" and str(r.get("path", "")).startswith(prefix)
+    }
 
 
 def _undo(vault: VaultBase, sync: RouteSync) -> bool:
