@@ -148,7 +148,6 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
         click.echo("Nothing released.", err=True)
         sys.exit(1)
     released = vault.release_note(id, seen=seen)  # refused if it changed meanwhile
-    team: str | None = None
     try:
         vouched = vault.vouch_notes([id], seen={id: seen})
         team = f"every machine of the team takes it too (vouched for by {vouched.by})"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_mem_vault.core.errors import UnavailableError
-from agent_mem_vault.vault import Vault
+from agent_mem_vault.vault import Handoff, Vault
 from agent_mem_vault.vault.format.notes import render_note
 from agent_mem_vault.vault.sync import inflight, team, team_checkpoint
 from agent_mem_vault.vault.sync.engine import RouteSync
@@ -217,9 +217,11 @@ def test_a_branch_route_settling_a_stopped_read_takes_nothing_twice(
     assert any(m.title == "later" for m in b.list_memories(namespace=NS))  # nothing skipped
 
 
-def test_a_read_never_says_nothing_is_pending_while_its_lost_claim_may_still_stand(
+def _read_whose_answer_is_lost(
     machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[Vault, Vault, Handoff]:
+    """Machines a and b; a's handoff, read on b by a claim that landed on the remote while
+    its answer did not come in time, so b's agent was told no (``claim_unconfirmed``)."""
     a, b = machine("a"), machine("b")
     a.join_remote(str(remote))
     b.join_remote(str(remote))
@@ -230,10 +232,19 @@ def test_a_read_never_says_nothing_is_pending_while_its_lost_claim_may_still_sta
     hook.write_text("#!/bin/sh\nsleep 4\n")
     hook.chmod(0o755)
     monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "1")
-    with pytest.raises(UnavailableError):
-        b.read_handoff(agent="codex", namespace=NS)  # it landed; its agent was told no
+    with pytest.raises(UnavailableError) as caught:
+        b.read_handoff(agent="codex", namespace=NS)
+    assert caught.value.code == "claim_unconfirmed"
+    assert _refs(remote, "_claim") == [h.id]  # it landed all the same; its agent was told no
     hook.unlink()
     monkeypatch.delenv("AGENT_MEM_VAULT_SYNC_TIMEOUT")
+    return a, b, h
+
+
+def test_a_read_never_says_nothing_is_pending_while_its_lost_claim_may_still_stand(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b, h = _read_whose_answer_is_lost(machine, remote, monkeypatch)
 
     # The remote answers a fetch, then not the question of whose claim stands (it went
     # away in between): the read cannot undo that claim, and must not say "none".
@@ -255,22 +266,7 @@ def test_a_read_never_says_nothing_is_pending_while_its_lost_claim_may_still_sta
 def test_a_read_whose_answer_was_lost_is_undone_on_the_remote_at_the_next_turn(
     machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a, b = machine("a"), machine("b")
-    a.join_remote(str(remote))
-    b.join_remote(str(remote))
-    h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
-    a.sync()
-    b.sync()
-    hook = remote / "hooks" / "post-receive"  # runs once the refs have moved
-    hook.write_text("#!/bin/sh\nsleep 4\n")
-    hook.chmod(0o755)
-    monkeypatch.setenv("AGENT_MEM_VAULT_SYNC_TIMEOUT", "1")
-    with pytest.raises(UnavailableError) as caught:
-        b.read_handoff(agent="codex", namespace=NS)
-    assert caught.value.code == "claim_unconfirmed"
-    assert _refs(remote, "_claim") == [h.id]  # it landed all the same; its agent was told no
-    hook.unlink()
-    monkeypatch.delenv("AGENT_MEM_VAULT_SYNC_TIMEOUT")
+    a, b, h = _read_whose_answer_is_lost(machine, remote, monkeypatch)
     # The next read first undoes that claim on the remote, then takes the handoff anew:
     # no sync in between, as an agent would just ask again.
     again = b.read_handoff(agent="codex", namespace=NS)
