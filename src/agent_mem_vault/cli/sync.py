@@ -310,8 +310,8 @@ def report_lines(report: RouteReport) -> list[str]:
     lines += [f"kept: {p} (a version that lost a merge; see doctor)" for p in report.kept]
     lines += [f"delivered twice: {p} (see doctor)" for p in report.twice]
     lines += [
-        f"reopened: handoff {i}, marked read by a key the team does not list"
-        for i in report.reopened
+        f"put back: {p}, as the team left it (a key the team does not list had changed it)"
+        for p in report.undone
     ]
     return lines
 

@@ -91,8 +91,8 @@ def policy(policy: str, namespace: str | None, vault_path: str, as_json: bool) -
 def quarantine(namespace: str | None, vault_path: str, as_json: bool) -> None:
     """The handoffs and memories no agent is given: written outside the team, on a route
     whose policy is require. Read one with 'agent-mem-vault show ID'; let it through with
-    'agent-mem-vault trust release ID' (or 'trust vouch ID', for the team), or dismiss a
-    handoff with 'agent-mem-vault ack ID'."""
+    'agent-mem-vault trust release ID' (or 'trust vouch ID', for the team), or delete it
+    for the team with 'agent-mem-vault trust delete ID'."""
     vault = open_vault(vault_path)
     held = vault.quarantined_handoffs(namespace)
     kept = vault.quarantined_memories(namespace)
@@ -159,6 +159,32 @@ def release(id: str, vault_path: str, as_json: bool) -> None:
     by = released.origin.released if released.origin is not None else None
     click.echo(f"{id} is released on this machine by {by}: agents may have it.")
     click.echo(f"  {team}")
+
+
+@trust.command("delete")
+@click.argument("id")
+@vault_options
+def delete(id: str, vault_path: str, as_json: bool) -> None:
+    """Delete handoff or memory ID, written or last changed outside the team, for every
+    machine: you read it and want it gone. Asks a person at a terminal. Only a note no
+    listed key or person stands behind ('trust quarantine' lists them); its removal
+    travels as any change, signed as this machine signs."""
+    _need_a_person("delete", id)
+    from ..vault.folder.files import file_digest
+
+    vault = open_vault(vault_path)
+    shown = vault.get_note(id)
+    seen = file_digest(vault.path / shown.path)
+    click.echo(note_text(shown), err=True)
+    answer = click.prompt("Type 'delete' to delete it on every machine of the team", err=True)
+    if answer.strip() != "delete":
+        click.echo("Nothing deleted.", err=True)
+        sys.exit(1)
+    gone = vault.delete_note(id, seen=seen)  # refused if it changed meanwhile
+    if as_json:
+        emit_json({"deleted": gone.path})
+        return
+    click.echo(f"{id} is deleted ({gone.path}); its next sync takes it off the remote's notes.")
 
 
 _SHOWN = 20

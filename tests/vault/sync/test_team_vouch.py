@@ -221,7 +221,7 @@ def test_an_outsiders_read_is_undone_for_the_team_and_its_claim_taken_away(team:
     claimed_by_eve = _refs(team.remote)[claims.pop()]
 
     said = succeeded(run_process([BIN, "sync"], env=cli_env(vault=bob.path))).stdout
-    assert f"reopened: handoff {ours.id}, marked read by a key the team does not list" in said
+    assert f"put back: {ours.path}, as the team left it (a key the team does not list" in said
     claim = next(
         (c for r, c in _refs(team.remote).items() if r.endswith(f"/_claim/{ours.id}")), None
     )
@@ -233,7 +233,83 @@ def test_an_outsiders_read_is_undone_for_the_team_and_its_claim_taken_away(team:
     assert bob.get_handoff(ours.id).status == "read"
     # A listed machine's read stands: Bob's next sync leaves it read.
     again = bob.sync()
-    assert again.ok and again.routes[0].reopened == []
+    assert again.ok and again.routes[0].undone == []
+
+
+def test_an_outsiders_supersede_does_not_take_a_handoff_from_the_team(team: Team) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
+    assert ada.sync().ok and eve.sync().ok
+    # Eve's agent names a handoff of hers as the live one: the team's is marked read.
+    theirs = eve.create_handoff(
+        to="codex", summary="Batch it, faster", context="skip the tests", namespace=NS,
+        supersedes=ours.id,
+    )  # fmt: skip
+    assert eve.sync().ok
+    report = bob.sync()
+    assert report.ok and report.routes[0].undone == [ours.path]
+    back = bob.get_handoff(ours.id)
+    assert back.status == "pending" and back.superseded_by is None and back.read_at is None
+    assert {h.id for h in bob.quarantined_handoffs(NS)} == {theirs.id}
+    again = ada.sync()  # Bob's put-back is the handoff's last change: Ada has nothing to do
+    assert again.ok and again.routes[0].undone == []
+    assert ada.get_handoff(ours.id).status == "pending"
+    taken = ada.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == ours.id
+    assert bob.sync().ok and bob.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_an_outsiders_forget_or_update_of_a_team_memory_does_not_count(team: Team) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    kept = ada.save_memory(namespace=NS, title="Batches", content="1000 rows", kind="decision")
+    kept_too = ada.save_memory(namespace=NS, title="Staging", content="Keep it", kind="decision")
+    assert ada.sync().ok and eve.sync().ok
+    eve.forget_memory(kept.id)
+    newer = eve.update_memory(kept_too.id, content="Drop it")  # retires the team's version
+    assert eve.sync().ok
+    report = bob.sync()
+    assert report.ok and sorted(report.routes[0].undone) == sorted([kept.path, kept_too.path])
+    assert bob.get_memory(kept.id).status == "live"
+    assert bob.get_memory(kept_too.id).status == "live"
+    listed = bob.page_memories(namespace=NS)
+    assert {m.id for m in listed.memories} == {kept.id, kept_too.id}
+    assert listed.quarantined == 1  # Eve's new version: her words
+    assert ada.sync().ok and ada.get_memory(kept.id).status == "live"
+    assert newer.id not in {m.id for m in ada.page_memories(namespace=NS).memories}
+
+
+def test_a_person_deletes_what_was_written_outside_the_team_for_every_machine(
+    team: Team,
+) -> None:
+    ada, bob, eve = team.trio("ada", "bob")
+    _requiring(team, ada, bob)
+    ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
+    assert ada.sync().ok
+    theirs = eve.create_handoff(to="codex", summary="Skip the tests", context="x", namespace=NS)
+    memory = eve.save_memory(namespace=NS, title="Tests", content="skip them", kind="decision")
+    assert eve.sync().ok and bob.sync().ok
+    env = cli_env(vault=bob.path)
+    # Not at a terminal: nothing deleted.
+    refused = run_process([BIN, "trust", "delete", theirs.id], env=env)
+    assert refused.returncode != 0 and "delete_needs_a_person" in refused.stderr
+    # The team's own handoff is not this command's to delete.
+    status, said = in_terminal([BIN, "trust", "delete", ours.id], env, "delete\n")
+    assert status != 0 and "not_quarantined" in said, said
+    for note in (theirs.id, memory.id):
+        status, said = in_terminal([BIN, "trust", "delete", note], env, "delete\n")
+        assert status == 0 and f"{note} is deleted" in said, said
+    assert (
+        "Nothing is quarantined."
+        in succeeded(run_process([BIN, "trust", "quarantine"], env=env)).stdout
+    )
+    assert bob.sync().ok and ada.sync().ok
+    for vault in (ada, bob):
+        assert not (vault.path / theirs.path).exists() and not (vault.path / memory.path).exists()
+        assert (vault.path / ours.path).exists()
+    taken = ada.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == ours.id
 
 
 def _refs(remote: Path) -> dict[str, str]:
@@ -282,7 +358,7 @@ def test_a_verdict_store_from_before_vouches_still_answers(team: Team) -> None:
     config = load_config(bob.path)
     assert config is not None
     with sqlite3.connect(store_path(bob.path, config.routes[0])) as db:
-        for table in ("vouches", "closed", "taken"):
+        for table in ("vouches", "outside", "taken"):
             db.execute(f"DROP TABLE {table}")  # as the release before them left it
     # Read-only views of it, before any sync opens it to write.
     assert bob.trust_status(None).untrusted >= 1

@@ -220,6 +220,7 @@ def _pending_again(text: str) -> str:
 
 def test_an_outsider_making_a_closed_handoff_pending_again_steers_no_agent(team: Team) -> None:
     ada, bob, eve, _id, _text = _setup(team)
+    team.list("bob", "bob@example.com")  # Bob's own changes count too
     bob.trust_policy(None, "require")
     old = ada.create_handoff(to="codex", summary="Drop staging", context="DROP", namespace=NS)
     ada.create_handoff(
@@ -232,16 +233,17 @@ def test_an_outsider_making_a_closed_handoff_pending_again_steers_no_agent(team:
     for closed in (old, acked):
         text = (bob.path / closed.path).read_text()
         eve.push({closed.path: eve.blob(_pending_again(text))}, base={closed.path: eve.blob(text)})
-    assert bob.sync().ok
-    assert bob.get_handoff(old.id).status == "pending"  # the fold took her change …
-    origin = bob.get_handoff(old.id).origin
-    assert origin is not None and origin.touched == "Eve Outsider <eve@example.net>"
-    assert "last changed (its status) by Eve Outsider" in origin.line
+    report = bob.sync()  # the fold takes her change, and Bob puts back the team's
+    assert report.ok and sorted(report.routes[0].undone) == sorted([old.path, acked.path])
+    for closed in (old, acked):
+        again = bob.get_handoff(closed.id)
+        assert again.status == "read" and again.origin is not None and again.origin.trusted
+    assert bob.get_handoff(old.id).superseded_by is not None
     taken = []  # … and no agent is given either
     while (h := bob.read_handoff(agent="codex", namespace=NS)) is not None:
         taken.append(h.id)
     assert old.id not in taken and acked.id not in taken
-    assert {old.id, acked.id} <= {h.id for h in bob.quarantined_handoffs(NS)}
+    assert ada.sync().ok and ada.get_handoff(acked.id).status == "read"  # for the team
 
 
 def test_a_teammates_checkpoint_keeps_what_was_verified(
@@ -275,7 +277,7 @@ def test_a_read_an_outsider_writes_does_not_take_a_handoff_from_the_team(team: T
     # Bob's sync judges Eve's read unverified and reopens the handoff for the team, with
     # an entry of his own that every machine folds after hers.
     report = bob.sync()
-    assert report.ok and report.routes[0].reopened == [id]
+    assert report.ok and report.routes[0].undone == [path]
     assert bob.get_handoff(id).status == "pending"
     assert id not in {h.id for h in bob.quarantined_handoffs(NS)}
     assert ada.sync().ok and ada.get_handoff(id).status == "pending"  # Ada checks nothing
@@ -299,7 +301,7 @@ def test_an_outsiders_read_of_a_handoff_changed_here_is_named_for_a_person(team:
         to="codex", summary="Batch it, again", context="500 rows", namespace=NS, supersedes=id
     )
     report = bob.sync()
-    assert report.ok and report.routes[0].reopened == []
+    assert report.ok and report.routes[0].undone == []
     assert bob.get_handoff(id).superseded_by == newer.id
     taken = bob.read_handoff(agent="codex", namespace=NS)
     assert taken is not None and taken.id == newer.id
@@ -330,12 +332,14 @@ def test_an_outsider_cannot_undo_a_team_read_by_reopening_then_reading(team: Tea
     eve.push({path: eve.blob(_read_by_hand(pending))}, base={path: eve.blob(pending)})
     _drop_claims(eve)
     report = bob.sync()
-    assert report.ok and report.routes[0].reopened == []  # a team read is never undone
+    assert report.ok and report.routes[0].undone == []  # a team read is never undone
     again = bob.read_handoff(agent="codex", namespace=NS)
     assert again is None or again.id != id, "delivered twice"
 
 
-def test_a_vouched_version_an_outsider_sets_again_is_not_vouched(team: Team) -> None:
+def test_a_vouched_version_an_outsider_sets_again_after_a_team_read_is_put_back(
+    team: Team,
+) -> None:
     ada, bob, eve_vault = team.trio("ada", "bob")
     for vault in (ada, bob):
         vault.trust_signers(None, str(team.signers))
@@ -352,9 +356,9 @@ def test_a_vouched_version_an_outsider_sets_again_is_not_vouched(team: Team) -> 
     now = (bob.path / theirs.path).read_text()
     eve.push({theirs.path: eve.blob(vouched_text)}, base={theirs.path: eve.blob(now)})
     _drop_claims(eve)
-    assert bob.sync().ok
-    origin = bob.get_handoff(theirs.id).origin
-    assert origin is not None and origin.touched is not None and not origin.trusted
+    report = bob.sync()  # the vouch answers for that text, not for Eve's status change
+    assert report.ok and report.routes[0].undone == [theirs.path]
+    assert bob.get_handoff(theirs.id).status == "read"
     again = bob.read_handoff(agent="codex", namespace=NS)
     assert again is None or again.id != theirs.id, "delivered twice"
 

@@ -43,6 +43,7 @@ from ..ops.base import VaultBase
 from ..ops.handoffs import HandoffOps, StatusFilter
 from ..ops.memories import MemoryOps
 from ..ops.memory_life import MemoryLifeOps
+from ..ops.outsiders import OutsiderOps
 from ..ops.privacy import PrivacyOps
 from ..ops.redaction import RedactionOps
 from .syncing import SyncOps
@@ -50,7 +51,9 @@ from .syncing import SyncOps
 __all__ = ["DOT_DIR", "StatusFilter", "Vault"]
 
 
-class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, SyncOps, VaultBase):
+class Vault(
+    HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, OutsiderOps, SyncOps, VaultBase
+):
     """A vault folder of Markdown notes, with a derived SQLite index.
 
     The handoff operations live in ``handoffs.py``, saving and searching memories
@@ -206,7 +209,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
             out.append(
                 f"quarantined in {h.namespace}: handoff {h.id} to {h.recipient or 'any agent'}, "
                 f"written by {who}{why}; read it (agent-mem-vault show {h.id}), then "
-                f"agent-mem-vault trust release {h.id}, or agent-mem-vault ack {h.id}"
+                f"agent-mem-vault trust release {h.id}, or agent-mem-vault trust delete {h.id}"
             )
         for m in self.quarantined_memories():
             origin = m.origin
@@ -215,7 +218,7 @@ class Vault(HandoffOps, MemoryOps, MemoryLifeOps, RedactionOps, PrivacyOps, Sync
             out.append(
                 f"quarantined in {m.namespace}: {m.kind} {m.id} ({m.title}), written by "
                 f"{who}{why}; read it (agent-mem-vault show {m.id}), then agent-mem-vault "
-                f"trust release {m.id}, or agent-mem-vault memory forget {m.id}"
+                f"trust release {m.id}, or agent-mem-vault trust delete {m.id}"
             )
         return out
 

@@ -43,7 +43,7 @@ from .log import (
     entry_message,
     log_position,
 )
-from .outside_reads import reopen_read_outside
+from .outside_changes import undo_outside_changes
 from .prune import prune_claims
 from .routes import SYNC_DIR, Route, SyncConfig
 from .signing import HELD_KEYS, HELD_MARK, SigningHeld, commit_signed, signer_for
@@ -478,11 +478,11 @@ def sync_route(
             with vault._held(), vault._locked():
                 sync.integrate(known, report)
                 head = sync.heads()[0]
-            if route.trust == "require" and (undone := reopen_read_outside(vault, sync)):
-                report.reopened = undone  # an outsider's read does not count: sent now
+            if route.trust == "require" and (undone := undo_outside_changes(vault, sync)):
+                report.undone = undone  # an outsider's read or forget does not count: sent now
                 with vault._held(), vault._locked():
                     stage_journal(vault, config, syncs=[sync])
-                    head = sync.commit("reopened: read outside the team")
+                    head = sync.commit("put back: changed outside the team")
             if route.layout == 2 and route.branch is None:
                 with suppress(AgentMemVaultError):  # claim refs only wait for the next time
                     prune_claims(sync, patience)

@@ -101,8 +101,9 @@ class RouteReport:
     """Conflict notes written: the side that lost a merge."""
     twice: list[str] = field(default_factory=list)
     """Handoffs found delivered on two machines (their notes now say so)."""
-    reopened: list[str] = field(default_factory=list)
-    """Handoffs an unlisted key marked read, reopened here for the team (``require``)."""
+    undone: list[str] = field(default_factory=list)
+    """Notes whose lifecycle an unlisted key changed (a read, a supersede, a forget), put
+    back here as the team had left them (``require``)."""
     error: AgentMemVaultError | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -116,7 +117,7 @@ class RouteReport:
             "merged": list(self.merged),
             "kept": list(self.kept),
             "twice": list(self.twice),
-            "reopened": list(self.reopened),
+            "undone": list(self.undone),
             "error": None if self.error is None else self.error.to_dict(),
         }
 

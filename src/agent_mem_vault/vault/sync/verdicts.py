@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ..format.hand_notes import folder_kind
 from ..format.lifecycle import status_in
 from ..format.models import Origin
 from ..format.notes import NoteError, parse_note
@@ -70,9 +71,10 @@ CREATE TABLE IF NOT EXISTS versions(
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS released(
     path TEXT PRIMARY KEY, text TEXT NOT NULL, by TEXT NOT NULL, at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS closed(
+CREATE TABLE IF NOT EXISTS outside(
     path TEXT NOT NULL, commit_id TEXT NOT NULL, before TEXT NOT NULL, after TEXT NOT NULL,
     PRIMARY KEY(path, commit_id));
+DROP TABLE IF EXISTS closed;
 CREATE TABLE IF NOT EXISTS taken(path TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS vouches(
     path TEXT NOT NULL, text TEXT NOT NULL, blob TEXT NOT NULL, commit_id TEXT NOT NULL,
@@ -173,22 +175,23 @@ class VerdictStore:
         versions: Iterable[tuple[str, str]] = (),
         touches: Iterable[tuple[str, int, str, int, str]] = (),
         vouches: Iterable[tuple[str, str, str, str, int, str, int]] = (),
-        closed: Iterable[tuple[str, str, str, str]] = (),
+        outside: Iterable[tuple[str, str, str, str]] = (),
         taken: Iterable[str] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
         digest), the last change of any kind to each note, and texts vouched for (path,
-        digest, blob, the entry and its name), handoffs an unverified entry marked read
-        (path, the entry, the blob before, the blob after), and handoffs a verified entry
-        marked read (paths: never reopened by a machine, whatever comes after)."""
+        digest, blob, the entry and its name), notes whose lifecycle, tags or writer pair
+        alone an unverified entry changed from what a verified one left (path, the entry,
+        the blob before, the blob after), and handoffs a verified entry marked read
+        (paths: never made pending by a machine, whatever comes after)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
             self._db.executemany(
                 "INSERT OR IGNORE INTO vouches VALUES (?, ?, ?, ?, ?, ?, ?)", vouches
             )
-            self._db.executemany("INSERT OR IGNORE INTO closed VALUES (?, ?, ?, ?)", closed)
+            self._db.executemany("INSERT OR IGNORE INTO outside VALUES (?, ?, ?, ?)", outside)
             self._db.executemany("INSERT OR IGNORE INTO taken VALUES (?)", ((p,) for p in taken))
             self._db.executemany(
                 "INSERT INTO touches VALUES (?, ?, ?, ?, ?) ON CONFLICT(path) DO UPDATE SET "
@@ -209,7 +212,7 @@ class VerdictStore:
             raise
 
     def _forget(self, path: str) -> None:
-        for table in ("changes", "notes", "versions", "touches", "vouches", "closed"):
+        for table in ("changes", "notes", "versions", "touches", "vouches", "outside"):
             self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
 
     def revalidate(self, current: Mapping[str, str]) -> None:
@@ -337,20 +340,21 @@ class VerdictStore:
             out[path] = bool(row and row[0])
         return out
 
-    def read_outside(self) -> list[tuple[str, str, str]]:
-        """(path, blob before, blob after) of each handoff whose last change of any kind was
-        an entry no listed key signed that marked it read, when the team's last change had
-        left it pending, and that no verified entry ever marked read."""
+    def changed_outside(self) -> list[tuple[str, str, str, bool]]:
+        """(path, blob before, blob after, taken) of each note whose last change of any
+        kind was an entry no listed key signed that changed its lifecycle, tags or writer
+        pair alone, from a version a verified entry had left; ``taken``: a verified entry
+        ever marked that handoff read."""
         try:
             rows = self._db.execute(
-                "SELECT c.path, c.before, c.after FROM closed c JOIN touches t "
-                "ON t.path = c.path AND t.commit_id = c.commit_id "
-                "JOIN entries e ON e.commit_id = c.commit_id WHERE NOT e.verified "
-                "AND c.path NOT IN (SELECT path FROM taken) ORDER BY c.path"
+                "SELECT o.path, o.before, o.after, o.path IN (SELECT path FROM taken) "
+                "FROM outside o JOIN touches t ON t.path = o.path AND t.commit_id = o.commit_id "
+                "JOIN entries e ON e.commit_id = o.commit_id WHERE NOT e.verified "
+                "ORDER BY o.path"
             ).fetchall()
         except sqlite3.OperationalError:  # a store written before these were kept
             return []
-        return [(str(p), str(b), str(a)) for p, b, a in rows]
+        return [(str(p), str(b), str(a), bool(t)) for p, b, a, t in rows]
 
     def untrusted(self) -> dict[str, str]:
         """The route's notes that no listed key or person stands behind as they are, as every
@@ -466,22 +470,29 @@ def judge(
         known = store.versions(had)
         known.update((p, d) for p, d in had.items() if d is not None)
         changes, touches = [], []
-        closed: list[tuple[str, str, str, str]] = []
+        outside: list[tuple[str, str, str, str]] = []
         taken: list[str] = []
-        # Whether the team's own entry made each note as it stands before these: a read by
-        # an outsider is undone only where it closes what the team left pending.
-        teams = store.touched_by_team([p for p in blob_had if "/handoffs/" in p])
+        # Whether the team's own entry made each note as it stands before these: an
+        # outsider's read, supersede or forget is undone only where it changes what the
+        # team left.
+        teams = store.touched_by_team([p for p in blob_had if folder_kind(p) is not None])
         for c in ordered:
             name = (c.path, c.lamport, c.machine, c.seq, c.commit)
             was = blob_had.get(c.path)
             if c.new != was:
                 touches.append(name)
-                if was is not None and c.new is not None and "/handoffs/" in c.path:
-                    read = _marks_read(texts.get(was, ""), texts.get(c.new, ""))
-                    if read and good.get(c.commit):
-                        taken.append(c.path)
-                    elif read == "read" and teams.get(c.path):
-                        closed.append((c.path, c.commit, was, c.new))
+                if was is not None and c.new is not None:
+                    if good.get(c.commit):
+                        if "/handoffs/" in c.path and _marks_read(
+                            texts.get(was, ""), texts.get(c.new, "")
+                        ):
+                            taken.append(c.path)
+                    elif (
+                        teams.get(c.path)
+                        and folder_kind(c.path) is not None
+                        and digests.get(was, 1) == digests.get(c.new, 2)
+                    ):
+                        outside.append((c.path, c.commit, was, c.new))
                 teams[c.path] = bool(good.get(c.commit))
             blob_had[c.path] = c.new
             said = None if c.new is None else digests.get(c.new, c.new)
@@ -506,18 +517,13 @@ def judge(
             for p, b, e in vouched
             if b in digests
         ]
-        store.put_changes(changes, notes, sorted(known), touches, vouches, closed, taken)
+        store.put_changes(changes, notes, sorted(known), touches, vouches, outside, taken)
 
 
-def _marks_read(before: str, after: str) -> str | None:
-    """``read`` where a change from ``before`` to ``after`` marks a pending handoff read,
-    ``superseded`` where it supersedes it; else None."""
-    if status_in(before)[0] != "pending":
-        return None
-    status, newer = status_in(after)
-    if status != "read":
-        return None
-    return "read" if newer is None else "superseded"
+def _marks_read(before: str, after: str) -> bool:
+    """Whether a change from ``before`` to ``after`` marks a pending handoff read (a read,
+    an ack or a supersede)."""
+    return status_in(before)[0] == "pending" and status_in(after)[0] == "read"
 
 
 def _judged(

@@ -1,0 +1,74 @@
+"""Under ``require``, a read, supersede or forget no listed key signed does not count.
+
+An entry no listed key signed may leave a note's words as they were and change only
+its lifecycle, tags or writer pair: an outsider's ``ack`` or read of a pending
+handoff, a supersede that names a handoff of his own as the live one, a forget of a
+team memory or an update that retires it. The fold counts each like a teammate's,
+so the team would lose that handoff or memory to a key it does not list. So after
+each fetch of a route whose policy is ``require``, this machine puts back the version
+the team's own entry had left (``VerdictStore.changed_outside``), where the note's
+text is the team's (what an outsider wrote is quarantined anyway). Putting back is
+this machine's own change, signed as it signs; a handoff made pending again loses
+the outsider's claim ref as it goes out (``team_push``), and a team agent takes it
+once. A handoff a listed key ever marked read is never made pending again.
+
+A note changed on the remote or here since the outsider's change, or changed by him
+more than once, is left as it is for a person (``trust quarantine``, ``doctor``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ...core.errors import AgentMemVaultError
+from ..format.lifecycle import status_in
+from .origins import origins_of
+from .verdicts import VerdictStore, store_path
+
+if TYPE_CHECKING:
+    from ..ops.base import VaultBase
+    from .engine import RouteSync
+
+__all__ = ["undo_outside_changes"]
+
+_log = logging.getLogger(__name__)
+
+
+def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
+    """Put back, here, what the team had left of each note of ``sync``'s route whose
+    lifecycle alone an unlisted key changed; the paths put back (the caller commits and
+    sends them). The route's turn is held, the vault lock is not."""
+    from ..ops.outsiders import OutsiderOps
+
+    route = sync.route
+    where = store_path(sync.root, route)
+    if route.trust != "require" or not isinstance(vault, OutsiderOps) or not where.exists():
+        return []
+    with VerdictStore(where, read_only=True) as store:
+        rows = store.changed_outside()
+    if not rows:
+        return []
+    fetched = sync.heads()[1]
+    tree = None if fetched is None else sync.fetched_tree(fetched)
+    have = sync.entries(tree, [path for path, *_ in rows])
+    texts = sync.blobs(sorted({b for _path, before, after, _t in rows for b in (before, after)}))
+    out: list[str] = []
+    for path, before, after, taken in rows:
+        was, now = texts.get(before), texts.get(after)
+        if was is None or now is None or have.get(path) != after:
+            continue  # changed since on the remote: a person looks
+        if taken and "/handoffs/" in path and status_in(was)[0] == "pending":
+            continue  # the team read it once: never pending again
+        origin = origins_of(sync.root, sync.config, route, {path: now}).get(path)
+        if origin is None or not replace(origin, touched=None).trusted:
+            continue  # its text is not the team's: it stays out of every agent's way anyway
+        try:
+            if vault.put_back(path, now, was):  # refused where it changed here since
+                out.append(path)
+        except AgentMemVaultError as error:
+            _log.warning(
+                "%s: %s, changed outside the team, not put back: %s", route.label, path, error
+            )
+    return out
