@@ -371,3 +371,51 @@ def test_vouch_facts_that_do_not_parse_change_nothing(team: Team) -> None:
         assert bob.sync().ok
     origin = bob.get_handoff(id).origin
     assert origin is not None and origin.verified is True and origin.vouched is None
+
+
+def test_an_outsiders_change_with_a_low_lamport_number_after_a_checkpoint_still_counts_as_his(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.vault.sync import team_checkpoint
+
+    monkeypatch.setattr(team_checkpoint, "EVERY", 4)
+    ada, bob, eve, id, _text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    taken = bob.read_handoff(agent="codex", namespace=NS)  # the team's read, verified
+    assert taken is not None and taken.id == id and bob.sync().ok
+    for i in range(5):  # a checkpoint past the read: the fold forgets each note's order
+        ada.save_memory(namespace=NS, title=f"m{i}", content="x")
+        assert ada.sync().ok
+    assert any(r.endswith("/_checkpoint") for r in eve.refs())
+    assert bob.sync().ok
+    # Eve sets it pending again with an entry numbered before every other.
+    path = bob.get_handoff(id).path
+    now = (bob.path / path).read_text()
+    eve.push({path: eve.blob(_pending_again(now))}, base={path: eve.blob(now)}, lamport=0)
+    _drop_claims(eve)
+    report = bob.sync()
+    assert report.ok
+    got = bob.get_handoff(id)
+    assert got.status == "read" or (got.origin is not None and not got.origin.trusted), got
+    again = bob.read_handoff(agent="codex", namespace=NS)
+    assert again is None or again.id != id, "delivered twice"
+
+
+def test_a_note_put_back_three_times_is_left_for_a_person(team: Team) -> None:
+    from agent_mem_vault.vault.sync.outside_changes import PUT_BACK_AT_MOST
+
+    _ada, bob, eve, id, _text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    for time in range(PUT_BACK_AT_MOST + 1):
+        now = (bob.path / path).read_text()
+        eve.push({path: eve.blob(_read_by_hand(now))}, base={path: eve.blob(now)})
+        report = bob.sync()
+        assert report.ok
+        assert report.routes[0].undone == ([path] if time < PUT_BACK_AT_MOST else []), time
+    # Two machines whose lists disagree would undo each other without end: a person looks.
+    assert bob.get_handoff(id).status == "read"
+    assert any(f"handoff {id}" in p and "marked read by" in p for p in bob.doctor().problems)
+    assert bob.read_handoff(agent="codex", namespace=NS) is None

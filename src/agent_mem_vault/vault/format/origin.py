@@ -20,9 +20,9 @@ UNVERIFIED: dict[str, str] = {
     "bad_signature": "its signature does not match what it says",
     "expired": "signed by a key that was not valid when it arrived",
     "not_for_git": "signed by a key the signers file lists for other uses, not git",
-    "not_ssh": "signed with openpgp or x509, which a signers file does not list",
+    "not_ssh": "signed with x509, or with openpgp where no keys are listed beside the signers file",
     "claim_mismatch": "signed by a listed key of someone else than the writer it names",
-    "before_signers": "it came in a checkpoint, which does not say who signed each note",
+    "before_signers": "it came in a checkpoint that no listed key signed to say who wrote it",
     "unknown_writer": "nothing here says who wrote it",
     "closed_outside": "an entry no listed key signed marked it read, taking it from the team",
 }

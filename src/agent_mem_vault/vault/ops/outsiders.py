@@ -60,10 +60,10 @@ class OutsiderOps(NoteWrites):
 
     def put_back(self, path: str, now: str, was: str) -> bool:
         """Give the note at ``path`` the lifecycle, tags and writer pair of version ``was``
-        where it stands where version ``now`` does, what it says kept as it is; False
-        (nothing written) where it stands elsewhere, or is gone or damaged. Sync
-        undoes with it a change that no listed key signed, under the lock as any write,
-        so an agent's change in between is never overwritten."""
+        where its status, ``superseded_by`` and ``forgotten_at`` are version ``now``'s,
+        what it says kept as it is; False (nothing written) where they are not, or it is
+        gone or damaged. Sync undoes with it a change that no listed key signed, under the
+        lock as any write, so an agent's read or reopen in between is never undone."""
         try:
             then, before = parse_text(now).meta, parse_text(was).meta
         except NoteError:

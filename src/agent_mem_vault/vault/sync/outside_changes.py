@@ -13,7 +13,9 @@ the outsider's claim ref as it goes out (``team_push``), and a team agent takes 
 once. A handoff a listed key ever marked read is never made pending again.
 
 A note changed on the remote or here since the outsider's change, or changed by him
-more than once, is left as it is for a person (``trust quarantine``, ``doctor``).
+more than once, is left as it is for a person (``trust quarantine``, ``doctor``), as is
+one this machine put back ``PUT_BACK_AT_MOST`` times already: two machines whose lists
+disagree would otherwise put each other's changes back without end.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ if TYPE_CHECKING:
     from ..ops.base import VaultBase
     from .engine import RouteSync
 
-__all__ = ["undo_outside_changes"]
+__all__ = ["PUT_BACK_AT_MOST", "undo_outside_changes"]
+
+PUT_BACK_AT_MOST = 3
+"""Times a machine puts back one note; then it is left for a person."""
 
 _log = logging.getLogger(__name__)
 
@@ -55,7 +60,12 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
     have = sync.entries(tree, [path for path, *_ in rows])
     texts = sync.blobs(sorted({b for _path, before, after, _t in rows for b in (before, after)}))
     out: list[str] = []
+    state = sync.state()
+    said = state.get("put_back")
+    times: dict[str, int] = dict(said) if isinstance(said, dict) else {}
     for path, before, after, taken in rows:
+        if int(times.get(path) or 0) >= PUT_BACK_AT_MOST:
+            continue
         was, now = texts.get(before), texts.get(after)
         if was is None or now is None or have.get(path) != after:
             continue  # changed since on the remote: a person looks
@@ -67,8 +77,11 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
         try:
             if vault.put_back(path, now, was):  # refused where it changed here since
                 out.append(path)
+                times[path] = int(times.get(path) or 0) + 1
         except AgentMemVaultError as error:
             _log.warning(
                 "%s: %s, changed outside the team, not put back: %s", route.label, path, error
             )
+    if out:
+        sync.save_state({**sync.state(), "put_back": times})
     return out

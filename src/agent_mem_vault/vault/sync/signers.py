@@ -77,7 +77,9 @@ def trust_for(root: Path, route: Route) -> Trust:
     try:
         text = file.read_text(encoding="utf-8")
         revoked = _revocations(revocations)
-        signers = AllowedSigners.parse(text, revoked, source=str(file))
+        beside = file.with_name(file.name + ".gpg")  # the OpenPGP keys, where a team has some
+        openpgp = beside.read_bytes() if beside.is_file() else b""
+        signers = AllowedSigners.parse(text, revoked, source=str(file), openpgp=openpgp)
     except (OSError, UnicodeDecodeError, ValueError) as error:
         problem = f"{type(error).__name__}: {error}" if isinstance(error, OSError) else str(error)
         return Trust(policy, None, source, problem)

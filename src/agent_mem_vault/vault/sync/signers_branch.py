@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...core.errors import InvalidInputError, NotFoundError
-from .verdicts import VerdictStore, commit_author, store_path
+from .judging import commit_author
+from .verdicts import VerdictStore, store_path
 from .verify import AllowedSigners, verify_commit
 
 if TYPE_CHECKING:

@@ -4,7 +4,8 @@ A machine that joins, or folds again from the start (a log that went back, a
 lost store), reads the checkpoint and only the entries after the one of each
 machine it holds, not every entry since the route began. A machine writes one
 right after a fetch of every log, once ``EVERY`` entries lie past the checkpoint
-it folds from: its ``fetched`` tree, with the frontier of the entries in it,
+it folds from: its ``fetched`` tree, with the frontier of the entries in it (and,
+where this machine checks signatures, who wrote each note: ``checkpoint_verdicts``),
 pushed with a lease on the checkpoint it adopted, so whichever stands is one
 that some machine folded whole. On the vault's own remote ``main`` follows, for
 a plain clone. Every machine adopts the new one at its next fetch and folds the
@@ -18,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...core.errors import AgentMemVaultError
+from .checkpoint_verdicts import with_verdicts
 from .layout import checkpoint_message, team_prefix
 from .team import store_of
 
@@ -61,7 +63,8 @@ def checkpoint_if_due(sync: RouteSync, limit: float) -> bool:
     state["checkpoint_tried"] = [adopted, len(tips), lamport]
     sync.save_state(state)
     frontier = {m: (t.commit, t.seq) for m, t in tips.items()}
-    checkpoint = sync._sent(known.fetched_tree, [], checkpoint_message(frontier, lamport))
+    tree = with_verdicts(sync, known.fetched_tree, frontier)  # who wrote each note, said
+    checkpoint = sync._sent(tree, [], checkpoint_message(frontier, lamport))
     prefix = team_prefix(sync.route)
     plain = [f"+{checkpoint}:{sync.route.ref}"] if sync.route.repo is None else []
     try:

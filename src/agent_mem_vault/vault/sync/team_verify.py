@@ -15,6 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
+from .checkpoint_verdicts import adopt_verdicts
 from .entries import LogEntry, read_entries
 from .signers import trust_for
 from .signers_branch import adopt
@@ -69,6 +70,9 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
         last_tree = store.meta("tree")
         whole = store.meta("checkpoint") != checkpoint or last_tree is None
         relisted = store.meta("signers") != signers.digest  # ``judge`` judges all again
+        previous = store.meta("checkpoint")
+        if checkpoint and previous != checkpoint:  # what its writer knew
+            adopt_verdicts(sync, signers, checkpoint, store, previous or None)
     moved = logs if whole else {m: c for m, c in logs.items() if judged.get(m) != c}
     # A log that went back (or away) takes entries with it: every note is recorded again.
     whole = (

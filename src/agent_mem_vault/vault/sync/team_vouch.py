@@ -27,12 +27,13 @@ from ...core.errors import AccessDeniedError, ConflictError, InvalidInputError
 from . import team_push
 from .engine import MAX_ROUNDS, PATIENT, RouteSync, net_timeout
 from .identity import identity
+from .judging import commit_author
 from .local import FETCH_FIRST, RouteReport
 from .routes import Route
 from .signers import trust_for
 from .team_verify import check_arrivals
 from .trees import edited_tree, empty_tree_id
-from .verdicts import VerdictStore, commit_author, store_path, text_digest
+from .verdicts import VerdictStore, store_path, text_digest
 from .verify import AllowedSigners, verify_commit
 
 if TYPE_CHECKING:

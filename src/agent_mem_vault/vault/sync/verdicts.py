@@ -37,8 +37,9 @@ from ..format.models import Origin
 from ..format.notes import NoteError, parse_note
 from ..format.writer import origin_in, text_of
 from .entries import OID, LogEntry
+from .judging import as_listed, judged_rows
 from .routes import SYNC_DIR
-from .verify import AllowedSigners, verify_commit
+from .verify import AllowedSigners
 
 if TYPE_CHECKING:
     from .engine import RouteSync
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "VerdictStore",
-    "commit_author",
     "judge",
     "said_by",
     "stamp_path",
@@ -177,6 +177,7 @@ class VerdictStore:
         vouches: Iterable[tuple[str, str, str, str, int, str, int]] = (),
         outside: Iterable[tuple[str, str, str, str]] = (),
         taken: Iterable[str] = (),
+        made: Iterable[tuple[str, int, str, int, str]] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
@@ -184,7 +185,9 @@ class VerdictStore:
         digest, blob, the entry and its name), notes whose lifecycle, tags or writer pair
         alone an unverified entry changed from what a verified one left (path, the entry,
         the blob before, the blob after), and handoffs a verified entry marked read
-        (paths: never made pending by a machine, whatever comes after)."""
+        (paths: never made pending by a machine, whatever comes after); ``made``: the
+        change that made each note as the fold left it, its last touch whatever its
+        Lamport number says (an entry's writer sets that number)."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
@@ -200,6 +203,7 @@ class VerdictStore:
                 "excluded.seq) > (touches.lamport, touches.machine, touches.seq)",
                 touches,
             )
+            self._db.executemany("INSERT OR REPLACE INTO touches VALUES (?, ?, ?, ?, ?)", made)
             self._db.executemany("INSERT OR IGNORE INTO versions VALUES (?, ?)", versions)
             for path, note in notes.items():
                 if note is None:
@@ -215,14 +219,16 @@ class VerdictStore:
         for table in ("changes", "notes", "versions", "touches", "vouches", "outside"):
             self._db.execute(f"DELETE FROM {table} WHERE path = ?", (path,))
 
-    def revalidate(self, current: Mapping[str, str]) -> None:
+    def revalidate(self, current: Mapping[str, str], start: Mapping[str, str | None]) -> None:
         """After the fold started again (a new checkpoint, a log gone back): keep what is
-        recorded of each note whose blob is still the one recorded, forget the rest, and
-        note each of ``current`` (path → blob) not recorded as having no known writer."""
+        recorded of each note whose blob is still the one recorded, or the one it had
+        where the fold started (``start``: the entries being judged change it), forget
+        the rest, and note each of ``current`` (path → blob) not recorded as having no
+        known writer."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             rows = self._db.execute("SELECT path, blob FROM notes").fetchall()
-            kept = {p for p, b in rows if b is not None and current.get(p) == b}
+            kept = {p for p, b in rows if b is not None and b in (current.get(p), start.get(p))}
             for path, _blob in rows:
                 if path not in kept:
                     self._forget(path)
@@ -230,6 +236,27 @@ class VerdictStore:
                 "INSERT INTO notes VALUES (?, NULL, ?)",
                 ((p, b) for p, b in current.items() if p not in kept),
             )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def table(self, name: str) -> list[tuple[Any, ...]]:
+        """Every row of table ``name`` ([] where the store predates it): what a checkpoint
+        carries (``checkpoint_verdicts.py``)."""
+        try:
+            return self._db.execute(f"SELECT * FROM {name}").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+    def add_rows(self, rows: Mapping[str, Sequence[tuple[Any, ...]]]) -> None:
+        """Add ``rows`` (table → rows) in one transaction; a row the store holds stays."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for name, values in rows.items():
+                if values:
+                    marks = ", ".join("?" * len(values[0]))
+                    self._db.executemany(f"INSERT OR IGNORE INTO {name} VALUES ({marks})", values)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -442,13 +469,16 @@ def judge(
         now = time.time()
         if store.meta("signers") != signers.digest:  # a new list: every entry judged again
             seen = store.first_seen()
-            store.put_entries(_judged(sync, signers, seen))
+            rows = judged_rows(sync, signers, seen)
+            read = {r[0] for r in rows}
+            rows += [as_listed(r, signers) for r in store.table("entries") if r[0] not in read]
+            store.put_entries(rows)
             store.set_meta("signers", signers.digest)
         commits = [e.commit for e in entries]
         judged = store.known(commits)
-        store.put_entries(_judged(sync, signers, {c: now for c in commits if c not in judged}))
+        store.put_entries(judged_rows(sync, signers, {c: now for c in commits if c not in judged}))
         if held is not None:
-            store.revalidate({**held, **{p: b for p, b in finals.items() if b is not None}})
+            store.revalidate({**held, **{p: b for p, b in finals.items() if b is not None}}, before)
         good = store.verdicts(commits)
         ordered = sorted(
             (c for e in entries for c in e.changes() if sync.config.covers(sync.route, c.path)),
@@ -472,6 +502,7 @@ def judge(
         changes, touches = [], []
         outside: list[tuple[str, str, str, str]] = []
         taken: list[str] = []
+        made: dict[str, tuple[str, int, str, int, str]] = {}
         # Whether the team's own entry made each note as it stands before these: an
         # outsider's read, supersede or forget is undone only where it changes what the
         # team left.
@@ -481,6 +512,8 @@ def judge(
             was = blob_had.get(c.path)
             if c.new != was:
                 touches.append(name)
+                if c.new is not None and finals.get(c.path) == c.new:
+                    made[c.path] = name
                 if was is not None and c.new is not None:
                     if good.get(c.commit):
                         if "/handoffs/" in c.path and _marks_read(
@@ -517,51 +550,12 @@ def judge(
             for p, b, e in vouched
             if b in digests
         ]
-        store.put_changes(changes, notes, sorted(known), touches, vouches, outside, taken)
+        store.put_changes(
+            changes, notes, sorted(known), touches, vouches, outside, taken, made.values()
+        )
 
 
 def _marks_read(before: str, after: str) -> bool:
     """Whether a change from ``before`` to ``after`` marks a pending handoff read (a read,
     an ack or a supersede)."""
     return status_in(before)[0] == "pending" and status_in(after)[0] == "read"
-
-
-def _judged(
-    sync: RouteSync, signers: AllowedSigners, seen: Mapping[str, float]
-) -> list[tuple[Any, ...]]:
-    """Rows for ``entries``: each commit (id → first seen) judged at its first-seen time."""
-    out = []
-    raws = sync.objects(list(seen), "commit")
-    for commit, raw in raws.items():
-        verdict = verify_commit(raw, signers, seen[commit], digits=len(commit))
-        machine, seq = _entry_name(raw)
-        out.append(
-            (
-                commit,
-                machine,
-                seq,
-                commit_author(raw),
-                int(verdict.verified),
-                verdict.why,
-                verdict.key,
-                verdict.principal,
-                seen[commit],
-            )
-        )
-    return out
-
-
-def commit_author(raw: bytes) -> str:
-    """The commit's author as ``Name <email>``."""
-    for line in raw.partition(b"\n\n")[0].split(b"\n"):
-        if line.startswith(b"author "):
-            return line[7:].decode("utf-8", "replace").rsplit(" ", 2)[0]
-    return ""
-
-
-def _entry_name(raw: bytes) -> tuple[str, int]:
-    from .layout import message_facts
-
-    facts = message_facts(raw.partition(b"\n\n")[2].decode("utf-8", "replace"))
-    machine, seq = facts.get("machine"), facts.get("seq")
-    return (str(machine or ""), seq if isinstance(seq, int) else 0)

@@ -36,13 +36,16 @@ from pathlib import Path
 from typing import Literal
 
 from ..format.origin import UNVERIFIED
+from .openpgp import OpenPgpKeys, is_openpgp
 
 __all__ = [
+    "OPENPGP",
     "AllowedSigners",
     "SignerLine",
     "Verdict",
     "fingerprint",
     "signed_payload",
+    "still_listed",
     "verify_commit",
 ]
 
@@ -142,14 +145,21 @@ class AllowedSigners:
     """Where the list was read (a path), for messages."""
     text: str = ""
     """What was read (the list, then the revocations): its digest tells a changed list."""
+    openpgp: OpenPgpKeys | None = None
+    """The OpenPGP keys listed beside the file (``openpgp.py``), if any."""
 
     @classmethod
-    def parse(cls, text: str, revoked: str = "", source: str = "") -> AllowedSigners:
+    def parse(
+        cls, text: str, revoked: str = "", source: str = "", openpgp: bytes = b""
+    ) -> AllowedSigners:
         """The lines of ``text`` (git's allowed signers format) and the public keys of
-        ``revoked`` (one a line, as ``gpg.ssh.revocationFile`` takes them). A line that
-        does not parse is an error naming it: a list silently shorter would refuse a
-        teammate, one silently longer would be worse."""
-        out = cls(source=source, text=text + "\0" + revoked)
+        ``revoked`` (one a line, as ``gpg.ssh.revocationFile`` takes them), and the
+        OpenPGP keys ``openpgp`` holds. A line that does not parse is an error naming
+        it: a list silently shorter would refuse a teammate, one silently longer would
+        be worse."""
+        keys = OpenPgpKeys(openpgp) if openpgp.strip() else None
+        listed = "" if keys is None else "\0" + keys.digest
+        out = cls(source=source, text=text + "\0" + revoked + listed, openpgp=keys)
         for number, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             if not line or line.startswith("#"):
@@ -174,6 +184,37 @@ class AllowedSigners:
 
     def lines_for(self, key: bytes) -> list[SignerLine]:
         return [line for line in self.lines if line.key == key and not line.cert_authority]
+
+
+def still_listed(signers: AllowedSigners, key: str | None, author: str, at: float) -> bool:
+    """Whether ``signers`` takes the key of fingerprint ``key`` for ``author`` (``Name
+    <email>``) at ``at``, unrevoked: a verdict a checkpoint carries for an entry this
+    machine cannot read counts only while so (``checkpoint_verdicts.py``)."""
+    if key is None or any(fingerprint(k) == key for k in signers.revoked):
+        return False
+    email = author.rpartition("<")[2].rstrip(">").strip()
+    if key.startswith(OPENPGP):
+        found = None if signers.openpgp is None else signers.openpgp.keys().get(key[len(OPENPGP) :])
+        return found is not None and not found.revoked and email.lower() in found.emails
+    return any(
+        not line.cert_authority
+        and fingerprint(line.key) == key
+        and line.allows(NAMESPACE.decode(), at) is None
+        and line.names(email)
+        for line in signers.lines
+    )
+
+
+def _by_gpgv(payload: bytes, armored: bytes, keys: OpenPgpKeys) -> Verdict:
+    """An OpenPGP signature, checked against the team's OpenPGP keys (``openpgp.py``)."""
+    email = _author_email(payload)
+    why, primary = keys.check(payload, armored, email)
+    key = None if primary is None else f"{OPENPGP}{primary}"
+    return Verdict(why is None, why, key, email if why is None else None)
+
+
+OPENPGP = "OPENPGP:"
+"""How a verdict names an OpenPGP key: this, then its primary fingerprint."""
 
 
 def fingerprint(key: bytes) -> str:
@@ -229,7 +270,9 @@ def _verify(raw: bytes, signers: AllowedSigners, at: float, digits: int) -> Verd
         return Verdict(False, "bad_signature")
     begin, end = armored.find(_BEGIN), armored.find(_END)
     if begin == -1 or end < begin:
-        return Verdict(False, "not_ssh")
+        if signers.openpgp is None or not is_openpgp(armored):
+            return Verdict(False, "not_ssh")
+        return _by_gpgv(payload, armored, signers.openpgp)
     try:
         blob = base64.b64decode(b"".join(armored[begin + len(_BEGIN) : end].split()), validate=True)
         sig = _Sshsig.parse(blob)
