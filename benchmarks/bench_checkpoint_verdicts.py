@@ -4,8 +4,9 @@ taken by one that joins from it (``vault/sync/checkpoint_verdicts.py``).
     .venv/bin/python benchmarks/bench_checkpoint_verdicts.py            # 1k, 10k, 100k notes
     .venv/bin/python benchmarks/bench_checkpoint_verdicts.py --quick    # 1k, 10k notes
 
-A verdict store (a real SQLite file) recording N notes, each written by one entry and
-last touched by another, as a team's checking machine holds them. Each round: the
+A verdict store (a real SQLite file) recording N notes as a team's checking machine
+holds them: written ten to an entry, the handoffs among them (half) read ten to an
+entry, so 100,000 notes come with 15,000 entries. Each round: the
 record a checkpoint carries is made from it and serialised (what the checkpoint's
 writer adds to each checkpoint), then parsed and taken into a fresh store (what a
 joiner adds to its first sync). Medians of 5 rounds (3 with --quick), and the size
@@ -26,18 +27,35 @@ from agent_mem_vault.vault.sync.verdicts import VerdictStore
 
 
 def _store(path: Path, n: int) -> dict[str, str]:
-    """A store recording ``n`` notes; their path → blob."""
-    blobs = {f"project/x/handoffs/{i:013d}.md": f"{i:040x}" for i in range(n)}
-    entries, changes, touches, notes = [], [], [], []
+    """A store recording ``n`` notes as a team's checking machine holds them: written ten
+    to an entry (a sync sends what changed within a second together), the handoffs among
+    them (half) read ten to an entry; their path → blob."""
+    blobs = {f"project/x/{kind}/{i:013d}.md": f"{i:040x}" for i in range(n) for kind in
+             ("handoffs" if i % 2 else "memories",)}  # fmt: skip
+    entries: dict[str, tuple[object, ...]] = {}
+    changes, touches, notes = [], [], []
     for i, (path_, blob) in enumerate(blobs.items()):
-        made, read = f"{2 * i:040x}", f"{2 * i + 1:040x}"
-        for commit, seq in ((made, 2 * i), (read, 2 * i + 1)):
-            entries.append((commit, "m1", seq, "Ada <ada@x>", 1, None, "SHA256:k", "ada@x", 1.0))
-        changes.append((path_, 2 * i, "m1", 2 * i, made))
-        touches.append((path_, 2 * i + 1, "m1", 2 * i + 1, read))
+        seq = i // 10
+        made = f"{seq:040x}"
+        entries[made] = (made, "m1", seq, "Ada <ada@x>", 1, None, "SHA256:k", "ada@x", 1.0)
+        changes.append((path_, seq, "m1", seq, made))
+        last = (path_, seq, "m1", seq, made)
+        if "/handoffs/" in path_:
+            rseq = n + i // 20
+            read = f"{rseq:040x}"
+            entries[read] = (read, "m2", rseq, "Bob <bob@x>", 1, None, "SHA256:j", "bob@x", 2.0)
+            last = (path_, rseq, "m2", rseq, read)
+        touches.append(last)
         notes.append((path_, f"{i:032x}", blob))
     with VerdictStore(path) as store:
-        store.add_rows({"entries": entries, "changes": changes, "touches": touches, "notes": notes})
+        store.add_rows(
+            {
+                "entries": list(entries.values()),
+                "changes": changes,
+                "touches": touches,
+                "notes": notes,
+            }
+        )
     return blobs
 
 

@@ -11,10 +11,10 @@ read it, each entry with its verdict and when it was first seen. A dot path: no
 vault holds it, and the fold takes nothing from it.
 
 A machine adopts it only where the checkpoint commit verifies against that
-machine's own list and names the frontier the file does (a copy carried into a
-later tree is stale). Each entry whose commit it has is judged again here; one it
-cannot read (a log pruned) keeps its verdict only while its key is still listed
-for its author and not revoked.
+machine's own list, names the frontier the file does (a copy carried into a later
+tree is stale) and moves on from the checkpoint it judged before. Each entry keeps
+its verdict only while that list still takes its key for its author, not revoked
+(``judging.as_listed``): the checkpoint's signer vouches for the signature itself.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .judging import as_listed, judged_rows
+from .judging import as_listed
 from .layout import checkpoint_facts
 from .trees import edited_tree
 from .verdicts import VerdictStore, store_path
@@ -114,12 +114,14 @@ def _adopt(
     blobs = _notes(sync, sync._tree(checkpoint))
     kept = {p: n for p, n in dict(data["notes"]).items() if p in blobs}
     rows = _rows(list(data["entries"]), kept, blobs)
-    # An entry this machine can read is judged here; one it cannot keeps the checkpoint's
-    # verdict only while this machine's list still takes its key for its author.
-    seen = {r[0]: r[8] for r in rows["entries"]}
-    here = {r[0]: r for r in judged_rows(sync, signers, seen)}
-    rows["entries"] = [here.get(r[0]) or as_listed(r, signers) for r in rows["entries"]]
+    # Each entry's verdict counts only while this machine's list takes its key for its
+    # author (a listed signer's word for the signature itself: 15,000 entries checked
+    # again would cost seconds, OpenPGP ones minutes).
+    rows["entries"] = [as_listed(r, signers) for r in rows["entries"]]
+    fresh = store.meta("signers") in (None, signers.digest)
     store.add_rows(rows)
+    if fresh:  # judged against this list: not again by ``judge`` (a changed list is)
+        store.set_meta("signers", signers.digest)
     return len(kept)
 
 
