@@ -50,6 +50,11 @@ def _history(team: Team) -> tuple[str, str, str, str]:
     """Ada and Bob (listed) write a handoff each and Ada a decision, Eve (not listed) a
     handoff; Ada, checking, writes enough for a checkpoint. The ids: Ada's handoff, her
     decision, Eve's handoff, Bob's."""
+    return _written(team)[1]
+
+
+def _written(team: Team) -> tuple[Vault, tuple[str, str, str, str]]:
+    """``_history``, and Ada's vault."""
     ada, bob, eve = team.trio("ada", "bob", "carol")
     _requiring(team, ada)
     ours = ada.create_handoff(to="codex", summary="Batch it", context="1000 rows", namespace=NS)
@@ -61,7 +66,7 @@ def _history(team: Team) -> tuple[str, str, str, str]:
     for i in range(EVERY + 1):
         ada.save_memory(namespace=NS, title=f"m{i}", content="x")
         assert ada.sync().ok
-    return ours.id, decided.id, theirs.id, bobs.id
+    return ada, (ours.id, decided.id, theirs.id, bobs.id)
 
 
 def test_a_machine_that_joins_from_a_checkpoint_knows_who_wrote_each_note(team: Team) -> None:
@@ -85,7 +90,7 @@ def test_a_machine_that_joins_from_a_checkpoint_knows_who_wrote_each_note(team: 
     assert carol.read_handoff(agent="codex", namespace=NS) is None  # Eve's: held back
 
 
-def test_a_checkpoints_verdicts_are_judged_again_against_this_machines_own_list(
+def test_a_checkpoints_verdicts_count_for_keys_this_machines_own_list_takes(
     team: Team,
 ) -> None:
     ours, _decided, _theirs, bobs = _history(team)
@@ -100,7 +105,7 @@ def test_a_checkpoints_verdicts_are_judged_again_against_this_machines_own_list(
     assert carol.sync().ok
     origin = carol.get_handoff(ours).origin
     assert origin is not None and origin.verified is True, origin
-    bob = carol.get_handoff(bobs).origin  # the checkpoint names his entry; Carol judges it
+    bob = carol.get_handoff(bobs).origin  # the checkpoint names his entry; her list, not him
     assert bob is not None and bob.verified is False, bob
     assert bob.why == "unknown_key" and bob.author == "Bob Builder <bob@example.com>"
 
@@ -171,3 +176,33 @@ def test_a_verdict_for_an_entry_not_at_hand_counts_while_its_key_is_listed(team:
     )
     assert not still_listed(lapsed, fingerprint(key), ada, time.time())
     assert not still_listed(AllowedSigners.parse(""), fingerprint(key), ada, time.time())
+
+
+def test_a_checkpoint_set_back_to_an_earlier_one_gives_no_verdicts(
+    team: Team, tmp_path: Path
+) -> None:
+    from agent_mem_vault.vault.sync.checkpoint_verdicts import adopt_verdicts
+    from agent_mem_vault.vault.sync.engine import RouteSync
+    from agent_mem_vault.vault.sync.routes import load_config
+    from agent_mem_vault.vault.sync.signers import trust_for
+    from agent_mem_vault.vault.sync.verdicts import VerdictStore
+
+    ada, _ids = _written(team)
+    first = _checkpoint(team.remote)
+    for i in range(EVERY + 1):
+        ada.save_memory(namespace=NS, title=f"later {i}", content="x")
+        assert ada.sync().ok
+    second = _checkpoint(team.remote)
+    assert second != first
+    config = load_config(ada.path)
+    assert config is not None and config.vault_route is not None
+    sync = RouteSync(ada, config, config.vault_route)
+    signers = trust_for(ada.path, config.vault_route).signers
+    assert signers is not None
+
+    def adopted(checkpoint: str, previous: str | None) -> int:
+        with VerdictStore(tmp_path / f"{checkpoint}-{previous}.sqlite") as store:
+            return adopt_verdicts(sync, signers, checkpoint, store, previous)
+
+    assert adopted(first, None) > 0 and adopted(second, first) > 0  # forward: taken
+    assert adopted(first, second) == 0  # an outsider set the remote back: nothing taken
