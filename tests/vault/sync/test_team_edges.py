@@ -274,3 +274,22 @@ def test_a_read_whose_answer_was_lost_is_undone_on_the_remote_at_the_next_turn(
     a.sync()
     assert a.read_handoff(agent="codex", namespace=NS) is None
     assert "also_read" not in (b.path / h.path).read_text()
+
+
+def test_a_handoff_a_lost_race_left_out_is_taken_once_the_fetch_shows_it_pending(
+    machine: Machine, remote: Path
+) -> None:
+    a, b = machine("a"), machine("b")
+    a.join_remote(str(remote))
+    b.join_remote(str(remote))
+    h = a.create_handoff(to="codex", summary="S", context="C", namespace=NS)
+    assert a.sync().ok and b.sync().ok
+    # B lost a race while another machine's claim ref named this handoff; that claim was
+    # undone since (its answer lost), so the remote has it pending with no claim ref.
+    sb = _sync(b)
+    with sb.network_turn():
+        state = sb.state()
+        state["taken_elsewhere"] = {h.id: time.time()}
+        sb.save_state(state)
+    taken = b.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == h.id, "nothing pending said, one pending"

@@ -136,6 +136,8 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                         return None
                     _catch_up(vault, sync)  # nothing here: the remote may have new ones
                     looked = True
+                    if team is not None:  # the fetch knows what a lost race left out
+                        team = Team(sync)
                     continue
                 assert head is not None
                 try:
