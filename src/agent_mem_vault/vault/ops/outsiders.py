@@ -11,6 +11,7 @@ told to the sync, signed as this machine signs when they go out.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -21,7 +22,19 @@ from ..format.writer import TEXTLESS
 from .redaction import note_path
 from .writes import NoteWrites
 
-__all__ = ["OutsiderOps"]
+__all__ = ["OutsiderOps", "unchanged_since_shown"]
+
+
+def unchanged_since_shown(root: Path, path: str, note: str, seen: str | None, act: str) -> None:
+    """Refuse (``changed_since_read``) a person's act on ``note`` (at ``path``) where its
+    file's SHA-256 is no longer ``seen``, the one it had when shown: what they decided
+    on is not what they would act on. ``act``: what they would do, for the message."""
+    if seen is not None and file_digest(root / path) != seen:
+        raise ConflictError(
+            f"{note} changed since it was shown; read it again (agent-mem-vault show "
+            f"{note}) and {act} what it says now",
+            code="changed_since_read",
+        )
 
 
 class OutsiderOps(NoteWrites):
@@ -34,12 +47,7 @@ class OutsiderOps(NoteWrites):
         machine changed and has not sent: nothing here deletes the team's own words."""
         with self._writing() as idx:
             path = note_path(self.path, idx, note)
-            if seen is not None and file_digest(self.path / path) != seen:
-                raise ConflictError(
-                    f"{note} changed since it was shown; read it again (agent-mem-vault show "
-                    f"{note}) and decide on what it says now",
-                    code="changed_since_read",
-                )
+            unchanged_since_shown(self.path, path, note, seen, "decide on")
             stem = path.rsplit("/", 1)[-1].removesuffix(".md")
             found = idx.handoff(stem) or idx.memory(stem)
             if found is None or found.path != path:

@@ -16,12 +16,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from ...core.errors import ConflictError, InvalidInputError, NotFoundError
+from ...core.errors import InvalidInputError, NotFoundError
 from ..folder.layout import syncs
 from ..format.namespaces import validate_agent, validate_namespace_filter
 from ..index.db import Index
 from ..index.scan import listing_scope
 from ..ops.base import VaultBase
+from ..ops.outsiders import unchanged_since_shown
 from ..ops.port import NO_SYNC, SyncPort
 from ..ops.redaction import note_path
 
@@ -151,17 +152,11 @@ class SyncOps(VaultBase):
         here. ``seen``: the SHA-256 of the note's file as the person read it; refused
         (``changed_since_read``) when it changed since. A later change that no listed key
         signed quarantines it again. Refused where nothing quarantines it."""
-        from ..folder.files import file_digest
 
         self._require_vault()
         path = self._query(partial(note_path, self.path, note=note))
         with self._held(), self._locked():  # the syncer cannot change it in between
-            if seen is not None and file_digest(self.path / path) != seen:
-                raise ConflictError(
-                    f"{note} changed since it was shown; read it again (agent-mem-vault show "
-                    f"{note}) and release what it says now",
-                    code="changed_since_read",
-                )
+            unchanged_since_shown(self.path, path, note, seen, "release")
             released = self._port().release(path)
         if released is None:
             raise InvalidInputError(
@@ -190,7 +185,6 @@ class SyncOps(VaultBase):
         still so on the remote; else every one. ``seen``: note → the SHA-256 of its file as
         the person read it; refused (``changed_since_read``) when it changed since. A
         person's act, never an agent's tool (``agent-mem-vault trust vouch``)."""
-        from ..folder.files import file_digest
 
         self._require_vault()
         namespace = validate_namespace_filter(namespace)
@@ -199,16 +193,8 @@ class SyncOps(VaultBase):
             shown = {}
             for note in notes:
                 path = self._query(partial(note_path, self.path, note=note))
-                if (
-                    seen is not None
-                    and note in seen
-                    and file_digest(self.path / path) != seen[note]
-                ):
-                    raise ConflictError(
-                        f"{note} changed since it was shown; read it again "
-                        f"(agent-mem-vault show {note}) and vouch for what it says now",
-                        code="changed_since_read",
-                    )
+                said = None if seen is None else seen.get(note)
+                unchanged_since_shown(self.path, path, note, said, "vouch for")
                 shown[path] = (self.path / path).read_text(encoding="utf-8")
         vouched: Vouched = sync_commands().vouch(self, namespace, shown, listed)
         return vouched

@@ -35,7 +35,7 @@ from .verify import AllowedSigners, verify_commit
 if TYPE_CHECKING:
     from .engine import RouteSync
 
-__all__ = ["VERDICTS", "adopt_verdicts", "with_verdicts"]
+__all__ = ["VERDICTS", "adopt_verdicts", "notes_of", "with_verdicts"]
 
 VERDICTS = ".agent-mem-vault/verdicts.json"
 """Where in a checkpoint's tree its writer's verdicts are."""
@@ -54,7 +54,7 @@ def with_verdicts(sync: RouteSync, tree: str, frontier: Mapping[str, tuple[str, 
         if where.exists() and trust_for(sync.root, sync.route).checks:
             with VerdictStore(where, read_only=True) as store:
                 judged = store.meta("tree") == tree
-                data = _export(store, _notes(sync, tree)) if judged else None
+                data = _export(store, notes_of(sync, tree)) if judged else None
             if data is not None:
                 data["frontier"] = {m: [c, s] for m, (c, s) in sorted(frontier.items())}
                 text = json.dumps(data, separators=(",", ":"), sort_keys=True)
@@ -111,7 +111,7 @@ def _adopt(
     data = json.loads(found)
     if {m: (str(c), int(s)) for m, (c, s) in data["frontier"].items()} != frontier:
         return 0  # carried from an earlier checkpoint: not this one's
-    blobs = _notes(sync, sync._tree(checkpoint))
+    blobs = notes_of(sync, sync._tree(checkpoint))
     kept = {p: n for p, n in dict(data["notes"]).items() if p in blobs}
     rows = _rows(list(data["entries"]), kept, blobs)
     # Each entry's verdict counts only while this machine's list takes its key for its
@@ -168,7 +168,7 @@ def _export(store: VerdictStore, blobs: Mapping[str, str]) -> dict[str, Any]:
     return {"version": 1, "entries": entries, "notes": notes}
 
 
-def _notes(sync: RouteSync, tree: str) -> dict[str, str]:
+def notes_of(sync: RouteSync, tree: str) -> dict[str, str]:
     """Path → blob of each note of ``tree`` that travels by the route."""
     listing = sync.git.run("ls-tree", "-r", "-z", tree).out.decode("utf-8", "surrogateescape")
     out: dict[str, str] = {}

@@ -15,7 +15,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from .checkpoint_verdicts import adopt_verdicts
+from .checkpoint_verdicts import adopt_verdicts, notes_of
 from .entries import LogEntry, read_entries
 from .signers import trust_for
 from .signers_branch import adopt
@@ -99,13 +99,7 @@ def _check(sync: RouteSync, signers: AllowedSigners) -> None:
     finals = {p: found.get(p) for p in touched}
     held: dict[str, str] | None = None
     if whole:  # every note of the fold, to keep what is recorded of those unchanged
-        listing = sync.git.run("ls-tree", "-r", "-z", tree).out.decode("utf-8", "surrogateescape")
-        held = {}
-        for item in listing.split("\0"):
-            meta, _, path = item.partition("\t")
-            fields = meta.split(" ")
-            if path and len(fields) == 3 and sync.config.covers(sync.route, path):
-                held[path] = fields[2]
+        held = notes_of(sync, tree)
     judge(sync, signers, entries, before, finals, held)
     with VerdictStore(where) as store:
         store.set_meta("tips", json.dumps(logs, sort_keys=True))
