@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from ..folder.files import atomic_write
 from ..format.merge import conflict_note, merge_notes
+from .objects import object_id
 from .routes import namespace_of
-from .trees import object_id
 
 if TYPE_CHECKING:
     from ..index.db import Index

@@ -159,7 +159,7 @@ class RouteSync(LocalRoute):
             return FETCH_FIRST
         changes: dict[str, tuple[str | None, str | None]]
         if self._made.get(commit) == (known.fetched,) and commit in self._set_by:
-            changes = {p: (None, b) for p, b in self._set_by[commit].items()}  # a claim's
+            changes = {p: (None, b) for p, (_, b) in self._set_by[commit].items()}  # a claim's
         else:
             changes = self.changes(known.fetched, commit)
         if not changes:
@@ -177,7 +177,8 @@ class RouteSync(LocalRoute):
         return self._send_entry(commit, entry, known, limit, f"{entry}:{self.route.log_ref}")
 
     def _sent(self, tree: str, parents: list[str], message: str) -> str:
-        """A commit the remote will receive (a log entry, a checkpoint), authored by the
+        """A commit the remote will receive (a log entry, a checkpoint; ``parents`` as
+        ``commit-tree`` takes them: ``-p ID …``), authored by the
         person git names for this route (``identity.py``), by agent-mem-vault when none;
         signed as their git signs (``signing.py``): ``SigningHeld`` when the key cannot
         sign now, and nothing is sent."""
@@ -185,9 +186,7 @@ class RouteSync(LocalRoute):
         env = None if who is None else who.env()
         signer = signer_for(self.git.git_dir, self.route)
         if signer is None:
-            return self.git.text(
-                "commit-tree", "--no-gpg-sign", tree, *parents, "-m", message, env=env
-            )
+            return self.git.commit_tree(tree, parents[1::2], message, env)
         try:
             commit = commit_signed(
                 self.git, signer, self.root / SYNC_DIR, [tree, *parents, "-m", message], env

@@ -117,7 +117,9 @@ class FoldStore:
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(path, isolation_level=None)
         (version,) = self._db.execute("PRAGMA user_version").fetchone()
-        if version not in (0, _VERSION):  # disposable: made again, then filled again
+        if version == _VERSION:
+            return  # made before: a claim opens it, and its schema script is a write
+        if version != 0:  # disposable: made again, then filled again
             self._db.executescript("DROP TABLE IF EXISTS entries; DROP TABLE IF EXISTS tips;")
         self._db.executescript(f"{_SCHEMA}PRAGMA user_version = {_VERSION};")
 

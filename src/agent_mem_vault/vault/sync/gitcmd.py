@@ -21,9 +21,14 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...core.errors import AccessDeniedError, AgentMemVaultError, RemoteError, UnavailableError
+
+if TYPE_CHECKING:
+    from .objects import Objects
 
 __all__ = ["NET_TIMEOUT_ENV", "Git", "GitFailed", "GitResult", "net_timeout", "remote_failure"]
 
@@ -149,6 +154,33 @@ class Git:
         if check and result.status != 0:
             raise GitFailed(args, result)
         return result
+
+    @cached_property
+    def objects(self) -> Objects:
+        """The git folder's objects, read and written in this process where it is plain."""
+        from .objects import Objects
+
+        return Objects(self)
+
+    def commit_tree(
+        self,
+        tree: str,
+        parents: Sequence[str],
+        message: str,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        """The commit ``git commit-tree --no-gpg-sign`` would make of ``tree``, ``parents``
+        (repeats dropped, as git drops them) and ``message``, authored as ``env`` says
+        (else as every commit of ours is); made here where the repository is plain."""
+        parents = list(dict.fromkeys(parents))
+        who = {**self.env, **(env or {})}
+        name, email = who["GIT_AUTHOR_NAME"], who["GIT_AUTHOR_EMAIL"]
+        if (name, email) == (who["GIT_COMMITTER_NAME"], who["GIT_COMMITTER_EMAIL"]):
+            made = self.objects.commit(tree, parents, message, name, email)
+            if made is not None:
+                return made
+        links = [a for p in parents for a in ("-p", p)]
+        return self.text("commit-tree", "--no-gpg-sign", tree, *links, "-m", message, env=env)
 
     def text(
         self, *args: str, timeout: float = LOCAL_TIMEOUT, env: Mapping[str, str] | None = None

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -163,8 +163,9 @@ class LocalRoute:
         self.turn = VaultLock(folder / f"{route.key}.lock", timeout=TURN_WAIT)
         self.state_file = state_file(self.root, route)
         self._made: dict[str, tuple[str, ...]] = {}
-        self._set_by: dict[str, dict[str, str]] = {}
-        """What ``commit_notes`` set in each commit it made: path → blob."""
+        self._set_by: dict[str, dict[str, tuple[str | None, str]]] = {}
+        """What ``commit_notes`` changed in each commit it made: path → (the blob before,
+        or None; the blob now): what ``changes`` would say of it against its parent."""
         """Commits this process made on ``local`` and ``fetched``, and their parents: what
         ``merge_base`` and ``is_ancestor`` would ask git, for the usual cases."""
         self._followups: Folded | None = None
@@ -319,8 +320,7 @@ class LocalRoute:
         tree = gated_tree(self, tree, known.local_tree, known.local_tree)
         if head is not None and known.local_tree == tree:
             return head
-        parents = ["-p", head] if head is not None else []
-        new = self.git.text("commit-tree", "--no-gpg-sign", tree, *parents, "-m", message)
+        new = self.git.commit_tree(tree, [head] if head is not None else [], message)
         self.git.run("update-ref", self.local, new, head or "")
         self._moved(local=new, local_tree=tree)
         return new
@@ -341,23 +341,39 @@ class LocalRoute:
         mine = gated_notes(self, mine, known.local_tree)
         if not mine:
             return known.local
-        blobs = self.git.run(
-            "hash-object",
-            "-w",
-            "--stdin-paths",
-            input="".join(f"{self.root / p}\n" for p in mine).encode("utf-8", "surrogateescape"),
-        ).out.split()
-        ids = dict(zip(mine, (b.decode() for b in blobs), strict=True))
-        tree = edited_tree(self.git, known.local_tree, ids)
+        ids = dict(zip(mine, self._blobs(mine, len(known.local_tree)), strict=True))
+        was: dict[str, str | None] = {}
+        tree = edited_tree(self.git, known.local_tree, ids, before=was)
         if tree == known.local_tree:
             return known.local
-        new = self.git.text("commit-tree", "--no-gpg-sign", tree, "-p", known.local, "-m", message)
+        new = self.git.commit_tree(tree, [known.local], message)
         self._made[new] = (known.local,)
-        self._set_by[new] = ids
+        if was.keys() == ids.keys():  # else one was a folder or a link: git says (``changes``)
+            self._set_by[new] = {p: (was[p], b) for p, b in ids.items() if was[p] != b}
         self._later(mine)
         self.git.run("update-ref", self.local, new, known.local)
         self._moved(local=new, local_tree=tree)
         return new
+
+    def _blobs(self, paths: Sequence[str], digits: int) -> list[str]:
+        """The notes at ``paths`` as they are on disk, written as blobs: here where the
+        repository is plain and no attributes file could make git filter them, else
+        with one ``hash-object``."""
+        objects = self.git.objects
+        if objects.plain and not objects.has_attributes(self.root, paths):
+            return [objects.write(b"blob", (self.root / p).read_bytes(), digits) for p in paths]
+        return (
+            self.git.run(
+                "hash-object",
+                "-w",
+                "--stdin-paths",
+                input="".join(f"{self.root / p}\n" for p in paths).encode(
+                    "utf-8", "surrogateescape"
+                ),
+            )
+            .out.decode()
+            .split()
+        )
 
     def fast_forward(self, ours: str | None, theirs: str, paths: Sequence[str]) -> None:
         """Move ``local`` from ``ours`` to ``theirs``, whose notes at ``paths`` are now
@@ -422,10 +438,7 @@ class LocalRoute:
             self.git.run("update-ref", self.local, theirs, ours or "")
             self._moved(local=theirs, local_tree=tree)
             return
-        parents = ["-p", ours] if ours is not None else []
-        merge = self.git.text(
-            "commit-tree", "--no-gpg-sign", tree, *parents, "-p", theirs, "-m", "merge"
-        )
+        merge = self.git.commit_tree(tree, [*([ours] if ours else []), theirs], "merge")
         self.git.run("update-ref", self.local, merge, ours or "")
         self._moved(local=merge, local_tree=tree)
 
@@ -515,11 +528,13 @@ class LocalRoute:
         error: AgentMemVaultError | None = None,
         unanswered: bool = False,
         unsent: str | None = None,
+        said: Mapping[str, Any] | None = None,
     ) -> None:
         """Note what the remote last said; ``unanswered``: it could not be asked (refused,
         silent, gone), so callers that need not wait leave it alone for a while
-        (``view.py``)."""
+        (``view.py``); ``said``: more of the route's state, written in the same write."""
         state = self.state()
+        state.update(said or {})
         sent = state.get("sent")
         if unsent is not None and isinstance(sent, dict):
             state["sent"] = {e: c for e, c in sent.items() if e != unsent}

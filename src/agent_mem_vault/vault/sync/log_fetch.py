@@ -143,10 +143,7 @@ def _apply(sync: RouteSync, now: Heads, tree: str, entries: list[Entry], parents
         changes.update(entry.changed)
     mine = {p: b for p, b in changes.items() if sync.config.covers(sync.route, p)}
     new_tree = edited_tree(sync.git, tree, mine) if mine else tree
-    links = [a for p in dict.fromkeys(parents) for a in ("-p", p)]
-    commit = sync.git.text(
-        "commit-tree", "--no-gpg-sign", new_tree, *links, "-m", f"the remote at {now.log}"
-    )
+    commit = sync.git.commit_tree(new_tree, parents, f"the remote at {now.log}")
     sync._made[commit] = tuple(dict.fromkeys(parents))
     sync._set_refs({sync.fetched: (commit, now.fetched), sync.applied: (now.log, now.applied)})
     if found:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..format.models import Origin
+from .objects import object_id
 from .routes import route_git_dir
-from .trees import object_id
 from .verdicts import VerdictStore, said_by, store_path
 
 if TYPE_CHECKING:

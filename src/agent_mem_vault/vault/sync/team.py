@@ -247,10 +247,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     tree = edited_tree(sync.git, origin, folded.blobs) if folded.blobs else origin
     parents = [known.fetched] if linked and known.fetched is not None else []
     parents = list(dict.fromkeys([*parents, *ours]))
-    links = [a for p in parents for a in ("-p", p)]
-    commit = sync.git.text(
-        "commit-tree", "--no-gpg-sign", tree, *links, "-m", f"the remote's {len(logs)} logs"
-    )
+    commit = sync.git.commit_tree(tree, parents, f"the remote's {len(logs)} logs")
     sync._made[commit] = tuple(parents)
     sync._set_refs({sync.fetched: (commit, known.fetched)})
     # ``fetched`` holds the fold now, and the entries this machine sent with it.

@@ -25,7 +25,6 @@ from .team import (
     mine_of,
     mirror_of,
     mirror_refs,
-    save_said,
     store_of,
 )
 from .team_branch import BRANCH, root
@@ -61,7 +60,10 @@ def push(
     known = sync._refs()
     if known.fetched is not None and not sync.is_ancestor(known.fetched, commit):
         return FETCH_FIRST  # an entry must be made on what was fetched, merged
-    changes = sync.changes(known.fetched, commit)
+    if sync._made.get(commit) == (known.fetched,) and commit in sync._set_by:
+        changes: dict[str, tuple[str | None, str | None]] = dict(sync._set_by[commit])
+    else:  # what git says: a read's commit made here knows it already (``commit_notes``)
+        changes = sync.changes(known.fetched, commit)
     if not changes and not vouch:
         sync._set_refs({sync.fetched: (commit, known.fetched)})
         sync._moved(fetched=commit, fetched_tree=None)
@@ -136,7 +138,6 @@ def push(
             return refused
         # Its Lamport is past every entry applied here, so the fold takes each of its
         # notes as it is: ``fetched`` is ``commit`` now (once the refs say so).
-        save_said(sync, {"fold_tree": None})
         sent = LogEntry(entry, machine, seq, lamport, blobs, removed, base, list(claims))
         sent.parent = own_tip if sync.route.branch is None else tip
         sent.vouch = dict(vouch or {})
@@ -246,7 +247,8 @@ def _send(
 ) -> str | None:
     result, refused = sync.push_refs(limit, specs, options, atomic=len(specs) > 1)
     if result.status == 0 and not refused:
-        sync._remember(pushed=True, unsent=entry)
+        # Taken: ``fetched`` no longer holds the store's fold until ``push`` has folded it.
+        sync._remember(pushed=True, unsent=entry, said={"fold_tree": None})
         return None
     if not refused:
         raise sync._failed(result)

@@ -4,41 +4,52 @@ The route's index holds one entry per note, and every git command that uses it
 reads all of it first: 11 ms at 100,000 notes, twice per commit (``update-index``
 then ``write-tree``). A claim changes one note, so its tree is made the way git
 itself would make it, along that note's path only: the trees from the root down
-to the note's folder are read (one ``cat-file``), the changed entries put in,
-and the new trees written (one ``mktree``), deepest first. What that costs grows
-with the size of the note's folder, not of the vault.
+to the note's folder are read, the changed entries put in, and the new trees
+written, deepest first. What that costs grows with the size of the note's folder,
+not of the vault.
 
-The tree ids are worked out here as well (a parent names its child by id before
-git has written the child), and each one ``mktree`` answers is checked against
-them: a tree git would have written differently is never committed.
+The tree ids are worked out here (a parent names its child by id before the child
+is written). Where the repository is plain (``objects.py``) the trees are read and
+written here, loose; elsewhere git reads them (one ``cat-file``) and writes them
+(one ``hash-object``, which checks each is well formed), and each id it answers is
+checked against the one worked out here: a tree git would have written differently
+is never committed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .gitcmd import GitFailed, GitResult
+from .objects import object_id
 
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["edited_tree", "empty_tree_id", "object_id"]
+__all__ = ["edited_tree", "empty_tree_id"]
 
 _Entry = tuple[bytes, bytes]
 """A tree entry: its mode as git writes it, and the raw id it names."""
 _TREE = b"40000"
 _REGULAR = b"100644"
+_FILES = (_REGULAR, b"100755")
 
 
-def edited_tree(git: Git, root: str, blobs: Mapping[str, str | None]) -> str:
+def edited_tree(
+    git: Git,
+    root: str,
+    blobs: Mapping[str, str | None],
+    before: dict[str, str | None] | None = None,
+) -> str:
     """The id of the tree ``root`` with each path of ``blobs`` (``/``-separated,
     relative) set to that blob as a regular file, or removed where it maps to None;
     its new trees written to the repository. Folders a path needs that ``root``
-    lacks are made, and folders left empty go (as git never keeps an empty one)."""
+    lacks are made, and folders left empty go (as git never keeps an empty one).
+    ``before``, when given, gets the blob each path had in ``root`` (None: no file
+    there); a path that was a folder or a link is left out of it."""
     width = len(root) // 2  # bytes of an object id: 20 (SHA-1) or 32 (SHA-256)
     changes: dict[str, dict[bytes, _Entry | None]] = {"": {}}
     for path, blob in blobs.items():
@@ -52,6 +63,15 @@ def edited_tree(git: Git, root: str, blobs: Mapping[str, str | None]) -> str:
         bodies = dict.fromkeys(ordered, b"")  # nothing to read
     else:
         bodies = _read_trees(git, root, ordered)
+    if before is not None:
+        width_ = len(root) // 2
+        for path in blobs:
+            folder, _, name = path.rpartition("/")
+            found = _entry_of(bodies.get(folder, b""), _name(name), width_)
+            if found is None:
+                before[path] = None
+            elif found[0] in _FILES:
+                before[path] = found[1].hex()
     written: list[tuple[bytes, str]] = []
     tree_id = root
     for folder in reversed(ordered):  # the deepest first: a parent needs its child's id
@@ -77,6 +97,10 @@ def _name(text: str) -> bytes:
 
 def _read_trees(git: Git, root: str, folders: list[str]) -> dict[str, bytes]:
     """Each folder's tree in ``root``, as git keeps it; empty where there is none."""
+    if git.objects.plain:
+        loose = _read_loose(git, root, folders)
+        if loose is not None:
+            return loose
     asked = b"".join(_name(f"{root}:{f}\n" if f else f"{root}\n") for f in folders)
     raw = git.run("cat-file", "--batch", input=asked).out
     out: dict[str, bytes] = {}
@@ -92,6 +116,40 @@ def _read_trees(git: Git, root: str, folders: list[str]) -> dict[str, bytes]:
         out[folder] = raw[pos : pos + size] if header[1] == b"tree" else b""
         pos += size + 1
     return out
+
+
+def _read_loose(git: Git, root: str, folders: list[str]) -> dict[str, bytes] | None:
+    """``_read_trees`` from loose objects; None when one of them is not loose."""
+    width = len(root) // 2
+    out: dict[str, bytes] = {}
+    for folder in sorted(folders, key=lambda f: (f.count("/") + (f != ""), f)):
+        if folder:
+            parent, _, name = folder.rpartition("/")
+            entry = _entry_of(out.get(parent, b""), _name(name), width)
+            if entry is None or entry[0] != _TREE:
+                out[folder] = b""
+                continue
+            oid = entry[1].hex()
+        else:
+            oid = root
+        found = git.objects.read(oid)
+        if found is None:
+            return None
+        out[folder] = found[1] if found[0] == b"tree" else b""
+    return out
+
+
+def _entry_of(body: bytes, name: bytes, width: int) -> _Entry | None:
+    """The entry ``name`` of a tree, or None."""
+    needle = b" " + name + b"\0"
+    at = body.find(needle)
+    while at >= 0:
+        start = _entry_start(body, at, width)
+        if start < at and body.find(b" ", start) == at:  # a mode, then this name
+            end = at + len(needle)
+            return body[start:at], body[end : end + width]
+        at = body.find(needle, at + 1)
+    return None
 
 
 def _edited(body: bytes, changes: dict[bytes, _Entry | None], width: int) -> bytes:
@@ -143,20 +201,18 @@ def _entries(body: bytes, width: int) -> dict[bytes, _Entry]:
     return out
 
 
-def object_id(kind: bytes, data: bytes, digits: int) -> str:
-    """The id git gives ``data`` as an object of ``kind`` (``b"blob"``, ``b"tree"``) in a
-    repository whose ids have ``digits`` hex digits (SHA-1: 40, SHA-256: 64)."""
-    algorithm = hashlib.sha256 if digits == 64 else hashlib.sha1
-    return algorithm(b"%s %d\0" % (kind, len(data)) + data, usedforsecurity=False).hexdigest()
-
-
 def _id(body: bytes, width: int) -> str:
     return object_id(b"tree", body, width * 2)
 
 
 def _write(git: Git, trees: list[tuple[bytes, str]]) -> None:
-    """Write the trees with one ``hash-object`` (which checks each is a well-formed
-    tree) and make sure git gave each the id worked out here."""
+    """Write the trees: here, loose, in a plain repository; else with one
+    ``hash-object`` (which checks each is a well-formed tree), making sure git gave each
+    the id worked out here."""
+    if git.objects.plain:
+        for body, tree_id in trees:
+            git.objects.write(b"tree", body, len(tree_id))
+        return
     with tempfile.TemporaryDirectory(prefix="trees-", dir=git.git_dir) as folder:
         paths = []
         for i, (body, _tree_id) in enumerate(trees):
