@@ -419,3 +419,22 @@ def test_a_note_put_back_three_times_is_left_for_a_person(team: Team) -> None:
     assert bob.get_handoff(id).status == "read"
     assert any(f"handoff {id}" in p and "marked read by" in p for p in bob.doctor().problems)
     assert bob.read_handoff(agent="codex", namespace=NS) is None
+
+
+def test_a_tag_added_here_and_not_yet_sent_outlives_the_put_back_of_an_outsiders_read(
+    team: Team,
+) -> None:
+    _ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    eve.push({path: eve.blob(_read_by_hand(text))}, base={path: eve.blob(text)})
+    # Bob tags the handoff in Obsidian meanwhile; his sync sends it with the put back.
+    note = bob.path / path
+    head, sep, body = note.read_text().partition("\n---\n")
+    note.write_text(head + "\ntags:\n- urgent" + sep + body)
+    report = bob.sync()
+    assert report.ok and report.routes[0].undone == [path]
+    assert bob.get_handoff(id).status == "pending"
+    assert "- urgent" in note.read_text(), note.read_text()
+    assert "read_at" not in note.read_text(), "the fold's part of the outsider's read stays"

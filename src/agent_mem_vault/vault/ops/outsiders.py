@@ -69,7 +69,8 @@ class OutsiderOps(NoteWrites):
     def put_back(self, path: str, now: str, was: str) -> bool:
         """Give the note at ``path`` the lifecycle, tags and writer pair of version ``was``
         where its status, ``superseded_by`` and ``forgotten_at`` are version ``now``'s,
-        what it says kept as it is; False (nothing written) where they are not, or it is
+        what it says and each field changed here since ``now`` (a tag not yet sent) kept
+        as they are; False (nothing written) where they are not, or it is
         gone or damaged. Sync undoes with it a change that no listed key signed, under the
         lock as any write, so an agent's read or reopen in between is never undone."""
         try:
@@ -84,13 +85,21 @@ class OutsiderOps(NoteWrites):
             if found is None or _state(found[1].meta) != _state(then):
                 return False
             here = found[1]
-            meta = {}  # in the order the note has them, what ``was`` had of the lifecycle
+            # The lifecycle and the writer pair as the team had them (what the fold added
+            # to the outsider's, ``read_at`` say, goes too); the tags too, unless they were
+            # changed here since (not yet sent). In the order the note has them.
+            mine = here.meta.get("tags") != then.get("tags")
+            meta = {}
             for key, value in here.meta.items():
-                if key not in TEXTLESS:
+                if key not in TEXTLESS or (key == "tags" and mine):
                     meta[key] = value
                 elif key in before:
                     meta[key] = before[key]
-            meta.update((k, v) for k, v in before.items() if k in TEXTLESS and k not in meta)
+            meta.update(
+                (k, v)
+                for k, v in before.items()
+                if k in TEXTLESS and k not in meta and not (k == "tags" and mine)
+            )
             self._replace_text(idx, path, render_note(meta, here.body))
             return True
 
