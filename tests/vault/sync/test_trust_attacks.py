@@ -438,3 +438,19 @@ def test_a_tag_added_here_and_not_yet_sent_outlives_the_put_back_of_an_outsiders
     assert bob.get_handoff(id).status == "pending"
     assert "- urgent" in note.read_text(), note.read_text()
     assert "read_at" not in note.read_text(), "the fold's part of the outsider's read stays"
+
+
+def test_a_team_handoff_an_outsider_removes_is_written_again_for_the_team(team: Team) -> None:
+    ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    eve.push({}, removed=[path], base={path: eve.blob(text)})
+    report = bob.sync()
+    assert report.ok and report.routes[0].undone == [path]
+    assert (bob.path / path).read_text() == text  # as the team left it
+    assert bob.get_handoff(id).status == "pending"
+    assert ada.sync().ok and ada.get_handoff(id).status == "pending"  # for every machine
+    assert bob.sync().ok and bob.sync().routes[0].undone == []  # once
+    taken = bob.read_handoff(agent="codex", namespace=NS)
+    assert taken is not None and taken.id == id

@@ -103,6 +103,21 @@ class OutsiderOps(NoteWrites):
             self._replace_text(idx, path, render_note(meta, here.body))
             return True
 
+    def write_back(self, path: str, was: str) -> bool:
+        """Write the note at ``path`` again as ``was``, the version the team left, where an
+        entry no listed key signed removed it; False (nothing written) where a note is
+        there again, or ``was`` does not parse. Under the lock, as ``put_back``."""
+        try:
+            parse_text(was)
+        except NoteError:
+            return False
+        with self._writing() as idx:
+            if (self.path / path).exists():
+                return False
+            (self.path / path).parent.mkdir(parents=True, exist_ok=True)
+            self._replace_text(idx, path, was)
+            return True
+
 
 def _state(meta: Mapping[str, Any]) -> tuple[Any, ...]:
     """Where a note stands in its lifecycle (what the fold may add, ``read_at`` say, aside)."""

@@ -429,10 +429,13 @@ def stage_journal(
     config: SyncConfig,
     also: Sequence[str] = (),
     syncs: Sequence[RouteSync] = (),
+    unstamped: Sequence[str] = (),
 ) -> None:
     """Stage every change the journal holds (and the notes ``also`` names) into its
     route's index (the caller holds the vault lock): taking the journal stages it for
-    every route at once. ``syncs``: routes already at hand, used as they are."""
+    every route at once. ``syncs``: routes already at hand, used as they are;
+    ``unstamped``: notes that go with the writer pair they have (a note written again
+    as the team left it)."""
     changes = take_changes(vault.path)
     if changes is not None and not changes and not also:
         return
@@ -440,7 +443,8 @@ def stage_journal(
     for route in config.routes:
         sync = at_hand.get(route.key) or RouteSync(vault, config, route)
         # A note edited by hand names its editor before it goes (stamps.py).
-        stamp_edits(sync, sync.modified() if changes is None else changes)
+        edits = sync.modified() if changes is None else changes
+        stamp_edits(sync, [p for p in edits if p not in unstamped])
         sync.stage(None if changes is None else [*changes, *also])
 
 
@@ -480,7 +484,7 @@ def sync_route(
             if route.trust == "require" and (undone := undo_outside_changes(vault, sync)):
                 report.undone = undone  # an outsider's read or forget does not count: sent now
                 with vault._held(), vault._locked():
-                    stage_journal(vault, config, syncs=[sync])
+                    stage_journal(vault, config, syncs=[sync], unstamped=undone)
                     head = sync.commit("put back: changed outside the team")
             if route.layout == 2 and route.branch is None:
                 with suppress(AgentMemVaultError):  # claim refs only wait for the next time

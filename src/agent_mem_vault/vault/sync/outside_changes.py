@@ -1,14 +1,17 @@
-"""Under ``require``, a read, supersede or forget no listed key signed does not count.
+"""Under ``require``, a read, supersede, forget or removal no listed key signed does not
+count.
 
 An entry no listed key signed may leave a note's words as they were and change only
 its lifecycle, tags or writer pair: an outsider's ``ack`` or read of a pending
 handoff, a supersede that names a handoff of his own as the live one, a forget of a
-team memory or an update that retires it. The fold counts each like a teammate's,
+team memory or an update that retires it. Or it may remove the note from the
+remote's tree altogether. The fold counts each like a teammate's,
 so the team would lose that handoff or memory to a key it does not list. So after
 each fetch of a route whose policy is ``require``, this machine puts back the version
 the team's own entry had left (``VerdictStore.changed_outside``), where the note's
 text is the team's (what an outsider wrote is quarantined anyway). Putting back is
-this machine's own change, signed as it signs; a handoff made pending again loses
+this machine's own change, signed as it signs (a removed note is written again, as
+the team left it); a handoff made pending again loses
 the outsider's claim ref as it goes out (``team_push``), and a team agent takes it
 once. A handoff a listed key ever marked read is never made pending again.
 
@@ -58,7 +61,7 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
     fetched = sync.heads()[1]
     tree = None if fetched is None else sync.fetched_tree(fetched)
     have = sync.entries(tree, [path for path, *_ in rows])
-    texts = sync.blobs(sorted({b for _path, before, after, _t in rows for b in (before, after)}))
+    texts = sync.blobs(sorted({b for _p, before, after, _t in rows for b in (before, after) if b}))
     out: list[str] = []
     state = sync.state()
     said = state.get("put_back")
@@ -66,16 +69,19 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
     for path, before, after, taken in rows:
         if int(times.get(path) or 0) >= PUT_BACK_AT_MOST:
             continue
-        was, now = texts.get(before), texts.get(after)
-        if was is None or now is None or have.get(path) != after:
+        removed = after == ""
+        was, now = texts.get(before), (None if removed else texts.get(after))
+        if was is None or (now is None and not removed) or have.get(path) != (after or None):
             continue  # changed since on the remote: a person looks
         if taken and "/handoffs/" in path and status_in(was)[0] == "pending":
             continue  # the team read it once: never pending again
-        origin = origins_of(sync.root, sync.config, route, {path: now}).get(path)
+        origin = origins_of(sync.root, sync.config, route, {path: now or was}).get(path)
         if origin is None or not replace(origin, touched=None).trusted:
             continue  # its text is not the team's: it stays out of every agent's way anyway
         try:
-            if vault.put_back(path, now, was):  # refused where it changed here since
+            # Refused where it changed here since (or, removed, was written here again).
+            done = vault.write_back(path, was) if removed else vault.put_back(path, now, was)
+            if done:
                 out.append(path)
                 times[path] = int(times.get(path) or 0) + 1
         except AgentMemVaultError as error:

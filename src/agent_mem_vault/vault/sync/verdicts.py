@@ -190,6 +190,10 @@ class VerdictStore:
         (paths: never made pending by a machine, whatever comes after); ``made``: the
         change that made each note as the fold left it, its last touch whatever its
         Lamport number says (an entry's writer sets that number)."""
+        outside = list(outside)
+        # A note an unverified entry removed keeps its history: it is written back
+        # (``outside_changes.py``) as the team's.
+        kept = {path for path, _commit, _before, after in outside if after == ""}
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
@@ -208,7 +212,9 @@ class VerdictStore:
             self._db.executemany("INSERT OR REPLACE INTO touches VALUES (?, ?, ?, ?, ?)", made)
             self._db.executemany("INSERT OR IGNORE INTO versions VALUES (?, ?)", versions)
             for path, note in notes.items():
-                if note is None:
+                if note is None and path in kept:  # no file: its text, for who wrote it
+                    self._db.execute("UPDATE notes SET blob = NULL WHERE path = ?", (path,))
+                elif note is None:
                     self._forget(path)
                 else:
                     self._db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?, ?)", (path, *note))
@@ -372,8 +378,8 @@ class VerdictStore:
     def changed_outside(self) -> list[tuple[str, str, str, bool]]:
         """(path, blob before, blob after, taken) of each note whose last change of any
         kind was an entry no listed key signed that changed its lifecycle, tags or writer
-        pair alone, from a version a verified entry had left; ``taken``: a verified entry
-        ever marked that handoff read."""
+        pair alone, or removed it (blob after ``""``), from a version a verified entry had
+        left; ``taken``: a verified entry ever marked that handoff read."""
         try:
             rows = self._db.execute(
                 "SELECT o.path, o.before, o.after, o.path IN (SELECT path FROM taken) "
@@ -528,6 +534,13 @@ def judge(
                         and digests.get(was, 1) == digests.get(c.new, 2)
                     ):
                         outside.append((c.path, c.commit, was, c.new))
+                elif (
+                    was is not None
+                    and not good.get(c.commit)
+                    and teams.get(c.path)
+                    and folder_kind(c.path) is not None
+                ):
+                    outside.append((c.path, c.commit, was, ""))  # removed: no blob after
                 teams[c.path] = bool(good.get(c.commit))
             blob_had[c.path] = c.new
             said = None if c.new is None else digests.get(c.new, c.new)
