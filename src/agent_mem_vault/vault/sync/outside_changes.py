@@ -80,7 +80,7 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
             continue  # its text is not the team's: it stays out of every agent's way anyway
         try:
             # Refused where it changed here since (or, removed, was written here again).
-            done = vault.write_back(path, was) if removed else vault.put_back(path, now, was)
+            done = vault.write_back(path, was) if now is None else vault.put_back(path, now, was)
             if done:
                 out.append(path)
                 times[path] = int(times.get(path) or 0) + 1
