@@ -20,8 +20,8 @@ from agent_mem_vault.vault.sync import identity, signing
 from tests.cli_process import run_process
 from tests.git_remote import git
 
-from .conftest import NS, Machine
-from .test_team_trust import Team
+from .conftest import NS, Machine, clone_of
+from .test_team_trust import Team, _commit_signers, _on_project
 from .test_team_trust import _fresh as _fresh
 
 
@@ -151,3 +151,58 @@ def _certificate(stored: Path) -> Path:
     usable = stored.with_suffix(".asc")
     usable.write_text(stored.read_text().replace(":-----BEGIN", "-----BEGIN"))
     return usable
+
+
+def test_openpgp_keys_beside_the_list_on_the_projects_branch_are_taken_as_the_list_is(
+    team: Team, gnupg: Path, project: Path
+) -> None:
+    gus_key = _key("Gus Grey <gus@example.com>")
+    seed = clone_of(project, team.root.parent / "seed-signers")
+    ada_line = f'ada@example.com namespaces="git" {team.public("ada")}'
+    _commit_signers(seed, team, "ada", "Ada Lovelace <ada@example.com>", [ada_line])
+    bob = _on_project(team, "b", "Bob Builder", "bob@example.com", project)
+    gus = team.machine("g")  # his clone's git signs with gpg, as his own commits are
+    gus_clone = clone_of(project, team.root.parent / "g-src")
+    for setting, value in (
+        ("user.name", "Gus Grey"),
+        ("user.email", "gus@example.com"),
+        ("gpg.format", "openpgp"),
+        ("user.signingkey", gus_key),
+        ("commit.gpgsign", "true"),
+    ):
+        run_process(["git", "config", setting, value], cwd=gus_clone)
+    identity._known.clear()
+    signing._known.clear()
+    assert gus.join_project(NS, gus_clone).ok
+    bob.trust_signers(NS, None, branch="main")
+    made = gus.create_handoff(to="codex", summary="Batch it", context="x", namespace=NS)
+    assert gus.sync().ok and bob.sync().ok
+    assert bob.get_handoff(made.id).origin.why == "not_ssh"  # type: ignore[union-attr]
+
+    # Ada lists Gus's OpenPGP key beside the list, in a commit she signs: taken.
+    run_process(["git", "pull", "-q", "origin", "main"], cwd=seed)
+    (seed / ".agent-mem-vault" / "allowed_signers.gpg").write_text(
+        _gpg("--export", "--armor", gus_key)
+    )
+    _commit_signers(seed, team, "ada", "Ada Lovelace <ada@example.com>", [ada_line])
+    assert bob.sync().ok
+    origin = bob.get_handoff(made.id).origin
+    assert origin is not None and origin.verified is True and origin.signer == "gus@example.com"
+
+    # Gus, listed by his OpenPGP key, adds Cy to the list with a commit gpg signs.
+    run_process(["git", "pull", "-q", "origin", "main"], cwd=seed)
+    cy_line = f'cy@example.com namespaces="git" {team.public("cy")}'
+    (seed / ".agent-mem-vault" / "allowed_signers").write_text(f"{ada_line}\n{cy_line}\n")
+    run_process(["git", "add", "-A"], cwd=seed)
+    signed = run_process(
+        ["git", "-c", "user.name=Gus Grey", "-c", "user.email=gus@example.com", "-c",
+         "gpg.format=openpgp", "-c", f"user.signingkey={gus_key}", "commit", "-q", "-S",
+         "-m", "Cy joins"],
+        cwd=seed,
+    )  # fmt: skip
+    assert signed.returncode == 0, signed.stderr
+    assert run_process(["git", "push", "-q", "origin", "HEAD:main"], cwd=seed).returncode == 0
+    assert bob.sync().ok
+    status = bob.trust_status(NS)
+    assert status.principals == ("ada@example.com", "cy@example.com"), status
+    assert status.refused is None

@@ -99,7 +99,7 @@ def _on_branch(root: Path, route: Route, revocations: str | None) -> Trust:
     if policy == "off":
         return Trust("off", None, source)
     try:
-        signers = AllowedSigners.parse(pin.text, _revocations(revocations), source=source)
+        signers = pin.signers(_revocations(revocations), source=source)
     except (OSError, UnicodeDecodeError, ValueError) as error:
         return Trust(policy, None, source, str(error), pin.refused)
     return Trust(policy, signers, source, None, pin.refused)

@@ -1,10 +1,13 @@
 """The team's signers file on the project's branch, adopted change by change.
 
 A team reviews changes to its code on one branch; its list of who may write
-(``.agent-mem-vault/allowed_signers``) lives there too, changed like code. A
+(``.agent-mem-vault/allowed_signers``, with its people's OpenPGP public keys beside it
+in ``allowed_signers.gpg`` where some sign with gpg) lives there too, changed like
+code. A
 project route that names that branch (``agent-mem-vault trust signers --branch
 main -n NS``) fetches it with every sync and takes a change to the file only
-when a key the list it already holds names signed the commit that made it: an
+when a key the list it already holds names signed the commit that made it (a change
+to either file, or to both): an
 outsider who can push to the branch cannot add himself. The first list is the
 branch's as it is when the route names it, taken on trust (printed, so a person
 sees it). A change not taken is said once, in ``trust status`` and ``sync
@@ -17,6 +20,7 @@ route's verdict store (``verdicts.py``), never on the vault's remote.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import dataclass
@@ -33,9 +37,19 @@ if TYPE_CHECKING:
     from .gitcmd import Git
     from .routes import Route, SyncConfig
 
-__all__ = ["SIGNERS_PATH", "Pin", "adopt", "fetch_spec", "pin_first", "pinned", "signers_ref"]
+__all__ = [
+    "OPENPGP_PATH",
+    "SIGNERS_PATH",
+    "Pin",
+    "adopt",
+    "fetch_spec",
+    "pin_first",
+    "pinned",
+    "signers_ref",
+]
 
 SIGNERS_PATH = ".agent-mem-vault/allowed_signers"
+OPENPGP_PATH = SIGNERS_PATH + ".gpg"
 _KEY = "signers_pin"
 
 
@@ -48,11 +62,24 @@ class Pin:
     at: float
     refused: str | None = None
     """A change to the file that was not taken, said in words."""
+    openpgp: bytes = b""
+    """The OpenPGP keys beside the list, as the branch had them (none: empty)."""
 
     def to_json(self) -> str:
+        keys = base64.b64encode(self.openpgp).decode("ascii")
         return json.dumps(
-            {"commit": self.commit, "text": self.text, "at": self.at, "refused": self.refused}
+            {
+                "commit": self.commit,
+                "text": self.text,
+                "at": self.at,
+                "refused": self.refused,
+                "openpgp": keys,
+            }
         )
+
+    def signers(self, revoked: str = "", source: str = "") -> AllowedSigners:
+        """The list as the route holds it (``ValueError`` where it does not parse)."""
+        return AllowedSigners.parse(self.text, revoked, source=source, openpgp=self.openpgp)
 
 
 def signers_ref(config: SyncConfig, route: Route) -> str:
@@ -75,7 +102,10 @@ def pinned(root: Path, route: Route) -> Pin | None:
     if raw is None:
         return None
     found = json.loads(raw)
-    return Pin(str(found["commit"]), str(found["text"]), float(found["at"]), found.get("refused"))
+    keys = base64.b64decode(str(found.get("openpgp") or ""))
+    return Pin(
+        str(found["commit"]), str(found["text"]), float(found["at"]), found.get("refused"), keys
+    )
 
 
 def _save(root: Path, route: Route, pin: Pin) -> None:
@@ -107,8 +137,8 @@ def pin_first(git: Git, root: Path, config: SyncConfig, route: Route, limit: flo
             "(git's allowed signers format), signed, then name the branch again",
             code="signers_not_found",
         )
-    AllowedSigners.parse(text, source=f"{route.signers_branch}:{SIGNERS_PATH}")
-    pin = Pin(tip, text, time.time())
+    pin = Pin(tip, text, time.time(), openpgp=_keys_at(git, tip))
+    pin.signers(source=f"{route.signers_branch}:{SIGNERS_PATH}")  # it parses, keys and all
     _save(root, route, pin)
     return pin
 
@@ -131,16 +161,23 @@ def adopt(sync: RouteSync) -> None:
             "was taken; keeping that list"
         )
         if rewritten != pin.refused:
-            _save(sync.root, route, Pin(pin.commit, pin.text, pin.at, rewritten))
+            _save(sync.root, route, Pin(pin.commit, pin.text, pin.at, rewritten, pin.openpgp))
         return
     listing = sync.git.run(
-        "log", "--reverse", "--format=%H", f"{pin.commit}..{tip}", "--", SIGNERS_PATH
+        "log",
+        "--reverse",
+        "--format=%H",
+        f"{pin.commit}..{tip}",
+        "--",
+        SIGNERS_PATH,
+        OPENPGP_PATH,
     ).out.decode()
-    current, text, at = pin.commit, pin.text, pin.at
+    held = pin
     refused: str | None = None
     for commit in listing.split():
+        current = held.commit
         raw = sync.objects([commit], "commit").get(commit, b"")
-        listed = AllowedSigners.parse(text)
+        listed = held.signers()
         verdict = verify_commit(raw, listed, time.time(), digits=len(commit))
         if not verdict.verified:
             author = commit_author(raw)
@@ -149,18 +186,25 @@ def adopt(sync: RouteSync) -> None:
                 f"listed key signed ({verdict.words}); keeping the version of {current[:12]}"
             )
             break
-        changed = _file_at(sync.git, commit)
+        text, keys = _file_at(sync.git, commit) or "", _keys_at(sync.git, commit)
+        changed = Pin(commit, text, time.time(), openpgp=keys)
         try:
-            AllowedSigners.parse(changed or "")
+            changed.signers()
         except ValueError as error:
             refused = f"the signers file on {branch} in {commit[:12]} does not parse: {error}"
             break
-        current, text, at = commit, changed or "", time.time()
-    if refused is None:
-        current = tip  # every change taken: the next walk starts here
-    _save(sync.root, route, Pin(current, text, at, refused))
+        held = changed
+    if refused is None:  # every change taken: the next walk starts at the tip
+        held = Pin(tip, held.text, held.at, None, held.openpgp)
+    _save(sync.root, route, Pin(held.commit, held.text, held.at, refused, held.openpgp))
 
 
 def _file_at(git: Git, commit: str) -> str | None:
     found = git.run("cat-file", "blob", f"{commit}:{SIGNERS_PATH}", check=False)
     return found.out.decode("utf-8", "replace") if found.status == 0 else None
+
+
+def _keys_at(git: Git, commit: str) -> bytes:
+    """The OpenPGP keys beside the list at ``commit`` (none: empty)."""
+    found = git.run("cat-file", "blob", f"{commit}:{OPENPGP_PATH}", check=False)
+    return found.out if found.status == 0 else b""
