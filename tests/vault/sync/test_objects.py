@@ -183,3 +183,15 @@ def test_an_edited_tree_says_what_each_path_held_as_diff_tree_does(
     assert {p: (b or zero) for p, b in before.items() if new[p] != b} == said
     assert before["x.md"] == new["x.md"]
     assert os.path.exists(git.git_dir / "objects" / made[:2] / made[2:])
+
+
+@pytest.mark.parametrize(("setting", "flushes"), [(None, 0), ("core.fsync=loose-object", 1)])
+def test_an_object_is_flushed_to_disk_where_git_would_flush_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, flushes: int
+) -> None:
+    git = _git(tmp_path, "sha1", *([setting] if setting else []))
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(objects_module.os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    git.objects.write(b"blob", b"durable\n", 40)
+    assert len(calls) == flushes

@@ -18,7 +18,8 @@ asked for everything else:
 
 Git checks what it writes; here the trees are worked out by ``trees.py`` and the
 commits by ``commit`` below, from parts that git wrote or that this module did, and
-the tests read every object back with ``git fsck``.
+the tests read every object back with ``git fsck``. An object is flushed to disk
+before it is linked where git's settings would have git flush it (``core.fsync``).
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
 __all__ = ["Objects", "object_id"]
 
 _SETTINGS = (
-    r"^(core\.(sharedrepository|compression|loosecompression|attributesfile)"
-    r"|extensions\.(objectformat|compatobjectformat)|i18n\.commitencoding)$"
+    r"^(core\.(sharedrepository|compression|loosecompression|attributesfile|fsync"
+    r"|fsyncobjectfiles)|extensions\.(objectformat|compatobjectformat)|i18n\.commitencoding)$"
 )
+_SYNCED = {"loose-object", "objects", "committed", "added", "all"}
+"""The ``core.fsync`` components that have git flush a loose object to disk."""
 _CRUD = ".,:;<>\"\\'"
 """What git strips from either end of a name or an email, with every control character
 and space (``strbuf_addstr_without_crud``): an identity that has any is left to git."""
@@ -52,6 +55,8 @@ and space (``strbuf_addstr_without_crud``): an identity that has any is left to 
 class _Settings:
     plain: bool
     level: int
+    durable: bool
+    """Whether git would flush each loose object (``core.fsync``, ``core.fsyncObjectFiles``)."""
 
 
 _settings: dict[str, tuple[tuple[float, ...], _Settings]] = {}
@@ -95,12 +100,16 @@ class Objects:
         target = self.folder / oid[:2] / oid[2:]
         if target.exists():
             return oid
-        packed = zlib.compress(b"%s %d\0" % (kind, len(data)) + data, self._read_settings().level)
+        settings = self._read_settings()
+        packed = zlib.compress(b"%s %d\0" % (kind, len(data)) + data, settings.level)
         target.parent.mkdir(exist_ok=True)
         fd, temporary = tempfile.mkstemp(prefix="tmp_obj_", dir=target.parent)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(packed)
+                if settings.durable:
+                    f.flush()
+                    os.fsync(f.fileno())
             os.chmod(temporary, 0o444)
             # As git: a link that finds the name taken means the object is there already.
             with contextlib.suppress(FileExistsError):
@@ -176,7 +185,10 @@ class Objects:
             and values.get("i18n.commitencoding", "utf-8").lower() in ("utf-8", "utf8")
             and stamps[-1] < 0  # no attributes file of the user's own
         )
-        settings = _Settings(plain, level if -1 <= level <= 9 else 1)
+        components = {c.strip().lower() for c in values.get("core.fsync", "").split(",")}
+        flushed = values.get("core.fsyncobjectfiles", "").lower() in ("true", "yes", "on", "1")
+        durable = bool(components & _SYNCED) or flushed
+        settings = _Settings(plain, level if -1 <= level <= 9 else 1, durable)
         _settings[key] = (stamps, settings)
         self._settings = settings
         return settings
