@@ -454,3 +454,18 @@ def test_a_team_handoff_an_outsider_removes_is_written_again_for_the_team(team: 
     assert bob.sync().ok and bob.sync().routes[0].undone == []  # once
     taken = bob.read_handoff(agent="codex", namespace=NS)
     assert taken is not None and taken.id == id
+
+
+def test_a_note_the_team_removed_as_well_is_not_written_again(team: Team) -> None:
+    ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    (ada.path / path).unlink()  # Ada deletes it by hand; her vault sees it, her sync sends it
+    assert id not in {h.id for h in ada.page_handoffs(namespace=NS, agent="codex").handoffs}
+    assert ada.sync().ok
+    # Eve's removal of it sorts before Ada's: both arrive at Bob in one fetch.
+    eve.push({}, removed=[path], base={path: eve.blob(text)}, lamport=1)
+    report = bob.sync()
+    assert report.ok and report.routes[0].undone == []
+    assert not (bob.path / path).exists()

@@ -98,8 +98,13 @@ class Objects:
         """Store ``data`` as an object of ``kind``; its id (``digits`` hex digits)."""
         oid = object_id(kind, data, digits)
         target = self.folder / oid[:2] / oid[2:]
-        if target.exists():
+        try:  # there already: made new again, as git does, so a prune running now keeps it
+            os.utime(target)
             return oid
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return oid  # there, read-only to us: as git, it is used as it is
         settings = self._read_settings()
         packed = zlib.compress(b"%s %d\0" % (kind, len(data)) + data, settings.level)
         target.parent.mkdir(exist_ok=True)
@@ -111,11 +116,17 @@ class Objects:
                     f.flush()
                     os.fsync(f.fileno())
             os.chmod(temporary, 0o444)
-            # As git: a link that finds the name taken means the object is there already.
-            with contextlib.suppress(FileExistsError):
+            # As git: a link that finds the name taken means the object is there already;
+            # where the file system has no hard links, a rename.
+            try:
                 os.link(temporary, target)
+            except FileExistsError:
+                pass
+            except OSError:
+                os.replace(temporary, target)
         finally:
-            os.unlink(temporary)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
         return oid
 
     def read(self, oid: str) -> tuple[bytes, bytes] | None:

@@ -62,11 +62,12 @@ class Pin:
     at: float
     refused: str | None = None
     """A change to the file that was not taken, said in words."""
-    openpgp: bytes = b""
-    """The OpenPGP keys beside the list, as the branch had them (none: empty)."""
+    openpgp: bytes | None = b""
+    """The OpenPGP keys beside the list, as the branch had them (none: empty; None: a pin
+    saved before keys were kept, read from its commit at the next sync)."""
 
     def to_json(self) -> str:
-        keys = base64.b64encode(self.openpgp).decode("ascii")
+        keys = base64.b64encode(self.openpgp or b"").decode("ascii")
         return json.dumps(
             {
                 "commit": self.commit,
@@ -79,7 +80,8 @@ class Pin:
 
     def signers(self, revoked: str = "", source: str = "") -> AllowedSigners:
         """The list as the route holds it (``ValueError`` where it does not parse)."""
-        return AllowedSigners.parse(self.text, revoked, source=source, openpgp=self.openpgp)
+        keys = self.openpgp or b""
+        return AllowedSigners.parse(self.text, revoked, source=source, openpgp=keys)
 
 
 def signers_ref(config: SyncConfig, route: Route) -> str:
@@ -102,7 +104,8 @@ def pinned(root: Path, route: Route) -> Pin | None:
     if raw is None:
         return None
     found = json.loads(raw)
-    keys = base64.b64decode(str(found.get("openpgp") or ""))
+    kept = found.get("openpgp")
+    keys = None if kept is None else base64.b64decode(str(kept))
     return Pin(
         str(found["commit"]), str(found["text"]), float(found["at"]), found.get("refused"), keys
     )
@@ -152,6 +155,9 @@ def adopt(sync: RouteSync) -> None:
         "rev-parse", "-q", "--verify", signers_ref(sync.config, route), check=False
     )
     tip = found.out.decode().strip()
+    if pin is not None and pin.openpgp is None:  # saved before keys were kept: read them
+        pin = Pin(pin.commit, pin.text, pin.at, pin.refused, _keys_at(sync.git, pin.commit))
+        _save(sync.root, route, pin)
     if pin is None or not tip or tip == pin.commit:
         return
     branch = route.signers_branch

@@ -180,6 +180,8 @@ class VerdictStore:
         outside: Iterable[tuple[str, str, str, str]] = (),
         taken: Iterable[str] = (),
         made: Iterable[tuple[str, int, str, int, str]] = (),
+        gone: Mapping[str, str] | None = None,
+        dismissed: Iterable[str] = (),
     ) -> None:
         """Record text changes, each note as the fold left it (path → its text digest and
         blob; None: no note, and its history goes with it), texts notes had (path,
@@ -189,11 +191,12 @@ class VerdictStore:
         the blob before, the blob after), and handoffs a verified entry marked read
         (paths: never made pending by a machine, whatever comes after); ``made``: the
         change that made each note as the fold left it, its last touch whatever its
-        Lamport number says (an entry's writer sets that number)."""
+        Lamport number says (an entry's writer sets that number); ``gone``: each note an
+        unverified entry removed, and the digest of the text it had, kept with its history
+        until it is written back (``outside_changes.py``); ``dismissed``: notes a verified
+        entry removed as well, whose history goes."""
         outside = list(outside)
-        # A note an unverified entry removed keeps its history: it is written back
-        # (``outside_changes.py``) as the team's.
-        kept = {path for path, _commit, _before, after in outside if after == ""}
+        kept = dict(gone or {})
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany("INSERT OR IGNORE INTO changes VALUES (?, ?, ?, ?, ?)", changes)
@@ -213,11 +216,16 @@ class VerdictStore:
             self._db.executemany("INSERT OR IGNORE INTO versions VALUES (?, ?)", versions)
             for path, note in notes.items():
                 if note is None and path in kept:  # no file: its text, for who wrote it
-                    self._db.execute("UPDATE notes SET blob = NULL WHERE path = ?", (path,))
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO notes VALUES (?, ?, NULL)", (path, kept[path])
+                    )
                 elif note is None:
                     self._forget(path)
                 else:
                     self._db.execute("INSERT OR REPLACE INTO notes VALUES (?, ?, ?)", (path, *note))
+            for path in dismissed:
+                if path not in kept and notes.get(path) is None:
+                    self._forget(path)
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
@@ -515,9 +523,14 @@ def judge(
         # outsider's read, supersede or forget is undone only where it changes what the
         # team left.
         teams = store.touched_by_team([p for p in blob_had if folder_kind(p) is not None])
+        dismissed: set[str] = set()
         for c in ordered:
             name = (c.path, c.lamport, c.machine, c.seq, c.commit)
             was = blob_had.get(c.path)
+            if c.new is None and was is None and good.get(c.commit):
+                # The team removed it too: an outsider's removal before it is not undone.
+                dismissed.add(c.path)
+                outside = [o for o in outside if o[0] != c.path]
             if c.new != was:
                 touches.append(name)
                 if c.new is not None and finals.get(c.path) == c.new:
@@ -565,8 +578,18 @@ def judge(
             for p, b, e in vouched
             if b in digests
         ]
+        gone = {p: digests[b] for p, _c, b, after in outside if after == "" and b in digests}
         store.put_changes(
-            changes, notes, sorted(known), touches, vouches, outside, taken, made.values()
+            changes,
+            notes,
+            sorted(known),
+            touches,
+            vouches,
+            outside,
+            taken,
+            made.values(),
+            gone=gone,
+            dismissed=dismissed,
         )
 
 
