@@ -194,7 +194,7 @@ class Objects:
             and "core.attributesfile" not in values
             and "extensions.compatobjectformat" not in values
             and values.get("i18n.commitencoding", "utf-8").lower() in ("utf-8", "utf8")
-            and stamps[-1] < 0  # no attributes file of the user's own
+            and max(stamps[-2:]) < 0  # no attributes file of the user's or the system's
         )
         components = {c.strip().lower() for c in values.get("core.fsync", "").split(",")}
         flushed = values.get("core.fsyncobjectfiles", "").lower() in ("true", "yes", "on", "1")
@@ -214,12 +214,14 @@ def _crud(text: str) -> bool:
 
 
 def _user_files() -> tuple[Path, ...]:
-    """The user's git settings files, then their attributes file (git's default place)."""
+    """The user's git settings files, then their attributes file (git's default place) and
+    the system's (Debian's git reads ``/etc/gitattributes``)."""
     home = Path(os.path.expanduser("~"))
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
     chosen = os.environ.get("GIT_CONFIG_GLOBAL")
     named = (Path(chosen),) if chosen else ()
-    return (*named, home / ".gitconfig", xdg / "config", xdg / "attributes")
+    system = Path("/etc/gitattributes")
+    return (*named, home / ".gitconfig", xdg / "config", xdg / "attributes", system)
 
 
 def _mtime(path: Path) -> float:
