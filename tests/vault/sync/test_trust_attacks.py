@@ -469,3 +469,16 @@ def test_a_note_the_team_removed_as_well_is_not_written_again(team: Team) -> Non
     report = bob.sync()
     assert report.ok and report.routes[0].undone == []
     assert not (bob.path / path).exists()
+
+
+def test_a_note_removed_here_and_by_an_outsider_is_not_written_again(team: Team) -> None:
+    _ada, bob, eve, id, text = _setup(team)
+    team.list("bob", "bob@example.com")
+    bob.trust_policy(None, "require")
+    path = bob.get_handoff(id).path
+    (bob.path / path).unlink()  # Bob deletes it by hand, not sent yet
+    assert id not in {h.id for h in bob.page_handoffs(namespace=NS, agent="codex").handoffs}
+    eve.push({}, removed=[path], base={path: eve.blob(text)})
+    report = bob.sync()
+    assert report.ok and report.routes[0].undone == []
+    assert not (bob.path / path).exists()

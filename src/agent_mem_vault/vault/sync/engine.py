@@ -476,12 +476,14 @@ def sync_route(
             head = sync.commit("notes changed here")
         known = sync.heads()[1]
         if fetch:
+            # What this machine had before the fetch: a note it removed is not written back.
+            trees = (sync.local_tree(), sync.fetched_tree(known) if known else None)
             known = sync.fetch(patience)
             report.fetched = True
             with vault._held(), vault._locked():
                 sync.integrate(known, report)
                 head = sync.heads()[0]
-            if route.trust == "require" and (undone := undo_outside_changes(vault, sync)):
+            if route.trust == "require" and (undone := undo_outside_changes(vault, sync, trees)):
                 report.undone = undone  # an outsider's read or forget does not count: sent now
                 with vault._held(), vault._locked():
                     stage_journal(vault, config, syncs=[sync], unstamped=undone)

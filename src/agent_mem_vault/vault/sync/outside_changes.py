@@ -44,10 +44,14 @@ PUT_BACK_AT_MOST = 3
 _log = logging.getLogger(__name__)
 
 
-def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
+def undo_outside_changes(
+    vault: VaultBase, sync: RouteSync, trees: tuple[str | None, str | None] = (None, None)
+) -> list[str]:
     """Put back, here, what the team had left of each note of ``sync``'s route whose
     lifecycle alone an unlisted key changed; the paths put back (the caller commits and
-    sends them). The route's turn is held, the vault lock is not."""
+    sends them). ``trees``: those of ``local`` and ``fetched`` before the fetch, so
+    that a note this machine removed and has not sent is not written back. The route's
+    turn is held, the vault lock is not."""
     from ..ops.outsiders import OutsiderOps
 
     route = sync.route
@@ -61,6 +65,9 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
     fetched = sync.heads()[1]
     tree = None if fetched is None else sync.fetched_tree(fetched)
     have = sync.entries(tree, [path for path, *_ in rows])
+    gone = [path for path, _b, after, _t in rows if after == ""]
+    ours, theirs = (sync.entries(t, gone) for t in trees)
+    mine = {path for path in gone if path in theirs and path not in ours}  # removed here
     texts = sync.blobs(sorted({b for _p, before, after, _t in rows for b in (before, after) if b}))
     out: list[str] = []
     state = sync.state()
@@ -70,6 +77,8 @@ def undo_outside_changes(vault: VaultBase, sync: RouteSync) -> list[str]:
         if int(times.get(path) or 0) >= PUT_BACK_AT_MOST:
             continue
         removed = after == ""
+        if path in mine:
+            continue  # this machine removed it too: its removal goes out as it is
         was, now = texts.get(before), (None if removed else texts.get(after))
         if was is None or (now is None and not removed) or have.get(path) != (after or None):
             continue  # changed since on the remote: a person looks
