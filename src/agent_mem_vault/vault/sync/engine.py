@@ -129,6 +129,9 @@ class RouteSync(LocalRoute):
             else:
                 lines.append(f"update {name} {new}{' ' + old if old else ''}\n")
         self.git.run("update-ref", "--stdin", input="".join(lines).encode())
+        fields = self._mirrored()
+        moved = {fields[name]: new for name, (new, _old) in moves.items() if name in fields}
+        self._moved(**moved)  # the refs a push reads, as they are now
 
     def _empty_tree(self, digits: int) -> str:
         """The empty tree, written (a marker's tree), in a repository whose ids have

@@ -260,9 +260,30 @@ class LocalRoute:
         known = self._refs()
         return known.local, known.fetched
 
+    @property
+    def mirror(self) -> str:
+        """Where this machine keeps its copy of the route's refs on the remote (layout 2)."""
+        return self.fetched.rsplit("/", 1)[0] + "/remote"
+
+    @property
+    def mine(self) -> str:
+        """This machine's own log tip, as the remote last confirmed it (layout 2)."""
+        return self.fetched.rsplit("/", 1)[0] + "/mine"
+
+    def _mirrored(self) -> dict[str, str]:
+        """The refs of layout 2 a push reads, read with the others: ref → ``Heads`` field."""
+        if self.route.layout != 2 or self.route.branch is not None:
+            return {}
+        return {
+            f"{self.mirror}/_log/{self.config.machine}": "own",
+            f"{self.mirror}/_layout": "marker",
+            self.mine: "mine",
+        }
+
     def _refs(self) -> Heads:
         if self._known is not None:
             return self._known
+        mirrored = self._mirrored()
         result = self.git.run(
             "for-each-ref",
             "--format=%(refname) %(objectname) %(tree)",
@@ -271,6 +292,7 @@ class LocalRoute:
             self.log,
             self.applied,
             self.checkpoint,
+            *mirrored,
         )
         found = {}
         for line in result.out.decode().splitlines():
@@ -285,6 +307,7 @@ class LocalRoute:
             (found.get(self.log) or (None,))[0],
             (found.get(self.applied) or (None,))[0],
             (found.get(self.checkpoint) or (None,))[0],
+            **{field: (found.get(name) or (None,))[0] for name, field in mirrored.items()},
         )
         if self.turn.held:
             self._known = known
@@ -589,6 +612,12 @@ class Heads:
     applied: str | None = None
     """The log entry ``fetched`` holds the notes of (``log`` once they are applied)."""
     checkpoint: str | None = None
+    own: str | None = None
+    """Layout 2: this machine's log as the remote last had it (its copy of the remote's)."""
+    marker: str | None = None
+    """Layout 2: the remote's layout marker, as last fetched or pushed."""
+    mine: str | None = None
+    """Layout 2: this machine's own log tip, as the remote last confirmed it."""
 
 
 def _stamp(path: str) -> list[int] | None:

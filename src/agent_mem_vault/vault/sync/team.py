@@ -93,13 +93,13 @@ def store_of(sync: RouteSync) -> FoldStore:
 
 def mirror_of(sync: RouteSync) -> str:
     """Where this machine keeps its copy of the route's refs on the remote."""
-    return sync.fetched.rsplit("/", 1)[0] + "/remote"
+    return sync.mirror
 
 
 def mine_of(sync: RouteSync) -> str:
     """This machine's own log tip, as the remote last confirmed it (kept when the
     remote loses the log, so the next push writes it back whole)."""
-    return sync.fetched.rsplit("/", 1)[0] + "/mine"
+    return sync.mine
 
 
 def mirror_refs(sync: RouteSync, prefix: str) -> dict[str, str]:

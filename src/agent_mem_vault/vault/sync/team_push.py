@@ -75,10 +75,14 @@ def push(
         tips = store.tips()
         if tips and state.get("fold_tree") != known.fetched_tree:
             return FETCH_FIRST  # a fold stopped half-way: folded again before any entry
-        listing = mirror_refs(sync, mirror_of(sync))
+        if known.marker is not None and sync.route.branch is None:
+            # The refs a push reads came with ``_refs``: no listing of the mirror.
+            listing = {"_layout": known.marker}
+            listing.update({f"_log/{machine}": known.own} if known.own else {})
+        else:  # a new route, or a branch route: every ref of the mirror
+            listing = mirror_refs(sync, mirror_of(sync))
         tip = listing.get(f"_log/{machine}")
-        own = tip or sync.git.run("rev-parse", "-q", "--verify", mine_of(sync), check=False)
-        own_tip = own if isinstance(own, str) else (own.out.decode().strip() or None)
+        own_tip = tip or known.mine
         mine = tips.get(machine)
         seq = max(int(state.get("seq") or 0), mine.seq if mine else 0) + 1
         lamport = max(int(state.get("lamport") or 0), store.max_lamport()) + 1
