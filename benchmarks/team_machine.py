@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -127,8 +128,19 @@ class Machine:
     def floor(self, url: str, count: int, ref: str) -> dict[str, Any]:
         """Row 3: ``count`` plain ``git push``es, each of one small commit of its own to ``ref``
         (the machine's own), from the machine's own clone."""
-        if not self.clone.exists():
-            git("clone", "--quiet", "--bare", url, str(self.clone))
+        for attempt in range(RETRIES + 1):  # not timed: 32 clones at once, on one daemon
+            if self.clone.exists():
+                break
+            done = subprocess.run(
+                ["git", "clone", "--quiet", "--bare", url, str(self.clone)],
+                capture_output=True,
+                check=False,
+            )
+            if done.returncode != 0 and attempt == RETRIES:
+                raise RuntimeError(f"git clone {url}: {done.stderr.decode()}")
+            if done.returncode != 0:
+                shutil.rmtree(self.clone, ignore_errors=True)
+                time.sleep(0.1)
         commits = self.commits(count)
         self.wait_for_the_team()
         for sha in commits:
