@@ -31,11 +31,12 @@ from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
 from . import log_fetch, team, team_push
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
+from .heads import Heads
 from .identity import identity
 from .inflight import settle
 from .journal import take_changes
 from .layout import team_prefix
-from .local import FETCH_FIRST, Heads, LocalRoute, RouteReport, read_state, state_file
+from .local import FETCH_FIRST, LocalRoute, RouteReport, read_state, state_file
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,

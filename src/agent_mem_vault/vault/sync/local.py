@@ -43,6 +43,7 @@ from ...core.errors import AgentMemVaultError, UnavailableError
 from ..folder.files import VaultLock, atomic_write
 from .gate import gated_notes, gated_tree
 from .gitcmd import Git
+from .heads import Heads, read_heads
 from .routes import SYNC_DIR, Route, SyncConfig, route_git_dir
 from .trees import edited_tree, empty_tree_id
 from .view import backoff, failures
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FETCH_FIRST",
     "TURN_WAIT",
-    "Heads",
     "LocalRoute",
     "RouteReport",
     "fetched_ref",
@@ -283,32 +283,9 @@ class LocalRoute:
     def _refs(self) -> Heads:
         if self._known is not None:
             return self._known
-        mirrored = self._mirrored()
-        result = self.git.run(
-            "for-each-ref",
-            "--format=%(refname) %(objectname) %(tree)",
-            self.local,
-            self.fetched,
-            self.log,
-            self.applied,
-            self.checkpoint,
-            *mirrored,
-        )
-        found = {}
-        for line in result.out.decode().splitlines():
-            name, commit, tree = line.split(" ")
-            found[name] = (commit, tree)
-        local, fetched = found.get(self.local), found.get(self.fetched)
-        known = Heads(
-            local[0] if local else None,
-            local[1] if local else None,
-            fetched[0] if fetched else None,
-            fetched[1] if fetched else None,
-            (found.get(self.log) or (None,))[0],
-            (found.get(self.applied) or (None,))[0],
-            (found.get(self.checkpoint) or (None,))[0],
-            **{field: (found.get(name) or (None,))[0] for name, field in mirrored.items()},
-        )
+        refs = {"local": self.local, "fetched": self.fetched, "log": self.log}
+        refs.update(applied=self.applied, checkpoint=self.checkpoint)
+        known = read_heads(self.git, {**refs, **{f: n for n, f in self._mirrored().items()}})
         if self.turn.held:
             self._known = known
         return known
@@ -364,7 +341,8 @@ class LocalRoute:
         mine = gated_notes(self, mine, known.local_tree)
         if not mine:
             return known.local
-        ids = dict(zip(mine, self._blobs(mine, len(known.local_tree)), strict=True))
+        blobs = self.git.objects.notes(self.root, mine, len(known.local_tree))
+        ids = dict(zip(mine, blobs, strict=True))
         was: dict[str, str | None] = {}
         tree = edited_tree(self.git, known.local_tree, ids, before=was)
         if tree == known.local_tree:
@@ -377,26 +355,6 @@ class LocalRoute:
         self.git.run("update-ref", self.local, new, known.local)
         self._moved(local=new, local_tree=tree)
         return new
-
-    def _blobs(self, paths: Sequence[str], digits: int) -> list[str]:
-        """The notes at ``paths`` as they are on disk, written as blobs: here where the
-        repository is plain and no attributes file could make git filter them, else
-        with one ``hash-object``."""
-        objects = self.git.objects
-        if objects.plain and not objects.has_attributes(self.root, paths):
-            return [objects.write(b"blob", (self.root / p).read_bytes(), digits) for p in paths]
-        return (
-            self.git.run(
-                "hash-object",
-                "-w",
-                "--stdin-paths",
-                input="".join(f"{self.root / p}\n" for p in paths).encode(
-                    "utf-8", "surrogateescape"
-                ),
-            )
-            .out.decode()
-            .split()
-        )
 
     def fast_forward(self, ours: str | None, theirs: str, paths: Sequence[str]) -> None:
         """Move ``local`` from ``ours`` to ``theirs``, whose notes at ``paths`` are now
@@ -599,25 +557,6 @@ class LocalRoute:
         counts = self.git.text("rev-list", "--left-right", "--count", f"{local}...{fetched}")
         ahead, behind = counts.split()
         return int(ahead), int(behind)
-
-
-@dataclass(frozen=True, slots=True)
-class Heads:
-    local: str | None
-    local_tree: str | None
-    fetched: str | None
-    fetched_tree: str | None = None
-    log: str | None = None
-    """The remote's log as last fetched or pushed."""
-    applied: str | None = None
-    """The log entry ``fetched`` holds the notes of (``log`` once they are applied)."""
-    checkpoint: str | None = None
-    own: str | None = None
-    """Layout 2: this machine's log as the remote last had it (its copy of the remote's)."""
-    marker: str | None = None
-    """Layout 2: the remote's layout marker, as last fetched or pushed."""
-    mine: str | None = None
-    """Layout 2: this machine's own log tip, as the remote last confirmed it."""
 
 
 def _stamp(path: str) -> list[int] | None:

@@ -19,7 +19,7 @@ from .trees import edited_tree
 
 if TYPE_CHECKING:
     from .engine import RouteSync
-    from .local import Heads
+    from .heads import Heads
 
 __all__ = ["fetch"]
 

@@ -94,6 +94,23 @@ class Objects:
             folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
         return any((root / f / ".gitattributes").exists() for f in folders)
 
+    def notes(self, root: Path, paths: Sequence[str], digits: int) -> list[str]:
+        """The files at ``paths`` of the work tree ``root`` as they are, written as blobs:
+        here where the repository is plain and no attributes file could make git filter
+        them, else with one ``hash-object``."""
+        if self.plain and not self.has_attributes(root, paths):
+            return [self.write(b"blob", (root / p).read_bytes(), digits) for p in paths]
+        return (
+            self.git.run(
+                "hash-object",
+                "-w",
+                "--stdin-paths",
+                input="".join(f"{root / p}\n" for p in paths).encode("utf-8", "surrogateescape"),
+            )
+            .out.decode()
+            .split()
+        )
+
     def write(self, kind: bytes, data: bytes, digits: int) -> str:
         """Store ``data`` as an object of ``kind``; its id (``digits`` hex digits)."""
         oid = object_id(kind, data, digits)

@@ -1,0 +1,50 @@
+"""What a route's refs name, read with one ``for-each-ref``.
+
+A claim reads the route's refs before it commits and again before it pushes; each
+read is a git process. So every ref a claim needs is read at once, and the answer
+kept while the route's turn is held (``LocalRoute._refs``): what this process moves
+it notes itself (``_moved``, ``_set_refs``), and a fetch forgets it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .gitcmd import Git
+
+__all__ = ["Heads", "read_heads"]
+
+
+@dataclass(frozen=True, slots=True)
+class Heads:
+    local: str | None
+    local_tree: str | None
+    fetched: str | None
+    fetched_tree: str | None = None
+    log: str | None = None
+    """The remote's log as last fetched or pushed."""
+    applied: str | None = None
+    """The log entry ``fetched`` holds the notes of (``log`` once they are applied)."""
+    checkpoint: str | None = None
+    own: str | None = None
+    """Layout 2: this machine's log as the remote last had it (its copy of the remote's)."""
+    marker: str | None = None
+    """Layout 2: the remote's layout marker, as last fetched or pushed."""
+    mine: str | None = None
+    """Layout 2: this machine's own log tip, as the remote last confirmed it."""
+
+
+def read_heads(git: Git, refs: Mapping[str, str]) -> Heads:
+    """The commits ``refs`` (a field of ``Heads`` → a ref's full name) name, and the
+    trees of ``local`` and ``fetched``; None for a ref that does not exist."""
+    result = git.run("for-each-ref", "--format=%(refname) %(objectname) %(tree)", *refs.values())
+    found: dict[str, tuple[str, str]] = {}
+    for line in result.out.decode().splitlines():
+        name, commit, tree = line.split(" ")
+        found[name] = (commit, tree)
+    commits = {f: found[name][0] for f, name in refs.items() if name in found}
+    trees = {f"{f}_tree": found[refs[f]][1] for f in ("local", "fetched") if refs[f] in found}
+    return Heads(**{"local": None, "local_tree": None, "fetched": None, **commits, **trees})
