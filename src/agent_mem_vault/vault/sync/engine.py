@@ -480,8 +480,11 @@ def sync_route(
             head = sync.commit("notes changed here")
         known = sync.heads()[1]
         if fetch:
-            # What this machine had before the fetch: a note it removed is not written back.
-            trees = (sync.local_tree(), sync.fetched_tree(known) if known else None)
+            # What this machine had before the fetch: a note it removed is not written back
+            # (``require`` only: every other sync reads nothing more).
+            trees: tuple[str | None, str | None] = (None, None)
+            if route.trust == "require":
+                trees = (sync.local_tree(), sync.fetched_tree(known) if known else None)
             known = sync.fetch(patience)
             report.fetched = True
             with vault._held(), vault._locked():

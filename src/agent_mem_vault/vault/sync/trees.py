@@ -64,10 +64,9 @@ def edited_tree(
     else:
         bodies = _read_trees(git, root, ordered)
     if before is not None:
-        width_ = len(root) // 2
         for path in blobs:
             folder, _, name = path.rpartition("/")
-            found = _entry_of(bodies.get(folder, b""), _name(name), width_)
+            found = _entry_of(bodies.get(folder, b""), _name(name), width)
             if found is None:
                 before[path] = None
             elif found[0] in _FILES:
