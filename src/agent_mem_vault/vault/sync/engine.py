@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from . import log_fetch, team, team_push
+from . import log_fetch, loose, team, team_push
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .heads import Heads
 from .identity import identity
@@ -382,6 +382,9 @@ class RouteSync(LocalRoute):
     def is_ancestor(self, older: str, newer: str) -> bool:
         if older == newer or older in self._made.get(newer, ()):
             return True
+        answer = loose.ancestry(self.git, older, newer, self._made)
+        if answer is not None:
+            return answer
         return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
 
     def refused(self, reason: str) -> RemoteError:

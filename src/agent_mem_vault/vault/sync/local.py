@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, UnavailableError
 from ..folder.files import VaultLock, atomic_write
+from . import loose
 from .gate import gated_notes, gated_tree
 from .gitcmd import Git
 from .heads import Heads, read_heads
@@ -432,23 +433,22 @@ class LocalRoute:
     def changes(self, base: str | None, commit: str) -> dict[str, tuple[str | None, str | None]]:
         """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
         None where there was none (added, removed) or it is not a regular file."""
-        result = self.git.run(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--no-commit-id",
-            base or empty_tree_id(len(commit)),
-            commit,
-        )
-        parts = result.out.decode("utf-8", "surrogateescape").split("\0")
+        older = base or empty_tree_id(len(commit))
+        lines = loose.diff(self.git, older, commit)
+        if lines is None:
+            result = self.git.run(
+                "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", older, commit
+            )
+            parts = result.out.decode("utf-8", "surrogateescape").split("\0")
+            lines = []
+            for i in range(0, len(parts) - 1, 2):
+                fields = parts[i].lstrip(":").split(" ")
+                if len(fields) >= 5:
+                    lines.append((parts[i + 1], fields[0], fields[1], fields[2], fields[3]))
         out: dict[str, tuple[str | None, str | None]] = {}
-        for i in range(0, len(parts) - 1, 2):
-            meta, path = parts[i], parts[i + 1]
-            fields = meta.lstrip(":").split(" ")
-            if len(fields) < 5 or not self.config.covers(self.route, path):
+        for path, old_mode, new_mode, old, new in lines:
+            if not self.config.covers(self.route, path):
                 continue  # a remote's path that is no note of this route is never written
-            old_mode, new_mode, old, new = fields[0], fields[1], fields[2], fields[3]
             out[path] = (
                 old if old_mode in _REGULAR else None,
                 new if new_mode in _REGULAR else None,
@@ -467,8 +467,10 @@ class LocalRoute:
             return {}
         if any("\n" in i for i in ids):  # each is one line of the request
             raise ValueError("an object name holds a line break")
+        out, ids = loose.objects(self.git, ids, kind.encode())
+        if not ids:
+            return out
         raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
-        out: dict[str, bytes] = {}
         pos = 0
         for name in ids:
             end = raw.index(b"\n", pos)
@@ -490,6 +492,9 @@ class LocalRoute:
         """The blob of each of ``paths`` in ``tree``, where it has one as a regular file."""
         if tree is None or not paths:
             return {}
+        found = loose.entries(self.git, tree, paths)
+        if found is not None:
+            return {p: oid for p, (mode, oid) in found.items() if mode in _REGULAR}
         raw = self.git.run("ls-tree", "-z", tree, "--", *paths).out
         out = {}
         for item in raw.decode("utf-8", "surrogateescape").split("\0"):
