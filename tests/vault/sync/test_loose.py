@@ -166,3 +166,30 @@ def test_ancestry_is_left_to_git_past_the_walk_or_a_packed_commit(tmp_path: Path
     assert loose.ancestry(repo.git, unrelated, later[-1], {}) is None  # "no", too far
     repo.git.run("gc", "--quiet", "--prune=now")
     assert loose.ancestry(repo.git, later[-2], later[-1], {}) is None
+
+
+def test_a_merge_base_worked_out_here_is_the_one_git_finds(tmp_path: Path) -> None:
+    repo = _Repo(tmp_path)
+    fetched = repo.commit({"n.md": "the remote"})
+    mine = repo.commit({"m.md": "sent from here"})  # local, then sent: its entry came back
+    later = repo.commit({"m.md": "written here since"})
+    repo.parents = [fetched, mine]
+    folded = repo.commit({"r.md": "another machine's"})  # fetched again: the fold
+    repo.parents = [fetched]
+    elsewhere = repo.commit({"e.md": "a side"})
+    repo.parents = [fetched, elsewhere]
+    both_sides = repo.commit({"b.md": "a merge of two sides"})
+    for ours, theirs in [(later, folded), (mine, folded), (later, fetched), (fetched, later)]:
+        by_git = repo.plain_git("merge-base", ours, theirs)
+        assert loose.merge_base(repo.git, ours, theirs, {}) == by_git, (ours, theirs)
+    # A side this machine never had: the walk would have to go further, so git says.
+    assert loose.merge_base(repo.git, later, both_sides, {}) is None
+    repo.parents = [mine]
+    criss = repo.commit({"c.md": "1"})
+    repo.parents = [elsewhere]
+    cross = repo.commit({"c.md": "2"})
+    repo.parents = [criss, cross]
+    theirs = repo.commit({"c.md": "3"})
+    repo.parents = [criss, cross]
+    ours = repo.commit({"c.md": "4"})
+    assert loose.merge_base(repo.git, ours, theirs, {}) is None  # two best: git chooses

@@ -3,7 +3,8 @@
 A claim reads the route's refs before it commits and again before it pushes; each
 read is a git process. So every ref a claim needs is read at once, and the answer
 kept while the route's turn is held (``LocalRoute._refs``): what this process moves
-it notes itself (``_moved``, ``_set_refs``), and a fetch forgets it.
+it notes itself (``_moved``, ``_set_refs``), and a fetch reads them again with the
+refs it moved (``under``).
 """
 
 from __future__ import annotations
@@ -37,14 +38,24 @@ class Heads:
     """Layout 2: this machine's own log tip, as the remote last confirmed it."""
 
 
-def read_heads(git: Git, refs: Mapping[str, str]) -> Heads:
+def read_heads(
+    git: Git, refs: Mapping[str, str], under: str | None = None
+) -> tuple[Heads, dict[str, str]]:
     """The commits ``refs`` (a field of ``Heads`` → a ref's full name) name, and the
-    trees of ``local`` and ``fetched``; None for a ref that does not exist."""
-    result = git.run("for-each-ref", "--format=%(refname) %(objectname) %(tree)", *refs.values())
+    trees of ``local`` and ``fetched`` (None for a ref that does not exist); and the
+    refs under the prefix ``under`` (name under it → commit), in the same git process:
+    a fetch moves those."""
+    patterns = [*refs.values(), *([under + "/"] if under else [])]
+    result = git.run("for-each-ref", "--format=%(refname) %(objectname) %(tree)", *patterns)
     found: dict[str, tuple[str, str]] = {}
     for line in result.out.decode().splitlines():
         name, commit, tree = line.split(" ")
         found[name] = (commit, tree)
     commits = {f: found[name][0] for f, name in refs.items() if name in found}
     trees = {f"{f}_tree": found[refs[f]][1] for f in ("local", "fetched") if refs[f] in found}
-    return Heads(**{"local": None, "local_tree": None, "fetched": None, **commits, **trees})
+    listed: dict[str, str] = {}
+    if under:
+        cut = len(under) + 1
+        listed = {n[cut:]: c for n, (c, _t) in found.items() if n.startswith(under + "/")}
+    heads = Heads(**{"local": None, "local_tree": None, "fetched": None, **commits, **trees})
+    return heads, listed

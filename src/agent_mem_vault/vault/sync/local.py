@@ -284,12 +284,18 @@ class LocalRoute:
     def _refs(self) -> Heads:
         if self._known is not None:
             return self._known
+        return self._read_refs(None)[0]
+
+    def _read_refs(self, under: str | None) -> tuple[Heads, dict[str, str]]:
+        """The route's refs read now (kept while the turn is held), and those under the
+        prefix ``under``, in one git process."""
         refs = {"local": self.local, "fetched": self.fetched, "log": self.log}
         refs.update(applied=self.applied, checkpoint=self.checkpoint)
-        known = read_heads(self.git, {**refs, **{f: n for n, f in self._mirrored().items()}})
+        mirrored = {f: n for n, f in self._mirrored().items()}
+        known, listed = read_heads(self.git, {**refs, **mirrored}, under)
         if self.turn.held:
             self._known = known
-        return known
+        return known, listed
 
     def local_tree(self) -> str | None:
         """The tree of the commit ``local`` names."""
@@ -427,6 +433,9 @@ class LocalRoute:
     def merge_base(self, ours: str, theirs: str) -> str | None:
         if self._made.get(theirs) == (ours,):
             return ours  # the remote's new notes, made here on top of ours
+        found = loose.merge_base(self.git, ours, theirs, self._made)
+        if found is not None:
+            return found
         result = self.git.run("merge-base", ours, theirs, check=False)
         return result.out.decode().strip() or None if result.status == 0 else None
 

@@ -26,11 +26,22 @@ from .trees import empty_tree_id
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["MAX_TREE", "MAX_WALK", "Change", "ancestry", "diff", "entries", "objects", "tree_of"]
+__all__ = [
+    "MAX_TREE",
+    "MAX_WALK",
+    "Change",
+    "ancestry",
+    "diff",
+    "entries",
+    "merge_base",
+    "objects",
+    "present",
+    "tree_of",
+]
 
 MAX_TREE = 64 * 1024
 """Bytes of a tree read here; a bigger one is left to git."""
-MAX_WALK = 256
+MAX_WALK = 64
 """Commits an ancestry walk reads before it leaves the question to git."""
 
 Change = tuple[str, str, str, str, str]
@@ -118,6 +129,18 @@ def objects(git: Git, names: Sequence[str], kind: bytes) -> tuple[dict[str, byte
     return found, left
 
 
+def present(git: Git, oids: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Those of ``oids`` that are loose here, and the rest, for git to look for."""
+    if not git.objects.plain:
+        return [], list(oids)
+    here: list[str] = []
+    asked: list[str] = []
+    for oid in oids:
+        loose_file = git.objects.folder / oid[:2] / oid[2:]
+        (here if _hex(oid) and loose_file.is_file() else asked).append(oid)
+    return here, asked
+
+
 def ancestry(git: Git, older: str, newer: str, made: Mapping[str, Sequence[str]]) -> bool | None:
     """Whether ``older`` is ``newer`` or one of its ancestors; None when git must say.
     ``made``: parents already known (commits this process made). A walk proves "no"
@@ -136,6 +159,26 @@ def ancestry(git: Git, older: str, newer: str, made: Mapping[str, Sequence[str]]
         if back.stuck and (ahead.stuck or not ahead.queue):
             return None
     return None
+
+
+def merge_base(git: Git, ours: str, theirs: str, made: Mapping[str, Sequence[str]]) -> str | None:
+    """``git merge-base ours theirs`` where a short walk settles it; None when git must
+    say. The usual case: ``theirs`` (``fetched``) merges commits that ``ours``
+    (``local``) descends from, and one of them comes after the others."""
+    if ancestry(git, theirs, ours, made):
+        return theirs
+    if ancestry(git, ours, theirs, made):
+        return ours
+    parents = made.get(theirs)
+    if parents is None:
+        parents = _parents(git, theirs)
+    if not parents or not all(ancestry(git, p, ours, made) for p in parents):
+        return None
+    answers = {(a, b): ancestry(git, a, b, made) for a in parents for b in parents if a != b}
+    if None in answers.values():
+        return None
+    best = {a for a in parents if not any(answers.get((a, b)) for b in parents if b != a)}
+    return best.pop() if len(best) == 1 else None
 
 
 class _Walk:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import loose
 from .entries import LogEntry, read_entries
 from .fold import FoldStore, Tip
 from .gitcmd import net_timeout
@@ -130,8 +131,7 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             raise sync._failed(result)
         sync._set_refs({f"{mirror}/{BRANCH}": (None, None)})  # not made yet, or deleted
     sync._remember(fetched=True)
-    sync._known = None
-    refs = mirror_refs(sync, mirror)
+    refs = sync._read_refs(mirror)[1]  # the refs the fetch moved, read with the rest
     state = sync.state()
     # What this fetch changes in the route's state, written over a fresh read of it at
     # each save: another writer (a private note's unsend, under the vault lock) may have
@@ -249,7 +249,11 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
     parents = list(dict.fromkeys([*parents, *ours]))
     commit = sync.git.commit_tree(tree, parents, f"the remote's {len(logs)} logs")
     sync._made[commit] = tuple(parents)
-    sync._set_refs({sync.fetched: (commit, known.fetched)})
+    moves: dict[str, tuple[str | None, str | None]] = {sync.fetched: (commit, known.fetched)}
+    mine = logs.get(sync.config.machine)
+    if mine is not None and mine != known.mine:
+        moves[mine_of(sync)] = (mine, None)  # confirmed: this machine's log, as it stands
+    sync._set_refs(moves)
     # ``fetched`` holds the fold now, and the entries this machine sent with it.
     answered = {e.commit for e in entries}
     current_sent = sync.state().get("sent")
@@ -259,9 +263,6 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
         if e not in answered
     }
     save_said(sync, {**said, "fold_tree": tree}, drop)
-    mine = logs.get(sync.config.machine)
-    if mine is not None:
-        sync._set_refs({mine_of(sync): (mine, None)})
     sync._moved(fetched=commit, fetched_tree=tree)
     return commit
 
@@ -333,10 +334,13 @@ def present(sync: RouteSync, commits: list[str]) -> list[str]:
     what they made)."""
     if not commits:
         return []
+    here, asked = loose.present(sync.git, commits)
+    if not asked:
+        return here
     found = sync.git.run(
-        "cat-file", "--batch-check=%(objectname)", input="".join(f"{c}\n" for c in commits).encode()
+        "cat-file", "--batch-check=%(objectname)", input="".join(f"{c}\n" for c in asked).encode()
     ).out.decode()
-    return [line for line in found.splitlines() if " missing" not in line]
+    return [*here, *(line for line in found.splitlines() if " missing" not in line)]
 
 
 def _tips(entries: list[LogEntry], new: dict[str, str]) -> dict[str, Tip]:
