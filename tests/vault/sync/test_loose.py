@@ -193,3 +193,15 @@ def test_a_merge_base_worked_out_here_is_the_one_git_finds(tmp_path: Path) -> No
     repo.parents = [criss, cross]
     ours = repo.commit({"c.md": "4"})
     assert loose.merge_base(repo.git, ours, theirs, {}) is None  # two best: git chooses
+
+
+def test_a_damaged_loose_object_is_left_to_git_which_says_so(tmp_path: Path) -> None:
+    repo = _Repo(tmp_path)
+    first = repo.commit({"a.md": "1"})
+    second = repo.commit({"a.md": "2"})
+    path = repo.git.git_dir / "objects" / second[:2] / second[2:]
+    path.chmod(0o644)
+    path.write_bytes(b"not zlib at all")
+    assert loose.ancestry(repo.git, first, second, {}) is None
+    assert loose.diff(repo.git, first, second) is None
+    assert repo.git.run("cat-file", "-p", second, check=False).status != 0

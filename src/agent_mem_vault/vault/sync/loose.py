@@ -223,12 +223,13 @@ def _parents(git: Git, commit: str) -> list[str] | None:
 
 
 def _read(git: Git, oid: str) -> tuple[bytes, bytes] | None:
-    """A loose object; None when git must read it (not loose, not plain, or damaged:
-    git says how)."""
+    """A loose object; None when git must read it (not loose, not plain, too big, or
+    damaged: git says how). Compressed, a tree takes nearly as many bytes (its ids do
+    not compress), so one past ``MAX_TREE`` on disk is not even read."""
     if not _hex(oid) or not git.objects.plain:
         return None
     try:
-        return git.objects.read(oid)
+        return git.objects.read(oid, most=MAX_TREE)
     except ValueError:
         return None
 

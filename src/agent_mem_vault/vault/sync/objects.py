@@ -146,12 +146,18 @@ class Objects:
                 os.unlink(temporary)
         return oid
 
-    def read(self, oid: str) -> tuple[bytes, bytes] | None:
-        """(kind, data) of a loose object; None when it is not loose here."""
+    def read(self, oid: str, most: int | None = None) -> tuple[bytes, bytes] | None:
+        """(kind, data) of a loose object; None when it is not loose here, or when it
+        takes more than ``most`` bytes on disk (not even read then)."""
         try:
-            raw = zlib.decompress((self.folder / oid[:2] / oid[2:]).read_bytes())
+            with open(self.folder / oid[:2] / oid[2:], "rb") as f:
+                if most is not None and os.fstat(f.fileno()).st_size > most:
+                    return None
+                raw = zlib.decompress(f.read())
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except zlib.error:
+            raise ValueError(f"the loose object {oid} in {self.folder} is damaged") from None
         nul = raw.index(b"\0")
         kind, _, size = raw[:nul].partition(b" ")
         data = raw[nul + 1 :]
