@@ -41,7 +41,7 @@ __all__ = [
 
 MAX_TREE = 64 * 1024
 """Bytes of a tree read here; a bigger one is left to git."""
-MAX_WALK = 64
+MAX_WALK = 16
 """Commits an ancestry walk reads before it leaves the question to git."""
 
 Change = tuple[str, str, str, str, str]
