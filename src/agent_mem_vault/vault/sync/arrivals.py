@@ -113,7 +113,7 @@ def integrate(sync: LocalRoute, theirs: str | None, report: RouteReport) -> None
     if not mine and ours == base and len(changed) <= BULK and _as_they_are(writes, incoming):
         sync.fast_forward(ours, theirs, changed)  # the notes are theirs, byte for byte
         return
-    sync.stage(changed)
+    sync.later(changed)  # staged by the write-tree that makes the merge, with the rest
     sync.advance(ours, theirs, base)
 
 

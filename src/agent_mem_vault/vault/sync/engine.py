@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, RemoteError, UnavailableError
-from . import log_fetch, loose, team, team_push
+from . import log_fetch, team, team_push
 from .gitcmd import NET_TIMEOUT_ENV, GitResult, net_timeout, remote_failure
 from .heads import Heads
 from .identity import identity
 from .inflight import settle
 from .journal import take_changes
 from .layout import team_prefix
-from .local import FETCH_FIRST, LocalRoute, RouteReport, read_state, state_file
+from .local import FETCH_FIRST, LATER_MAX, LocalRoute, RouteReport, read_state, state_file
 from .log import (
     CHECKPOINT_EVERY,
     CHECKPOINT_FROM,
@@ -379,14 +379,6 @@ class RouteSync(LocalRoute):
         )
         self._moved(fetched=commit, fetched_tree=None, log=entry, applied=entry)
 
-    def is_ancestor(self, older: str, newer: str) -> bool:
-        if older == newer or older in self._made.get(newer, ()):
-            return True
-        answer = loose.ancestry(self.git, older, newer, self._made)
-        if answer is not None:
-            return answer
-        return self.git.run("merge-base", "--is-ancestor", older, newer, check=False).status == 0
-
     def refused(self, reason: str) -> RemoteError:
         """The error for a push refused although the remote has nothing newer: a rule
         there (a protected ref, a hook), not another machine."""
@@ -452,7 +444,11 @@ def stage_journal(
         # A note edited by hand names its editor before it goes (stamps.py).
         edits = sync.modified() if changes is None else changes
         stamp_edits(sync, [p for p in edits if p not in unstamped])
-        sync.stage(None if changes is None else [*changes, *also])
+        mine = [p for p in (*changes, *also) if config.covers(route, p)] if changes else []
+        if changes is not None and route.key in at_hand and len(mine) <= LATER_MAX:
+            sync.later(mine)  # committed next, from disk (``LocalRoute.commit``)
+        else:
+            sync.stage(None if changes is None else [*changes, *also])
 
 
 def sync_route(

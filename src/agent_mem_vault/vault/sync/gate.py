@@ -31,7 +31,7 @@ import json
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import ConflictError, NotFoundError
@@ -151,11 +151,26 @@ def said(path: str, held: list[Held], label: str) -> str:
     )
 
 
-def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None) -> str:
+@overload
+def gated_tree(
+    route: LocalRoute, tree: str, base: str | None, *keep: str | None, index: Literal[True] = True
+) -> str: ...
+
+
+@overload
+def gated_tree(
+    route: LocalRoute, tree: str, base: str | None, *keep: str | None, index: Literal[False]
+) -> str | None: ...
+
+
+def gated_tree(
+    route: LocalRoute, tree: str, base: str | None, *keep: str | None, index: bool = True
+) -> str | None:
     """``tree`` (the route's index) with each note it changed since ``base`` that gained
     a secret here set back to its version in the first of the trees ``keep`` that has
     one (left out where none has), in the index too; the notes held go into the
-    route's state."""
+    route's state. ``index=False``: ``tree`` is not the index's (a commit made from
+    disk, ``LocalRoute.commit``), and None says a note is held: commit from the index."""
     moved = {p: new for p, (_old, new) in route.changes(base, tree).items() if new is not None}
     by_setting = _private_by_setting(route.root, moved)
     changed = {p: blob for p, blob in moved.items() if blob not in _CLEAN and p not in by_setting}
@@ -172,6 +187,8 @@ def gated_tree(route: LocalRoute, tree: str, base: str | None, *keep: str | None
     _record(route, held, judged=moved)
     if not held:
         return tree
+    if not index:
+        return None
     # A private note whose person asked it off the remote is left out, not kept.
     dropped = _unsend(route, held)
     kept: dict[str, str] = {}

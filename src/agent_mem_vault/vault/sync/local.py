@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 from ...core.clock import format_datetime, utc_now
 from ...core.errors import AgentMemVaultError, UnavailableError
 from ..folder.files import VaultLock, atomic_write
-from . import loose
 from .gate import gated_notes, gated_tree
 from .gitcmd import Git
 from .heads import Heads, read_heads
+from .reads import RouteReads
 from .routes import SYNC_DIR, Route, SyncConfig, route_git_dir
 from .trees import edited_tree, empty_tree_id
 from .view import backoff, failures
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FETCH_FIRST",
+    "LATER_MAX",
     "TURN_WAIT",
     "LocalRoute",
     "RouteReport",
@@ -64,7 +65,9 @@ __all__ = [
     "state_file",
 ]
 
-_REGULAR = ("100644", "100755")
+LATER_MAX = 64
+"""Notes named not staged (``LocalRoute.later``) that a commit reads from disk at most;
+past that, the index takes them all in one ``update-index``."""
 FETCH_FIRST = "fetch first"
 """Why ``push`` sends nothing: this machine has not merged all that the remote has."""
 TURN_WAIT = 30.0
@@ -131,7 +134,7 @@ def fetched_ref(config: SyncConfig, route: Route) -> str:
     return f"refs/agent-mem-vault-local/{config.vault_id}/{route.namespace}/fetched"
 
 
-class LocalRoute:
+class LocalRoute(RouteReads):
     """One route of one vault on this machine: its git folder, index, refs and turn;
     staging and committing the notes, and merging what arrived (``engine.RouteSync``
     adds the network)."""
@@ -316,7 +319,12 @@ class LocalRoute:
             self._known = replace(self._known, **changes)
 
     def commit(self, message: str) -> str | None:
-        """Commit the route's index on ``local`` if it differs; the commit ``local`` names."""
+        """Commit the route's index on ``local`` if it differs; the commit ``local`` names.
+        Where the index holds nothing but what ``local`` had before the notes named as
+        not staged yet (``later``), those are committed from disk without it."""
+        done, head = self._commit_from_disk(message)
+        if done:
+            return head
         tree = self._write_tree()
         known = self._refs()
         head = known.local
@@ -332,11 +340,51 @@ class LocalRoute:
         self._moved(local=new, local_tree=tree)
         return new
 
+    def _commit_from_disk(self, message: str) -> tuple[bool, str | None]:
+        """``commit`` without the route's index: (True, what ``local`` names now), or
+        (False, None) where the index must be read. The index is left alone when it is
+        the very file the last ``write-tree`` made (``_write_tree``'s stamp): it then
+        holds ``local``'s notes but those named not staged yet, and those are read from
+        disk along their paths only (``trees.py``), two git processes fewer. They stay
+        named until a ``write-tree`` stages them, all at once (``LATER_MAX``)."""
+        state = self.state()
+        paths, seen = state.get("unstaged"), state.get("index")
+        index = self.git.env["GIT_INDEX_FILE"]
+        if not paths or len(paths) > LATER_MAX or not isinstance(seen, list):
+            return False, None
+        known = self._refs()
+        if seen[:3] != _stamp(index) or known.local is None or known.local_tree is None:
+            return False, None
+        mine = [str(p) for p in paths if self.config.covers(self.route, str(p))]
+        files = [p for p in mine if os.path.isfile(self.root / p)]
+        if any("\n" in p or os.path.islink(self.root / p) for p in mine) or any(
+            os.path.lexists(self.root / p) for p in mine if p not in files
+        ):
+            return False, None  # a link, a folder, a line break: as the index has them
+        try:
+            blobs = self.git.objects.notes(self.root, files, len(known.local_tree))
+        except FileNotFoundError:
+            return False, None  # removed by hand meanwhile
+        ids: dict[str, str | None] = {**dict.fromkeys(mine), **dict(zip(files, blobs, strict=True))}
+        tree = edited_tree(self.git, known.local_tree, ids)
+        if tree != known.local_tree:
+            gated = gated_tree(self, tree, known.local_tree, known.local_tree, index=False)
+            if gated is None:
+                return False, None  # a note holds a secret: the index path keeps it out
+            tree = gated
+        if tree == known.local_tree:
+            return True, known.local
+        new = self.git.commit_tree(tree, [known.local], message)
+        self._made[new] = (known.local,)
+        self.git.run("update-ref", self.local, new, known.local)
+        self._moved(local=new, local_tree=tree)
+        return True, new
+
     def commit_notes(self, paths: Sequence[str], message: str) -> str | None:
         """Commit the notes at ``paths`` as they are on disk on top of ``local``, without
         the route's index (``trees.py``: the trees along their paths only); None when
         there is no ``local`` yet (``commit`` then). The index catches up before it is
-        next read for a tree (``_later``)."""
+        next read for a tree (``later``)."""
         known = self._refs()
         if known.local is None or known.local_tree is None:
             return None
@@ -358,7 +406,7 @@ class LocalRoute:
         self._made[new] = (known.local,)
         if was.keys() == ids.keys():  # else one was a folder or a link: git says (``changes``)
             self._set_by[new] = {p: (was[p], b) for p, b in ids.items() if was[p] != b}
-        self._later(mine)
+        self.later(mine)
         self.git.run("update-ref", self.local, new, known.local)
         self._moved(local=new, local_tree=tree)
         return new
@@ -366,15 +414,18 @@ class LocalRoute:
     def fast_forward(self, ours: str | None, theirs: str, paths: Sequence[str]) -> None:
         """Move ``local`` from ``ours`` to ``theirs``, whose notes at ``paths`` are now
         on disk, the rest unchanged since ``ours``: the index catches up with ``paths``
-        before it is next read for a tree (``_later``), not now."""
-        self._later(paths)
+        before it is next read for a tree (``later``), not now."""
+        self.later(paths)
         self.git.run("update-ref", self.local, theirs, ours or "")
         self._moved(local=theirs, local_tree=self.fetched_tree(theirs))
 
-    def _later(self, paths: Sequence[str]) -> None:
-        """Note ``paths`` as committed but not staged in the route's index yet; staged
-        now if that cannot be written down (a tree made from an index without them
-        would undo them)."""
+    def later(self, paths: Sequence[str]) -> None:
+        """Note ``paths`` as not staged in the route's index yet: the next commit reads
+        them from disk, and the next ``write-tree`` stages them first. Staged now if
+        that cannot be written down (a tree made from an index without them would undo
+        them)."""
+        if not paths:
+            return
         state = self.state()
         state["unstaged"] = sorted({*state.get("unstaged", ()), *paths})
         try:
@@ -430,89 +481,6 @@ class LocalRoute:
         self.git.run("update-ref", self.local, merge, ours or "")
         self._moved(local=merge, local_tree=tree)
 
-    def merge_base(self, ours: str, theirs: str) -> str | None:
-        if self._made.get(theirs) == (ours,):
-            return ours  # the remote's new notes, made here on top of ours
-        found = loose.merge_base(self.git, ours, theirs, self._made)
-        if found is not None:
-            return found
-        result = self.git.run("merge-base", ours, theirs, check=False)
-        return result.out.decode().strip() or None if result.status == 0 else None
-
-    def changes(self, base: str | None, commit: str) -> dict[str, tuple[str | None, str | None]]:
-        """The route's notes ``commit`` changed since ``base``: path → (blob before, after);
-        None where there was none (added, removed) or it is not a regular file."""
-        older = base or empty_tree_id(len(commit))
-        lines = loose.diff(self.git, older, commit)
-        if lines is None:
-            result = self.git.run(
-                "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", older, commit
-            )
-            parts = result.out.decode("utf-8", "surrogateescape").split("\0")
-            lines = []
-            for i in range(0, len(parts) - 1, 2):
-                fields = parts[i].lstrip(":").split(" ")
-                if len(fields) >= 5:
-                    lines.append((parts[i + 1], fields[0], fields[1], fields[2], fields[3]))
-        out: dict[str, tuple[str | None, str | None]] = {}
-        for path, old_mode, new_mode, old, new in lines:
-            if not self.config.covers(self.route, path):
-                continue  # a remote's path that is no note of this route is never written
-            out[path] = (
-                old if old_mode in _REGULAR else None,
-                new if new_mode in _REGULAR else None,
-            )
-        return out
-
-    def blobs(self, ids: list[str]) -> dict[str, str]:
-        """The text of each object ``ids`` names (a blob id, or ``<tree>:<path>``), with one
-        ``cat-file`` for all; left out where there is no such blob."""
-        return {i: raw.decode("utf-8", "replace") for i, raw in self.objects(ids).items()}
-
-    def objects(self, ids: list[str], kind: str = "blob") -> dict[str, bytes]:
-        """The bytes of each object of ``kind`` that ``ids`` names, with one ``cat-file``
-        for all; left out where there is none."""
-        if not ids:
-            return {}
-        if any("\n" in i for i in ids):  # each is one line of the request
-            raise ValueError("an object name holds a line break")
-        out, ids = loose.objects(self.git, ids, kind.encode())
-        if not ids:
-            return out
-        raw = self.git.run("cat-file", "--batch", input="".join(f"{i}\n" for i in ids).encode()).out
-        pos = 0
-        for name in ids:
-            end = raw.index(b"\n", pos)
-            header = raw[pos:end].decode("utf-8", "replace").rsplit(" ", 2)
-            pos = end + 1
-            if (
-                len(header) != 3
-                or header[1] not in ("blob", "commit", "tree", "tag")
-                or not header[2].isdigit()
-            ):
-                continue  # "<name> missing", "<name> ambiguous": no content follows
-            size = int(header[2])
-            if header[1] == kind:
-                out[name] = raw[pos : pos + size]
-            pos += size + 1
-        return out
-
-    def entries(self, tree: str | None, paths: Sequence[str]) -> dict[str, str]:
-        """The blob of each of ``paths`` in ``tree``, where it has one as a regular file."""
-        if tree is None or not paths:
-            return {}
-        found = loose.entries(self.git, tree, paths)
-        if found is not None:
-            return {p: oid for p, (mode, oid) in found.items() if mode in _REGULAR}
-        raw = self.git.run("ls-tree", "-z", tree, "--", *paths).out
-        out = {}
-        for item in raw.decode("utf-8", "surrogateescape").split("\0"):
-            meta, _, path = item.partition("\t")
-            fields = meta.split(" ")
-            if path and len(fields) == 3 and fields[0] in _REGULAR:
-                out[path] = fields[2]
-        return out
-
     # -- what the route last said ---------------------------------------------------
 
     def _remember(
@@ -553,7 +521,7 @@ class LocalRoute:
     def save_state(self, state: dict[str, Any]) -> None:
         # Lost, the state costs only precision: --status's lines, the index's stamp (a
         # write-tree more), ``sent`` (a merge that keeps the remote's side); ``unstaged``,
-        # which must not be lost, is written by ``_later``.
+        # which must not be lost, is written by ``later``.
         with suppress(OSError):
             atomic_write(self.state_file, json.dumps(state) + "\n", durable=False)
 
