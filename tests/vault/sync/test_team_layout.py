@@ -400,3 +400,44 @@ def test_a_log_the_checkpoint_holds_and_idle_for_a_day_is_let_go_and_comes_back_
         assert vault.get_handoff(later.id).summary == "later"
         for h in made:
             assert (vault.path / h.path).read_bytes() == (a.path / h.path).read_bytes()
+
+
+def test_a_reader_that_keeps_losing_races_chooses_among_more_and_narrows_as_it_wins(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_mem_vault.vault.sync import team_claim
+
+    a = machine("a")
+    a.join_remote(str(remote))
+    ids = [
+        a.create_handoff(to="codex", summary=f"p{n}", context="C", namespace=NS).id
+        for n in range(120)
+    ]
+    a.sync()
+    _route_config, sync = _route(a)
+    monkeypatch.setattr(team_claim, "claims_on_remote", lambda _sync: [])  # none listed
+
+    def deepest(team: team_claim.Team) -> int:
+        """How far down the newest a read of this team's view went, over many tries."""
+        with a._writing(scope=[(NS, "handoffs")]) as idx:
+            return max(len(team.skip(idx, "codex", NS)) for _ in range(300))
+
+    team = team_claim.Team(sync)
+    assert deepest(team) == 0  # a quiet team: the newest
+    team.lost(ids[-1])  # busy: 4 per machine (2 at least), twice over: 16, and the lost one
+    assert team_claim.Team(sync)._widened() == 2.0
+    assert 2 <= deepest(team_claim.Team(sync)) <= 16
+    for _ in range(2):
+        team.lost(ids[-1])
+    assert team_claim.Team(sync)._widened() == 8.0
+    assert deepest(team_claim.Team(sync)) > 16  # among 64: deeper than 16 ever goes
+    for _ in range(4):
+        team_claim.Team(sync).landed()
+    assert team_claim.Team(sync)._widened() == pytest.approx(8.0 * team_claim.NARROW**4)
+    for _ in range(10):
+        team_claim.Team(sync).lost(ids[-1])
+    assert team_claim.Team(sync)._widened() == team_claim.WIDEST
+    # Quiet for a while: back to the narrow choice.
+    later = time.time() + team_claim.BUSY + 1
+    monkeypatch.setattr(team_claim.time, "time", lambda: later)
+    assert team_claim.Team(sync)._widened() == 1.0

@@ -159,6 +159,8 @@ def claim(vault: HandoffOps, route: Route, *, agent: str, namespace: str) -> Han
                         taken_unconfirmed = True
                     raise _unconfirmed(route, taken, exc) from exc
                 if refused is None:
+                    if team is not None:
+                        team.landed()
                     if not staged:
                         ensure_syncer(vault.path)  # it stages the note in the route's index
                     return taken.handoff

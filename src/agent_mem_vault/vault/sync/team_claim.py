@@ -7,8 +7,9 @@ the remote's claim refs (one round trip), leaves all of those out, and takes
 another handoff at once, with no fetch and no merge. When the team is busy
 (a race lost here lately, or two other machines wrote in the last seconds),
 every reader takes one at random among the newest few instead of all going for
-the newest: eight machines after 160 handoffs then push 1.6 times a claim, not
-eight (design/team-remote.md §6, §13).
+the newest, and a reader that keeps losing chooses among more: each lost race
+doubles its choice, each claim that stands narrows it a little, so that races
+stay rare however many machines read at once (design/team-remote.md §6, §13).
 """
 
 from __future__ import annotations
@@ -35,7 +36,13 @@ brings that machine's entry makes it read here too."""
 BUSY = 30.0
 """Seconds after a lost race (or two other machines' writes) that a reader spreads out."""
 SPREAD = 4
-"""Candidates per active machine a busy reader chooses among."""
+"""Candidates per active machine a busy reader chooses among, at first."""
+WIDEST = 16.0
+"""How many times ``SPREAD`` a reader that keeps losing races widens its choice to."""
+NARROW = 0.9
+"""What a claim that landed does to a widened choice: a loss doubles it, and so the
+losses settle at about one claim in eight (two machines choosing among n candidates
+collide about 1/n of the time; the choice widens until that is rare)."""
 
 
 class Team:
@@ -68,11 +75,10 @@ class Team:
         if not self._busy():
             return skip
         active = max(2, len(self._moved()))
+        window = round(SPREAD * active * self._widened())
         candidates = [
-            i
-            for i in idx.newest_pending_ids(namespace, agent, SPREAD * active + len(skip))
-            if i not in skip
-        ][: SPREAD * active]
+            i for i in idx.newest_pending_ids(namespace, agent, window + len(skip)) if i not in skip
+        ][:window]
         if len(candidates) > 1:
             skip.extend(candidates[: random.randrange(len(candidates))])
         return skip
@@ -97,7 +103,26 @@ class Team:
         self.state = self.sync.state()
         self.state["taken_elsewhere"] = taken
         self.state["lost_at"] = now
+        self.state["widened"] = min(WIDEST, self._widened() * 2)
         self.sync.save_state(self.state)
+
+    def landed(self) -> None:
+        """This machine's claim stood: a choice widened by lost races narrows a little."""
+        widened = self._widened()
+        if widened > 1.0:
+            self.state = self.sync.state()
+            self.state["widened"] = max(1.0, widened * NARROW)
+            self.sync.save_state(self.state)
+
+    def _widened(self) -> float:
+        """How many times ``SPREAD`` per machine a busy reader chooses among: doubled by
+        each lost race, narrowed by each claim that stood, back to one once the team
+        has been quiet for ``BUSY`` seconds."""
+        lost = self.state.get("lost_at")
+        widened = self.state.get("widened")
+        if not isinstance(lost, int | float) or not 0 <= time.time() - lost < BUSY:
+            return 1.0
+        return float(widened) if isinstance(widened, int | float) and widened >= 1 else 1.0
 
     def _busy(self) -> bool:
         lost = self.state.get("lost_at")
