@@ -29,15 +29,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import loose
 from .fold import Change
 from .layout import LAYOUT, message_facts
 
 if TYPE_CHECKING:
     from .gitcmd import Git
 
-__all__ = ["OID", "LogEntry", "read_entries", "team_entry_message"]
+__all__ = ["MAX_CHAIN", "OID", "LogEntry", "read_chains", "read_entries", "team_entry_message"]
 
 _REGULAR = ("100644", "100755")
+MAX_CHAIN = 64
+"""Entries of one log ``read_chains`` reads in this process; more, and git reads them."""
 OID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 """What an object id looks like (SHA-1 or SHA-256): a name an entry gives that is not one
 is never asked of git."""
@@ -131,31 +134,9 @@ def read_entries(
     for chunk in raw.split("\x01")[1:]:
         head, _, message = chunk.partition("\0")
         commit, tree, *parents = head.split(" ")
-        facts = message_facts(message)
-        machine, seq, lamport = facts.get("machine"), facts.get("seq"), facts.get("lamport")
-        if not isinstance(machine, str) or not isinstance(seq, int):
+        entry = _entry(commit, parents, message)
+        if entry is None:
             continue  # not an entry (a fence, a marker): nothing to fold
-        entry = LogEntry(
-            commit,
-            machine,
-            seq,
-            lamport if isinstance(lamport, int) else 0,
-            parent=parents[0] if parents and parents[0] else None,
-        )
-        removed = facts.get("removed")
-        if isinstance(removed, list):
-            entry.removed = [str(p) for p in removed]
-        base = facts.get("base")
-        if isinstance(base, dict):  # what is not an object id is no base (never asked of git)
-            entry.base = {str(p): b for p, b in base.items() if isinstance(b, str) and OID.match(b)}
-        claims = facts.get("claims")
-        if isinstance(claims, list):
-            entry.claims = [str(c) for c in claims]
-        vouch = facts.get("vouch")
-        if isinstance(vouch, dict):
-            entry.vouch = {
-                str(p): b for p, b in vouch.items() if isinstance(b, str) and OID.match(b)
-            }
         out.append(entry)
         if tree != empty_tree:
             trees.setdefault(tree, []).append(entry)
@@ -168,6 +149,81 @@ def read_entries(
             for entry in trees.get(tree, ()):
                 entry.changed = dict(notes)
     return out
+
+
+def read_chains(
+    git: Git, chains: Mapping[str, tuple[str, str, int]], empty_tree: str
+) -> list[LogEntry] | None:
+    """``read_entries`` in this process, for logs that only grew: ``chains`` is machine →
+    (its log's tip now, its entry last folded here, that entry's seq). Each log is read
+    back from its tip to that entry, from loose objects (``loose.py``); None, and git
+    reads them all, unless every commit on the way is loose, has one parent, and is
+    that machine's next entry in turn (seq after seq): entries this machine has not
+    folded yet, which is what git would list. At most ``MAX_CHAIN`` entries a log."""
+    out: list[LogEntry] = []
+    for machine, (tip, since, seq) in chains.items():
+        chain: list[LogEntry] = []
+        commit = tip
+        while commit != since:
+            if len(chain) >= MAX_CHAIN:
+                return None
+            found = loose.objects(git, [commit], b"commit")[0].get(commit)
+            if found is None:
+                return None
+            head, _, body = found.partition(b"\n\n")
+            fields = [
+                line.partition(b" ")[::2]
+                for line in head.split(b"\n")
+                if line[:1] not in (b" ", b"")
+            ]
+            parents = [v.decode() for k, v in fields if k == b"parent"]
+            trees = [v.decode() for k, v in fields if k == b"tree"]
+            if len(parents) != 1 or len(trees) != 1 or any(k == b"encoding" for k, _v in fields):
+                return None  # a merge, a root, a commit in another encoding: git reads it
+            tree = trees[0]
+            entry = _entry(commit, parents, body.decode("utf-8", "surrogateescape"))
+            if entry is None or entry.machine != machine:
+                return None
+            if tree != empty_tree:
+                listed = loose.diff(git, empty_tree, tree)
+                if listed is None:
+                    return None
+                entry.changed = {p: new for p, _om, mode, _o, new in listed if mode in _REGULAR}
+            chain.append(entry)
+            commit = parents[0]
+        chain.reverse()
+        if [e.seq for e in chain] != list(range(seq + 1, seq + 1 + len(chain))):
+            return None
+        out.extend(chain)
+    return out
+
+
+def _entry(commit: str, parents: Sequence[str], message: str) -> LogEntry | None:
+    """The entry a commit's message names; None for a commit that is none."""
+    facts = message_facts(message)
+    machine, seq, lamport = facts.get("machine"), facts.get("seq"), facts.get("lamport")
+    if not isinstance(machine, str) or not isinstance(seq, int):
+        return None
+    entry = LogEntry(
+        commit,
+        machine,
+        seq,
+        lamport if isinstance(lamport, int) else 0,
+        parent=parents[0] if parents and parents[0] else None,
+    )
+    removed = facts.get("removed")
+    if isinstance(removed, list):
+        entry.removed = [str(p) for p in removed]
+    base = facts.get("base")
+    if isinstance(base, dict):  # what is not an object id is no base (never asked of git)
+        entry.base = {str(p): b for p, b in base.items() if isinstance(b, str) and OID.match(b)}
+    claims = facts.get("claims")
+    if isinstance(claims, list):
+        entry.claims = [str(c) for c in claims]
+    vouch = facts.get("vouch")
+    if isinstance(vouch, dict):
+        entry.vouch = {str(p): b for p, b in vouch.items() if isinstance(b, str) and OID.match(b)}
+    return entry
 
 
 def _tree_notes(listing: str) -> dict[str, dict[str, str]]:

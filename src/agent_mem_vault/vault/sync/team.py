@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import loose
-from .entries import LogEntry, read_entries
+from .entries import LogEntry, read_chains, read_entries
 from .fold import FoldStore, Tip
 from .gitcmd import net_timeout
 from .layout import (
@@ -204,14 +204,23 @@ def fetch(sync: RouteSync, limit: float) -> str | None:
             save_said(sync, said, drop)
             return known.fetched
         digits = len(checkpoint or known.fetched or next(iter(logs.values()), "0" * 40))
-        entries = [
-            e
-            for e in read_entries(
+        folded_to = tips or frontier
+        grown = {
+            m: (c, folded_to[m].commit, folded_to[m].seq) for m, c in new.items() if m in folded_to
+        }
+        arrived = (
+            read_chains(sync.git, grown, empty_tree_id(digits)) if len(grown) == len(new) else None
+        )
+        if arrived is None:  # a log that is new here, went back, or is long: git reads them
+            arrived = read_entries(
                 sync.git,
                 list(new.values()),
                 present(sync, [since[m] for m in logs if m in since]),
                 empty_tree_id(digits),
             )
+        entries = [
+            e
+            for e in arrived
             if e.seq > covered.get(e.machine, ("", 0))[1]  # the checkpoint holds the rest
         ]
         new_tips = {**frontier, **_tips(entries, new)}
