@@ -10,6 +10,7 @@ import pytest
 from agent_mem_vault.vault import Vault
 from agent_mem_vault.vault.sync import gitcmd
 from agent_mem_vault.vault.sync.engine import RouteSync, sync_route
+from agent_mem_vault.vault.sync.journal import take_changes
 from agent_mem_vault.vault.sync.local import LATER_MAX
 from agent_mem_vault.vault.sync.routes import load_config
 
@@ -110,6 +111,33 @@ def test_an_index_changed_since_its_tree_is_read_by_git(
     _send(a)
     assert "write-tree" in ran
     assert staged.path in _notes(sync, "local")  # committed with the rest, not left out
+    assert _notes(sync, "index") == _notes(sync, "local")
+
+
+def test_notes_the_index_holds_besides_are_never_left_out(
+    machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write-tree whose commit never came (its process stopped between): the index
+    holds a note ``local`` lacks, and the next commit reads the index for it."""
+    a = machine("a")
+    a.join_remote(str(remote))
+    a.create_handoff(to="codex", summary="first", context="C", namespace="team")
+    a.sync()
+    sync = _route(a)
+    by_hand = "team/memories/by-hand.md"
+    (a.path / by_hand).parent.mkdir(parents=True, exist_ok=True)
+    (a.path / by_hand).write_text("---\ntitle: by hand\n---\nwritten by a person\n")
+    a.create_handoff(to="codex", summary="notices it", context="C", namespace="team")
+    # A sync took the journal, staged it and wrote the index's tree, then stopped.
+    assert by_hand in (take_changes(a.path) or [])
+    sync.stage([by_hand])
+    sync._write_tree()
+    assert by_hand not in _notes(sync, "local")
+    ran = _git_ran(monkeypatch)
+    a.create_handoff(to="codex", summary="later", context="C", namespace="team")
+    _send(a)
+    assert "write-tree" in ran
+    assert by_hand in _notes(sync, "local")
     assert _notes(sync, "index") == _notes(sync, "local")
 
 

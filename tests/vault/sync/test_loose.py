@@ -71,7 +71,7 @@ def test_a_diff_worked_out_here_is_the_diff_git_makes(tmp_path: Path, sha: str) 
         {"ns/handoffs/a.md": "a2", "ns/memories/m.md": "m"},  # changed, and a new folder
         {"ns/handoffs/b.md": None, "ns/memories": None},  # a file and a whole folder go
         {"top.md": None, "top.md/inside.md": "now a folder"},  # a file becomes a folder
-        {"top.md": "a file again", "ns/handoffs/a.md-x.md": "sorts after a.md/"},
+        {"top.md": "a file again", "ns/handoffs/a.md-x.md": "sorts before a.md/"},
         {"ü/ñ.md": "not ascii"},
     ]
     commits = [repo.commit(files) for files in steps]
@@ -184,6 +184,14 @@ def test_a_merge_base_worked_out_here_is_the_one_git_finds(tmp_path: Path) -> No
         assert loose.merge_base(repo.git, ours, theirs, {}) == by_git, (ours, theirs)
     # A side this machine never had: the walk would have to go further, so git says.
     assert loose.merge_base(repo.git, later, both_sides, {}) is None
+    # ``theirs`` before ``ours``, further back than a walk goes: git's answer, or none.
+    repo.parents = [fetched]
+    theirs_far = repo.commit({"f.md": "theirs"})
+    line = [repo.commit({"f.md": str(n)}) for n in range(loose.MAX_WALK + 4)]
+    repo.parents = [line[-1], fetched]
+    ours_far = repo.commit({"f.md": "a merge"})
+    assert repo.plain_git("merge-base", ours_far, theirs_far) == theirs_far
+    assert loose.merge_base(repo.git, ours_far, theirs_far, {}) in (None, theirs_far)
     repo.parents = [mine]
     criss = repo.commit({"c.md": "1"})
     repo.parents = [elsewhere]

@@ -437,7 +437,9 @@ def test_a_reader_that_keeps_losing_races_chooses_among_more_and_narrows_as_it_w
     for _ in range(10):
         team_claim.Team(sync).lost(ids[-1])
     assert team_claim.Team(sync)._widened() == team_claim.WIDEST
-    # Quiet for a while: back to the narrow choice.
+    # Quiet for a while: back to the narrow choice, and a race lost then doubles that.
     later = time.time() + team_claim.BUSY + 1
     monkeypatch.setattr(team_claim.time, "time", lambda: later)
     assert team_claim.Team(sync)._widened() == 1.0
+    team_claim.Team(sync).lost(ids[-2])
+    assert team_claim.Team(sync)._widened() == 2.0

@@ -443,8 +443,10 @@ def stage_journal(
         sync = at_hand.get(route.key) or RouteSync(vault, config, route)
         # A note edited by hand names its editor before it goes (stamps.py).
         edits = sync.modified() if changes is None else changes
+        if route.key in at_hand:  # a note committed from disk since may have been edited
+            edits = [*edits, *(p for p in sync.state().get("unstaged", ()) if p not in edits)]
         stamp_edits(sync, [p for p in edits if p not in unstamped])
-        mine = [p for p in (*changes, *also) if config.covers(route, p)] if changes else []
+        mine = [p for p in (*(changes or ()), *also) if config.covers(route, p)]
         if changes is not None and route.key in at_hand and len(mine) <= LATER_MAX:
             sync.later(mine)  # committed next, from disk (``LocalRoute.commit``)
         else:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -356,17 +357,26 @@ class LocalRoute(RouteReads):
         if seen[:3] != _stamp(index) or known.local is None or known.local_tree is None:
             return False, None
         mine = [str(p) for p in paths if self.config.covers(self.route, str(p))]
-        files = [p for p in mine if os.path.isfile(self.root / p)]
-        if any("\n" in p or os.path.islink(self.root / p) for p in mine) or any(
-            os.path.lexists(self.root / p) for p in mine if p not in files
-        ):
-            return False, None  # a link, a folder, a line break: as the index has them
+        files = []
+        for path in mine:
+            try:
+                mode = os.lstat(self.root / path).st_mode
+            except FileNotFoundError:
+                continue  # removed: it goes from the tree
+            if "\n" in path or not stat.S_ISREG(mode) or mode & 0o111:
+                return False, None  # a link, a folder, an executable: as the index has them
+            files.append(path)
         try:
             blobs = self.git.objects.notes(self.root, files, len(known.local_tree))
         except FileNotFoundError:
             return False, None  # removed by hand meanwhile
         ids: dict[str, str | None] = {**dict.fromkeys(mine), **dict(zip(files, blobs, strict=True))}
         tree = edited_tree(self.git, known.local_tree, ids)
+        # The index holds ``local``'s notes but these, or a commit from disk would leave
+        # out what it holds besides (a write-tree whose commit never came: a process
+        # stopped between, a held note): then git reads it.
+        if seen[3] != known.local_tree and edited_tree(self.git, str(seen[3]), ids) != tree:
+            return False, None
         if tree != known.local_tree:
             gated = gated_tree(self, tree, known.local_tree, known.local_tree, index=False)
             if gated is None:

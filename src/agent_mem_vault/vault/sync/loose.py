@@ -49,6 +49,8 @@ Change = tuple[str, str, str, str, str]
 side that has no file there has mode ``000000`` and an id of zeros."""
 
 _TREE = b"40000"
+_MODES = frozenset({_TREE, b"100644", b"100755", b"120000", b"160000"})
+"""The modes git writes; a tree with any other was written by an old git, and git reads it."""
 
 
 class _NotHere(Exception):
@@ -65,8 +67,8 @@ def tree_of(git: Git, name: str) -> str | None:
     kind, data = found
     if kind == b"tree":
         return name
-    if kind == b"commit" and data.startswith(b"tree "):
-        return data[5 : data.index(b"\n")].decode()
+    if kind == b"commit" and data.startswith(b"tree ") and b"\n" in data:
+        return data[5 : data.index(b"\n")].decode("ascii", "replace")
     return None
 
 
@@ -165,9 +167,12 @@ def merge_base(git: Git, ours: str, theirs: str, made: Mapping[str, Sequence[str
     """``git merge-base ours theirs`` where a short walk settles it; None when git must
     say. The usual case: ``theirs`` (``fetched``) merges commits that ``ours``
     (``local``) descends from, and one of them comes after the others."""
-    if ancestry(git, theirs, ours, made):
+    before, after = ancestry(git, theirs, ours, made), ancestry(git, ours, theirs, made)
+    if before is None or after is None:
+        return None  # which comes first is git's to say
+    if before:
         return theirs
-    if ancestry(git, ours, theirs, made):
+    if after:
         return ours
     parents = made.get(theirs)
     if parents is None:
@@ -230,8 +235,8 @@ def _read(git: Git, oid: str) -> tuple[bytes, bytes] | None:
         return None
     try:
         return git.objects.read(oid, most=MAX_TREE)
-    except ValueError:
-        return None
+    except (ValueError, OSError):
+        return None  # damaged, unreadable: git says how
 
 
 def _diff(
@@ -304,7 +309,13 @@ def _listing(git: Git, tree: str) -> dict[bytes, tuple[bytes, bytes]]:
     found = _read(git, tree)
     if found is None or found[0] != b"tree" or len(found[1]) > MAX_TREE:
         raise _NotHere(tree)
-    return dict(_parse(found[1], len(tree) // 2))
+    try:
+        listing = dict(_parse(found[1], len(tree) // 2))
+    except ValueError:
+        raise _NotHere(tree) from None  # not a well-formed tree: git says how
+    if any(mode not in _MODES for mode, _oid in listing.values()):
+        raise _NotHere(tree)  # an old mode (040000, 100664) that git reads its own way
+    return listing
 
 
 def _parse(body: bytes, width: int) -> Iterator[tuple[bytes, tuple[bytes, bytes]]]:

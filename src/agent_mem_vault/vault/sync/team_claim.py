@@ -101,9 +101,10 @@ class Team:
         except Exception:
             pass
         self.state = self.sync.state()
+        widened = self._widened()  # as it stood: 1 once the team was quiet a while
         self.state["taken_elsewhere"] = taken
         self.state["lost_at"] = now
-        self.state["widened"] = min(WIDEST, self._widened() * 2)
+        self.state["widened"] = min(WIDEST, widened * 2)
         self.sync.save_state(self.state)
 
     def landed(self) -> None:
