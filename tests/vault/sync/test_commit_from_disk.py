@@ -35,6 +35,15 @@ def _send(vault: Vault) -> None:
     sync_route(vault, config, config.vault_route, fetch=False)
 
 
+def _joined(machine: Machine, remote: Path) -> tuple[Vault, RouteSync]:
+    """A machine on ``remote`` with one note sent: its first commit read the index."""
+    a = machine("a")
+    a.join_remote(str(remote))
+    a.create_handoff(to="codex", summary="first", context="C", namespace="team")
+    a.sync()
+    return a, _route(a)
+
+
 def _git_ran(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ran: list[str] = []
     run = gitcmd.Git.run
@@ -99,11 +108,7 @@ def test_a_write_is_committed_from_disk_and_the_index_catches_up(
 def test_an_index_changed_since_its_tree_is_read_by_git(
     machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a = machine("a")
-    a.join_remote(str(remote))
-    a.create_handoff(to="codex", summary="first", context="C", namespace="team")
-    a.sync()
-    sync = _route(a)
+    a, sync = _joined(machine, remote)
     staged = a.create_handoff(to="codex", summary="staged by hand", context="C", namespace="team")
     sync.stage([staged.path])  # the index holds something ``local`` lacks
     ran = _git_ran(monkeypatch)
@@ -119,11 +124,7 @@ def test_notes_the_index_holds_besides_are_never_left_out(
 ) -> None:
     """A write-tree whose commit never came (its process stopped between): the index
     holds a note ``local`` lacks, and the next commit reads the index for it."""
-    a = machine("a")
-    a.join_remote(str(remote))
-    a.create_handoff(to="codex", summary="first", context="C", namespace="team")
-    a.sync()
-    sync = _route(a)
+    a, sync = _joined(machine, remote)
     by_hand = "team/memories/by-hand.md"
     (a.path / by_hand).parent.mkdir(parents=True, exist_ok=True)
     (a.path / by_hand).write_text("---\ntitle: by hand\n---\nwritten by a person\n")
@@ -144,11 +145,7 @@ def test_notes_the_index_holds_besides_are_never_left_out(
 def test_past_so_many_notes_the_index_takes_them_at_once(
     machine: Machine, remote: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    a = machine("a")
-    a.join_remote(str(remote))
-    a.create_handoff(to="codex", summary="first", context="C", namespace="team")
-    a.sync()
-    sync = _route(a)
+    a, sync = _joined(machine, remote)
     ran = _git_ran(monkeypatch)
     for n in range(LATER_MAX + 1):
         a.create_handoff(to="codex", summary=f"many {n}", context="C", namespace="team")
