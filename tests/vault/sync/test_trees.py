@@ -67,3 +67,13 @@ def test_a_tree_edited_along_its_paths_is_the_tree_the_index_makes(
     listed = git.run("ls-tree", "-r", "-z", "--name-only", made).out.decode().split("\0")
     assert set(listed) - {""} == set(NOTES) | set(changed)
     assert git.run("fsck", "--no-dangling", "--strict", check=False).status == 0
+
+
+def test_a_tree_only_worked_out_is_the_one_written_and_writes_nothing(tmp_path: Path) -> None:
+    git, _work, root = _repo(tmp_path, "sha1")
+    blob = git.run("hash-object", "-w", "--stdin", input=b"new text\n").out.decode().strip()
+    change = {"project/new/handoffs/z.md": blob}
+    worked_out = edited_tree(git, root, change, write=False)
+    assert git.run("cat-file", "-e", worked_out, check=False).status != 0  # not written
+    assert edited_tree(git, root, change) == worked_out
+    assert git.run("cat-file", "-e", worked_out, check=False).status == 0

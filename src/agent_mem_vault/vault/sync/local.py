@@ -375,7 +375,11 @@ class LocalRoute(RouteReads):
         # The index holds ``local``'s notes but these, or a commit from disk would leave
         # out what it holds besides (a write-tree whose commit never came: a process
         # stopped between, a held note): then git reads it.
-        if seen[3] != known.local_tree and edited_tree(self.git, str(seen[3]), ids) != tree:
+        index_tree = str(seen[3])
+        if (
+            index_tree != known.local_tree
+            and edited_tree(self.git, index_tree, ids, write=False) != tree
+        ):
             return False, None
         if tree != known.local_tree:
             gated = gated_tree(self, tree, known.local_tree, known.local_tree, index=False)

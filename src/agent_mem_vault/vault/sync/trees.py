@@ -43,13 +43,16 @@ def edited_tree(
     root: str,
     blobs: Mapping[str, str | None],
     before: dict[str, str | None] | None = None,
+    *,
+    write: bool = True,
 ) -> str:
     """The id of the tree ``root`` with each path of ``blobs`` (``/``-separated,
     relative) set to that blob as a regular file, or removed where it maps to None;
     its new trees written to the repository. Folders a path needs that ``root``
     lacks are made, and folders left empty go (as git never keeps an empty one).
     ``before``, when given, gets the blob each path had in ``root`` (None: no file
-    there); a path that was a folder or a link is left out of it."""
+    there); a path that was a folder or a link is left out of it. ``write=False``: the
+    id only, for a comparison; no tree is written."""
     width = len(root) // 2  # bytes of an object id: 20 (SHA-1) or 32 (SHA-256)
     changes: dict[str, dict[bytes, _Entry | None]] = {"": {}}
     for path, blob in blobs.items():
@@ -81,7 +84,8 @@ def edited_tree(
             changes[parent][_name(name)] = (_TREE, bytes.fromhex(tree_id)) if body else None
         if body or not folder:
             written.append((body, tree_id))
-    _write(git, written)
+    if write:
+        _write(git, written)
     return tree_id
 
 
