@@ -213,3 +213,28 @@ def test_a_damaged_loose_object_is_left_to_git_which_says_so(tmp_path: Path) -> 
     assert loose.ancestry(repo.git, first, second, {}) is None
     assert loose.diff(repo.git, first, second) is None
     assert repo.git.run("cat-file", "-p", second, check=False).status != 0
+
+
+def test_a_commit_read_here_is_what_git_log_says_signed_or_in_another_encoding(
+    tmp_path: Path,
+) -> None:
+    repo = _Repo(tmp_path)
+    first = repo.commit({"a.md": "1"})
+    tree = repo.plain_git("write-tree")
+    person = "T <t@example.org> 1700000000 +0000"
+    signed = (
+        f"tree {tree}\nparent {first}\nauthor {person}\ncommitter {person}\n"
+        "gpgsig -----BEGIN SSH SIGNATURE-----\n U1NIU0lH\n \n -----END SSH SIGNATURE-----\n"
+        '\nread 3n43znrr7567c\n\n{"seq": 2}\n'
+    )
+    oid = repo.git.run("hash-object", "-w", "-t", "commit", "--stdin", input=signed.encode())
+    signed_id = oid.out.decode().strip()
+    read = loose.commit(repo.git, signed_id)
+    assert read is not None
+    by_git = repo.plain_git("log", "-1", "--format=%T %P", signed_id).split()
+    assert [read.tree, *read.parents] == by_git
+    assert read.message == repo.git.run("log", "-1", "--format=%B", signed_id).out.decode()[:-1]
+    latin = f"tree {tree}\nauthor {person}\ncommitter {person}\nencoding ISO-8859-1\n\nmsg\n"
+    made = repo.git.run("hash-object", "-w", "-t", "commit", "--stdin", input=latin.encode())
+    other = made.out.decode().strip()
+    assert loose.commit(repo.git, other) is None  # git re-encodes it: git reads it

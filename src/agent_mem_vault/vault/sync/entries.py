@@ -167,21 +167,11 @@ def read_chains(
         while commit != since:
             if len(chain) >= MAX_CHAIN:
                 return None
-            found = loose.objects(git, [commit], b"commit")[0].get(commit)
-            if found is None:
-                return None
-            head, _, body = found.partition(b"\n\n")
-            fields = [
-                line.partition(b" ")[::2]
-                for line in head.split(b"\n")
-                if line[:1] not in (b" ", b"")
-            ]
-            parents = [v.decode() for k, v in fields if k == b"parent"]
-            trees = [v.decode() for k, v in fields if k == b"tree"]
-            if len(parents) != 1 or len(trees) != 1 or any(k == b"encoding" for k, _v in fields):
-                return None  # a merge, a root, a commit in another encoding: git reads it
-            tree = trees[0]
-            entry = _entry(commit, parents, body.decode("utf-8", "surrogateescape"))
+            read = loose.commit(git, commit)
+            if read is None or len(read.parents) != 1:
+                return None  # not loose, a merge, a root: git reads it
+            tree = read.tree
+            entry = _entry(commit, read.parents, read.message)
             if entry is None or entry.machine != machine:
                 return None
             if tree != empty_tree:
@@ -190,7 +180,7 @@ def read_chains(
                     return None
                 entry.changed = {p: new for p, _om, mode, _o, new in listed if mode in _REGULAR}
             chain.append(entry)
-            commit = parents[0]
+            commit = read.parents[0]
         chain.reverse()
         if [e.seq for e in chain] != list(range(seq + 1, seq + 1 + len(chain))):
             return None

@@ -19,7 +19,7 @@ reads at most ``MAX_WALK`` commits.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .trees import empty_tree_id
 
@@ -30,7 +30,9 @@ __all__ = [
     "MAX_TREE",
     "MAX_WALK",
     "Change",
+    "Commit",
     "ancestry",
+    "commit",
     "diff",
     "entries",
     "merge_base",
@@ -62,14 +64,33 @@ def tree_of(git: Git, name: str) -> str | None:
     if name == empty_tree_id(len(name)):
         return name
     found = _read(git, name)
-    if found is None:
-        return None
-    kind, data = found
-    if kind == b"tree":
+    if found is not None and found[0] == b"tree":
         return name
-    if kind == b"commit" and data.startswith(b"tree ") and b"\n" in data:
-        return data[5 : data.index(b"\n")].decode("ascii", "replace")
-    return None
+    read = commit(git, name, found)
+    return None if read is None else read.tree
+
+
+class Commit(NamedTuple):
+    tree: str
+    parents: list[str]
+    message: str
+
+
+def commit(git: Git, oid: str, found: tuple[bytes, bytes] | None = None) -> Commit | None:
+    """A loose commit's tree, parents and message (``found``: the object, read already);
+    None when git must read it (not loose, not a commit, in another encoding than
+    UTF-8, or not well formed)."""
+    found = _read(git, oid) if found is None else found
+    if found is None or found[0] != b"commit":
+        return None
+    head, _, body = found[1].partition(b"\n\n")
+    lines = [line for line in head.split(b"\n") if line and line[:1] != b" "]  # no gpgsig body
+    fields = [line.partition(b" ")[::2] for line in lines]
+    trees = [v.decode("ascii", "replace") for k, v in fields if k == b"tree"]
+    if len(trees) != 1 or any(k == b"encoding" for k, _v in fields):
+        return None
+    parents = [v.decode("ascii", "replace") for k, v in fields if k == b"parent"]
+    return Commit(trees[0], parents, body.decode("utf-8", "surrogateescape"))
 
 
 def diff(git: Git, old: str, new: str) -> list[Change] | None:
@@ -219,12 +240,9 @@ class _Walk:
         return None if self.queue else False
 
 
-def _parents(git: Git, commit: str) -> list[str] | None:
-    found = _read(git, commit)
-    if found is None or found[0] != b"commit":
-        return None
-    head = found[1].split(b"\n\n", 1)[0]
-    return [line[7:].decode() for line in head.split(b"\n") if line.startswith(b"parent ")]
+def _parents(git: Git, oid: str) -> list[str] | None:
+    read = commit(git, oid)
+    return None if read is None else read.parents
 
 
 def _read(git: Git, oid: str) -> tuple[bytes, bytes] | None:
